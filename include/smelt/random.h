@@ -1,0 +1,30 @@
+// Counter-based random numbers: explicit keys, the same values on every device and thread count.
+#pragma once
+
+#include <optional>
+
+#include "smelt/array.h"
+
+namespace smelt::random {
+
+/// A key (uint32 [2]) from a seed.
+Array key(uint64_t seed);
+/// `num` independent keys from one, shape [num, 2].
+Array split(const Array& key, int num = 2);
+/// Raw uint32 bits of `shape` (Threefry-2x32 of the key and the element's index).
+Array bits(const Array& key, const Shape& shape);
+/// Uniform in [low, high).
+Array uniform(const Array& key, const Shape& shape, double low = 0.0, double high = 1.0,
+              Dtype dtype = float32);
+/// Normal with the given mean and standard deviation.
+Array normal(const Array& key, const Shape& shape, double mean = 0.0, double stddev = 1.0,
+             Dtype dtype = float32);
+/// True with probability p (p broadcasts against shape).
+Array bernoulli(const Array& key, const Array& p, const Shape& shape);
+/// Samples class indices from unnormalized log-probabilities along `axis` (int32).
+Array categorical(const Array& key, const Array& logits, int axis = -1,
+                  std::optional<Shape> shape = std::nullopt);
+/// Integers in [low, high).
+Array randint(const Array& key, int64_t low, int64_t high, const Shape& shape, Dtype dtype = int32);
+
+}  // namespace smelt::random

@@ -1,0 +1,12 @@
+// The umbrella header: everything a smelt user needs.
+#pragma once
+
+#include "smelt/array.h"
+#include "smelt/device.h"
+#include "smelt/dtype.h"
+#include "smelt/errors.h"
+#include "smelt/io.h"
+#include "smelt/memory.h"
+
+#include "smelt/ops.h"
+#include "smelt/random.h"

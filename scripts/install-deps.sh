@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages smelt needs to build and test (idempotent; skips apt when all are present).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential   # g++ 12 (C++20) and make
+  cmake             # the build (presets need >= 3.25)
+  ninja-build       # the generator the presets use
+  ccache            # faster rebuilds (optional at build time)
+  libopenblas-dev   # GEMM for float32/float64 matmul and convolution
+  libgtest-dev      # unit tests
+  libgmock-dev      # unit tests (matchers)
+  libbenchmark-dev  # benchmarks in bench/
+  python3           # fixture and benchmark scripts
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

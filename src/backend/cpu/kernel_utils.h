@@ -1,0 +1,129 @@
+// Helpers shared by the CPU kernels: output allocation, buffer donation, views, strided loops.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "smelt/array.h"
+#include "src/core/allocator.h"
+#include "src/core/node.h"
+#include "src/core/thread_pool.h"
+
+namespace smelt::cpu {
+
+/// Elements per thread below which a kernel stays on one thread.
+inline constexpr int64_t kGrain = 1 << 15;
+
+/// Gives `out` a fresh row-major buffer.
+inline void alloc_contiguous(Array& out) {
+  auto& n = out.node();
+  n.buffer = cpu_allocator().allocate(static_cast<size_t>(n.size()) * n.itemsize());
+  n.strides = row_major_strides(n.shape);
+  n.offset = 0;
+}
+
+/// Reuses `in`'s buffer for `out` when nothing else can see it: the input node is referenced
+/// only by the consumer being evaluated, its buffer only by that node, and the data is
+/// row-contiguous with the same byte size. Returns whether it did.
+inline bool try_donate(Array& out, const Array& in) {
+  auto& src = in.node();
+  auto& dst = out.node();
+  if (in.node_ptr().use_count() != 1 || !src.buffer || src.buffer.use_count() != 1) return false;
+  if (src.offset != 0 || src.itemsize() != dst.itemsize() || src.size() != dst.size()) return false;
+  if (!is_row_contiguous(src.shape, src.strides)) return false;
+  dst.buffer = src.buffer;
+  dst.strides = row_major_strides(dst.shape);
+  dst.offset = 0;
+  return true;
+}
+
+/// Makes `out` a view of `in`'s buffer.
+inline void set_view(Array& out, const Array& in, Strides strides, int64_t offset) {
+  auto& n = out.node();
+  n.buffer = in.node().buffer;
+  n.strides = std::move(strides);
+  n.offset = offset;
+}
+
+template <class T>
+inline const T* in_ptr(const Array& a) {
+  return static_cast<const T*>(a.node().data_ptr());
+}
+template <class T>
+inline T* out_ptr(Array& a) {
+  return static_cast<T*>(a.node().data_ptr());
+}
+
+/// Axes of `shape` merged where every operand's strides allow, size-1 axes dropped.
+/// After collapsing, operand k's strides are `strides[k]`.
+template <int N>
+struct Collapsed {
+  Shape shape;
+  std::array<Strides, N> strides;
+};
+
+template <int N>
+Collapsed<N> collapse(const Shape& shape, const std::array<const Strides*, N>& strides) {
+  Collapsed<N> c;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    bool merge = !c.shape.empty();
+    for (int k = 0; k < N && merge; ++k)
+      merge = c.strides[k].back() == (*strides[k])[i] * shape[i];
+    if (merge) {
+      c.shape.back() *= shape[i];
+      for (int k = 0; k < N; ++k) c.strides[k].back() = (*strides[k])[i];
+    } else {
+      c.shape.push_back(shape[i]);
+      for (int k = 0; k < N; ++k) c.strides[k].push_back((*strides[k])[i]);
+    }
+  }
+  if (c.shape.empty()) {
+    c.shape.push_back(1);
+    for (int k = 0; k < N; ++k) c.strides[k].push_back(0);
+  }
+  return c;
+}
+
+/// Calls body(offsets, n, inner_strides) for each run along the innermost collapsed axis that
+/// falls in the row-major element range [begin, end); offsets are element offsets per operand.
+template <int N, class Body>
+void strided_runs(const Collapsed<N>& c, int64_t begin, int64_t end, Body&& body) {
+  const int nd = static_cast<int>(c.shape.size());
+  std::vector<int64_t> idx(nd);
+  std::array<int64_t, N> off{};
+  int64_t rem = begin;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rem % c.shape[d];
+    rem /= c.shape[d];
+    for (int k = 0; k < N; ++k) off[k] += idx[d] * c.strides[k][d];
+  }
+  std::array<int64_t, N> inner;
+  for (int k = 0; k < N; ++k) inner[k] = c.strides[k][nd - 1];
+  int64_t pos = begin;
+  const int64_t last = c.shape[nd - 1];
+  while (pos < end) {
+    int64_t run = std::min(last - idx[nd - 1], end - pos);
+    body(off, run, inner);
+    pos += run;
+    // Advance the multi-index by `run` (the run ends at the axis end or at `end`).
+    idx[nd - 1] += run;
+    for (int k = 0; k < N; ++k) off[k] += run * inner[k];
+    for (int d = nd - 1; d > 0 && idx[d] == c.shape[d]; --d) {
+      idx[d] = 0;
+      idx[d - 1]++;
+      for (int k = 0; k < N; ++k) off[k] += c.strides[k][d - 1] - c.shape[d] * c.strides[k][d];
+    }
+  }
+}
+
+/// Parallel strided_runs over all elements of `shape`.
+template <int N, class Body>
+void parallel_strided(const Shape& shape, const std::array<const Strides*, N>& strides, Body&& body,
+                      int64_t grain = kGrain) {
+  auto c = collapse<N>(shape, strides);
+  parallel_for(shape_size(shape), grain, [&](int64_t b, int64_t e) { strided_runs<N>(c, b, e, body); });
+}
+
+}  // namespace smelt::cpu

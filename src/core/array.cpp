@@ -1,0 +1,320 @@
+// Array handles and nodes: construction from host data, metadata, element reads and printing.
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ostream>
+#include <sstream>
+
+#include "smelt/array.h"
+#include "smelt/errors.h"
+#include "smelt/ops.h"
+#include "src/core/allocator.h"
+#include "src/core/dispatch.h"
+#include "src/core/node.h"
+
+namespace smelt {
+
+namespace detail {
+
+uint64_t next_node_id() {
+  static std::atomic<uint64_t> counter{1};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+int64_t Node::size() const { return shape_size(shape); }
+
+std::shared_ptr<Node> make_node(Shape shape, Dtype dtype, Device device, Primitive prim,
+                                std::vector<Array> inputs) {
+  auto n = std::make_shared<Node>();
+  n->shape = std::move(shape);
+  n->dtype = dtype;
+  n->device = device;
+  n->id = next_node_id();
+  n->prim = std::move(prim);
+  n->inputs = std::move(inputs);
+  for (auto& in : n->inputs) {
+    SMELT_ASSERT(in.valid(), "make_node: an input of " + n->prim.str() + " is an empty handle");
+    if (in.node().tracer) n->tracer = true;
+  }
+  return n;
+}
+
+std::vector<Array> make_multi_output(std::vector<Shape> shapes, std::vector<Dtype> dtypes,
+                                     Device device, Primitive prim, std::vector<Array> inputs) {
+  auto group = std::make_shared<OutputGroup>();
+  group->shapes = shapes;
+  group->dtypes = dtypes;
+  std::vector<Array> outs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    auto n = make_node(shapes[i], dtypes[i], device, prim, inputs);
+    n->group = group;
+    n->output_index = static_cast<int>(i);
+    group->nodes.push_back(n);
+    outs.emplace_back(std::move(n));
+  }
+  return outs;
+}
+
+Array make_leaf(Shape shape, Dtype dtype, Device device, BufferPtr buffer, Strides strides,
+                int64_t offset) {
+  auto n = std::make_shared<Node>();
+  n->shape = std::move(shape);
+  n->dtype = dtype;
+  n->device = device;
+  n->id = next_node_id();
+  n->buffer = std::move(buffer);
+  n->strides = std::move(strides);
+  n->offset = offset;
+  n->evaluated = true;
+  return Array(std::move(n));
+}
+
+}  // namespace detail
+
+Strides row_major_strides(const Shape& shape) {
+  Strides s(shape.size());
+  int64_t acc = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+int64_t shape_size(const Shape& shape) {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+bool is_row_contiguous(const Shape& shape, const Strides& strides) {
+  int64_t expected = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    if (shape[i] == 1) continue;
+    if (shape[i] == 0) return true;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+namespace {
+
+template <class T>
+Array scalar_array(T v) {
+  return Array(&v, Shape{}, dtype_of<T>(), 1);
+}
+
+}  // namespace
+
+Array::Array(bool v) : Array(scalar_array<bool>(v)) {}
+Array::Array(int v) : Array(scalar_array<int32_t>(v)) {}
+Array::Array(long v) : Array(scalar_array<int64_t>(v)) {}
+Array::Array(long long v) : Array(scalar_array<int64_t>(v)) {}
+Array::Array(unsigned v) : Array(scalar_array<uint32_t>(v)) {}
+Array::Array(unsigned long v) : Array(scalar_array<uint64_t>(v)) {}
+Array::Array(unsigned long long v) : Array(scalar_array<uint64_t>(v)) {}
+Array::Array(float v) : Array(scalar_array<float>(v)) {}
+Array::Array(double v) : Array(scalar_array<double>(v)) {}
+Array::Array(float16_t v) : Array(scalar_array<float16_t>(v)) {}
+Array::Array(bfloat16_t v) : Array(scalar_array<bfloat16_t>(v)) {}
+
+Array::Array(const void* data, Shape shape, Dtype dtype, int64_t count) {
+  for (auto d : shape)
+    if (d < 0)
+      throw InvalidArgument("array: negative dimension in shape " + shape_to_string(shape));
+  int64_t n = shape_size(shape);
+  if (count >= 0 && count != n)
+    throw ShapeError("array: " + std::to_string(count) + " elements given for shape " +
+                     shape_to_string(shape) + " (" + std::to_string(n) + " elements)");
+  size_t bytes = static_cast<size_t>(n) * size_of(dtype);
+  Device dev = Device::cpu();  // host data lands on the CPU; ops move it where needed
+  auto buffer = cpu_allocator().allocate(bytes);
+  if (bytes) std::memcpy(buffer->ptr, data, bytes);
+  if (dtype == Dtype::Bool) {  // normalize bool bytes to 0/1
+    auto* p = static_cast<uint8_t*>(buffer->ptr);
+    for (int64_t i = 0; i < n; ++i) p[i] = p[i] != 0;
+  }
+  Strides strides = row_major_strides(shape);
+  node_ = detail::make_leaf(std::move(shape), dtype, dev, std::move(buffer), std::move(strides)).node_ptr();
+}
+
+namespace {
+void check_valid(const std::shared_ptr<detail::Node>& n, const char* what) {
+  if (!n) throw InvalidArgument(std::string(what) + ": the array is an empty handle (default-constructed)");
+}
+}  // namespace
+
+const Shape& Array::shape() const {
+  check_valid(node_, "shape");
+  return node_->shape;
+}
+int64_t Array::shape(int axis) const {
+  check_valid(node_, "shape");
+  int nd = ndim();
+  int a = axis < 0 ? axis + nd : axis;
+  if (a < 0 || a >= nd)
+    throw InvalidArgument("shape: axis " + std::to_string(axis) + " is out of range for an array of rank " +
+                          std::to_string(nd));
+  return node_->shape[a];
+}
+int Array::ndim() const { return static_cast<int>(shape().size()); }
+int64_t Array::size() const { return shape_size(shape()); }
+size_t Array::itemsize() const { return size_of(dtype()); }
+size_t Array::nbytes() const { return static_cast<size_t>(size()) * itemsize(); }
+Dtype Array::dtype() const {
+  check_valid(node_, "dtype");
+  return node_->dtype;
+}
+Device Array::device() const {
+  check_valid(node_, "device");
+  return node_->device;
+}
+bool Array::is_evaluated() const { return node_ && node_->evaluated; }
+uint64_t Array::id() const {
+  check_valid(node_, "id");
+  return node_->id;
+}
+detail::Node& Array::node() const {
+  check_valid(node_, "node");
+  return *node_;
+}
+
+void Array::eval() {
+  check_valid(node_, "eval");
+  if (node_->evaluated) return;
+  smelt::eval({*this});
+}
+
+const Strides& Array::strides() {
+  eval();
+  return node_->strides;
+}
+
+bool Array::is_contiguous() {
+  eval();
+  return is_row_contiguous(node_->shape, node_->strides);
+}
+
+const void* Array::data() {
+  eval();
+  if (node_->device.type != Device::Type::Cpu)
+    throw UnsupportedError("data: the array lives on " + node_->device.str() +
+                           "; copy it to the CPU first");
+  return node_->buffer ? node_->data_ptr() : nullptr;
+}
+
+void Array::check_element_type(Dtype requested, const char* what) const {
+  if (dtype() != requested)
+    throw DtypeError(std::string(what) + ": requested " + dtype_name(requested) + " data of a " +
+                     dtype_name(dtype()) + " array");
+}
+
+void Array::copy_converted(void* out, Dtype out_dtype, int64_t count, const char* what) {
+  check_valid(node_, what);
+  if (std::string(what) == "item" && size() != 1)
+    throw ShapeError("item: the array has " + std::to_string(size()) + " elements (shape " +
+                     shape_to_string(shape()) + "); item needs exactly one");
+  Array converted = copy(astype(*this, out_dtype));
+  if (converted.device().type != Device::Type::Cpu)
+    throw UnsupportedError(std::string(what) + ": arrays on " + device().str() + " are not readable yet");
+  converted.eval();
+  if (count) std::memcpy(out, converted.data(), static_cast<size_t>(count) * size_of(out_dtype));
+}
+
+// ---- Printing --------------------------------------------------------------------------------
+
+namespace {
+
+template <class T>
+std::string format_element(T v) {
+  char buf[64];
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+    double d = static_cast<double>(static_cast<compute_t<T>>(v));
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+    std::snprintf(buf, sizeof buf, "%.6g", d);
+    std::string s = buf;
+    if (s.find_first_of(".en") == std::string::npos) s += ".";
+    return s;
+  } else if constexpr (std::is_signed_v<T>) {
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    return buf;
+  } else {
+    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
+    return buf;
+  }
+}
+
+}  // namespace
+
+std::string Array::to_string() {
+  check_valid(node_, "to_string");
+  Array c = copy(*this);
+  c.eval();
+  std::vector<std::string> elems;
+  int64_t n = c.size();
+  const char* base = static_cast<const char*>(c.data());
+  dispatch_all(dtype(), [&]<class T>() {
+    for (int64_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, base + i * sizeof(T), sizeof(T));
+      elems.push_back(format_element(v));
+    }
+  });
+  const Shape& s = shape();
+  std::ostringstream os;
+  os << "array(";
+  if (s.empty()) {
+    os << elems[0];
+  } else {
+    // Nested brackets; long arrays show their first and last three entries per axis.
+    std::vector<int64_t> strides = row_major_strides(s);
+    struct Frame {
+      int axis;
+      int64_t base;
+      int64_t i;
+    };
+    std::vector<Frame> stack{{0, 0, 0}};
+    os << "[";
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      int64_t dim = s[f.axis];
+      if (f.i >= dim) {
+        os << "]";
+        stack.pop_back();
+        if (!stack.empty()) stack.back().i++;
+        continue;
+      }
+      bool elide = dim > 6 && f.i == 3;
+      if (f.i > 0) os << ", ";
+      if (elide) {
+        os << "...";
+        f.i = dim - 3;
+        os << ", ";
+      }
+      if (f.axis + 1 == static_cast<int>(s.size())) {
+        os << elems[f.base + f.i];
+        f.i++;
+      } else {
+        os << "[";
+        stack.push_back({f.axis + 1, f.base + f.i * strides[f.axis], 0});
+      }
+    }
+  }
+  os << ", dtype=" << dtype_name(dtype()) << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, Array a) { return os << a.to_string(); }
+
+}  // namespace smelt

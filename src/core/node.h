@@ -1,0 +1,81 @@
+// The node behind an Array: its metadata, the primitive that produces it, and its data.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "smelt/array.h"
+#include "src/core/buffer.h"
+#include "src/primitives/primitive.h"
+
+namespace smelt::detail {
+
+struct Node;
+
+/// The outputs of one multi-output primitive. Members hold it strongly and it holds them
+/// weakly, so dropping an unread output costs nothing; eval makes a stand-in for a dropped one.
+struct OutputGroup {
+  std::vector<std::weak_ptr<Node>> nodes;
+  std::vector<Shape> shapes;
+  std::vector<Dtype> dtypes;
+};
+
+struct Node {
+  // Metadata, fixed at construction.
+  Shape shape;
+  Dtype dtype = Dtype::Float32;
+  Device device;
+  uint64_t id = 0;
+
+  // How it is produced (cleared once evaluated, which frees the graph above it).
+  Primitive prim;
+  std::vector<Array> inputs;
+  std::shared_ptr<OutputGroup> group;  // null for single-output primitives
+  int output_index = 0;
+
+  // Data, set by eval.
+  BufferPtr buffer;
+  Strides strides;
+  int64_t offset = 0;  // in elements from buffer->ptr
+  bool evaluated = false;
+
+  // Set on placeholders made by tracing (compile); eval of a tracer raises UnknownValueError.
+  bool tracer = false;
+
+  size_t itemsize() const { return size_of(dtype); }
+  int64_t size() const;
+  void* data_ptr() const {
+    return static_cast<char*>(buffer->ptr) + offset * static_cast<int64_t>(itemsize());
+  }
+};
+
+uint64_t next_node_id();
+
+/// A node computed by `prim` from `inputs`.
+std::shared_ptr<Node> make_node(Shape shape, Dtype dtype, Device device, Primitive prim,
+                                std::vector<Array> inputs);
+/// Several sibling outputs of one multi-output primitive.
+std::vector<Array> make_multi_output(std::vector<Shape> shapes, std::vector<Dtype> dtypes,
+                                     Device device, Primitive prim, std::vector<Array> inputs);
+/// An evaluated leaf over `buffer`.
+Array make_leaf(Shape shape, Dtype dtype, Device device, BufferPtr buffer, Strides strides,
+                int64_t offset = 0);
+
+}  // namespace smelt::detail
+
+namespace smelt {
+
+/// Building an array node (used by ops).
+inline Array make_array(Shape shape, Dtype dtype, Device device, Primitive prim,
+                        std::vector<Array> inputs) {
+  return Array(detail::make_node(std::move(shape), dtype, device, std::move(prim), std::move(inputs)));
+}
+
+/// Row-major strides of a shape.
+Strides row_major_strides(const Shape& shape);
+int64_t shape_size(const Shape& shape);
+/// True when `strides` walk `shape` in row-major order without gaps (size-1 axes ignored).
+bool is_row_contiguous(const Shape& shape, const Strides& strides);
+
+}  // namespace smelt

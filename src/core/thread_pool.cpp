@@ -1,0 +1,155 @@
+// The worker pool behind parallel_for: one job at a time, the caller takes the first chunk.
+#include "src/core/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace smelt {
+
+namespace {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n) { resize(n); }
+  ~ThreadPool() { stop(); }
+
+  int size() const { return size_; }
+
+  void resize(int n) {
+    stop();
+    size_ = std::max(1, n);
+    quit_ = false;
+    for (int i = 1; i < size_; ++i) workers_.emplace_back([this, i] { work(i); });
+  }
+
+  void run(int chunks, const std::function<void(int)>& task) {
+    std::unique_lock job_lock(job_mutex_);  // one parallel job at a time
+    {
+      std::lock_guard lock(mutex_);
+      task_ = &task;
+      chunks_ = chunks;
+      next_ = 1;
+      pending_ = chunks - 1;
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    std::exception_ptr mine;
+    try {
+      task(0);
+    } catch (...) {
+      mine = std::current_exception();
+    }
+    // The caller helps with the remaining chunks.
+    for (;;) {
+      int c;
+      {
+        std::lock_guard lock(mutex_);
+        if (next_ >= chunks_) break;
+        c = next_++;
+      }
+      run_chunk(c);
+    }
+    std::unique_lock lock(mutex_);
+    done_cv_.wait(lock, [this] { return pending_ == 0; });
+    task_ = nullptr;
+    if (mine) std::rethrow_exception(mine);
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void run_chunk(int c) {
+    try {
+      (*task_)(c);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    std::lock_guard lock(mutex_);
+    if (--pending_ == 0) done_cv_.notify_all();
+  }
+
+  void work(int) {
+    uint64_t seen = 0;
+    for (;;) {
+      int c;
+      {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [&] { return quit_ || (generation_ != seen && task_ && next_ < chunks_); });
+        if (quit_) return;
+        c = next_++;
+        if (next_ >= chunks_) seen = generation_;
+      }
+      run_chunk(c);
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  int size_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex job_mutex_;
+  std::mutex mutex_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int)>* task_ = nullptr;
+  int chunks_ = 0, next_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+  bool quit_ = false;
+  std::exception_ptr error_;
+};
+
+int initial_threads() {
+  if (const char* s = std::getenv("SMELT_NUM_THREADS")) {
+    int n = std::atoi(s);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool& pool() {
+  static ThreadPool* p = new ThreadPool(initial_threads());  // never destroyed: exit-safe
+  return *p;
+}
+
+thread_local bool in_parallel_region = false;
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int n) { pool().resize(n); }
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  int threads = pool().size();
+  grain = std::max<int64_t>(grain, 1);
+  int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+  // Nested parallel_for (a kernel called from a kernel) runs inline.
+  if (chunks <= 1 || in_parallel_region) {
+    fn(0, n);
+    return;
+  }
+  int64_t per = (n + chunks - 1) / chunks;
+  pool().run(static_cast<int>(chunks), [&](int c) {
+    int64_t b = c * per, e = std::min(n, b + per);
+    in_parallel_region = true;
+    if (b < e) fn(b, e);
+    in_parallel_region = false;
+  });
+}
+
+}  // namespace smelt

@@ -1,0 +1,270 @@
+// Names, hashing and printing of primitives and their parameters.
+#include "src/primitives/primitive.h"
+
+#include <sstream>
+
+namespace smelt {
+
+const char* unary_op_name(UnaryOp op) {
+  switch (op) {
+#define X(name) \
+  case UnaryOp::name: return #name;
+    SMELT_UNARY_OPS(X)
+#undef X
+  }
+  return "?";
+}
+
+const char* binary_op_name(BinaryOp op) {
+  switch (op) {
+#define X(name) \
+  case BinaryOp::name: return #name;
+    SMELT_BINARY_OPS(X)
+#undef X
+  }
+  return "?";
+}
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Prod: return "prod";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::All: return "all";
+    case ReduceOp::Any: return "any";
+  }
+  return "?";
+}
+
+bool binary_op_returns_bool(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Equal:
+    case BinaryOp::NotEqual:
+    case BinaryOp::Less:
+    case BinaryOp::LessEqual:
+    case BinaryOp::Greater:
+    case BinaryOp::GreaterEqual:
+    case BinaryOp::LogicalAnd:
+    case BinaryOp::LogicalOr:
+    case BinaryOp::LogicalXor:
+      return true;
+    case BinaryOp::Add:
+    case BinaryOp::Subtract:
+    case BinaryOp::Multiply:
+    case BinaryOp::Divide:
+    case BinaryOp::FloorDivide:
+    case BinaryOp::Remainder:
+    case BinaryOp::Fmod:
+    case BinaryOp::Power:
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum:
+    case BinaryOp::Atan2:
+    case BinaryOp::BitwiseAnd:
+    case BinaryOp::BitwiseOr:
+    case BinaryOp::BitwiseXor:
+    case BinaryOp::LeftShift:
+    case BinaryOp::RightShift:
+      return false;
+  }
+  return false;
+}
+
+bool unary_op_returns_bool(UnaryOp op) {
+  return op == UnaryOp::IsNan || op == UnaryOp::IsInf || op == UnaryOp::IsFinite ||
+         op == UnaryOp::LogicalNot;
+}
+
+const char* prim_name(PrimKind kind) {
+  switch (kind) {
+    case PrimKind::None: return "Leaf";
+#define X(name, params, outputs) \
+  case PrimKind::name: return #name;
+    SMELT_PRIMITIVES(X)
+#undef X
+  }
+  return "?";
+}
+
+int prim_num_outputs(PrimKind kind) {
+  switch (kind) {
+    case PrimKind::None: return 1;
+#define X(name, params, outputs) \
+  case PrimKind::name: return outputs;
+    SMELT_PRIMITIVES(X)
+#undef X
+  }
+  return 1;
+}
+
+bool prim_is_view(PrimKind kind) {
+  return kind == PrimKind::Reshape || kind == PrimKind::Transpose || kind == PrimKind::Broadcast ||
+         kind == PrimKind::Slice;
+}
+
+namespace {
+
+struct Hasher {
+  size_t h = 0xcbf29ce484222325ull;
+  void add(size_t v) { h = (h ^ v) * 0x100000001b3ull; }
+  void add_vec(const std::vector<int64_t>& v) {
+    add(v.size());
+    for (auto x : v) add(static_cast<size_t>(x));
+  }
+  void add_vec(const std::vector<int>& v) {
+    add(v.size());
+    for (auto x : v) add(static_cast<size_t>(x));
+  }
+  void operator()(const NoParams&) {}
+  void operator()(const UnaryParams& p) { add(static_cast<size_t>(p.op)); }
+  void operator()(const BinaryParams& p) { add(static_cast<size_t>(p.op)); }
+  void operator()(const CastParams& p) { add(static_cast<size_t>(p.to)); }
+  void operator()(const FullParams& p) { add(p.value.hash()); }
+  void operator()(const ArangeParams& p) {
+    add(std::hash<double>()(p.start));
+    add(std::hash<double>()(p.step));
+  }
+  void operator()(const ShapeParams& p) { add_vec(p.shape); }
+  void operator()(const PermParams& p) { add_vec(p.perm); }
+  void operator()(const SliceParams& p) {
+    add_vec(p.start);
+    add_vec(p.step);
+  }
+  void operator()(const AxisParams& p) { add(static_cast<size_t>(p.axis)); }
+  void operator()(const PadParams& p) {
+    add_vec(p.low);
+    add_vec(p.high);
+    add(static_cast<size_t>(p.mode));
+    add(p.value.hash());
+  }
+  void operator()(const ReduceParams& p) {
+    add(static_cast<size_t>(p.op));
+    add_vec(p.axes);
+  }
+  void operator()(const ArgReduceParams& p) {
+    add(static_cast<size_t>(p.op));
+    add(static_cast<size_t>(p.axis));
+    add(p.last);
+  }
+  void operator()(const ScanParams& p) {
+    add(static_cast<size_t>(p.op));
+    add(static_cast<size_t>(p.axis));
+    add(p.reverse);
+    add(p.exclusive);
+  }
+  void operator()(const GatherNDParams& p) { add(static_cast<size_t>(p.batch_dims)); }
+  void operator()(const ScatterParams& p) {
+    add(static_cast<size_t>(p.axis));
+    add(static_cast<size_t>(p.reduce));
+  }
+  void operator()(const SortParams& p) {
+    add(static_cast<size_t>(p.axis));
+    add(p.descending);
+  }
+  void operator()(const TopKParams& p) {
+    add(static_cast<size_t>(p.k));
+    add(static_cast<size_t>(p.axis));
+    add(p.largest);
+  }
+  void operator()(const ConvParams& p) {
+    add_vec(p.strides);
+    add_vec(p.padding_lo);
+    add_vec(p.padding_hi);
+    add_vec(p.dilations);
+    add(static_cast<size_t>(p.groups));
+  }
+  void operator()(const ConvTransposeParams& p) {
+    add_vec(p.strides);
+    add_vec(p.padding_lo);
+    add_vec(p.padding_hi);
+    add_vec(p.dilations);
+    add_vec(p.output_padding);
+    add(static_cast<size_t>(p.groups));
+  }
+  void operator()(const PoolParams& p) {
+    add(static_cast<size_t>(p.kind));
+    add_vec(p.kernel);
+    add_vec(p.strides);
+    add_vec(p.padding_lo);
+    add_vec(p.padding_hi);
+    add_vec(p.dilations);
+    add(p.count_include_pad);
+  }
+};
+
+template <class V>
+std::string list(const std::vector<V>& v) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+  os << "]";
+  return os.str();
+}
+
+struct Printer {
+  std::ostringstream& os;
+  void operator()(const NoParams&) {}
+  void operator()(const UnaryParams& p) { os << unary_op_name(p.op); }
+  void operator()(const BinaryParams& p) { os << binary_op_name(p.op); }
+  void operator()(const CastParams& p) { os << dtype_name(p.to); }
+  void operator()(const FullParams& p) { os << p.value.str(); }
+  void operator()(const ArangeParams& p) { os << "start=" << p.start << ", step=" << p.step; }
+  void operator()(const ShapeParams& p) { os << list(p.shape); }
+  void operator()(const PermParams& p) { os << list(p.perm); }
+  void operator()(const SliceParams& p) { os << "start=" << list(p.start) << ", step=" << list(p.step); }
+  void operator()(const AxisParams& p) { os << "axis=" << p.axis; }
+  void operator()(const PadParams& p) {
+    os << "low=" << list(p.low) << ", high=" << list(p.high) << ", mode=" << static_cast<int>(p.mode)
+       << ", value=" << p.value.str();
+  }
+  void operator()(const ReduceParams& p) { os << reduce_op_name(p.op) << ", axes=" << list(p.axes); }
+  void operator()(const ArgReduceParams& p) {
+    os << (p.op == ArgReduceOp::ArgMax ? "argmax" : "argmin") << ", axis=" << p.axis
+       << (p.last ? ", last" : "");
+  }
+  void operator()(const ScanParams& p) {
+    os << "op=" << static_cast<int>(p.op) << ", axis=" << p.axis << (p.reverse ? ", reverse" : "")
+       << (p.exclusive ? ", exclusive" : "");
+  }
+  void operator()(const GatherNDParams& p) { os << "batch_dims=" << p.batch_dims; }
+  void operator()(const ScatterParams& p) {
+    os << "axis=" << p.axis << ", reduce=" << static_cast<int>(p.reduce);
+  }
+  void operator()(const SortParams& p) { os << "axis=" << p.axis << (p.descending ? ", descending" : ""); }
+  void operator()(const TopKParams& p) {
+    os << "k=" << p.k << ", axis=" << p.axis << (p.largest ? ", largest" : ", smallest");
+  }
+  void operator()(const ConvParams& p) {
+    os << "strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
+       << ", dilations=" << list(p.dilations) << ", groups=" << p.groups;
+  }
+  void operator()(const ConvTransposeParams& p) {
+    os << "strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
+       << ", dilations=" << list(p.dilations) << ", output_padding=" << list(p.output_padding)
+       << ", groups=" << p.groups;
+  }
+  void operator()(const PoolParams& p) {
+    os << (p.kind == PoolKind::Max ? "max" : "avg") << ", kernel=" << list(p.kernel)
+       << ", strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
+       << ", dilations=" << list(p.dilations);
+  }
+};
+
+}  // namespace
+
+size_t Primitive::hash() const {
+  Hasher h;
+  h.add(static_cast<size_t>(kind));
+  std::visit(h, params);
+  return h.h;
+}
+
+std::string Primitive::str() const {
+  std::ostringstream os;
+  os << prim_name(kind) << "(";
+  std::visit(Printer{os}, params);
+  os << ")";
+  return os.str();
+}
+
+}  // namespace smelt

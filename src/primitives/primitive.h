@@ -1,0 +1,238 @@
+// The catalogue of primitives: kinds, typed parameters with hash/equality, and names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "smelt/array.h"
+#include "smelt/ops.h"
+#include "src/primitives/scalar.h"
+
+namespace smelt {
+
+// Element-wise operators carried by the Unary and Binary primitives. Switches over them have no
+// `default:` so that adding one lists every kernel that must handle it.
+#define SMELT_UNARY_OPS(X)                                                                       \
+  X(Abs) X(Negative) X(Sign) X(Square) X(Reciprocal) X(Sqrt) X(Rsqrt) X(Exp) X(Exp2) X(Expm1)   \
+  X(Log) X(Log2) X(Log10) X(Log1p) X(Sin) X(Cos) X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) X(Cosh) \
+  X(Tanh) X(Asinh) X(Acosh) X(Atanh) X(Erf) X(ErfInv) X(Sigmoid) X(Relu) X(Floor) X(Ceil)       \
+  X(Round) X(IsNan) X(IsInf) X(IsFinite) X(LogicalNot) X(BitwiseNot)
+
+#define SMELT_BINARY_OPS(X)                                                                    \
+  X(Add) X(Subtract) X(Multiply) X(Divide) X(FloorDivide) X(Remainder) X(Fmod) X(Power)       \
+  X(Maximum) X(Minimum) X(Atan2) X(Equal) X(NotEqual) X(Less) X(LessEqual) X(Greater)         \
+  X(GreaterEqual) X(LogicalAnd) X(LogicalOr) X(LogicalXor) X(BitwiseAnd) X(BitwiseOr)         \
+  X(BitwiseXor) X(LeftShift) X(RightShift)
+
+enum class UnaryOp : uint8_t {
+#define X(name) name,
+  SMELT_UNARY_OPS(X)
+#undef X
+};
+enum class BinaryOp : uint8_t {
+#define X(name) name,
+  SMELT_BINARY_OPS(X)
+#undef X
+};
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any };
+enum class ArgReduceOp : uint8_t { ArgMax, ArgMin };
+enum class ScanOp : uint8_t { Sum, Prod, Max, Min };
+enum class PoolKind : uint8_t { Max, Avg };
+
+const char* unary_op_name(UnaryOp op);
+const char* binary_op_name(BinaryOp op);
+const char* reduce_op_name(ReduceOp op);
+/// True for the comparisons and logical ops, whose output is bool.
+bool binary_op_returns_bool(BinaryOp op);
+/// True for isnan/isinf/isfinite/logical_not, whose output is bool.
+bool unary_op_returns_bool(UnaryOp op);
+
+// ---- Parameters. Each is a plain struct with defaulted equality and a hash. -------------------
+
+struct NoParams {
+  bool operator==(const NoParams&) const = default;
+};
+struct UnaryParams {
+  UnaryOp op;
+  bool operator==(const UnaryParams&) const = default;
+};
+struct BinaryParams {
+  BinaryOp op;
+  bool operator==(const BinaryParams&) const = default;
+};
+struct CastParams {
+  Dtype to;
+  bool operator==(const CastParams&) const = default;
+};
+struct FullParams {
+  Scalar value;  // already of the output dtype
+  bool operator==(const FullParams&) const = default;
+};
+struct ArangeParams {
+  double start;
+  double step;
+  bool operator==(const ArangeParams&) const = default;
+};
+struct ShapeParams {
+  Shape shape;
+  bool operator==(const ShapeParams&) const = default;
+};
+struct PermParams {
+  std::vector<int> perm;
+  bool operator==(const PermParams&) const = default;
+};
+struct SliceParams {
+  // Normalized per axis: start in range, step != 0, output length in the node's shape.
+  std::vector<int64_t> start;
+  std::vector<int64_t> step;
+  bool operator==(const SliceParams&) const = default;
+};
+struct AxisParams {
+  int axis;
+  bool operator==(const AxisParams&) const = default;
+};
+struct PadParams {
+  std::vector<int64_t> low;
+  std::vector<int64_t> high;
+  PadMode mode;
+  Scalar value;  // constant mode
+  bool operator==(const PadParams&) const = default;
+};
+struct ReduceParams {
+  ReduceOp op;
+  std::vector<int> axes;  // sorted, non-negative; the output keeps them as size 1
+  bool operator==(const ReduceParams&) const = default;
+};
+struct ArgReduceParams {
+  ArgReduceOp op;
+  int axis;   // output keeps it as size 1
+  bool last;  // last occurrence on ties
+  bool operator==(const ArgReduceParams&) const = default;
+};
+struct ScanParams {
+  ScanOp op;
+  int axis;
+  bool reverse;
+  bool exclusive;
+  bool operator==(const ScanParams&) const = default;
+};
+struct GatherNDParams {
+  int batch_dims;
+  bool operator==(const GatherNDParams&) const = default;
+};
+struct ScatterParams {
+  int axis;  // unused by ScatterND
+  ScatterReduce reduce;
+  bool operator==(const ScatterParams&) const = default;
+};
+struct SortParams {
+  int axis;
+  bool descending;
+  bool operator==(const SortParams&) const = default;
+};
+struct TopKParams {
+  int64_t k;
+  int axis;
+  bool largest;
+  bool operator==(const TopKParams&) const = default;
+};
+struct ConvParams {
+  std::vector<int64_t> strides, padding_lo, padding_hi, dilations;
+  int64_t groups;
+  bool operator==(const ConvParams&) const = default;
+};
+struct ConvTransposeParams {
+  std::vector<int64_t> strides, padding_lo, padding_hi, dilations, output_padding;
+  int64_t groups;
+  bool operator==(const ConvTransposeParams&) const = default;
+};
+struct PoolParams {
+  PoolKind kind;
+  std::vector<int64_t> kernel, strides, padding_lo, padding_hi, dilations;
+  bool count_include_pad;
+  bool operator==(const PoolParams&) const = default;
+};
+
+// ---- The registry. X(Name, Params, outputs): every primitive, once. ---------------------------
+// Inputs by primitive:
+//   Full, Arange: none                Unary, Cast, Copy, views, Reduce, ...: one
+//   Binary: two                       Select: condition, x, y
+//   SliceUpdate: a, update            Concatenate: n
+//   Gather/GatherElements/GatherND: a, indices      Scatter/ScatterND: a, indices, updates
+//   Matmul: a [..., M, K], b [..., K, N] with equal batch shapes
+//   Conv, ConvTranspose: input, weight              RandomBits: key (uint32 [2])
+//   TopK: two outputs (values, int64 indices)
+#define SMELT_PRIMITIVES(X)                          \
+  X(Full, FullParams, 1)                             \
+  X(Arange, ArangeParams, 1)                         \
+  X(Unary, UnaryParams, 1)                           \
+  X(Binary, BinaryParams, 1)                         \
+  X(Select, NoParams, 1)                             \
+  X(Cast, CastParams, 1)                             \
+  X(Copy, NoParams, 1)                               \
+  X(Reshape, ShapeParams, 1)                         \
+  X(Transpose, PermParams, 1)                        \
+  X(Broadcast, ShapeParams, 1)                       \
+  X(Slice, SliceParams, 1)                           \
+  X(SliceUpdate, SliceParams, 1)                     \
+  X(Concatenate, AxisParams, 1)                      \
+  X(Pad, PadParams, 1)                               \
+  X(Reduce, ReduceParams, 1)                         \
+  X(ArgReduce, ArgReduceParams, 1)                   \
+  X(Scan, ScanParams, 1)                             \
+  X(Matmul, NoParams, 1)                             \
+  X(Gather, AxisParams, 1)                           \
+  X(GatherElements, AxisParams, 1)                   \
+  X(GatherND, GatherNDParams, 1)                     \
+  X(Scatter, ScatterParams, 1)                       \
+  X(ScatterND, ScatterParams, 1)                     \
+  X(Sort, SortParams, 1)                             \
+  X(ArgSort, SortParams, 1)                          \
+  X(TopK, TopKParams, 2)                             \
+  X(Conv, ConvParams, 1)                             \
+  X(ConvTranspose, ConvTransposeParams, 1)           \
+  X(Pool, PoolParams, 1)                             \
+  X(RandomBits, NoParams, 1)
+
+enum class PrimKind : uint8_t {
+  None,  // a leaf: data given, or already evaluated
+#define X(name, params, outputs) name,
+  SMELT_PRIMITIVES(X)
+#undef X
+};
+
+using PrimParams = std::variant<NoParams, UnaryParams, BinaryParams, CastParams, FullParams,
+                                ArangeParams, ShapeParams, PermParams, SliceParams, AxisParams,
+                                PadParams, ReduceParams, ArgReduceParams, ScanParams,
+                                GatherNDParams, ScatterParams, SortParams, TopKParams, ConvParams,
+                                ConvTransposeParams, PoolParams>;
+
+/// A primitive with its parameters: what a node computes from its inputs.
+struct Primitive {
+  PrimKind kind = PrimKind::None;
+  PrimParams params = NoParams{};
+
+  template <class P>
+  const P& get() const {
+    return std::get<P>(params);
+  }
+  bool operator==(const Primitive&) const = default;
+  size_t hash() const;
+  /// "Unary(exp)", "Reduce(sum, axes=[1])", ... for dumps and errors.
+  std::string str() const;
+};
+
+const char* prim_name(PrimKind kind);
+/// Number of outputs of the primitive.
+int prim_num_outputs(PrimKind kind);
+/// True for primitives whose output aliases the input's buffer (views).
+bool prim_is_view(PrimKind kind);
+
+template <class P>
+Primitive make_prim(PrimKind kind, P params) {
+  return Primitive{kind, PrimParams{std::move(params)}};
+}
+
+}  // namespace smelt

@@ -191,25 +191,39 @@ SMELT_SCALAR_OPERATOR(^)
 // Reductions (over the given axes, all axes when empty; negative axes count from the end)
 // ---------------------------------------------------------------------------------------------
 
-/// Sum; bool and narrow integers accumulate in int64 / uint64 as NumPy does... (see docs).
+/// Sum. Dtype (NumPy): bool and signed integers narrower than 64 bits give int64, unsigned
+/// integers narrower than 64 bits give uint64, int64/uint64 keep their dtype, and integer sums
+/// wrap on overflow. Floats keep their dtype; float sums are pairwise, and float16/bfloat16
+/// accumulate in float32 and round once. An empty sum is 0. prod, cumsum and cumprod follow the
+/// same dtype rules (an empty product is 1).
 Array sum(const Array& a, const Axes& axes = {}, bool keepdims = false);
+/// Mean. Integers and bool give float32, floats keep their dtype (float16/bfloat16 compute in
+/// float32 and round once). An empty mean is NaN.
 Array mean(const Array& a, const Axes& axes = {}, bool keepdims = false);
 Array prod(const Array& a, const Axes& axes = {}, bool keepdims = false);
+/// Max / min keep the dtype; NaN propagates. A zero-size reduced axis raises InvalidArgument.
 Array max(const Array& a, const Axes& axes = {}, bool keepdims = false);
 Array min(const Array& a, const Axes& axes = {}, bool keepdims = false);
+/// Bool results; NaN is true. Empty: all is true, any is false.
 Array all(const Array& a, const Axes& axes = {}, bool keepdims = false);
 Array any(const Array& a, const Axes& axes = {}, bool keepdims = false);
+/// log(sum(exp(a))), shifted by the max for stability. Dtypes as mean; an empty one is -inf.
 Array logsumexp(const Array& a, const Axes& axes = {}, bool keepdims = false);
-/// Variance with `ddof` delta degrees of freedom.
+/// Variance with `ddof` delta degrees of freedom, dividing by max(n - ddof, 0) as NumPy does
+/// (too few elements give inf or NaN). Dtypes as mean; std is its square root.
 Array var(const Array& a, const Axes& axes = {}, bool keepdims = false, int ddof = 0);
 Array std(const Array& a, const Axes& axes = {}, bool keepdims = false, int ddof = 0);
-/// Index of the max / min along `axis` (int64); `last` picks the last occurrence on ties.
+/// Index of the max / min along `axis` (int64); `last` picks the last occurrence on ties. NaN
+/// counts as the extreme value: the first NaN wins (NumPy), or the last one with `last`. A
+/// zero-size axis raises InvalidArgument.
 Array argmax(const Array& a, int axis, bool keepdims = false, bool last = false);
 Array argmin(const Array& a, int axis, bool keepdims = false, bool last = false);
 /// Over the flattened array.
 Array argmax(const Array& a, bool keepdims = false);
 Array argmin(const Array& a, bool keepdims = false);
-/// Cumulative sum / product along `axis`.
+/// Cumulative sum / product along `axis` (dtypes as sum). `reverse` accumulates from the end;
+/// `exclusive` leaves each element out of its own result (the first is 0 / 1). cummax/cummin
+/// keep the dtype and propagate NaN.
 Array cumsum(const Array& a, int axis, bool reverse = false, bool exclusive = false);
 Array cumprod(const Array& a, int axis, bool reverse = false, bool exclusive = false);
 Array cummax(const Array& a, int axis, bool reverse = false);
@@ -290,20 +304,26 @@ Array nonzero(const Array& a);
 // Sorting
 // ---------------------------------------------------------------------------------------------
 
-/// Ascending; NaN sorts last.
+/// Ascending; NaN sorts last. Stable: -0/+0 (equal) keep their input order.
 Array sort(const Array& a, int axis = -1);
-/// Stable ascending indices (int64).
+/// Stable ascending indices (int64). `descending` is the reverse order (NaN first, as the
+/// largest value) with equal elements still in their original order.
 Array argsort(const Array& a, int axis = -1, bool descending = false);
 /// The k largest (or smallest) along axis: {values, int64 indices}; ties keep the lower index.
+/// NaN counts as the largest value. k outside [0, axis size] raises InvalidArgument. The result
+/// is always in order (best first), which `sorted = false` also allows.
 std::pair<Array, Array> topk(const Array& a, int64_t k, int axis = -1, bool largest = true,
                              bool sorted = true);
 struct UniqueResult {
   Array values;          // sorted unique values (flattened input) or unique slices along axis
   Array indices;         // first occurrence of each unique value (int64)
-  Array inverse;         // index into values for each input element (int64)
+  Array inverse;         // index into values for each input element (int64): a's shape without
+                         // axis (NumPy 2), [a.shape[axis]] with one
   Array counts;          // occurrences of each unique value (int64)
 };
-/// Unique values of the flattened array, or unique slices along `axis`. Evaluates `a`.
+/// Unique values of the flattened array, or unique slices along `axis` (compared
+/// lexicographically). NaNs collapse into one value (NumPy >= 1.21); `sorted = false` keeps the
+/// order of first occurrence. Evaluates `a`.
 UniqueResult unique(const Array& a, std::optional<int> axis = std::nullopt, bool sorted = true);
 
 // ---------------------------------------------------------------------------------------------
@@ -317,7 +337,13 @@ struct ConvOptions {
   std::vector<int64_t> dilations;    // default 1
   int64_t groups = 1;
 };
+/// N-d convolution (cross-correlation, no kernel flip) for 1 to 3 spatial axes. Option vectors
+/// have one entry per spatial axis or are empty (defaults). Output size per axis:
+/// floor((in + lo + hi - dilation*(k-1) - 1) / stride) + 1, which must be >= 1. Input and weight
+/// are promoted (promote_types); float16/bfloat16 accumulate in float32 and round once; integers
+/// are exact and wrap on overflow; bool raises DtypeError.
 Array conv(const Array& input, const Array& weight, const ConvOptions& options = {});
+/// conv over input [N, C, W] / [N, C, H, W] with symmetric padding.
 Array conv1d(const Array& input, const Array& weight, int64_t stride = 1, int64_t padding = 0,
              int64_t dilation = 1, int64_t groups = 1);
 Array conv2d(const Array& input, const Array& weight, std::pair<int64_t, int64_t> stride = {1, 1},
@@ -331,7 +357,9 @@ struct ConvTransposeOptions {
   std::vector<int64_t> output_padding;
   int64_t groups = 1;
 };
-/// Weight [C, O/groups, K...] as in ONNX ConvTranspose and PyTorch.
+/// Weight [C, O/groups, K...] as in ONNX ConvTranspose and PyTorch (the adjoint of conv). Output
+/// size per axis: (in-1)*stride - lo - hi + dilation*(k-1) + output_padding + 1, which must be
+/// >= 1; output_padding only needs to be non-negative. Dtypes as conv.
 Array conv_transpose(const Array& input, const Array& weight, const ConvTransposeOptions& options = {});
 struct PoolOptions {
   std::vector<int64_t> kernel;
@@ -342,6 +370,13 @@ struct PoolOptions {
   bool ceil_mode = false;
   bool count_include_pad = false;  // average pooling only
 };
+/// Pooling over input [N, C, D...] (1 to 3 spatial axes; `kernel` has one entry per axis). With
+/// ceil_mode the output size rounds up, but the last window must start inside the input or the
+/// left padding (PyTorch/ONNX). Padded positions are skipped: they never win a max and average
+/// only counts them with count_include_pad (up to the right padding, never beyond it). The
+/// dtype is kept (bool raises DtypeError). max propagates NaN; a window that holds only padding
+/// gives -inf (the lowest value for integers). avg sums in double (or 64-bit integers) and
+/// divides once; integer averages round toward zero; an empty window gives NaN (0 for integers).
 Array max_pool(const Array& input, const PoolOptions& options);
 Array avg_pool(const Array& input, const PoolOptions& options);
 
@@ -349,14 +384,23 @@ Array avg_pool(const Array& input, const PoolOptions& options);
 // Compositions
 // ---------------------------------------------------------------------------------------------
 
+// The compositions compute in float32 (float64 for float64) and round once to the result
+// dtype; integer and bool inputs give float32.
+
+/// Softmax over `axes` (all axes when empty), shifted by the max for stability. A slice of only
+/// -inf gives NaN.
 Array softmax(const Array& a, const Axes& axes = {-1});
 Array log_softmax(const Array& a, const Axes& axes = {-1});
-/// Normalizes over the last axis; weight and bias optional.
+/// Normalizes over the last axis (biased variance); weight and bias optional, each 1-d with the
+/// size of that axis. The result dtype promotes x's float dtype with the parameters'.
 Array layer_norm(const Array& x, const std::optional<Array>& weight, const std::optional<Array>& bias,
                  double eps = 1e-5);
+/// x / sqrt(mean(x^2, last axis) + eps) * weight.
 Array rms_norm(const Array& x, const std::optional<Array>& weight, double eps = 1e-5);
-/// GELU, erf form 0.5x(1+erf(x/√2)), or tanh form when `approximate`.
+/// GELU, erf form 0.5x(1+erf(x/√2)), or tanh form when `approximate`:
+/// 0.5x(1+tanh(√(2/π)(x+0.044715x³))).
 Array gelu(const Array& x, bool approximate = false);
+/// x * sigmoid(x).
 Array silu(const Array& x);
 
 }  // namespace smelt

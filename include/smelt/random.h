@@ -13,7 +13,8 @@ Array key(uint64_t seed);
 Array split(const Array& key, int num = 2);
 /// Raw uint32 bits of `shape` (Threefry-2x32 of the key and the element's index).
 Array bits(const Array& key, const Shape& shape);
-/// Uniform in [low, high).
+/// Uniform in [low, high) (finite, low < high; float dtypes). float32/float64 give the values of
+/// jax.random.uniform (threefry, non-partitionable), kept below high; halves round from float32.
 Array uniform(const Array& key, const Shape& shape, double low = 0.0, double high = 1.0,
               Dtype dtype = float32);
 /// Normal with the given mean and standard deviation.
@@ -24,7 +25,7 @@ Array bernoulli(const Array& key, const Array& p, const Shape& shape);
 /// Samples class indices from unnormalized log-probabilities along `axis` (int32).
 Array categorical(const Array& key, const Array& logits, int axis = -1,
                   std::optional<Shape> shape = std::nullopt);
-/// Integers in [low, high).
+/// Integers in [low, high) (low < high, both within the integer dtype's range).
 Array randint(const Array& key, int64_t low, int64_t high, const Shape& shape, Dtype dtype = int32);
 
 }  // namespace smelt::random

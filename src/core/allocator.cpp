@@ -15,10 +15,13 @@ Buffer::~Buffer() {
 namespace {
 constexpr size_t kAlign = 64;
 constexpr size_t kMaxCachedClass = size_t{1} << 30;
+// Past this no system can serve a request, and rounding up to a class would overflow.
+constexpr size_t kMaxRequest = size_t{1} << 56;
 }  // namespace
 
 size_t CpuAllocator::size_class(size_t bytes) {
   if (bytes <= kAlign) return kAlign;
+  if (bytes > kMaxRequest) return bytes;  // refused by allocate; no power of two above it fits
   // Powers of two, each split into four steps: waste stays under 25%.
   size_t p = 1;
   while (p < bytes) p <<= 1;
@@ -29,6 +32,8 @@ size_t CpuAllocator::size_class(size_t bytes) {
 }
 
 BufferPtr CpuAllocator::allocate(size_t bytes) {
+  if (bytes > kMaxRequest)
+    throw OutOfMemory("allocate: " + std::to_string(bytes) + " bytes is more than any CPU memory can hold");
   size_t cls = size_class(bytes);
   void* p = nullptr;
   {

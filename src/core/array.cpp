@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <ostream>
 #include <sstream>
 
@@ -23,6 +24,22 @@ uint64_t next_node_id() {
 }
 
 int64_t Node::size() const { return shape_size(shape); }
+
+Node::~Node() {
+  if (inputs.empty()) return;
+  std::vector<std::shared_ptr<Node>> pending;
+  for (auto& in : inputs) pending.push_back(in.node_ptr());
+  inputs.clear();
+  while (!pending.empty()) {
+    std::shared_ptr<Node> n = std::move(pending.back());
+    pending.pop_back();
+    // Only the last owner takes the inputs over, so that n's own destructor finds none.
+    if (n && n.use_count() == 1 && !n->inputs.empty()) {
+      for (auto& in : n->inputs) pending.push_back(in.node_ptr());
+      n->inputs.clear();
+    }
+  }
+}
 
 std::shared_ptr<Node> make_node(Shape shape, Dtype dtype, Device device, Primitive prim,
                                 std::vector<Array> inputs) {
@@ -89,10 +106,12 @@ int64_t shape_size(const Shape& shape) {
 }
 
 bool is_row_contiguous(const Shape& shape, const Strides& strides) {
+  // An empty array has nothing to walk, whatever its strides say.
+  for (auto d : shape)
+    if (d == 0) return true;
   int64_t expected = 1;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     if (shape[i] == 1) continue;
-    if (shape[i] == 0) return true;
     if (strides[i] != expected) return false;
     expected *= shape[i];
   }
@@ -130,10 +149,23 @@ Array::Array(const void* data, Shape shape, Dtype dtype, int64_t count) {
   for (auto d : shape)
     if (d < 0)
       throw InvalidArgument("array: negative dimension in shape " + shape_to_string(shape));
-  int64_t n = shape_size(shape);
+  // The element count and byte size must fit before anything is multiplied out.
+  int64_t n = 1;
+  for (auto d : shape) {
+    if (d == 0) {
+      n = 0;
+      break;
+    }
+    if (n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(size_of(dtype)) / d)
+      throw InvalidArgument("array: shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
+                            " has more bytes than memory can address");
+    n *= d;
+  }
   if (count >= 0 && count != n)
     throw ShapeError("array: " + std::to_string(count) + " elements given for shape " +
                      shape_to_string(shape) + " (" + std::to_string(n) + " elements)");
+  if (!data && n > 0)
+    throw InvalidArgument("array: null data pointer for shape " + shape_to_string(shape));
   size_t bytes = static_cast<size_t>(n) * size_of(dtype);
   Device dev = Device::cpu();  // host data lands on the CPU; ops move it where needed
   auto buffer = cpu_allocator().allocate(bytes);
@@ -233,11 +265,15 @@ void Array::copy_converted(void* out, Dtype out_dtype, int64_t count, const char
 
 namespace {
 
+// NumPy's print options: arrays of more than 1000 elements show 3 entries at each end of an axis.
+constexpr int64_t kPrintThreshold = 1000;
+constexpr int64_t kEdgeItems = 3;
+
 template <class T>
 std::string format_element(T v) {
   char buf[64];
   if constexpr (std::is_same_v<T, bool>) {
-    return v ? "true" : "false";
+    return v ? "True" : "False";
   } else if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
     double d = static_cast<double>(static_cast<compute_t<T>>(v));
     if (std::isnan(d)) return "nan";
@@ -259,25 +295,30 @@ std::string format_element(T v) {
 
 std::string Array::to_string() {
   check_valid(node_, "to_string");
-  Array c = copy(*this);
+  Array c = *this;
   c.eval();
-  std::vector<std::string> elems;
-  int64_t n = c.size();
+  if (!c.is_contiguous()) {
+    c = copy(*this);
+    c.eval();
+  }
+  const Dtype dt = dtype();
   const char* base = static_cast<const char*>(c.data());
-  dispatch_all(dtype(), [&]<class T>() {
-    for (int64_t i = 0; i < n; ++i) {
+  // Only the printed elements are formatted: a summarized array may be huge.
+  auto element = [&](int64_t i) {
+    return dispatch_all(dt, [&]<class T>() {
       T v;
-      std::memcpy(&v, base + i * sizeof(T), sizeof(T));
-      elems.push_back(format_element(v));
-    }
-  });
+      std::memcpy(&v, base + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+      return format_element(v);
+    });
+  };
   const Shape& s = shape();
+  const bool summarize = c.size() > kPrintThreshold;
   std::ostringstream os;
   os << "array(";
   if (s.empty()) {
-    os << elems[0];
+    os << element(0);
   } else {
-    // Nested brackets; long arrays show their first and last three entries per axis.
+    // Nested brackets, walked with an explicit stack over the axes.
     std::vector<int64_t> strides = row_major_strides(s);
     struct Frame {
       int axis;
@@ -295,15 +336,13 @@ std::string Array::to_string() {
         if (!stack.empty()) stack.back().i++;
         continue;
       }
-      bool elide = dim > 6 && f.i == 3;
       if (f.i > 0) os << ", ";
-      if (elide) {
-        os << "...";
-        f.i = dim - 3;
-        os << ", ";
+      if (summarize && dim > 2 * kEdgeItems && f.i == kEdgeItems) {
+        os << "..., ";
+        f.i = dim - kEdgeItems;
       }
       if (f.axis + 1 == static_cast<int>(s.size())) {
-        os << elems[f.base + f.i];
+        os << element(f.base + f.i);
         f.i++;
       } else {
         os << "[";
@@ -311,7 +350,7 @@ std::string Array::to_string() {
       }
     }
   }
-  os << ", dtype=" << dtype_name(dtype()) << ")";
+  os << ", dtype=" << dtype_name(dt) << ")";
   return os.str();
 }
 

@@ -43,6 +43,10 @@ struct Node {
   // Set on placeholders made by tracing (compile); eval of a tracer raises UnknownValueError.
   bool tracer = false;
 
+  /// Releases the inputs with a worklist: a long unevaluated chain would otherwise be freed
+  /// by one recursive destructor call per node and overflow the stack.
+  ~Node();
+
   size_t itemsize() const { return size_of(dtype); }
   int64_t size() const;
   void* data_ptr() const {

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "smelt/errors.h"
+
 namespace smelt {
 
 namespace {
@@ -19,13 +21,15 @@ class ThreadPool {
   explicit ThreadPool(int n) { resize(n); }
   ~ThreadPool() { stop(); }
 
-  int size() const { return size_; }
+  int size() const { return size_.load(std::memory_order_relaxed); }
 
   void resize(int n) {
+    // Waits for a running job: its workers must not be joined under it.
+    std::lock_guard job_lock(job_mutex_);
     stop();
     size_ = std::max(1, n);
     quit_ = false;
-    for (int i = 1; i < size_; ++i) workers_.emplace_back([this, i] { work(i); });
+    for (int i = 1; i < size(); ++i) workers_.emplace_back([this, i] { work(i); });
   }
 
   void run(int chunks, const std::function<void(int)>& task) {
@@ -100,7 +104,7 @@ class ThreadPool {
     workers_.clear();
   }
 
-  int size_ = 1;
+  std::atomic<int> size_{1};
   std::vector<std::thread> workers_;
   std::mutex job_mutex_;
   std::mutex mutex_;
@@ -127,11 +131,29 @@ ThreadPool& pool() {
 
 thread_local bool in_parallel_region = false;
 
+// Marks the thread as running a chunk, and unmarks it even when the chunk throws (a flag left
+// set would make every later parallel_for on this thread run inline, silently serial).
+class RegionGuard {
+ public:
+  RegionGuard() : saved_(in_parallel_region) { in_parallel_region = true; }
+  ~RegionGuard() { in_parallel_region = saved_; }
+  RegionGuard(const RegionGuard&) = delete;
+  RegionGuard& operator=(const RegionGuard&) = delete;
+
+ private:
+  bool saved_;
+};
+
 }  // namespace
 
 int num_threads() { return pool().size(); }
 
-void set_num_threads(int n) { pool().resize(n); }
+void set_num_threads(int n) {
+  // The running job holds the pool; resizing from inside it would wait for itself.
+  if (in_parallel_region)
+    throw InvalidArgument("set_num_threads: cannot change the thread count from inside a parallel_for");
+  pool().resize(n);
+}
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
@@ -146,9 +168,8 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   int64_t per = (n + chunks - 1) / chunks;
   pool().run(static_cast<int>(chunks), [&](int c) {
     int64_t b = c * per, e = std::min(n, b + per);
-    in_parallel_region = true;
+    RegionGuard guard;
     if (b < e) fn(b, e);
-    in_parallel_region = false;
   });
 }
 

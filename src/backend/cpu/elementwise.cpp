@@ -1,34 +1,322 @@
 // CPU kernels for element-wise primitives: Unary, Binary, Select and Cast.
+//
+// The ops have already broadcast the inputs (Broadcast views, zero strides) and given the
+// operands of a Binary one dtype, so each kernel sees equal shapes. Dispatch on the dtype and the
+// operator happens once per call, outside the loops; each operator is instantiated only for the
+// dtypes the ops can hand it, which keeps this file's compile time in check.
+#include <string>
+
+#include "smelt/errors.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
+#include "src/backend/cpu/scalar_math.h"
 #include "src/core/dispatch.h"
 
 namespace smelt::cpu {
 
 namespace {
 
-/// out[i] = f(in[i]) over any strides of `in`, parallel for large sizes.
+bool all_zero(const Strides& s) {
+  for (auto v : s)
+    if (v != 0) return false;
+  return true;
+}
+
+/// How an operand is read on the fast path: row-contiguous (stride 1) or one value (stride 0).
+/// Returns -1 when neither holds and the strided path must run.
+int64_t flat_stride(const detail::Node& n) {
+  if (is_row_contiguous(n.shape, n.strides)) return 1;
+  if (all_zero(n.strides)) return 0;
+  return -1;
+}
+
+// The loops are split in two. A typed *run* (one per operator and dtype) does one stretch of
+// elements with given strides and is what the compiler vectorizes. An untyped *driver* (one in
+// total) splits the work over threads and walks strided layouts, calling the run through a
+// function pointer once per chunk or row. Instantiating the drivers per operator and dtype would
+// multiply this file's compile time for no speed.
+
+/// d[i] = f(s[i*st]) for i < n, into contiguous `d`.
+using UnaryRun = void (*)(const void* s, int64_t st, void* d, int64_t n);
+/// d[i] = f(x[i*xs], y[i*ys]) for i < n, into contiguous `d`.
+using BinaryRun = void (*)(const void* x, int64_t xs, const void* y, int64_t ys, void* d, int64_t n);
+
 template <class In, class Out, class F>
-void unary_loop(const Array& in, Array& out, F f) {
-  const auto& n = in.node();
-  const In* src = in_ptr<In>(in);
-  Out* dst = out_ptr<Out>(out);
-  if (is_row_contiguous(n.shape, n.strides)) {
-    parallel_for(n.size(), kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = f(src[i]);
-    });
+void unary_run(const void* sv, int64_t st, void* dv, int64_t n) {
+  const In* s = static_cast<const In*>(sv);
+  Out* d = static_cast<Out*>(dv);
+  const F f{};
+  if constexpr (scalar::half_v<In> || scalar::half_v<Out>) {
+    // 16-bit floats convert element by element (no vector loop to gain): one generic loop.
+    for (int64_t i = 0; i < n; ++i) d[i] = f(s[i * st]);
     return;
   }
-  Strides os = row_major_strides(n.shape);
-  parallel_strided<2>(n.shape, {&n.strides, &os},
+  if (st == 1) {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(s[i]);
+  } else if (st == 0) {
+    const Out v = f(s[0]);
+    for (int64_t i = 0; i < n; ++i) d[i] = v;
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(s[i * st]);
+  }
+}
+
+template <class T, class Out, class F>
+void binary_run(const void* xv, int64_t xs, const void* yv, int64_t ys, void* dv, int64_t n) {
+  const T* x = static_cast<const T*>(xv);
+  const T* y = static_cast<const T*>(yv);
+  Out* d = static_cast<Out*>(dv);
+  const F f{};
+  if constexpr (scalar::half_v<T>) {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(x[i * xs], y[i * ys]);
+    return;
+  }
+  if (xs == 1 && ys == 1) {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(x[i], y[i]);
+  } else if (xs == 1 && ys == 0) {  // a broadcast scalar on the right
+    const T v = *y;
+    for (int64_t i = 0; i < n; ++i) d[i] = f(x[i], v);
+  } else if (xs == 0 && ys == 1) {  // on the left
+    const T u = *x;
+    for (int64_t i = 0; i < n; ++i) d[i] = f(u, y[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(x[i * xs], y[i * ys]);
+  }
+}
+
+const char* bytes_of(const Array& a) { return static_cast<const char*>(a.node().data_ptr()); }
+char* bytes_of(Array& a) { return static_cast<char*>(a.node().data_ptr()); }
+
+/// out = run(in) over any strides of `in`; `out` is row-major.
+void unary_drive(const Array& in, Array& out, UnaryRun run) {
+  const auto& n = in.node();
+  const char* src = bytes_of(in);
+  char* dst = bytes_of(out);
+  const int64_t is = static_cast<int64_t>(n.itemsize()), os = static_cast<int64_t>(out.itemsize());
+  const int64_t flat = flat_stride(n);
+  if (flat >= 0) {  // contiguous, or one value broadcast
+    parallel_for(n.size(), kGrain, [&](int64_t b, int64_t e) { run(src + b * flat * is, flat, dst + b * os, e - b); });
+    return;
+  }
+  Strides out_strides = row_major_strides(n.shape);
+  parallel_strided<2>(n.shape, {&n.strides, &out_strides},
                       [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
-                        const In* s = src + off[0];
-                        Out* d = dst + off[1];
-                        for (int64_t i = 0; i < len; ++i) d[i] = f(s[i * st[0]]);
+                        run(src + off[0] * is, st[0], dst + off[1] * os, len);
                       });
 }
 
+/// out = run(a, b) over any strides of equal-shaped `a` and `b`; `out` is row-major.
+void binary_drive(const Array& a, const Array& b, Array& out, BinaryRun run) {
+  const auto& na = a.node();
+  const auto& nb = b.node();
+  const char* x = bytes_of(a);
+  const char* y = bytes_of(b);
+  char* d = bytes_of(out);
+  const int64_t is = static_cast<int64_t>(na.itemsize()), os = static_cast<int64_t>(out.itemsize());
+  const int64_t xs = flat_stride(na), ys = flat_stride(nb);
+  if (xs >= 0 && ys >= 0) {  // contiguous, or one operand a broadcast scalar
+    parallel_for(out.size(), kGrain, [&](int64_t lo, int64_t hi) {
+      run(x + lo * xs * is, xs, y + lo * ys * is, ys, d + lo * os, hi - lo);
+    });
+    return;
+  }
+  Strides out_strides = row_major_strides(na.shape);
+  parallel_strided<3>(na.shape, {&na.strides, &nb.strides, &out_strides},
+                      [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& st) {
+                        run(x + off[0] * is, st[0], y + off[1] * is, st[1], d + off[2] * os, len);
+                      });
+}
+
+template <class In, class Out, class F>
+void unary_loop(const Array& in, Array& out, F) {
+  unary_drive(in, out, &unary_run<In, Out, F>);
+}
+
+template <class T, class Out, class F>
+void binary_loop(const Array& a, const Array& b, Array& out, F) {
+  binary_drive(a, b, out, &binary_run<T, Out, F>);
+}
+
+// ---- Unary ------------------------------------------------------------------------------------
+
+[[noreturn]] void no_kernel(const std::string& what, Dtype dtype) {
+  throw DtypeError(what + ": no CPU kernel for dtype " + dtype_name(dtype));
+}
+
+template <class T>
+void unary_typed(UnaryOp op, const Array& in, Array& out) {
+  constexpr bool kFloat = scalar::float_v<T>;
+  constexpr bool kInt = scalar::int_v<T>;
+  constexpr bool kBool = scalar::bool_v<T>;
+  switch (op) {
+#define SMELT_UNARY_CASE(name, fn, accepted, Out)                                 \
+  case UnaryOp::name:                                                            \
+    if constexpr (accepted) {                                                    \
+      unary_loop<T, Out>(in, out, [](T v) -> Out { return scalar::fn<T>(v); }); \
+      return;                                                                    \
+    }                                                                            \
+    break;
+    SMELT_UNARY_CASE(Abs, abs, kFloat || kInt, T)
+    SMELT_UNARY_CASE(Negative, negative, kFloat || kInt, T)
+    SMELT_UNARY_CASE(Sign, sign, kFloat || kInt, T)
+    SMELT_UNARY_CASE(Square, square, kFloat || kInt, T)
+    SMELT_UNARY_CASE(Reciprocal, reciprocal, kFloat, T)
+    SMELT_UNARY_CASE(Sqrt, sqrt, kFloat, T)
+    SMELT_UNARY_CASE(Rsqrt, rsqrt, kFloat, T)
+    SMELT_UNARY_CASE(Exp, exp, kFloat, T)
+    SMELT_UNARY_CASE(Exp2, exp2, kFloat, T)
+    SMELT_UNARY_CASE(Expm1, expm1, kFloat, T)
+    SMELT_UNARY_CASE(Log, log, kFloat, T)
+    SMELT_UNARY_CASE(Log2, log2, kFloat, T)
+    SMELT_UNARY_CASE(Log10, log10, kFloat, T)
+    SMELT_UNARY_CASE(Log1p, log1p, kFloat, T)
+    SMELT_UNARY_CASE(Sin, sin, kFloat, T)
+    SMELT_UNARY_CASE(Cos, cos, kFloat, T)
+    SMELT_UNARY_CASE(Tan, tan, kFloat, T)
+    SMELT_UNARY_CASE(Asin, asin, kFloat, T)
+    SMELT_UNARY_CASE(Acos, acos, kFloat, T)
+    SMELT_UNARY_CASE(Atan, atan, kFloat, T)
+    SMELT_UNARY_CASE(Sinh, sinh, kFloat, T)
+    SMELT_UNARY_CASE(Cosh, cosh, kFloat, T)
+    SMELT_UNARY_CASE(Tanh, tanh, kFloat, T)
+    SMELT_UNARY_CASE(Asinh, asinh, kFloat, T)
+    SMELT_UNARY_CASE(Acosh, acosh, kFloat, T)
+    SMELT_UNARY_CASE(Atanh, atanh, kFloat, T)
+    SMELT_UNARY_CASE(Erf, erf, kFloat, T)
+    SMELT_UNARY_CASE(ErfInv, erfinv, kFloat, T)
+    SMELT_UNARY_CASE(Sigmoid, sigmoid, kFloat, T)
+    SMELT_UNARY_CASE(Relu, relu, kFloat || kInt, T)
+    SMELT_UNARY_CASE(Floor, floor, kFloat, T)
+    SMELT_UNARY_CASE(Ceil, ceil, kFloat, T)
+    SMELT_UNARY_CASE(Round, round, kFloat, T)
+    SMELT_UNARY_CASE(IsNan, isnan, true, bool)
+    SMELT_UNARY_CASE(IsInf, isinf, true, bool)
+    SMELT_UNARY_CASE(IsFinite, isfinite, true, bool)
+    SMELT_UNARY_CASE(LogicalNot, logical_not, true, bool)
+    SMELT_UNARY_CASE(BitwiseNot, bitwise_not, kInt || kBool, T)
+#undef SMELT_UNARY_CASE
+  }
+  no_kernel(std::string("Unary(") + unary_op_name(op) + ")", dtype_of<T>());
+}
+
+// ---- Binary -----------------------------------------------------------------------------------
+
+template <class T>
+void binary_typed(BinaryOp op, const Array& a, const Array& b, Array& out) {
+  constexpr bool kFloat = scalar::float_v<T>;
+  constexpr bool kInt = scalar::int_v<T>;
+  constexpr bool kBool = scalar::bool_v<T>;
+  switch (op) {
+#define SMELT_BINARY_CASE(name, fn, accepted, Out)                                          \
+  case BinaryOp::name:                                                                     \
+    if constexpr (accepted) {                                                              \
+      binary_loop<T, Out>(a, b, out, [](T x, T y) -> Out { return scalar::fn<T>(x, y); }); \
+      return;                                                                              \
+    }                                                                                      \
+    break;
+    SMELT_BINARY_CASE(Add, add, true, T)
+    SMELT_BINARY_CASE(Subtract, subtract, kFloat || kInt, T)
+    SMELT_BINARY_CASE(Multiply, multiply, true, T)
+    SMELT_BINARY_CASE(Divide, divide, kFloat, T)
+    SMELT_BINARY_CASE(FloorDivide, floor_divide, kFloat || kInt, T)
+    SMELT_BINARY_CASE(Remainder, remainder, kFloat || kInt, T)
+    SMELT_BINARY_CASE(Fmod, fmod, kFloat || kInt, T)
+    SMELT_BINARY_CASE(Power, power, kFloat || kInt, T)
+    SMELT_BINARY_CASE(Maximum, maximum, true, T)
+    SMELT_BINARY_CASE(Minimum, minimum, true, T)
+    SMELT_BINARY_CASE(Atan2, atan2, kFloat, T)
+    SMELT_BINARY_CASE(Equal, equal, true, bool)
+    SMELT_BINARY_CASE(NotEqual, not_equal, true, bool)
+    SMELT_BINARY_CASE(Less, less, true, bool)
+    SMELT_BINARY_CASE(LessEqual, less_equal, true, bool)
+    SMELT_BINARY_CASE(Greater, greater, true, bool)
+    SMELT_BINARY_CASE(GreaterEqual, greater_equal, true, bool)
+    SMELT_BINARY_CASE(LogicalAnd, logical_and, true, bool)
+    SMELT_BINARY_CASE(LogicalOr, logical_or, true, bool)
+    SMELT_BINARY_CASE(LogicalXor, logical_xor, true, bool)
+    SMELT_BINARY_CASE(BitwiseAnd, bitwise_and, kInt || kBool, T)
+    SMELT_BINARY_CASE(BitwiseOr, bitwise_or, kInt || kBool, T)
+    SMELT_BINARY_CASE(BitwiseXor, bitwise_xor, kInt || kBool, T)
+    SMELT_BINARY_CASE(LeftShift, left_shift, kInt, T)
+    SMELT_BINARY_CASE(RightShift, right_shift, kInt, T)
+#undef SMELT_BINARY_CASE
+  }
+  no_kernel(std::string("Binary(") + binary_op_name(op) + ")", dtype_of<T>());
+}
+
+// ---- Select -----------------------------------------------------------------------------------
+
+/// One run of a select: d[i] = c[i*cs] ? x[i*xs] : y[i*ys], with the common patterns unrolled.
+template <class T>
+void select_run(const bool* c, int64_t cs, const T* x, int64_t xs, const T* y, int64_t ys, T* d, int64_t n) {
+  if (cs == 1 && xs == 1 && ys == 1) {
+    for (int64_t i = 0; i < n; ++i) d[i] = c[i] ? x[i] : y[i];
+  } else if (cs == 1 && xs == 1 && ys == 0) {
+    const T v = *y;
+    for (int64_t i = 0; i < n; ++i) d[i] = c[i] ? x[i] : v;
+  } else if (cs == 1 && xs == 0 && ys == 1) {
+    const T u = *x;
+    for (int64_t i = 0; i < n; ++i) d[i] = c[i] ? u : y[i];
+  } else if (cs == 1 && xs == 0 && ys == 0) {
+    const T u = *x, v = *y;
+    for (int64_t i = 0; i < n; ++i) d[i] = c[i] ? u : v;
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = c[i * cs] ? x[i * xs] : y[i * ys];
+  }
+}
+
 }  // namespace
+
+void eval_Unary(const UnaryParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& in = inputs[0];
+  Array& out = outputs[0];
+  if (!try_donate(out, in)) alloc_contiguous(out);
+  dispatch_all(in.dtype(), [&]<class T>() { unary_typed<T>(p.op, in, out); });
+}
+
+void eval_Binary(const BinaryParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& a = inputs[0];
+  const Array& b = inputs[1];
+  Array& out = outputs[0];
+  SMELT_ASSERT(a.dtype() == b.dtype() && a.shape() == b.shape() && a.shape() == out.shape(),
+               "Binary: operands must be broadcast and promoted by the op (" + std::string(dtype_name(a.dtype())) +
+                   shape_to_string(a.shape()) + ", " + dtype_name(b.dtype()) + shape_to_string(b.shape()) + ")");
+  // Same index in, same index out: writing over an operand's buffer is safe.
+  if (!try_donate(out, a) && !try_donate(out, b)) alloc_contiguous(out);
+  dispatch_all(a.dtype(), [&]<class T>() { binary_typed<T>(p.op, a, b, out); });
+}
+
+void eval_Select(const NoParams&, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& c = inputs[0];
+  const Array& x = inputs[1];
+  const Array& y = inputs[2];
+  Array& out = outputs[0];
+  SMELT_ASSERT(c.dtype() == Dtype::Bool && x.dtype() == y.dtype() && c.shape() == out.shape() &&
+                   x.shape() == out.shape() && y.shape() == out.shape(),
+               "Select: operands must be broadcast and promoted by the op");
+  if (!try_donate(out, x) && !try_donate(out, y) && !try_donate(out, c)) alloc_contiguous(out);
+  const auto &nc = c.node(), &nx = x.node(), &ny = y.node();
+  const bool* cp = in_ptr<bool>(c);
+  // Selecting moves bits unchanged: dispatch by element size only.
+  dispatch_by_size(x.dtype(), [&]<class T>() {
+    const T* xp = in_ptr<T>(x);
+    const T* yp = in_ptr<T>(y);
+    T* d = out_ptr<T>(out);
+    const int64_t cs = flat_stride(nc), xs = flat_stride(nx), ys = flat_stride(ny);
+    if (cs >= 0 && xs >= 0 && ys >= 0) {
+      parallel_for(out.size(), kGrain, [&](int64_t lo, int64_t hi) {
+        select_run<T>(cp + lo * cs, cs, xp + lo * xs, xs, yp + lo * ys, ys, d + lo, hi - lo);
+      });
+      return;
+    }
+    Strides os = row_major_strides(out.shape());
+    parallel_strided<4>(out.shape(), {&nc.strides, &nx.strides, &ny.strides, &os},
+                        [&](const std::array<int64_t, 4>& off, int64_t len, const std::array<int64_t, 4>& st) {
+                          select_run<T>(cp + off[0], st[0], xp + off[1], st[1], yp + off[2], st[2], d + off[3],
+                                        len);
+                        });
+  });
+}
 
 void eval_Cast(const CastParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
   const Array& in = inputs[0];

@@ -1,0 +1,227 @@
+// Array benchmarks: the copy floor, element-wise ops, matmul against CBLAS, W1 and W3 uncompiled.
+//
+// Each benchmark runs one repetition per iteration (run.sh asks for >= 20 repetitions and reads
+// the median) after one untimed warm-up run. Counters: `bytes` that must move (inputs read once,
+// output written once) or `flops`, per iteration, so the reader can compute GB/s and GFLOP/s.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "smelt/smelt.h"
+#include "src/core/thread_pool.h"
+
+namespace {
+
+using namespace smelt;
+
+constexpr int64_t kCopyBytes = int64_t{256} << 20;
+constexpr int64_t kElems = int64_t{16} << 20;  // 16 Mi float32 = 64 MiB per array
+constexpr int64_t kGeluElems = int64_t{64} << 20;
+constexpr int64_t kMatN = 1024;
+
+// Random inputs, created once per process (never zeros: some kernels shortcut on them).
+Array uniform_input(uint64_t seed, int64_t n, double lo, double hi) {
+  Array a = random::uniform(random::key(seed), {n}, lo, hi);
+  a.eval();
+  return a;
+}
+
+// Runs `body` once untimed the first time a benchmark starts (page faults, allocator cache,
+// BLAS thread start-up), then once per timed iteration.
+// Every call site passes its own lambda type, so `warmed` is per benchmark.
+template <class F>
+void timed(benchmark::State& state, F&& body) {
+  static bool warmed = false;
+  if (!warmed) {
+    warmed = true;
+    body();
+  }
+  for (auto _ : state) body();
+}
+
+void set_counters(benchmark::State& state, double bytes, double flops) {
+  state.counters["bytes"] = bytes;
+  state.counters["flops"] = flops;
+  if (bytes > 0) state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+}
+
+// ---- the copy floor -------------------------------------------------------------------------
+
+struct CopyBuffers {
+  std::vector<char> src, dst;
+  CopyBuffers() : src(kCopyBytes), dst(kCopyBytes) {
+    for (size_t i = 0; i < src.size(); i += 4096) src[i] = static_cast<char>(i >> 12);
+    std::memset(dst.data(), 1, dst.size());  // touch every page before timing
+  }
+};
+CopyBuffers& copy_buffers() {
+  static CopyBuffers b;
+  return b;
+}
+
+void copy_memcpy(benchmark::State& state) {
+  auto& b = copy_buffers();
+  timed(state, [&] {
+    std::memcpy(b.dst.data(), b.src.data(), kCopyBytes);
+    benchmark::ClobberMemory();
+  });
+  set_counters(state, 2.0 * kCopyBytes, 0);
+}
+
+// The same copy split over the kernel threads, as smelt's kernels split their work.
+void copy_parallel(benchmark::State& state) {
+  auto& b = copy_buffers();
+  timed(state, [&] {
+    parallel_for(kCopyBytes, 1 << 20, [&](int64_t lo, int64_t hi) {
+      std::memcpy(b.dst.data() + lo, b.src.data() + lo, static_cast<size_t>(hi - lo));
+    });
+    benchmark::ClobberMemory();
+  });
+  set_counters(state, 2.0 * kCopyBytes, 0);
+}
+
+// ---- element-wise ---------------------------------------------------------------------------
+
+struct Inputs {
+  Array x = uniform_input(1, kElems, -3.0, 3.0);
+  Array y = uniform_input(2, kElems, 0.5, 2.0);
+  Array cond = [] {
+    Array c = greater(uniform_input(3, kElems, 0.0, 1.0), 0.5f);
+    c.eval();
+    return c;
+  }();
+};
+Inputs& inputs() {
+  static Inputs in;
+  return in;
+}
+
+template <class F>
+void run_elementwise(benchmark::State& state, F make, double bytes) {
+  timed(state, [&] {
+    Array out = make();
+    out.eval();
+    benchmark::DoNotOptimize(out.data());
+  });
+  set_counters(state, bytes, 0);
+}
+
+constexpr double kF32 = 4.0;
+
+void ew_add(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return add(in.x, in.y); }, 3 * kF32 * kElems);
+}
+void ew_multiply(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return multiply(in.x, in.y); }, 3 * kF32 * kElems);
+}
+void ew_exp(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return exp(in.x); }, 2 * kF32 * kElems);
+}
+void ew_tanh(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return tanh(in.x); }, 2 * kF32 * kElems);
+}
+void ew_where(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return where(in.cond, in.x, in.y); }, (1 + 3 * kF32) * kElems);
+}
+
+// ---- SUITE workloads W1 and W3 (uncompiled: one kernel per op) ------------------------------
+
+Array gelu_tanh(const Array& x) {
+  Array inner = multiply(add(x, multiply(multiply(multiply(x, x), x), 0.044715f)), 0.79788456f);
+  return multiply(multiply(x, 0.5f), add(tanh(inner), 1.0f));
+}
+
+void w1_gelu(benchmark::State& s) {
+  static Array x = uniform_input(4, kGeluElems, -4.0, 4.0);
+  run_elementwise(s, [&] { return gelu_tanh(x); }, 2 * kF32 * kGeluElems);
+}
+
+Array w3_chain(const Array& x, const Array& y) {
+  Array t = add(multiply(x, 1.5f), y);
+  t = exp(negative(multiply(t, t)));
+  t = subtract(multiply(t, y), 0.25f);
+  t = add(sin(t), cos(x));
+  t = add(abs(t), 1.0f);
+  t = multiply(log(t), 0.5f);
+  t = sqrt(add(t, 1.0f));
+  t = maximum(t, y);
+  return divide(t, add(multiply(x, x), 1.0f));
+}
+
+void w3_chain16(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return w3_chain(in.x, in.y); }, 3 * kF32 * kElems);
+}
+
+// ---- matmul ---------------------------------------------------------------------------------
+
+struct MatInputs {
+  Array a = [] {
+    Array m = reshape(uniform_input(5, kMatN * kMatN, -1.0, 1.0), {kMatN, kMatN});
+    m.eval();
+    return m;
+  }();
+  Array b = [] {
+    Array m = reshape(uniform_input(6, kMatN * kMatN, -1.0, 1.0), {kMatN, kMatN});
+    m.eval();
+    return m;
+  }();
+};
+MatInputs& mat_inputs() {
+  static MatInputs m;
+  return m;
+}
+
+constexpr double kMatFlops = 2.0 * kMatN * kMatN * kMatN;
+
+void matmul_smelt(benchmark::State& state) {
+  auto& m = mat_inputs();
+  timed(state, [&] {
+    Array c = matmul(m.a, m.b);
+    c.eval();
+    benchmark::DoNotOptimize(c.data());
+  });
+  set_counters(state, 0, kMatFlops);
+}
+
+void matmul_cblas(benchmark::State& state) {
+  auto& m = mat_inputs();
+  const float* a = m.a.data<float>();
+  const float* b = m.b.data<float>();
+  std::vector<float> c(kMatN * kMatN);
+  timed(state, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kMatN, kMatN, kMatN, 1.0f, a, kMatN, b, kMatN, 0.0f,
+                c.data(), kMatN);
+    benchmark::ClobberMemory();
+  });
+  set_counters(state, 0, kMatFlops);
+}
+
+void configure(benchmark::internal::Benchmark* b) {
+  b->Iterations(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+// Names are work/system; run.sh reads them back.
+BENCHMARK(copy_memcpy)->Name("copy_256MiB/memcpy")->Apply(configure);
+BENCHMARK(copy_parallel)->Name("copy_256MiB/memcpy_threads")->Apply(configure);
+BENCHMARK(ew_add)->Name("add_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(ew_multiply)->Name("multiply_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(ew_exp)->Name("exp_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(ew_tanh)->Name("tanh_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(ew_where)->Name("where_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(matmul_smelt)->Name("matmul_1024_f32/smelt")->Apply(configure);
+BENCHMARK(matmul_cblas)->Name("matmul_1024_f32/cblas_sgemm")->Apply(configure);
+BENCHMARK(w1_gelu)->Name("W1_gelu_tanh_64Mi_f32/smelt")->Apply(configure);
+BENCHMARK(w3_chain16)->Name("W3_chain16_16Mi_f32/smelt")->Apply(configure);
+
+BENCHMARK_MAIN();

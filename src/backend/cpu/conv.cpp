@@ -1,0 +1,567 @@
+// CPU kernels for Conv (im2col + BLAS GEMM, direct loops), ConvTranspose (GEMM + col2im) and Pool.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "smelt/errors.h"
+#include "src/backend/cpu/kernel_utils.h"
+#include "src/backend/cpu/kernels.h"
+#include "src/core/dispatch.h"
+
+namespace smelt::cpu {
+
+namespace {
+
+/// Bytes one im2col / col2im buffer may take; larger problems are tiled over rows.
+constexpr int64_t kColBudget = int64_t{8} << 20;
+/// Multiply-adds below which a loop stays on one thread.
+constexpr int64_t kWorkGrain = int64_t{1} << 16;
+/// GEMMs at least this large (m*n*k) are left to BLAS's own threads when tasks are few.
+constexpr int64_t kBigGemm = int64_t{1} << 20;
+
+/// The geometry of a convolution or pooling with the spatial axes padded to three in front
+/// (a missing axis has size 1, kernel 1, stride 1, dilation 1 and no padding), so that one set
+/// of loops serves 1-D, 2-D and 3-D.
+struct Geom {
+  int64_t batch = 0, in_ch = 0, out_ch = 0, groups = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
+
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t k_size() const { return k[0] * k[1] * k[2]; }
+  int64_t in_per_group() const { return in_ch / groups; }
+  int64_t out_per_group() const { return out_ch / groups; }
+};
+
+Geom make_geom(const Shape& in_shape, const Shape& out_shape, const std::vector<int64_t>& kernel,
+               const std::vector<int64_t>& strides, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+               const std::vector<int64_t>& dil, int64_t groups) {
+  Geom g;
+  g.batch = in_shape[0];
+  g.in_ch = in_shape[1];
+  g.out_ch = out_shape[1];
+  g.groups = groups;
+  const size_t k = in_shape.size() - 2;
+  SMELT_ASSERT(k >= 1 && k <= 3 && kernel.size() == k && strides.size() == k && lo.size() == k && hi.size() == k &&
+                   dil.size() == k,
+               "conv: parameters do not match the spatial rank");
+  for (size_t i = 0; i < k; ++i) {
+    size_t d = 3 - k + i;
+    g.in[d] = in_shape[i + 2];
+    g.out[d] = out_shape[i + 2];
+    g.k[d] = kernel[i];
+    g.stride[d] = strides[i];
+    g.pad[d] = lo[i];
+    g.pad_hi[d] = hi[i];
+    g.dil[d] = dil[i];
+  }
+  return g;
+}
+
+/// The indices i in [0, count) with lo <= off + i*step < hi, as [first, last); step > 0.
+struct Range {
+  int64_t first, last;
+};
+Range valid_range(int64_t off, int64_t step, int64_t lo, int64_t hi, int64_t count) {
+  // first: smallest i with off + i*step >= lo; last: smallest i with off + i*step >= hi.
+  auto at_least = [&](int64_t bound) -> int64_t {
+    int64_t need = bound - off;
+    if (need <= 0) return 0;
+    return (need + step - 1) / step;
+  };
+  int64_t first = std::min(at_least(lo), count);
+  int64_t last = std::min(at_least(hi), count);
+  return {first, std::max(first, last)};
+}
+
+/// Row-major data of `a` as Out; a's own data when it is already row-major Out.
+template <class Out, class In>
+const Out* contiguous_as(const Array& a, std::vector<Out>& storage) {
+  const auto& n = a.node();
+  if constexpr (std::is_same_v<In, Out>) {
+    if (is_row_contiguous(n.shape, n.strides)) return in_ptr<Out>(a);
+  }
+  storage.resize(static_cast<size_t>(n.size()));
+  Strides os = row_major_strides(n.shape);
+  const In* src = in_ptr<In>(a);
+  Out* dst = storage.data();
+  parallel_strided<2>(n.shape, {&n.strides, &os},
+                      [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+                        const In* s = src + off[0];
+                        Out* d = dst + off[1];
+                        for (int64_t i = 0; i < len; ++i) d[i * st[1]] = convert<Out, In>(s[i * st[0]]);
+                      });
+  return storage.data();
+}
+
+/// Converts a float result buffer into the half output.
+template <class T>
+void store_converted(const std::vector<float>& src, Array& out) {
+  T* dst = out_ptr<T>(out);
+  parallel_for(static_cast<int64_t>(src.size()), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = convert<T, float>(src[i]);
+  });
+}
+
+int blas_int(int64_t v) {
+  SMELT_ASSERT(v <= INT_MAX, "conv: a GEMM dimension exceeds the BLAS integer range");
+  return static_cast<int>(v);
+}
+
+/// C[m,n] = op(A)[m,k] * B[k,n], row-major; op(A) = A or A^T.
+template <class S>
+void gemm(bool trans_a, int64_t m, int64_t n, int64_t k, const S* a, int64_t lda, const S* b, int64_t ldb, S* c,
+          int64_t ldc) {
+  auto ta = trans_a ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<S, float>) {
+    cblas_sgemm(CblasRowMajor, ta, CblasNoTrans, blas_int(m), blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b,
+                blas_int(ldb), 0.0f, c, blas_int(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, CblasNoTrans, blas_int(m), blas_int(n), blas_int(k), 1.0, a, blas_int(lda), b,
+                blas_int(ldb), 0.0, c, blas_int(ldc));
+  }
+}
+
+/// Grain for a loop over `tasks` independent GEMM tasks of `gemm_size` multiply-adds each. Few
+/// big tasks run in order so that the inner loops and BLAS get the threads; otherwise the tasks
+/// themselves are spread. Either way each output element is computed by the same arithmetic,
+/// so the result does not depend on the thread count.
+int64_t task_grain(int64_t tasks, int64_t work_per_task, int64_t gemm_size) {
+  if (gemm_size >= kBigGemm && tasks < num_threads()) return tasks;
+  return std::max<int64_t>(1, kWorkGrain / std::max<int64_t>(1, work_per_task));
+}
+
+// ---- Conv -------------------------------------------------------------------------------------
+
+/// Columns for output rows [row0, row1) of one group: col[(c,kd,kh,kw), (row,ow)], zeros where the
+/// window reads padding. `x` is the group's first input channel.
+template <class S>
+void im2col(const S* x, const Geom& g, int64_t row0, int64_t row1, S* col) {
+  const int64_t K = g.k_size(), rows_k = g.in_per_group() * K;
+  const int64_t OW = g.out[2], OH = g.out[1], P = (row1 - row0) * OW;
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2];
+  parallel_for(rows_k, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, P)), [&](int64_t rb, int64_t re) {
+    for (int64_t r = rb; r < re; ++r) {
+      const int64_t c = r / K, kk = r % K;
+      const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1], kw = kk % g.k[2];
+      const int64_t off_w = kw * g.dil[2] - g.pad[2];
+      const Range ow = valid_range(off_w, g.stride[2], 0, W, OW);
+      const S* xc = x + c * g.in_size();
+      S* dst = col + r * P;
+      for (int64_t row = row0; row < row1; ++row, dst += OW) {
+        const int64_t id = (row / OH) * g.stride[0] - g.pad[0] + kd * g.dil[0];
+        const int64_t ih = (row % OH) * g.stride[1] - g.pad[1] + kh * g.dil[1];
+        if (id < 0 || id >= D || ih < 0 || ih >= H) {
+          std::fill(dst, dst + OW, S(0));
+          continue;
+        }
+        const S* src = xc + (id * H + ih) * W;
+        std::fill(dst, dst + ow.first, S(0));
+        if (g.stride[2] == 1) {
+          std::copy(src + ow.first + off_w, src + ow.last + off_w, dst + ow.first);
+        } else {
+          const int64_t s = g.stride[2];
+          for (int64_t o = ow.first; o < ow.last; ++o) dst[o] = src[o * s + off_w];
+        }
+        std::fill(dst + ow.last, dst + OW, S(0));
+      }
+    }
+  });
+}
+
+/// Conv by im2col + GEMM per (batch, group, tile of output rows). A pointwise convolution
+/// (1x1 kernel, unit strides, no padding) multiplies the input plane directly.
+template <class S>
+void conv_gemm(const S* x, const S* w, S* y, const Geom& g) {
+  const int64_t G = g.groups, Cg = g.in_per_group(), Og = g.out_per_group();
+  const int64_t K = g.k_size(), CK = Cg * K;
+  const int64_t Pin = g.in_size(), Pout = g.out_size(), OW = g.out[2], rows = g.out[0] * g.out[1];
+  bool pointwise = K == 1;
+  for (int i = 0; i < 3; ++i) pointwise = pointwise && g.stride[i] == 1 && g.pad[i] == 0 && g.out[i] == g.in[i];
+  const int64_t row_bytes = CK * OW * static_cast<int64_t>(sizeof(S));
+  const int64_t per_tile =
+      pointwise ? rows : std::clamp<int64_t>(kColBudget / std::max<int64_t>(1, row_bytes), 1, rows);
+  const int64_t tiles = (rows + per_tile - 1) / per_tile;
+  const int64_t tasks = g.batch * G * tiles;
+  const int64_t gemm_size = Og * CK * per_tile * OW;
+  parallel_for(tasks, task_grain(tasks, gemm_size + CK * per_tile * OW, gemm_size), [&](int64_t b, int64_t e) {
+    std::vector<S> col;
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n = t / (G * tiles), grp = (t / tiles) % G, tile = t % tiles;
+      const int64_t row0 = tile * per_tile, row1 = std::min(rows, row0 + per_tile), P = (row1 - row0) * OW;
+      const S* xg = x + (n * g.in_ch + grp * Cg) * Pin;
+      const S* wg = w + grp * Og * CK;
+      S* yg = y + (n * g.out_ch + grp * Og) * Pout + row0 * OW;
+      if (pointwise) {
+        gemm<S>(false, Og, P, Cg, wg, CK, xg + row0 * OW, Pin, yg, Pout);
+        continue;
+      }
+      col.resize(static_cast<size_t>(CK * P));
+      im2col<S>(xg, g, row0, row1, col.data());
+      gemm<S>(false, Og, P, CK, wg, CK, col.data(), P, yg, Pout);
+    }
+  });
+}
+
+/// The accumulator of a direct loop: wrapping unsigned arithmetic for integers (exact modulo
+/// 2^bits, with no signed overflow), float for halves, the type itself for float/double.
+template <class T>
+using acc_t =
+    std::conditional_t<std::is_integral_v<T>, std::conditional_t<(sizeof(T) > 4), uint64_t, uint32_t>, compute_t<T>>;
+
+template <class T>
+acc_t<T> to_acc(T v) {
+  if constexpr (is_half_v<T>)
+    return static_cast<float>(v);
+  else
+    return static_cast<acc_t<T>>(v);  // signed to unsigned: sign-extended modulo 2^bits
+}
+
+template <class T>
+T from_acc(acc_t<T> v) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(v);  // modular narrowing (C++20)
+  else
+    return convert<T, acc_t<T>>(v);
+}
+
+/// Conv as direct loops over each output row (exact for integers; used for floats when each
+/// group has one input channel, where a GEMM would have a tiny inner dimension).
+template <class T>
+void conv_direct(const T* x, const T* w, T* y, const Geom& g) {
+  using Acc = acc_t<T>;
+  const int64_t Cg = g.in_per_group(), Og = g.out_per_group(), K = g.k_size();
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2];
+  const int64_t rows = g.batch * g.out_ch * OD * OH;
+  const int64_t work = std::max<int64_t>(1, Cg * K * OW);
+  parallel_for(rows, std::max<int64_t>(1, kWorkGrain / work), [&](int64_t b, int64_t e) {
+    std::vector<Acc> acc(static_cast<size_t>(OW));
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t oh = r % OH, od = (r / OH) % OD, o = (r / (OH * OD)) % g.out_ch, n = r / (OH * OD * g.out_ch);
+      const int64_t grp = o / Og;
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      Acc* a = acc.data();
+      for (int64_t c = 0; c < Cg; ++c) {
+        const T* xc = x + (n * g.in_ch + grp * Cg + c) * g.in_size();
+        const T* wc = w + (o * Cg + c) * K;
+        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+          const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
+          if (id < 0 || id >= D) continue;
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+            if (ih < 0 || ih >= H) continue;
+            const T* src = xc + (id * H + ih) * W;
+            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+              const Acc wv = to_acc(wc[(kd * g.k[1] + kh) * g.k[2] + kw]);
+              const int64_t off = kw * g.dil[2] - g.pad[2];
+              const Range ow = valid_range(off, g.stride[2], 0, W, OW);
+              if (g.stride[2] == 1) {
+                for (int64_t i = ow.first; i < ow.last; ++i) a[i] += wv * to_acc(src[i + off]);
+              } else {
+                const int64_t st = g.stride[2];
+                for (int64_t i = ow.first; i < ow.last; ++i) a[i] += wv * to_acc(src[i * st + off]);
+              }
+            }
+          }
+        }
+      }
+      T* dst = y + r * OW;
+      for (int64_t i = 0; i < OW; ++i) dst[i] = from_acc<T>(a[i]);
+    }
+  });
+}
+
+template <class S>
+void conv_float(const S* x, const S* w, S* y, const Geom& g) {
+  if (g.in_per_group() == 1)
+    conv_direct<S>(x, w, y, g);
+  else
+    conv_gemm<S>(x, w, y, g);
+}
+
+// ---- ConvTranspose ----------------------------------------------------------------------------
+
+/// Transposed conv per (batch, group): col = W_g^T x_g by GEMM over tiles of input rows, then
+/// col2im adds each column into the output, one output channel per thread.
+template <class S>
+void conv_transpose_gemm(const S* x, const S* w, S* y, const Geom& g) {
+  const int64_t G = g.groups, Cg = g.in_per_group(), Og = g.out_per_group(), K = g.k_size(), OK = Og * K;
+  const int64_t Pin = g.in_size(), Pout = g.out_size(), W = g.in[2], H = g.in[1], rows = g.in[0] * g.in[1];
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t row_bytes = OK * W * static_cast<int64_t>(sizeof(S));
+  const int64_t per_tile = std::clamp<int64_t>(kColBudget / std::max<int64_t>(1, row_bytes), 1, rows);
+  const int64_t tiles = (rows + per_tile - 1) / per_tile;
+  const int64_t tasks = g.batch * G;
+  const int64_t gemm_size = OK * Cg * per_tile * W;
+  parallel_for(tasks, task_grain(tasks, (gemm_size + OK * per_tile * W) * tiles, gemm_size), [&](int64_t b, int64_t e) {
+    std::vector<S> col;
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n = t / G, grp = t % G;
+      const S* xg = x + (n * g.in_ch + grp * Cg) * Pin;
+      const S* wg = w + grp * Cg * OK;
+      S* yg = y + (n * g.out_ch + grp * Og) * Pout;
+      for (int64_t tile = 0; tile < tiles; ++tile) {
+        const int64_t row0 = tile * per_tile, row1 = std::min(rows, row0 + per_tile), P = (row1 - row0) * W;
+        col.resize(static_cast<size_t>(OK * P));
+        gemm<S>(true, OK, P, Cg, wg, OK, xg + row0 * W, Pin, col.data(), P);
+        const S* cd = col.data();
+        parallel_for(Og, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, K * P)), [&](int64_t ob, int64_t oe) {
+          for (int64_t o = ob; o < oe; ++o) {
+            S* yo = yg + o * Pout;
+            for (int64_t kk = 0; kk < K; ++kk) {
+              const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1], kw = kk % g.k[2];
+              const int64_t off_w = kw * g.dil[2] - g.pad[2];
+              const Range iw = valid_range(off_w, g.stride[2], 0, OW, W);
+              const S* src = cd + (o * K + kk) * P;
+              for (int64_t row = row0; row < row1; ++row, src += W) {
+                const int64_t od = (row / H) * g.stride[0] - g.pad[0] + kd * g.dil[0];
+                const int64_t oh = (row % H) * g.stride[1] - g.pad[1] + kh * g.dil[1];
+                if (od < 0 || od >= OD || oh < 0 || oh >= OH) continue;
+                S* dst = yo + (od * OH + oh) * OW;
+                const int64_t st = g.stride[2];
+                for (int64_t i = iw.first; i < iw.last; ++i) dst[i * st + off_w] += src[i];
+              }
+            }
+          }
+        });
+      }
+    }
+  });
+}
+
+/// Transposed conv as a gather per output row (exact for integers; floats with one input
+/// channel per group).
+template <class T>
+void conv_transpose_direct(const T* x, const T* w, T* y, const Geom& g) {
+  using Acc = acc_t<T>;
+  const int64_t Cg = g.in_per_group(), Og = g.out_per_group(), K = g.k_size();
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2];
+  const int64_t rows = g.batch * g.out_ch * OD * OH;
+  const int64_t work = std::max<int64_t>(1, Cg * K * W);
+  parallel_for(rows, std::max<int64_t>(1, kWorkGrain / work), [&](int64_t b, int64_t e) {
+    std::vector<Acc> acc(static_cast<size_t>(OW));
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t oh = r % OH, od = (r / OH) % OD, o = (r / (OH * OD)) % g.out_ch, n = r / (OH * OD * g.out_ch);
+      const int64_t grp = o / Og, oo = o % Og;
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      Acc* a = acc.data();
+      for (int64_t c = 0; c < Cg; ++c) {
+        const int64_t ci = grp * Cg + c;
+        const T* xc = x + (n * g.in_ch + ci) * g.in_size();
+        const T* wc = w + (ci * Og + oo) * K;
+        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+          // od = id*stride - pad + kd*dil  =>  id = (od + pad - kd*dil) / stride when it divides.
+          const int64_t td = od + g.pad[0] - kd * g.dil[0];
+          if (td < 0 || td % g.stride[0] != 0 || td / g.stride[0] >= D) continue;
+          const int64_t id = td / g.stride[0];
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t th = oh + g.pad[1] - kh * g.dil[1];
+            if (th < 0 || th % g.stride[1] != 0 || th / g.stride[1] >= H) continue;
+            const T* src = xc + (id * H + th / g.stride[1]) * W;
+            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+              const Acc wv = to_acc(wc[(kd * g.k[1] + kh) * g.k[2] + kw]);
+              const int64_t off = kw * g.dil[2] - g.pad[2];
+              const Range iw = valid_range(off, g.stride[2], 0, OW, W);
+              const int64_t st = g.stride[2];
+              for (int64_t i = iw.first; i < iw.last; ++i) a[i * st + off] += wv * to_acc(src[i]);
+            }
+          }
+        }
+      }
+      T* dst = y + r * OW;
+      for (int64_t i = 0; i < OW; ++i) dst[i] = from_acc<T>(a[i]);
+    }
+  });
+}
+
+template <class S>
+void conv_transpose_float(const S* x, const S* w, S* y, const Geom& g) {
+  if (g.in_per_group() == 1) {
+    conv_transpose_direct<S>(x, w, y, g);
+    return;
+  }
+  std::fill(y, y + g.batch * g.out_ch * g.out_size(), S(0));
+  conv_transpose_gemm<S>(x, w, y, g);
+}
+
+/// Runs a float kernel for any float dtype (halves through float32, rounded once at the end)
+/// and `direct` for integers.
+template <class T, class FloatKernel, class IntKernel>
+void run_typed(const Array& xa, const Array& wa, Array& out, const Geom& g, FloatKernel float_kernel,
+               IntKernel int_kernel) {
+  if constexpr (std::is_same_v<T, bool>) {
+    throw DtypeError("conv: bool is not supported");
+  } else if constexpr (is_half_v<T>) {
+    std::vector<float> xs, ws, ys(static_cast<size_t>(out.size()));
+    const float* x = contiguous_as<float, T>(xa, xs);
+    const float* w = contiguous_as<float, T>(wa, ws);
+    float_kernel(x, w, ys.data(), g);
+    store_converted<T>(ys, out);
+  } else {
+    std::vector<T> xs, ws;
+    const T* x = contiguous_as<T, T>(xa, xs);
+    const T* w = contiguous_as<T, T>(wa, ws);
+    if constexpr (std::is_floating_point_v<T>)
+      float_kernel(x, w, out_ptr<T>(out), g);
+    else
+      int_kernel(x, w, out_ptr<T>(out), g);
+  }
+}
+
+// ---- Pool -------------------------------------------------------------------------------------
+
+/// Pooling over output rows. Each row accumulates window offset by window offset across the
+/// whole row (the inner loop runs along the row and vectorizes), then divides once for averages.
+template <class T, bool kMax>
+void pool(const T* x, T* y, const Geom& g, bool count_include_pad) {
+  using C = compute_t<T>;
+  // Max compares in the element's compute type; average sums in double or wrapping 64-bit integers.
+  using Acc = std::conditional_t<kMax, C, std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>>;
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2], KW = g.k[2], SW = g.stride[2];
+  // For each kernel column: the outputs whose window reads inside the row.
+  std::vector<Range> cols(static_cast<size_t>(KW));
+  for (int64_t kw = 0; kw < KW; ++kw) cols[kw] = valid_range(kw * g.dil[2] - g.pad[2], SW, 0, W, OW);
+  // Window positions counted along the row: inside the input, or inside input and padding.
+  std::vector<int64_t> count_w(static_cast<size_t>(OW));
+  for (int64_t ow = 0; ow < OW; ++ow) {
+    const int64_t w0 = ow * SW - g.pad[2];
+    const Range r = count_include_pad ? valid_range(w0, g.dil[2], -g.pad[2], W + g.pad_hi[2], KW)
+                                      : valid_range(w0, g.dil[2], 0, W, KW);
+    count_w[ow] = r.last - r.first;
+  }
+  const Acc init = kMax ? (std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
+                                                                  : std::numeric_limits<Acc>::lowest())
+                        : Acc(0);
+  const int64_t rows = g.batch * g.in_ch * OD * OH;
+  const int64_t work = std::max<int64_t>(1, g.k_size() * OW);
+  parallel_for(rows, std::max<int64_t>(1, kGrain / work), [&](int64_t b, int64_t e) {
+    std::vector<Acc> acc(static_cast<size_t>(OW));
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t oh = r % OH, od = (r / OH) % OD, plane = r / (OH * OD);
+      const T* xp = x + plane * g.in_size();
+      const int64_t d0 = od * g.stride[0] - g.pad[0], h0 = oh * g.stride[1] - g.pad[1];
+      const Range kd = valid_range(d0, g.dil[0], 0, D, g.k[0]);
+      const Range kh = valid_range(h0, g.dil[1], 0, H, g.k[1]);
+      std::fill(acc.begin(), acc.end(), init);
+      Acc* a = acc.data();
+      for (int64_t i = kd.first; i < kd.last; ++i)
+        for (int64_t j = kh.first; j < kh.last; ++j) {
+          const T* src = xp + ((d0 + i * g.dil[0]) * H + h0 + j * g.dil[1]) * W;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t off = kw * g.dil[2] - g.pad[2];
+            const Range c = cols[kw];
+            for (int64_t ow = c.first; ow < c.last; ++ow) {
+              const C v = static_cast<C>(src[ow * SW + off]);
+              if constexpr (!kMax) {
+                a[ow] += static_cast<Acc>(v);
+              } else if constexpr (std::is_floating_point_v<C>) {
+                a[ow] = (v > a[ow] || v != v) ? v : a[ow];  // NaN wins and stays
+              } else {
+                a[ow] = v > a[ow] ? v : a[ow];
+              }
+            }
+          }
+        }
+      T* dst = y + r * OW;
+      if constexpr (kMax) {
+        for (int64_t ow = 0; ow < OW; ++ow) dst[ow] = convert<T, C>(a[ow]);
+        continue;
+      } else {
+        int64_t count_dh;
+        if (count_include_pad) {
+          // Padded positions count, but not window positions past the right padding (ceil_mode).
+          const Range pd = valid_range(d0, g.dil[0], -g.pad[0], D + g.pad_hi[0], g.k[0]);
+          const Range ph = valid_range(h0, g.dil[1], -g.pad[1], H + g.pad_hi[1], g.k[1]);
+          count_dh = (pd.last - pd.first) * (ph.last - ph.first);
+        } else {
+          count_dh = (kd.last - kd.first) * (kh.last - kh.first);
+        }
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t count = count_dh * count_w[ow];
+          if constexpr (std::is_floating_point_v<C>) {
+            dst[ow] = convert<T, double>(a[ow] / static_cast<double>(count));  // 0/0: NaN for an empty window
+          } else if constexpr (std::is_signed_v<C>) {
+            dst[ow] = count == 0 ? T(0) : static_cast<T>(static_cast<int64_t>(a[ow]) / count);
+          } else {
+            dst[ow] = count == 0 ? T(0) : static_cast<T>(a[ow] / static_cast<uint64_t>(count));
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void eval_Conv(const ConvParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& xa = inputs[0];
+  const Array& wa = inputs[1];
+  Array& out = outputs[0];
+  alloc_contiguous(out);
+  if (out.size() == 0) return;
+  if (xa.size() == 0) {  // no input channels, or only padding: every sum is empty
+    std::memset(out_ptr<uint8_t>(out), 0, static_cast<size_t>(out.size()) * out.itemsize());
+    return;
+  }
+  const Shape& ws = wa.shape();
+  Geom g = make_geom(xa.shape(), out.shape(), Shape(ws.begin() + 2, ws.end()), p.strides, p.padding_lo, p.padding_hi,
+                     p.dilations, p.groups);
+  dispatch_all(out.dtype(), [&]<class T>() {
+    run_typed<T>(
+        xa, wa, out, g, [](const auto* x, const auto* w, auto* y, const Geom& gg) { conv_float(x, w, y, gg); },
+        [](const auto* x, const auto* w, auto* y, const Geom& gg) { conv_direct(x, w, y, gg); });
+  });
+}
+
+void eval_ConvTranspose(const ConvTransposeParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& xa = inputs[0];
+  const Array& wa = inputs[1];
+  Array& out = outputs[0];
+  alloc_contiguous(out);
+  if (out.size() == 0) return;
+  if (xa.size() == 0) {
+    std::memset(out_ptr<uint8_t>(out), 0, static_cast<size_t>(out.size()) * out.itemsize());
+    return;
+  }
+  const Shape& ws = wa.shape();
+  Geom g = make_geom(xa.shape(), out.shape(), Shape(ws.begin() + 2, ws.end()), p.strides, p.padding_lo, p.padding_hi,
+                     p.dilations, p.groups);
+  dispatch_all(out.dtype(), [&]<class T>() {
+    run_typed<T>(
+        xa, wa, out, g,
+        [](const auto* x, const auto* w, auto* y, const Geom& gg) { conv_transpose_float(x, w, y, gg); },
+        [](const auto* x, const auto* w, auto* y, const Geom& gg) { conv_transpose_direct(x, w, y, gg); });
+  });
+}
+
+void eval_Pool(const PoolParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& xa = inputs[0];
+  Array& out = outputs[0];
+  alloc_contiguous(out);
+  if (out.size() == 0) return;
+  Geom g = make_geom(xa.shape(), out.shape(), p.kernel, p.strides, p.padding_lo, p.padding_hi, p.dilations, 1);
+  dispatch_all(out.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      throw DtypeError("pool: bool is not supported");
+    } else {
+      std::vector<T> xs;
+      const T* x = xa.size() == 0 ? nullptr : contiguous_as<T, T>(xa, xs);  // windows of only padding
+      if (p.kind == PoolKind::Max)
+        pool<T, true>(x, out_ptr<T>(out), g, false);
+      else
+        pool<T, false>(x, out_ptr<T>(out), g, p.count_include_pad);
+    }
+  });
+}
+
+}  // namespace smelt::cpu

@@ -1,0 +1,277 @@
+// CPU kernel for Matmul: OpenBLAS GEMM for floats (halves through float32), exact loops for integers and bool.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "smelt/errors.h"
+#include "src/backend/cpu/kernel_utils.h"
+#include "src/backend/cpu/kernels.h"
+#include "src/core/dispatch.h"
+
+namespace smelt::cpu {
+
+namespace {
+
+/// One matrix operand inside a batch: element strides of its rows and columns.
+struct Mat {
+  int64_t rs, cs;
+};
+
+/// Element offsets of each batch matrix of `x` (batch axes = all but the last two).
+class BatchOffsets {
+ public:
+  explicit BatchOffsets(const Array& x) {
+    const auto& n = x.node();
+    int nb = x.ndim() - 2;
+    shape_.assign(n.shape.begin(), n.shape.begin() + nb);
+    strides_.assign(n.strides.begin(), n.strides.begin() + nb);
+  }
+  int64_t operator()(int64_t b) const {
+    int64_t off = 0;
+    for (int d = static_cast<int>(shape_.size()) - 1; d >= 0; --d) {
+      off += (b % shape_[d]) * strides_[d];
+      b /= shape_[d];
+    }
+    return off;
+  }
+  /// True when every batch axis of size > 1 has stride 0 (one matrix broadcast over the batch).
+  bool broadcast() const {
+    for (size_t d = 0; d < shape_.size(); ++d)
+      if (shape_[d] != 1 && strides_[d] != 0) return false;
+    return true;
+  }
+  /// True when the batch axes and the row axis (rows `rows` apart, `m` of them) form one
+  /// uniformly strided run of rows.
+  bool folds_with_rows(int64_t rs, int64_t m) const {
+    int64_t expected = rs * m;
+    for (int d = static_cast<int>(shape_.size()) - 1; d >= 0; --d) {
+      if (shape_[d] == 1) continue;
+      if (strides_[d] != expected) return false;
+      expected *= shape_[d];
+    }
+    return true;
+  }
+
+ private:
+  Shape shape_;
+  Strides strides_;
+};
+
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+// How an operand of `rows` x `cols` can be passed to BLAS without a copy.
+struct BlasOperand {
+  bool ok = false;
+  bool trans = false;
+  int64_t ld = 0;
+};
+
+BlasOperand blas_operand(Mat x, int64_t rows, int64_t cols) {
+  // Row-major as stored (NoTrans), or the transpose of a row-major matrix (Trans). Axes of
+  // size 1 have no meaningful stride.
+  if ((cols <= 1 || x.cs == 1) && (rows <= 1 || x.rs >= std::max<int64_t>(1, cols))) {
+    int64_t ld = rows <= 1 ? std::max<int64_t>(1, cols) : x.rs;
+    if (fits_int(ld)) return {true, false, ld};
+  }
+  if ((rows <= 1 || x.rs == 1) && (cols <= 1 || x.cs >= std::max<int64_t>(1, rows))) {
+    int64_t ld = cols <= 1 ? std::max<int64_t>(1, rows) : x.cs;
+    if (fits_int(ld)) return {true, true, ld};
+  }
+  return {};
+}
+
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+          T* c, int64_t ldc) {
+  auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, t(ta), t(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f,
+                a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, t(ta), t(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0,
+                a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
+  }
+}
+
+/// Copies (and converts) a rows x cols strided matrix to a row-major buffer of `To`.
+template <class To, class From>
+void pack(const From* src, Mat x, int64_t rows, int64_t cols, To* dst) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const From* s = src + i * x.rs;
+    To* d = dst + i * cols;
+    if (x.cs == 1) {
+      for (int64_t j = 0; j < cols; ++j) d[j] = static_cast<To>(s[j]);
+    } else {
+      for (int64_t j = 0; j < cols; ++j) d[j] = static_cast<To>(s[j * x.cs]);
+    }
+  }
+}
+
+/// Products of batches of matrices through float/double GEMM. `T` is the storage type (halves
+/// are widened to float32 and rounded once at the end).
+template <class T>
+void blas_matmul(const Array& a, const Array& b, Array& out) {
+  using G = compute_t<T>;
+  const int nd = out.ndim();
+  const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape()[nd - 1];
+  const int64_t batches = shape_size(Shape(out.shape().begin(), out.shape().end() - 2));
+  const Mat ma{a.node().strides[nd - 2], a.node().strides[nd - 1]};
+  const Mat mb{b.node().strides[nd - 2], b.node().strides[nd - 1]};
+  const BatchOffsets oa(a), ob(b);
+  const T* pa = in_ptr<T>(a);
+  const T* pb = in_ptr<T>(b);
+  T* pc = out_ptr<T>(out);
+  constexpr bool kHalf = is_half_v<T>;
+
+  // One matrix on the right for the whole batch and evenly spaced rows on the left: a single
+  // GEMM with the batch folded into M.
+  int64_t mm = m, nb = batches;
+  if (batches > 1 && ob.broadcast() && (k <= 1 || ma.cs == 1) && oa.folds_with_rows(ma.rs, m) &&
+      ma.rs >= std::max<int64_t>(1, k)) {
+    mm = m * batches;
+    nb = 1;
+  }
+  // Small products run one per thread over the batch (OpenBLAS stays on the calling thread
+  // below 64^3); large ones run in sequence with OpenBLAS's own threads.
+  const double work = static_cast<double>(mm) * static_cast<double>(n) * static_cast<double>(k);
+  const bool by_batch = nb > 1 && work <= 262144.0;
+  parallel_for(nb, by_batch ? std::max<int64_t>(1, static_cast<int64_t>(65536.0 / std::max(work, 1.0))) : nb,
+               [&](int64_t bb, int64_t be) {
+    std::vector<G> abuf, bbuf, cbuf;
+    int64_t a_cached = -1, b_cached = -1;
+    for (int64_t bi = bb; bi < be; ++bi) {
+      const T* xa = pa + oa(bi);
+      const T* xb = pb + ob(bi);
+      T* xc = pc + bi * m * n;
+      Mat sa = nb == 1 && mm != m ? Mat{ma.rs, 1} : ma;
+      BlasOperand opa = kHalf ? BlasOperand{} : blas_operand(sa, mm, k);
+      BlasOperand opb = kHalf ? BlasOperand{} : blas_operand(mb, k, n);
+      const G* ga;
+      const G* gb;
+      if (opa.ok) {
+        ga = reinterpret_cast<const G*>(xa);
+      } else {
+        abuf.resize(static_cast<size_t>(mm * k));
+        if (a_cached != oa(bi)) pack<G>(xa, sa, mm, k, abuf.data());
+        a_cached = oa(bi);
+        ga = abuf.data();
+        opa = {true, false, std::max<int64_t>(1, k)};
+      }
+      if (opb.ok) {
+        gb = reinterpret_cast<const G*>(xb);
+      } else {
+        bbuf.resize(static_cast<size_t>(k * n));
+        if (b_cached != ob(bi)) pack<G>(xb, mb, k, n, bbuf.data());
+        b_cached = ob(bi);
+        gb = bbuf.data();
+        opb = {true, false, std::max<int64_t>(1, n)};
+      }
+      if constexpr (kHalf) {
+        cbuf.resize(static_cast<size_t>(mm * n));
+        gemm<G>(false, false, mm, n, k, ga, opa.ld, gb, opb.ld, cbuf.data(), n);
+        for (int64_t i = 0; i < mm * n; ++i) xc[i] = T(cbuf[i]);
+      } else {
+        gemm<G>(opa.trans, opb.trans, mm, n, k, ga, opa.ld, gb, opb.ld, xc, n);
+      }
+    }
+  });
+}
+
+/// Exact matmul with a loop: integers wrap (accumulated modulo 2^64 or 2^32 and truncated,
+/// which is the same), bool is an or of ands. Also the float fallback past BLAS's int sizes.
+template <class T>
+void loop_matmul(const Array& a, const Array& b, Array& out) {
+  using Acc = std::conditional_t<std::is_same_v<T, bool>, uint8_t,
+              std::conditional_t<std::is_floating_point_v<T>, T,
+              std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>>>;
+  const int nd = out.ndim();
+  const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape()[nd - 1];
+  const int64_t batches = shape_size(Shape(out.shape().begin(), out.shape().end() - 2));
+  const Mat ma{a.node().strides[nd - 2], a.node().strides[nd - 1]};
+  const Mat mb{b.node().strides[nd - 2], b.node().strides[nd - 1]};
+  const BatchOffsets oa(a), ob(b);
+  const T* pa = in_ptr<T>(a);
+  const T* pb = in_ptr<T>(b);
+  T* pc = out_ptr<T>(out);
+  constexpr int64_t kRows = 4, kCols = 256;
+  const int64_t row_blocks = (m + kRows - 1) / kRows;
+  const int64_t work = std::max<int64_t>(1, kRows * k * n);
+  parallel_for(batches * row_blocks, std::max<int64_t>(1, kGrain / work), [&](int64_t tb, int64_t te) {
+    std::vector<Acc> bp;  // B converted to Acc, row-major, for the current batch
+    int64_t cached = -1;
+    Acc acc[kRows][kCols];
+    for (int64_t t = tb; t < te; ++t) {
+      int64_t bi = t / row_blocks, i0 = (t % row_blocks) * kRows, rows = std::min(kRows, m - i0);
+      const T* xa = pa + oa(bi);
+      if (cached != ob(bi)) {
+        bp.resize(static_cast<size_t>(k * n));
+        pack<Acc>(pb + ob(bi), mb, k, n, bp.data());
+        cached = ob(bi);
+      }
+      T* xc = pc + bi * m * n;
+      for (int64_t j0 = 0; j0 < n; j0 += kCols) {
+        int64_t w = std::min(kCols, n - j0);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < w; ++j) acc[r][j] = Acc(0);
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const Acc* brow = bp.data() + kk * n + j0;
+          for (int64_t r = 0; r < rows; ++r) {
+            Acc av = static_cast<Acc>(xa[(i0 + r) * ma.rs + kk * ma.cs]);
+            Acc* ar = acc[r];
+            if constexpr (std::is_same_v<T, bool>) {
+              if (!av) continue;
+              for (int64_t j = 0; j < w; ++j) ar[j] |= brow[j];
+            } else {
+              for (int64_t j = 0; j < w; ++j) ar[j] = static_cast<Acc>(ar[j] + static_cast<Acc>(av * brow[j]));
+            }
+          }
+        }
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < w; ++j) xc[(i0 + r) * n + j0 + j] = static_cast<T>(acc[r][j]);
+      }
+    }
+  });
+}
+
+/// OpenBLAS follows smelt's thread count (set_cpu_threads(1) means one thread everywhere).
+void sync_blas_threads() {
+  int want = num_threads();
+  if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
+}
+
+}  // namespace
+
+void eval_Matmul(const NoParams&, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& a = inputs[0];
+  const Array& b = inputs[1];
+  Array& out = outputs[0];
+  SMELT_ASSERT(a.dtype() == b.dtype() && a.dtype() == out.dtype(), "Matmul: operand dtypes differ");
+  alloc_contiguous(out);
+  const int nd = out.ndim();
+  const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape()[nd - 1];
+  if (out.size() == 0) return;
+  if (k == 0) {
+    std::memset(out.node().data_ptr(), 0, out.nbytes());  // an empty sum: zeros of every dtype
+    return;
+  }
+  dispatch_all(out.dtype(), [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+      if (fits_int(m * std::max<int64_t>(1, shape_size(Shape(out.shape().begin(), out.shape().end() - 2)))) &&
+          fits_int(n) && fits_int(k)) {
+        sync_blas_threads();
+        blas_matmul<T>(a, b, out);
+        return;
+      }
+    }
+    if constexpr (is_half_v<T>) {
+      throw UnsupportedError("matmul: " + std::string(dtype_name(out.dtype())) + " product of shape " +
+                             shape_to_string(out.shape()) + " exceeds BLAS's 32-bit sizes");
+    } else {
+      loop_matmul<T>(a, b, out);
+    }
+  });
+}
+
+}  // namespace smelt::cpu

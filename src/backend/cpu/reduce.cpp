@@ -1,0 +1,793 @@
+// CPU kernels for reductions (Reduce, ArgReduce) and cumulative scans (Scan).
+//
+// Every output element is computed by one fixed sequence of operations that depends only on the
+// shapes and strides, never on the thread count: work is split over output elements, and a long
+// reduction with few outputs is split into groups whose boundaries come from the sizes alone.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "smelt/errors.h"
+#include "src/backend/cpu/kernel_utils.h"
+#include "src/backend/cpu/kernels.h"
+#include "src/core/dispatch.h"
+
+namespace smelt::cpu {
+
+namespace {
+
+// ---- Layout planning -------------------------------------------------------------------------
+
+// Sort key of an axis: zero strides (broadcast) count as outermost, else by |stride|.
+int64_t stride_key(int64_t s) { return s == 0 ? std::numeric_limits<int64_t>::max() : (s < 0 ? -s : s); }
+
+/// Axes of one role (kept or reduced), outer to inner in memory order, merged where possible.
+/// `out` strides are only meaningful for kept axes.
+struct Dims {
+  Shape shape;
+  Strides in;
+  Strides out;
+  int nd() const { return static_cast<int>(shape.size()); }
+  int64_t count() const { return shape_size(shape); }
+};
+
+struct AxisInfo {
+  int64_t size, in, out;
+};
+
+// Sorts by memory order (stable, so equal strides keep the logical order) and merges neighbours
+// that form one longer axis in both stride sets.
+Dims make_dims(std::vector<AxisInfo> axes) {
+  std::stable_sort(axes.begin(), axes.end(),
+                   [](const AxisInfo& a, const AxisInfo& b) { return stride_key(a.in) > stride_key(b.in); });
+  Dims d;
+  for (const auto& a : axes) {
+    if (a.size == 1) continue;
+    if (!d.shape.empty() && d.in.back() == a.in * a.size && d.out.back() == a.out * a.size) {
+      d.shape.back() *= a.size;
+      d.in.back() = a.in;
+      d.out.back() = a.out;
+      continue;
+    }
+    d.shape.push_back(a.size);
+    d.in.push_back(a.in);
+    d.out.push_back(a.out);
+  }
+  return d;
+}
+
+/// Walks consecutive row-major positions of `d`, keeping the input and output offsets.
+class Walker {
+ public:
+  Walker(const Dims& d, int64_t start) : d_(d), idx_(d.shape.size(), 0) { seek(start); }
+  void seek(int64_t pos) {
+    in_ = out_ = 0;
+    for (int k = d_.nd() - 1; k >= 0; --k) {
+      idx_[k] = pos % d_.shape[k];
+      pos /= d_.shape[k];
+      in_ += idx_[k] * d_.in[k];
+      out_ += idx_[k] * d_.out[k];
+    }
+  }
+  void next() {
+    for (int k = d_.nd() - 1; k >= 0; --k) {
+      in_ += d_.in[k];
+      out_ += d_.out[k];
+      if (++idx_[k] < d_.shape[k]) return;
+      in_ -= d_.in[k] * d_.shape[k];
+      out_ -= d_.out[k] * d_.shape[k];
+      idx_[k] = 0;
+    }
+  }
+  /// Position along the innermost axis.
+  int64_t inner_index() const { return idx_.empty() ? 0 : idx_.back(); }
+  int64_t in() const { return in_; }
+  int64_t out() const { return out_; }
+
+ private:
+  const Dims& d_;
+  std::vector<int64_t> idx_;
+  int64_t in_ = 0, out_ = 0;
+};
+
+/// Number of groups a long reduction with few independent tasks is split into. Depends only on
+/// the sizes, so results do not change with the thread count.
+int64_t group_count(int64_t tasks, int64_t reduce_len, int64_t work_per_step) {
+  constexpr int64_t kMinGroup = 1 << 14;
+  if (tasks >= 16 || tasks * reduce_len * work_per_step < 4 * kGrain) return 1;
+  return std::clamp<int64_t>(reduce_len / kMinGroup, 1, 64);
+}
+
+// ---- Reduction operators ---------------------------------------------------------------------
+
+/// Element type for buffers of T (std::vector<bool> is not a buffer of bools).
+template <class T>
+using store_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+
+template <class In>
+inline constexpr bool is_float_v = std::is_floating_point_v<In> || is_half_v<In>;
+
+/// float16 to float without branches (vectorizes), bit-identical to half_to_float: the
+/// exponent is rebiased; subnormals go through an exact float subtraction; inf/NaN keep their
+/// mantissa.
+inline float half_bits_to_float(uint16_t h) {
+  const uint32_t em = static_cast<uint32_t>(h & 0x7fffu) << 13;
+  const uint32_t e = em & 0x0f800000u;
+  const uint32_t normal = em + 0x38000000u;
+  const uint32_t special = normal + 0x38000000u;
+  const uint32_t sub =
+      std::bit_cast<uint32_t>(std::bit_cast<float>(em + 0x38800000u) - std::bit_cast<float>(0x38800000u));
+  // Masks rather than selects: GCC vectorizes the integer form.
+  const uint32_t is_special = 0u - static_cast<uint32_t>(e == 0x0f800000u);
+  const uint32_t is_sub = 0u - static_cast<uint32_t>(e == 0);
+  const uint32_t r = (normal & ~(is_special | is_sub)) | (special & is_special) | (sub & is_sub);
+  return std::bit_cast<float>(r | (static_cast<uint32_t>(h & 0x8000u) << 16));
+}
+
+/// An element in the type kernels compute with (halves as float).
+template <class In>
+inline compute_t<In> widen(In x) {
+  if constexpr (std::is_same_v<In, float16_t>) return half_bits_to_float(x.bits);
+  else return static_cast<compute_t<In>>(x);
+}
+
+/// Accumulator, output, identity and step of a reduction of `In` by `Op`.
+template <ReduceOp Op, class In>
+struct Red {
+  static constexpr bool kSumLike = Op == ReduceOp::Sum || Op == ReduceOp::Prod;
+  static constexpr bool kBoolOut = Op == ReduceOp::All || Op == ReduceOp::Any;
+  // Integer sums and products wrap: they run in uint64 whatever the signedness.
+  using Acc = std::conditional_t<kBoolOut, bool,
+              std::conditional_t<kSumLike && !is_float_v<In>, uint64_t, compute_t<In>>>;
+  using Out = std::conditional_t<kBoolOut, bool,
+              std::conditional_t<!kSumLike || is_float_v<In>, In,
+              std::conditional_t<std::is_unsigned_v<In> && !std::is_same_v<In, bool>, uint64_t, int64_t>>>;
+  // Float sums combine partial results pairwise for accuracy; the other operators are exact.
+  static constexpr bool kPairwise = kSumLike && is_float_v<In>;
+  static constexpr bool kIsMax = Op == ReduceOp::Max;
+  static constexpr ReduceOp kOp = Op;
+  static constexpr bool kVectorMinMax = (Op == ReduceOp::Max || Op == ReduceOp::Min) && std::is_floating_point_v<Acc>;
+
+  static Acc init() {
+    if constexpr (Op == ReduceOp::Sum) return Acc(0);
+    else if constexpr (Op == ReduceOp::Prod) return Acc(1);
+    else if constexpr (Op == ReduceOp::All) return true;
+    else if constexpr (Op == ReduceOp::Any) return false;
+    else if constexpr (std::is_same_v<Acc, bool>) return Op == ReduceOp::Min;
+    else if constexpr (std::is_floating_point_v<Acc>)
+      return Op == ReduceOp::Max ? -std::numeric_limits<Acc>::infinity() : std::numeric_limits<Acc>::infinity();
+    else return Op == ReduceOp::Max ? std::numeric_limits<Acc>::lowest() : std::numeric_limits<Acc>::max();
+  }
+  static Acc load(In x) {
+    if constexpr (kBoolOut) {
+      if constexpr (is_half_v<In>) return widen(x) != 0.0f;
+      else return x != In(0);
+    } else if constexpr (std::is_same_v<Acc, uint64_t> && std::is_signed_v<In>) {
+      return static_cast<uint64_t>(static_cast<int64_t>(x));  // sign-extend, then wrap
+    } else {
+      return static_cast<Acc>(widen(x));
+    }
+  }
+  static Acc step(Acc a, Acc x) {
+    if constexpr (Op == ReduceOp::Sum) return static_cast<Acc>(a + x);
+    else if constexpr (Op == ReduceOp::Prod) return static_cast<Acc>(a * x);
+    else if constexpr (Op == ReduceOp::All) return a && x;
+    else if constexpr (Op == ReduceOp::Any) return a || x;
+    else if constexpr (std::is_same_v<Acc, bool>) return Op == ReduceOp::Max ? (a || x) : (a && x);
+    else if constexpr (std::is_floating_point_v<Acc>) {
+      // NaN propagates: once the accumulator is NaN no comparison replaces it.
+      // NaN propagates: once the accumulator is NaN no comparison replaces it. (Written as
+      // nested selects, which GCC's loop vectorizer accepts.)
+      if constexpr (Op == ReduceOp::Max) return x != x ? x : (x > a ? x : a);
+      else return x != x ? x : (x < a ? x : a);
+    } else {
+      if constexpr (Op == ReduceOp::Max) return x > a ? x : a;
+      else return x < a ? x : a;
+    }
+  }
+  static Out finish(Acc a) {
+    if constexpr (std::is_same_v<Acc, uint64_t>) return static_cast<Out>(a);
+    else return convert<Out, Acc>(a);
+  }
+};
+
+/// Pairwise combination of a stream of partial results (a binary counter of levels), so that
+/// accumulating many runs keeps pairwise summation's O(log n) error growth.
+template <class R>
+class Cascade {
+ public:
+  using Acc = typename R::Acc;
+  void push(Acc v) {
+    int level = 0;
+    while (n_ > 0 && level_[n_ - 1] == level) {
+      v = R::step(val_[n_ - 1], v);
+      --n_;
+      ++level;
+    }
+    val_[n_] = v;
+    level_[n_++] = level;
+  }
+  Acc result() const {
+    if (n_ == 0) return R::init();
+    Acc r = val_[n_ - 1];
+    for (int i = n_ - 2; i >= 0; --i) r = R::step(val_[i], r);
+    return r;
+  }
+
+ private:
+  Acc val_[66];
+  int level_[66];
+  int n_ = 0;
+};
+
+/// NaN-propagating max/min of n contiguous elements with explicit 16-byte vectors: the
+/// compiler does not vectorize the NaN-aware select on its own.
+template <class R, class In>
+typename R::Acc minmax_contiguous(const In* p, int64_t n) {
+  using Acc = typename R::Acc;
+  typedef Acc V __attribute__((vector_size(16)));
+  constexpr int L = 16 / sizeof(Acc);
+  auto vstep = [](V a, V x) {
+    if constexpr (R::kIsMax) return ((x > a) | (x != x)) ? x : a;
+    else return ((x < a) | (x != x)) ? x : a;
+  };
+  auto load = [&](int64_t i) {
+    V v;
+    if constexpr (std::is_same_v<In, Acc>) {
+      std::memcpy(&v, p + i, sizeof(V));
+    } else {
+      for (int l = 0; l < L; ++l) v[l] = R::load(p[i + l]);
+    }
+    return v;
+  };
+  V a0 = V{} + R::init(), a1 = a0;
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    a0 = vstep(a0, load(i));
+    a1 = vstep(a1, load(i + L));
+  }
+  Acc r = R::init();
+  for (int l = 0; l < L; ++l) r = R::step(R::step(r, a0[l]), a1[l]);
+  for (; i < n; ++i) r = R::step(r, R::load(p[i]));
+  return r;
+}
+
+/// Reduces n elements at stride s. Float sums split in halves down to blocks of 128 that use
+/// eight accumulators (NumPy's pairwise scheme); the rest use eight lanes, which vectorizes.
+template <class R, class In>
+typename R::Acc reduce_run(const In* p, int64_t n, int64_t s) {
+  using Acc = typename R::Acc;
+  constexpr int64_t kBlock = 128;
+  if (n < 8) {
+    Acc a = R::init();
+    for (int64_t i = 0; i < n; ++i) a = R::step(a, R::load(p[i * s]));
+    return a;
+  }
+  if (R::kPairwise && n > kBlock) {
+    int64_t h = (n / 2) & ~int64_t(7);
+    Acc lo = reduce_run<R>(p, h, s);
+    Acc hi = reduce_run<R>(p + h * s, n - h, s);
+    return R::step(lo, hi);
+  }
+  if constexpr (R::kVectorMinMax) {
+    if (s == 1) return minmax_contiguous<R>(p, n);
+  }
+  if constexpr (is_half_v<In>) {
+    // Widen blocks in a loop that vectorizes, then reduce them as floats: the same operations
+    // in the same order (a pairwise leaf is at most 128 long, so it is one block).
+    if (s == 1) {
+      using RF = Red<R::kOp, float>;
+      static_assert(std::is_same_v<typename RF::Acc, Acc>);
+      float buf[256];
+      Acc r = R::init();
+      for (int64_t b = 0; b < n; b += 256) {
+        const int64_t m = std::min<int64_t>(256, n - b);
+        for (int64_t i = 0; i < m; ++i) buf[i] = widen(p[b + i]);
+        Acc part = reduce_run<RF>(buf, m, 1);
+        r = b == 0 ? part : R::step(r, part);
+      }
+      return r;
+    }
+  }
+  Acc lane[8];
+  for (auto& l : lane) l = R::init();
+  int64_t i = 0;
+  if (s == 1) {
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; ++l) lane[l] = R::step(lane[l], R::load(p[i + l]));
+  } else {
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; ++l) lane[l] = R::step(lane[l], R::load(p[(i + l) * s]));
+  }
+  Acc r = R::step(R::step(R::step(lane[0], lane[1]), R::step(lane[2], lane[3])),
+                  R::step(R::step(lane[4], lane[5]), R::step(lane[6], lane[7])));
+  for (; i < n; ++i) r = R::step(r, R::load(p[i * s]));
+  return r;
+}
+
+/// Reduces the reduced positions [b, e) (row-major over `red`) starting at `base`.
+template <class R, class In>
+typename R::Acc reduce_positions(const In* base, const Dims& red, int64_t b, int64_t e) {
+  const int nd = red.nd();
+  const int64_t inner = red.shape[nd - 1], s = red.in[nd - 1];
+  if (nd == 1) return reduce_run<R>(base + b * s, e - b, s);
+  Cascade<R> acc;
+  Walker w(red, b);
+  for (int64_t pos = b; pos < e;) {
+    int64_t run = std::min(inner - w.inner_index(), e - pos);
+    acc.push(reduce_run<R>(base + w.in(), run, s));
+    pos += run;
+    w.seek(pos);
+  }
+  return acc.result();
+}
+
+// Row path: each output element reduces its own positions (the innermost axis is reduced).
+// Outputs are visited in runs along the innermost kept axis.
+template <class R, class In>
+void reduce_rows(const In* src, typename R::Out* dst, store_t<typename R::Acc>* part, const Dims& kept,
+                 const Dims& red, int64_t groups) {
+  using Acc = typename R::Acc;
+  const int64_t outs = kept.count(), rn = red.count();
+  const int64_t per = (rn + groups - 1) / groups;
+  const int64_t klen = kept.nd() ? kept.shape.back() : 1;
+  const int64_t kin = kept.nd() ? kept.in.back() : 0, kout = kept.nd() ? kept.out.back() : 0;
+  const bool short_rows = red.nd() == 1 && per < 16;
+  const int64_t rs = red.in[0];
+  parallel_for(outs * groups, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, per)), [&](int64_t tb, int64_t te) {
+    for (int64_t g = tb / outs; g <= (te - 1) / outs; ++g) {
+      const int64_t ob = std::max(tb, g * outs) - g * outs, oe = std::min(te, (g + 1) * outs) - g * outs;
+      const int64_t rb = g * per, re = std::min(rn, rb + per);
+      Walker w(kept, ob);
+      for (int64_t o = ob; o < oe;) {
+        const int64_t run = std::min(klen - w.inner_index(), oe - o);
+        const In* base = src + w.in();
+        const int64_t out0 = w.out();
+        for (int64_t r = 0; r < run; ++r) {
+          Acc acc;
+          if (short_rows) {  // many short rows: an inline loop beats the general reducer
+            const In* p = base + r * kin + rb * rs;
+            acc = R::init();
+            for (int64_t i = 0; i < re - rb; ++i) acc = R::step(acc, R::load(p[i * rs]));
+          } else {
+            acc = reduce_positions<R>(base + r * kin, red, rb, re);
+          }
+          if (part) part[g * outs + out0 + r * kout] = acc;
+          else dst[out0 + r * kout] = R::finish(acc);
+        }
+        o += run;
+        w.seek(o);
+      }
+    }
+  });
+}
+
+// Column path: the innermost axis is kept; each task accumulates a tile of it across all the
+// reduced positions, which vectorizes over the tile.
+template <class R, class In>
+void reduce_columns(const In* src, typename R::Out* dst, store_t<typename R::Acc>* part, const Dims& kept,
+                    const Dims& red, int64_t groups, int64_t tile) {
+  using Acc = typename R::Acc;
+  Dims outer{Shape(kept.shape.begin(), kept.shape.end() - 1), Strides(kept.in.begin(), kept.in.end() - 1),
+             Strides(kept.out.begin(), kept.out.end() - 1)};
+  const int64_t c = kept.shape.back(), cs = kept.in.back(), co = kept.out.back();
+  const int64_t tiles = (c + tile - 1) / tile, tasks = outer.count() * tiles, rn = red.count();
+  const int64_t outs = kept.count();
+  const int64_t per = (rn + groups - 1) / groups;
+  constexpr int64_t kRowBlock = 64;  // rows summed in sequence before entering the cascade
+  const int64_t red_inner = red.shape.back(), rs = red.in.back();
+  parallel_for(tasks * groups, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, per * tile)),
+               [&](int64_t tb, int64_t te) {
+    std::vector<store_t<Acc>> block(tile), stack;
+    std::vector<int> levels;
+    for (int64_t t = tb; t < te; ++t) {
+      int64_t g = t / tasks, task = t % tasks;
+      int64_t j0 = (task % tiles) * tile, w = std::min(tile, c - j0);
+      Walker ow(outer, task / tiles);
+      const In* base = src + ow.in() + j0 * cs;
+      int64_t rb = g * per, re = std::min(rn, rb + per);
+      Walker rw(red, rb);
+      stack.clear();
+      levels.clear();
+      for (int64_t pos = rb; pos < re;) {
+        int64_t stop = R::kPairwise ? std::min(re, pos + kRowBlock) : re;
+        for (int64_t j = 0; j < w; ++j) block[j] = R::init();
+        store_t<Acc>* a = block.data();
+        while (pos < stop) {
+          const In* q = base + rw.in();
+          if (stop - pos >= 4 && red_inner - rw.inner_index() >= 4) {
+            // Four rows at a time, combined pairwise first: a quarter of the accumulator traffic.
+            const In *q1 = q + rs, *q2 = q + 2 * rs, *q3 = q + 3 * rs;
+            if (cs == 1) {
+              for (int64_t j = 0; j < w; ++j)
+                a[j] = R::step(a[j], R::step(R::step(R::load(q[j]), R::load(q1[j])),
+                                             R::step(R::load(q2[j]), R::load(q3[j]))));
+            } else {
+              for (int64_t j = 0; j < w; ++j)
+                a[j] = R::step(a[j], R::step(R::step(R::load(q[j * cs]), R::load(q1[j * cs])),
+                                             R::step(R::load(q2[j * cs]), R::load(q3[j * cs]))));
+            }
+            pos += 4;
+            rw.seek(pos);
+            continue;
+          }
+          if (cs == 1) {
+            for (int64_t j = 0; j < w; ++j) a[j] = R::step(a[j], R::load(q[j]));
+          } else {
+            for (int64_t j = 0; j < w; ++j) a[j] = R::step(a[j], R::load(q[j * cs]));
+          }
+          ++pos;
+          rw.next();
+        }
+        // Binary-counter merge of row blocks: pairwise over blocks.
+        int level = 0;
+        while (!levels.empty() && levels.back() == level) {
+          const store_t<Acc>* top = stack.data() + (levels.size() - 1) * tile;
+          for (int64_t j = 0; j < w; ++j) block[j] = R::step(top[j], block[j]);
+          levels.pop_back();
+          stack.resize(levels.size() * tile);
+          ++level;
+        }
+        stack.insert(stack.end(), block.begin(), block.end());
+        levels.push_back(level);
+      }
+      if (levels.empty()) {
+        for (int64_t j = 0; j < w; ++j) block[j] = R::init();
+      } else {
+        std::copy(stack.end() - tile, stack.end(), block.begin());
+        for (int64_t k = static_cast<int64_t>(levels.size()) - 2; k >= 0; --k) {
+          const store_t<Acc>* lo = stack.data() + k * tile;
+          for (int64_t j = 0; j < w; ++j) block[j] = R::step(lo[j], block[j]);
+        }
+      }
+      int64_t ob = ow.out() + j0 * co;
+      if (part) {
+        for (int64_t j = 0; j < w; ++j) part[g * outs + ob + j * co] = block[j];
+      } else {
+        for (int64_t j = 0; j < w; ++j) dst[ob + j * co] = R::finish(block[j]);
+      }
+    }
+  });
+}
+
+template <class R, class In>
+void run_reduce(const Array& in, Array& out, const std::vector<int>& axes) {
+  using Acc = typename R::Acc;
+  using Out = typename R::Out;
+  SMELT_ASSERT(out.dtype() == dtype_of<Out>(), "Reduce: output dtype " + std::string(dtype_name(out.dtype())) +
+                                                   " does not match the kernel's");
+  const auto& n = in.node();
+  const Strides os = row_major_strides(out.shape());
+  std::vector<AxisInfo> kept_axes, red_axes;
+  for (int i = 0; i < in.ndim(); ++i) {
+    bool reduced = std::binary_search(axes.begin(), axes.end(), i);
+    (reduced ? red_axes : kept_axes).push_back({n.shape[i], n.strides[i], reduced ? 0 : os[i]});
+  }
+  Dims kept = make_dims(std::move(kept_axes)), red = make_dims(std::move(red_axes));
+  if (red.shape.empty()) red = Dims{{1}, {0}, {0}};
+  const In* src = in_ptr<In>(in);
+  Out* dst = out_ptr<Out>(out);
+  const int64_t outs = kept.count(), rn = red.count();
+  if (outs == 0) return;
+  if (rn == 0) {
+    Out v = R::finish(R::init());
+    std::fill(dst, dst + outs, v);
+    return;
+  }
+  // Tiles of about 8 KiB of accumulators: long contiguous reads, accumulators in L1.
+  constexpr int64_t kTile = 8192 / sizeof(Acc);
+  const bool columns = !kept.shape.empty() && kept.shape.back() >= 8 &&
+                       stride_key(kept.in.back()) < stride_key(red.in.back());
+  const int64_t tasks = columns ? shape_size(Shape(kept.shape.begin(), kept.shape.end() - 1)) *
+                                      ((kept.shape.back() + kTile - 1) / kTile)
+                                : outs;
+  const int64_t width = columns ? std::min(kTile, kept.shape.back()) : 1;
+  const int64_t groups = group_count(tasks, rn, width);
+  std::vector<store_t<Acc>> part(groups > 1 ? static_cast<size_t>(groups * outs) : 0);
+  store_t<Acc>* pp = groups > 1 ? part.data() : nullptr;
+  if (columns) reduce_columns<R>(src, dst, pp, kept, red, groups, kTile);
+  else reduce_rows<R>(src, dst, pp, kept, red, groups);
+  if (groups == 1) return;
+  // Combine the groups' partial results pairwise, in a fixed tree.
+  std::vector<store_t<Acc>> tmp(static_cast<size_t>(groups));
+  for (int64_t o = 0; o < outs; ++o) {
+    for (int64_t g = 0; g < groups; ++g) tmp[g] = part[g * outs + o];
+    for (int64_t width2 = 1; width2 < groups; width2 *= 2)
+      for (int64_t g = 0; g + width2 < groups; g += 2 * width2) tmp[g] = R::step(tmp[g], tmp[g + width2]);
+    dst[o] = R::finish(tmp[0]);
+  }
+}
+
+// ---- Arg reductions --------------------------------------------------------------------------
+
+/// Whether `x` at a later index replaces the current best `b`. NaN counts as the extreme value
+/// (NumPy: the first NaN wins); `Last` takes later ties. Branch-free so tiles vectorize.
+template <ArgReduceOp Op, bool Last, class C>
+inline bool replaces(C x, C b) {
+  const bool better = Op == ArgReduceOp::ArgMax ? (Last ? x >= b : x > b) : (Last ? x <= b : x < b);
+  if constexpr (std::is_floating_point_v<C>) {
+    if constexpr (Last) return (x != x) | ((b == b) & better);
+    else return (b == b) & (better | (x != x));
+  } else {
+    return better;
+  }
+}
+
+/// First (or last) index in [b, e) holding the extreme value: one vectorized pass for the value
+/// (NaN-propagating max/min), one for its position.
+template <ArgReduceOp Op, bool Last, class In>
+int64_t arg_range(const In* p, int64_t b, int64_t e, int64_t s, compute_t<In>& value) {
+  using C = compute_t<In>;
+  using R = Red<Op == ArgReduceOp::ArgMax ? ReduceOp::Max : ReduceOp::Min, In>;
+  const C m = static_cast<C>(reduce_run<R>(p + b * s, e - b, s));
+  value = m;
+  auto hit = [&](int64_t i) {
+    C x = widen(p[i * s]);
+    if constexpr (std::is_floating_point_v<C>) return m != m ? x != x : x == m;
+    else return x == m;
+  };
+  if constexpr (Last) {
+    for (int64_t i = e - 1; i > b; --i)
+      if (hit(i)) return i;
+    return b;
+  } else {
+    for (int64_t i = b; i < e - 1; ++i)
+      if (hit(i)) return i;
+    return e - 1;
+  }
+}
+
+/// Column path of an arg reduction. `Last` walks the axis backwards with first-occurrence
+/// rules, which picks the last occurrence. A position changes its best only when the value's
+/// bits change (strictly better, or the first NaN), so the index update is a select.
+template <ArgReduceOp Op, bool Last, class In, class I>
+void arg_columns(const In* src, int64_t* dst, const Dims& kept, int64_t len, int64_t s) {
+  using C = compute_t<In>;
+  using Bits = std::conditional_t<sizeof(C) == 8, uint64_t,
+               std::conditional_t<sizeof(C) == 4, uint32_t, std::conditional_t<sizeof(C) == 2, uint16_t, uint8_t>>>;
+  constexpr int64_t kTile = 512;
+  Dims outer{Shape(kept.shape.begin(), kept.shape.end() - 1), Strides(kept.in.begin(), kept.in.end() - 1),
+             Strides(kept.out.begin(), kept.out.end() - 1)};
+  const int64_t c = kept.shape.back(), cs = kept.in.back(), co = kept.out.back();
+  const int64_t tiles = (c + kTile - 1) / kTile, tasks = outer.count() * tiles;
+  parallel_for(tasks, std::max<int64_t>(1, kGrain / (len * std::min(c, kTile))), [&](int64_t tb, int64_t te) {
+    store_t<C> best[kTile];
+    I idx[kTile];
+    for (int64_t t = tb; t < te; ++t) {
+      const int64_t j0 = (t % tiles) * kTile, w = std::min(kTile, c - j0);
+      Walker ow(outer, t / tiles);
+      const In* base = src + ow.in() + j0 * cs;
+      const int64_t first = Last ? len - 1 : 0;
+      for (int64_t j = 0; j < w; ++j) best[j] = widen(base[first * s + j * cs]), idx[j] = static_cast<I>(first);
+      for (int64_t k = 1; k < len; ++k) {
+        const int64_t i = Last ? len - 1 - k : k;
+        const In* q = base + i * s;
+        const I ii = static_cast<I>(i);
+        for (int64_t j = 0; j < w; ++j) {
+          const C x = widen(q[j * cs]);
+          const C b = static_cast<C>(best[j]);
+          C nb;
+          if constexpr (std::is_floating_point_v<C>) {
+            if constexpr (Op == ArgReduceOp::ArgMax) nb = b != b ? b : (x != x ? x : (x > b ? x : b));
+            else nb = b != b ? b : (x != x ? x : (x < b ? x : b));
+          } else {
+            if constexpr (Op == ArgReduceOp::ArgMax) nb = x > b ? x : b;
+            else nb = x < b ? x : b;
+          }
+          idx[j] = std::bit_cast<Bits>(nb) != std::bit_cast<Bits>(b) ? ii : idx[j];
+          best[j] = nb;
+        }
+      }
+      const int64_t ob = ow.out() + j0 * co;
+      for (int64_t j = 0; j < w; ++j) dst[ob + j * co] = idx[j];
+    }
+  });
+}
+
+template <ArgReduceOp Op, bool Last, class In>
+void run_argreduce(const Array& in, Array& out, int axis) {
+  using C = compute_t<In>;
+  const auto& n = in.node();
+  const Strides os = row_major_strides(out.shape());
+  std::vector<AxisInfo> kept_axes;
+  for (int i = 0; i < in.ndim(); ++i)
+    if (i != axis) kept_axes.push_back({n.shape[i], n.strides[i], os[i]});
+  Dims kept = make_dims(std::move(kept_axes));
+  const int64_t len = n.shape[axis], s = n.strides[axis];
+  const In* src = in_ptr<In>(in);
+  int64_t* dst = out_ptr<int64_t>(out);
+  const int64_t outs = kept.count();
+  if (outs == 0) return;
+  SMELT_ASSERT(len > 0, "ArgReduce: zero-size axis reached the kernel");
+  if (!kept.shape.empty() && kept.shape.back() >= 8 && stride_key(kept.in.back()) < stride_key(s)) {
+    // Column path: a tile of independent positions advances together along the axis. Index
+    // vectors as wide as the values let the update vectorize.
+    if constexpr (sizeof(C) < 8) {
+      if (len <= std::numeric_limits<int32_t>::max()) return arg_columns<Op, Last, In, int32_t>(src, dst, kept, len, s);
+    }
+    return arg_columns<Op, Last, In, int64_t>(src, dst, kept, len, s);
+  }
+  // Row path, split along the axis into ordered groups when there are few outputs.
+  const int64_t groups = group_count(outs, len, 1);
+  const int64_t per = (len + groups - 1) / groups;
+  if (groups == 1) {
+    parallel_for(outs, std::max<int64_t>(1, kGrain / len), [&](int64_t tb, int64_t te) {
+      Walker w(kept, tb);
+      for (int64_t o = tb; o < te; ++o, w.next()) {
+        C value;
+        dst[w.out()] = arg_range<Op, Last>(src + w.in(), 0, len, s, value);
+      }
+    });
+    return;
+  }
+  std::vector<store_t<C>> pbest(static_cast<size_t>(groups * outs));
+  std::vector<int64_t> pidx(static_cast<size_t>(groups * outs), -1);
+  parallel_for(outs * groups, 1, [&](int64_t tb, int64_t te) {
+    for (int64_t t = tb; t < te; ++t) {
+      const int64_t g = t / outs, o = t % outs;
+      const int64_t b = g * per, e = std::min(len, b + per);
+      if (b >= e) continue;
+      Walker w(kept, o);
+      C value;
+      pidx[t] = arg_range<Op, Last>(src + w.in(), b, e, s, value);
+      pbest[t] = value;
+    }
+  });
+  // Merge the groups in order, so ties resolve exactly as one sequential pass would.
+  Walker w(kept, 0);
+  for (int64_t o = 0; o < outs; ++o, w.next()) {
+    C best = static_cast<C>(pbest[o]);
+    int64_t bi = pidx[o];
+    for (int64_t g = 1; g < groups; ++g) {
+      const int64_t t = g * outs + o;
+      if (pidx[t] >= 0 && replaces<Op, Last>(static_cast<C>(pbest[t]), best)) best = static_cast<C>(pbest[t]), bi = pidx[t];
+    }
+    dst[w.out()] = bi;
+  }
+}
+
+// ---- Scans -----------------------------------------------------------------------------------
+
+template <ScanOp Op>
+constexpr ReduceOp scan_as_reduce() {
+  switch (Op) {
+    case ScanOp::Sum: return ReduceOp::Sum;
+    case ScanOp::Prod: return ReduceOp::Prod;
+    case ScanOp::Max: return ReduceOp::Max;
+    case ScanOp::Min: return ReduceOp::Min;
+  }
+  return ReduceOp::Sum;
+}
+
+template <ScanOp Op, class In>
+void run_scan(const Array& in, Array& out, const ScanParams& p) {
+  using R = Red<scan_as_reduce<Op>(), In>;
+  using Acc = typename R::Acc;
+  using Out = typename R::Out;
+  SMELT_ASSERT(out.dtype() == dtype_of<Out>(), "Scan: output dtype does not match the kernel's");
+  const auto& n = in.node();
+  const Strides os = out.node().strides;
+  std::vector<AxisInfo> kept_axes;
+  for (int i = 0; i < in.ndim(); ++i)
+    if (i != p.axis) kept_axes.push_back({n.shape[i], n.strides[i], os[i]});
+  Dims kept = make_dims(std::move(kept_axes));
+  const int64_t len = n.shape[p.axis];
+  // Walking backwards is walking forwards from the last element with negated strides.
+  const int64_t s = p.reverse ? -n.strides[p.axis] : n.strides[p.axis];
+  const int64_t so = p.reverse ? -os[p.axis] : os[p.axis];
+  const int64_t start_in = p.reverse ? (len - 1) * n.strides[p.axis] : 0;
+  const int64_t start_out = p.reverse ? (len - 1) * os[p.axis] : 0;
+  const In* src = in_ptr<In>(in) + start_in;
+  Out* dst = out_ptr<Out>(out) + start_out;
+  const int64_t outs = kept.count();
+  if (outs == 0 || len == 0) return;
+  const bool excl = p.exclusive;
+  constexpr int64_t kTile = 1024;
+  if (!kept.shape.empty() && kept.shape.back() >= 8 && stride_key(kept.in.back()) < stride_key(s)) {
+    Dims outer{Shape(kept.shape.begin(), kept.shape.end() - 1), Strides(kept.in.begin(), kept.in.end() - 1),
+               Strides(kept.out.begin(), kept.out.end() - 1)};
+    const int64_t c = kept.shape.back(), cs = kept.in.back(), co = kept.out.back();
+    const int64_t tiles = (c + kTile - 1) / kTile, tasks = outer.count() * tiles;
+    parallel_for(tasks, std::max<int64_t>(1, kGrain / (len * std::min(c, kTile))), [&](int64_t tb, int64_t te) {
+      Acc acc[kTile];
+      for (int64_t t = tb; t < te; ++t) {
+        int64_t j0 = (t % tiles) * kTile, w = std::min(kTile, c - j0);
+        Walker ow(outer, t / tiles);
+        const In* ib = src + ow.in() + j0 * cs;
+        Out* ob = dst + ow.out() + j0 * co;
+        for (int64_t j = 0; j < w; ++j) acc[j] = R::init();
+        for (int64_t i = 0; i < len; ++i) {
+          const In* q = ib + i * s;
+          Out* r = ob + i * so;
+          if (excl) {
+            for (int64_t j = 0; j < w; ++j) {
+              Acc x = R::load(q[j * cs]);
+              r[j * co] = R::finish(acc[j]);
+              acc[j] = R::step(acc[j], x);
+            }
+          } else {
+            for (int64_t j = 0; j < w; ++j) {
+              acc[j] = R::step(acc[j], R::load(q[j * cs]));
+              r[j * co] = R::finish(acc[j]);
+            }
+          }
+        }
+      }
+    });
+    return;
+  }
+  parallel_for(outs, std::max<int64_t>(1, kGrain / len), [&](int64_t tb, int64_t te) {
+    Walker w(kept, tb);
+    for (int64_t o = tb; o < te; ++o, w.next()) {
+      const In* q = src + w.in();
+      Out* r = dst + w.out();
+      Acc acc = R::init();
+      if (excl) {
+        for (int64_t i = 0; i < len; ++i) {
+          Acc x = R::load(q[i * s]);
+          r[i * so] = R::finish(acc);
+          acc = R::step(acc, x);
+        }
+      } else {
+        for (int64_t i = 0; i < len; ++i) {
+          acc = R::step(acc, R::load(q[i * s]));
+          r[i * so] = R::finish(acc);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void eval_Reduce(const ReduceParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& in = inputs[0];
+  Array& out = outputs[0];
+  alloc_contiguous(out);
+  dispatch_all(in.dtype(), [&]<class In>() {
+    switch (p.op) {
+      case ReduceOp::Sum: return run_reduce<Red<ReduceOp::Sum, In>, In>(in, out, p.axes);
+      case ReduceOp::Prod: return run_reduce<Red<ReduceOp::Prod, In>, In>(in, out, p.axes);
+      case ReduceOp::Max: return run_reduce<Red<ReduceOp::Max, In>, In>(in, out, p.axes);
+      case ReduceOp::Min: return run_reduce<Red<ReduceOp::Min, In>, In>(in, out, p.axes);
+      case ReduceOp::All: return run_reduce<Red<ReduceOp::All, In>, In>(in, out, p.axes);
+      case ReduceOp::Any: return run_reduce<Red<ReduceOp::Any, In>, In>(in, out, p.axes);
+    }
+  });
+}
+
+void eval_ArgReduce(const ArgReduceParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& in = inputs[0];
+  Array& out = outputs[0];
+  alloc_contiguous(out);
+  dispatch_all(in.dtype(), [&]<class In>() {
+    switch (p.op) {
+      case ArgReduceOp::ArgMax:
+        if (p.last) return run_argreduce<ArgReduceOp::ArgMax, true, In>(in, out, p.axis);
+        return run_argreduce<ArgReduceOp::ArgMax, false, In>(in, out, p.axis);
+      case ArgReduceOp::ArgMin:
+        if (p.last) return run_argreduce<ArgReduceOp::ArgMin, true, In>(in, out, p.axis);
+        return run_argreduce<ArgReduceOp::ArgMin, false, In>(in, out, p.axis);
+    }
+  });
+}
+
+void eval_Scan(const ScanParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const Array& in = inputs[0];
+  Array& out = outputs[0];
+  // In place is safe: each element is read before the same position is written.
+  if (in.dtype() != out.dtype() || !try_donate(out, in)) alloc_contiguous(out);
+  dispatch_all(in.dtype(), [&]<class In>() {
+    switch (p.op) {
+      case ScanOp::Sum: return run_scan<ScanOp::Sum, In>(in, out, p);
+      case ScanOp::Prod: return run_scan<ScanOp::Prod, In>(in, out, p);
+      case ScanOp::Max: return run_scan<ScanOp::Max, In>(in, out, p);
+      case ScanOp::Min: return run_scan<ScanOp::Min, In>(in, out, p);
+    }
+  });
+}
+
+}  // namespace smelt::cpu

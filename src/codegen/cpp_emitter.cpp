@@ -1,0 +1,253 @@
+// Emits C++ for a fused program: the same scalar functions as the CPU kernels, so results match bit for bit.
+#include "src/codegen/cpp_emitter.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "smelt/errors.h"
+#include "src/codegen/embedded_sources.h"
+
+namespace smelt::codegen {
+
+const char* cpp_type(Dtype d) {
+  switch (d) {
+    case Dtype::Bool: return "bool";
+    case Dtype::Int8: return "int8_t";
+    case Dtype::Int16: return "int16_t";
+    case Dtype::Int32: return "int32_t";
+    case Dtype::Int64: return "int64_t";
+    case Dtype::UInt8: return "uint8_t";
+    case Dtype::UInt16: return "uint16_t";
+    case Dtype::UInt32: return "uint32_t";
+    case Dtype::UInt64: return "uint64_t";
+    case Dtype::Float16: return "smelt::float16_t";
+    case Dtype::BFloat16: return "smelt::bfloat16_t";
+    case Dtype::Float32: return "float";
+    case Dtype::Float64: return "double";
+  }
+  return "?";
+}
+
+std::string cpp_literal(const Scalar& s) {
+  char buf[96];
+  switch (s.dtype) {
+    case Dtype::Bool: return s.u ? "true" : "false";
+    case Dtype::Int8:
+    case Dtype::Int16:
+    case Dtype::Int32:
+    case Dtype::Int64:
+      // Through the unsigned bits: the minimum has no literal of its own.
+      std::snprintf(buf, sizeof buf, "static_cast<%s>(static_cast<int64_t>(0x%llxull))", cpp_type(s.dtype),
+                    static_cast<unsigned long long>(s.i));
+      return buf;
+    case Dtype::UInt8:
+    case Dtype::UInt16:
+    case Dtype::UInt32:
+    case Dtype::UInt64:
+      std::snprintf(buf, sizeof buf, "static_cast<%s>(0x%llxull)", cpp_type(s.dtype),
+                    static_cast<unsigned long long>(s.u));
+      return buf;
+    case Dtype::Float16:
+      std::snprintf(buf, sizeof buf, "smelt::float16_t::from_bits(0x%04x)", double_to_half(s.f));
+      return buf;
+    case Dtype::BFloat16:
+      std::snprintf(buf, sizeof buf, "smelt::bfloat16_t::from_bits(0x%04x)", double_to_bfloat16(s.f));
+      return buf;
+    case Dtype::Float32: {
+      float f = static_cast<float>(s.f);
+      if (std::isfinite(f)) {
+        std::snprintf(buf, sizeof buf, "%af", static_cast<double>(f));
+      } else {
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        std::snprintf(buf, sizeof buf, "std::bit_cast<float>(0x%08xu)", bits);
+      }
+      return buf;
+    }
+    case Dtype::Float64: {
+      if (std::isfinite(s.f)) {
+        std::snprintf(buf, sizeof buf, "%a", s.f);
+      } else {
+        std::snprintf(buf, sizeof buf, "std::bit_cast<double>(0x%016llxull)", static_cast<unsigned long long>(s.u));
+      }
+      return buf;
+    }
+  }
+  return "?";
+}
+
+namespace {
+
+const char* unary_fn(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Negative: return "negative";
+    case UnaryOp::Sign: return "sign";
+    case UnaryOp::Square: return "square";
+    case UnaryOp::Reciprocal: return "reciprocal";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Rsqrt: return "rsqrt";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Exp2: return "exp2";
+    case UnaryOp::Expm1: return "expm1";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Log2: return "log2";
+    case UnaryOp::Log10: return "log10";
+    case UnaryOp::Log1p: return "log1p";
+    case UnaryOp::Sin: return "sin";
+    case UnaryOp::Cos: return "cos";
+    case UnaryOp::Tan: return "tan";
+    case UnaryOp::Asin: return "asin";
+    case UnaryOp::Acos: return "acos";
+    case UnaryOp::Atan: return "atan";
+    case UnaryOp::Sinh: return "sinh";
+    case UnaryOp::Cosh: return "cosh";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Asinh: return "asinh";
+    case UnaryOp::Acosh: return "acosh";
+    case UnaryOp::Atanh: return "atanh";
+    case UnaryOp::Erf: return "erf";
+    case UnaryOp::ErfInv: return "erfinv";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Floor: return "floor";
+    case UnaryOp::Ceil: return "ceil";
+    case UnaryOp::Round: return "round";
+    case UnaryOp::IsNan: return "isnan";
+    case UnaryOp::IsInf: return "isinf";
+    case UnaryOp::IsFinite: return "isfinite";
+    case UnaryOp::LogicalNot: return "logical_not";
+    case UnaryOp::BitwiseNot: return "bitwise_not";
+  }
+  return "?";
+}
+
+const char* binary_fn(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Subtract: return "subtract";
+    case BinaryOp::Multiply: return "multiply";
+    case BinaryOp::Divide: return "divide";
+    case BinaryOp::FloorDivide: return "floor_divide";
+    case BinaryOp::Remainder: return "remainder";
+    case BinaryOp::Fmod: return "fmod";
+    case BinaryOp::Power: return "power";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::Atan2: return "atan2";
+    case BinaryOp::Equal: return "equal";
+    case BinaryOp::NotEqual: return "not_equal";
+    case BinaryOp::Less: return "less";
+    case BinaryOp::LessEqual: return "less_equal";
+    case BinaryOp::Greater: return "greater";
+    case BinaryOp::GreaterEqual: return "greater_equal";
+    case BinaryOp::LogicalAnd: return "logical_and";
+    case BinaryOp::LogicalOr: return "logical_or";
+    case BinaryOp::LogicalXor: return "logical_xor";
+    case BinaryOp::BitwiseAnd: return "bitwise_and";
+    case BinaryOp::BitwiseOr: return "bitwise_or";
+    case BinaryOp::BitwiseXor: return "bitwise_xor";
+    case BinaryOp::LeftShift: return "left_shift";
+    case BinaryOp::RightShift: return "right_shift";
+  }
+  return "?";
+}
+
+// The body computing every instruction for one element; `load(k)` reads input k.
+template <class Load>
+void emit_body(std::ostringstream& os, const FusedProgram& p, const char* indent, Load load) {
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr& in = p.instrs[i];
+    os << indent << "const " << cpp_type(in.dtype) << " v" << i << " = ";
+    auto operand_type = [&](size_t k) { return cpp_type(p.instrs[in.operands[k]].dtype); };
+    switch (in.kind) {
+      case InstrKind::Input: os << load(in.index); break;
+      case InstrKind::Constant: os << cpp_literal(in.value); break;
+      case InstrKind::Unary:
+        os << "smelt::scalar::" << unary_fn(in.unary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ")";
+        break;
+      case InstrKind::Binary:
+        os << "smelt::scalar::" << binary_fn(in.binary) << "<" << operand_type(0) << ">(v" << in.operands[0]
+           << ", v" << in.operands[1] << ")";
+        break;
+      case InstrKind::Select:
+        os << "v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2];
+        break;
+      case InstrKind::Cast:
+        os << "smelt::convert<" << cpp_type(in.dtype) << ", " << operand_type(0) << ">(v" << in.operands[0] << ")";
+        break;
+    }
+    os << ";\n";
+  }
+}
+
+}  // namespace
+
+std::string emit_cpu_kernel(const FusedProgram& p) {
+  std::ostringstream os;
+  os << "// smelt fused CPU kernel (generated; shapes are arguments, not part of the source)\n";
+  os << "// " << describe_program(p) << "\n";
+  os << embedded_kernel_preamble();
+  const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
+  os << "\nextern \"C\" void " << kCpuKernelSymbol
+     << "(int64_t begin, int64_t end, int ndim, const int64_t* shape, char* const* args, const int64_t* strides, "
+        "int contiguous) {\n";
+  for (size_t k = 0; k < nin; ++k)
+    os << "  const " << cpp_type(p.input_dtypes[k]) << "* __restrict in" << k << " = reinterpret_cast<const "
+       << cpp_type(p.input_dtypes[k]) << "*>(args[" << k << "]);\n";
+  for (size_t k = 0; k < nout; ++k)
+    os << "  " << cpp_type(p.output_dtype(k)) << "* __restrict out" << k << " = reinterpret_cast<"
+       << cpp_type(p.output_dtype(k)) << "*>(args[" << nin + k << "]);\n";
+  // Contiguous: flat indices, a loop the compiler can vectorize.
+  os << "  if (contiguous) {\n    for (int64_t i = begin; i < end; ++i) {\n";
+  emit_body(os, p, "      ", [](int k) { return "in" + std::to_string(k) + "[i]"; });
+  for (size_t k = 0; k < nout; ++k) os << "      out" << k << "[i] = v" << p.outputs[k] << ";\n";
+  os << "    }\n    return;\n  }\n";
+  // Strided: walk the output's index space; runs along the last axis use each argument's stride.
+  const size_t nargs = nin + nout;
+  os << "  int64_t idx[16] = {0};\n  int64_t off[" << nargs << "] = {0};\n";
+  os << "  int64_t rem = begin;\n";
+  os << "  for (int d = ndim - 1; d >= 0; --d) {\n    idx[d] = rem % shape[d];\n    rem /= shape[d];\n";
+  os << "    for (int a = 0; a < " << nargs << "; ++a) off[a] += idx[d] * strides[a * ndim + d];\n  }\n";
+  os << "  const int last = ndim - 1;\n  int64_t pos = begin;\n";
+  os << "  while (pos < end) {\n";
+  os << "    int64_t run = shape[last] - idx[last];\n    if (run > end - pos) run = end - pos;\n";
+  for (size_t a = 0; a < nargs; ++a)
+    os << "    const int64_t s" << a << " = strides[" << a << " * ndim + last];\n";
+  os << "    for (int64_t j = 0; j < run; ++j) {\n";
+  emit_body(os, p, "      ", [](int k) {
+    return "in" + std::to_string(k) + "[off[" + std::to_string(k) + "] + j * s" + std::to_string(k) + "]";
+  });
+  for (size_t k = 0; k < nout; ++k)
+    os << "      out" << k << "[off[" << nin + k << "] + j * s" << nin + k << "] = v" << p.outputs[k] << ";\n";
+  os << "    }\n    pos += run;\n    idx[last] += run;\n";
+  os << "    for (int a = 0; a < " << nargs << "; ++a) off[a] += run * strides[a * ndim + last];\n";
+  os << "    for (int d = last; d > 0 && idx[d] == shape[d]; --d) {\n      idx[d] = 0;\n      ++idx[d - 1];\n";
+  os << "      for (int a = 0; a < " << nargs << "; ++a) off[a] += strides[a * ndim + d - 1] - shape[d] * strides[a * ndim + d];\n";
+  os << "    }\n  }\n}\n";
+  return os.str();
+}
+
+std::string describe_program(const FusedProgram& p) {
+  std::vector<std::string> expr(p.instrs.size());
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr& in = p.instrs[i];
+    auto op = [&](size_t k) { return expr[in.operands[k]]; };
+    switch (in.kind) {
+      case InstrKind::Input: expr[i] = "in" + std::to_string(in.index); break;
+      case InstrKind::Constant: expr[i] = in.value.str(); break;
+      case InstrKind::Unary: expr[i] = std::string(unary_fn(in.unary)) + "(" + op(0) + ")"; break;
+      case InstrKind::Binary: expr[i] = std::string(binary_fn(in.binary)) + "(" + op(0) + ", " + op(1) + ")"; break;
+      case InstrKind::Select: expr[i] = "where(" + op(0) + ", " + op(1) + ", " + op(2) + ")"; break;
+      case InstrKind::Cast: expr[i] = std::string(dtype_name(in.dtype)) + "(" + op(0) + ")"; break;
+    }
+    if (expr[i].size() > 200) expr[i] = "v" + std::to_string(i);
+  }
+  std::string s;
+  for (size_t k = 0; k < p.outputs.size(); ++k) s += (k ? "; " : "") + expr[p.outputs[k]];
+  return s;
+}
+
+}  // namespace smelt::codegen

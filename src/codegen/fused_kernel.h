@@ -1,0 +1,24 @@
+// A fused kernel ready to run: its program, the device it targets, and the loaded code.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "smelt/device.h"
+#include "src/codegen/cpp_emitter.h"
+#include "src/codegen/fused_program.h"
+
+namespace smelt::codegen {
+
+struct FusedKernel {
+  FusedProgram program;
+  Device device;
+  std::string hash;         // the build cache key (source, version, compiler)
+  CpuKernelFn cpu = nullptr;
+};
+
+/// Generates and builds (or loads from the caches) the kernel of `program` for `device`.
+/// Throws UnsupportedError when it cannot be built.
+std::shared_ptr<const FusedKernel> make_fused_kernel(FusedProgram program, Device device);
+
+}  // namespace smelt::codegen

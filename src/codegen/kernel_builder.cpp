@@ -1,0 +1,169 @@
+// Compiles generated C++ into shared objects, caches them on disk by source hash, and loads them.
+#include "src/codegen/kernel_builder.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <unordered_map>
+
+#include "smelt/errors.h"
+#include "smelt/telemetry.h"
+
+#ifndef SMELT_CXX_COMPILER
+#define SMELT_CXX_COMPILER "c++"
+#endif
+
+namespace smelt::codegen {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Flags are part of the key. -march=native: the vector ISA of the running CPU. No fast math and
+// no FMA contraction: the kernels must round exactly as the unfused kernels do.
+constexpr const char* kFlags = "-std=c++20 -O3 -march=native -ffp-contract=off -fno-fast-math -fPIC -shared -w";
+
+uint64_t fnv1a(const std::string& s, uint64_t h = 0xcbf29ce484222325ull) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string compiler() {
+  const char* env = std::getenv("SMELT_CXX");
+  return env && *env ? env : SMELT_CXX_COMPILER;
+}
+
+// The first line of `compiler --version`, run once per process.
+const std::string& compiler_identity() {
+  static const std::string id = [] {
+    std::string cmd = compiler() + " --version 2>/dev/null";
+    std::string line;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[256];
+      if (fgets(buf, sizeof buf, p)) line = buf;
+      pclose(p);
+    }
+    return line;
+  }();
+  return id;
+}
+
+std::string run_compiler(const std::string& src, const std::string& out) {
+  std::string log = out + ".log";
+  std::string cmd = compiler() + " " + kFlags + " -o '" + out + "' '" + src + "' >'" + log + "' 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::string msg;
+  if (rc != 0) {
+    std::ifstream f(log);
+    std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    msg = "`" + compiler() + "` exited with status " + std::to_string(rc) + ": " + all.substr(0, 2000);
+  }
+  std::error_code ec;
+  fs::remove(log, ec);
+  return msg;
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<std::string, CpuKernelFn> loaded;  // hash -> function
+};
+
+Cache& cache() {
+  static Cache* c = new Cache();  // never destroyed: kernels stay loaded for the process
+  return *c;
+}
+
+}  // namespace
+
+std::string kernel_cache_dir() {
+  const char* env = std::getenv("SMELT_CACHE_DIR");
+  std::string dir;
+  if (env && *env) {
+    dir = env;
+  } else {
+    const char* home = std::getenv("HOME");
+    dir = std::string(home && *home ? home : "/tmp") + "/.cache/smelt";
+  }
+  return dir;
+}
+
+BuiltKernel get_cpu_kernel(const FusedProgram& program) {
+  std::string source = emit_cpu_kernel(program);
+  uint64_t h = fnv1a(source);
+  h = fnv1a(SMELT_VERSION, h);
+  h = fnv1a(compiler_identity(), h);
+  h = fnv1a(kFlags, h);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  BuiltKernel k;
+  k.hash = hex;
+
+  auto& c = cache();
+  std::lock_guard lock(c.mutex);
+  if (auto it = c.loaded.find(k.hash); it != c.loaded.end()) {
+    k.fn = it->second;
+    return k;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  fs::path dir = fs::path(kernel_cache_dir()) / "cpu";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw UnsupportedError("fuse: cannot create the kernel cache folder " + dir.string() + ": " + ec.message());
+  fs::path so = dir / (k.hash + ".so");
+  void* handle = nullptr;
+  bool on_disk = false;
+  for (int attempt = 0; attempt < 2 && !handle; ++attempt) {
+    on_disk = fs::exists(so);
+    if (!on_disk) {
+      // Build under unique names, then rename: concurrent processes never see a partial file.
+      std::string tag = std::to_string(::getpid()) + "-" + std::to_string(attempt);
+      fs::path src = dir / (k.hash + ".cpp");
+      fs::path tmp_src = dir / (k.hash + "." + tag + ".cpp");
+      fs::path tmp_so = dir / (k.hash + "." + tag + ".so");
+      {
+        std::ofstream f(tmp_src);
+        f << source;
+        if (!f) throw UnsupportedError("fuse: cannot write kernel source to " + tmp_src.string());
+      }
+      std::string err = run_compiler(tmp_src.string(), tmp_so.string());
+      if (!err.empty()) {
+        fs::remove(tmp_src, ec);
+        fs::remove(tmp_so, ec);
+        throw UnsupportedError("fuse: building a fused kernel failed: " + err);
+      }
+      fs::rename(tmp_src, src, ec);
+      fs::rename(tmp_so, so, ec);
+      if (ec) throw UnsupportedError("fuse: cannot move the kernel into " + so.string() + ": " + ec.message());
+    }
+    handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      std::string why = dlerror();
+      fs::remove(so, ec);  // a damaged cache file: build it again once
+      if (!on_disk) throw UnsupportedError("fuse: cannot load the fused kernel " + so.string() + ": " + why);
+    }
+  }
+  if (!handle) throw UnsupportedError("fuse: cannot load the fused kernel " + so.string());
+  auto fn = reinterpret_cast<CpuKernelFn>(dlsym(handle, kCpuKernelSymbol));
+  if (!fn) throw UnsupportedError(std::string("fuse: the kernel library lacks ") + kCpuKernelSymbol);
+  c.loaded.emplace(k.hash, fn);
+  k.fn = fn;
+  if (telemetry::enabled()) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    telemetry::emit({"compile.kernel.build",
+                     ms,
+                     {{"device", "cpu"},
+                      {"hash", k.hash},
+                      {"cached_on_disk", on_disk ? "true" : "false"},
+                      {"program", describe_program(program)}}});
+  }
+  return k;
+}
+
+}  // namespace smelt::codegen

@@ -1,0 +1,249 @@
+// The compile engine: keys, the LRU cache with miss explanations, tracing, and replay.
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "smelt/compile.h"
+#include "smelt/errors.h"
+#include "smelt/telemetry.h"
+#include "src/compile/passes.h"
+#include "src/compile/tape.h"
+#include "src/core/node.h"
+
+namespace smelt {
+
+namespace {
+
+std::atomic<uint64_t> g_traces{0};
+
+std::atomic<int>& compile_switch() {
+  // 1 enabled, 0 disabled; the environment decides the initial value.
+  static std::atomic<int> s{[] {
+    const char* v = std::getenv("SMELT_DISABLE_COMPILE");
+    return (v && std::string(v) != "0" && std::string(v) != "") ? 0 : 1;
+  }()};
+  return s;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+void disable_compile() { compile_switch() = 0; }
+void enable_compile() { compile_switch() = 1; }
+bool compile_enabled() { return compile_switch() != 0; }
+uint64_t global_trace_count() { return g_traces.load(); }
+
+namespace detail {
+
+bool is_tracer(const Array& a) { return a.valid() && a.node().tracer; }
+
+/// What one call's inputs look like: the part of the key that is compared component-wise.
+struct CallKey {
+  std::string structure;  // tree structure and static leaves
+  Device device;
+  std::vector<Dtype> dtypes;
+  std::vector<Shape> shapes;  // ranks only (as [-1,...]) when shapeless
+
+  bool operator==(const CallKey&) const = default;
+  size_t hash() const {
+    size_t h = std::hash<std::string>()(structure) ^ (static_cast<size_t>(device.type) << 8 | device.index);
+    for (auto d : dtypes) h = h * 31 + static_cast<size_t>(d);
+    for (auto& s : shapes) {
+      h = h * 131 + s.size();
+      for (auto x : s) h = h * 31 + static_cast<size_t>(x);
+    }
+    return h;
+  }
+};
+
+struct CallKeyHash {
+  size_t operator()(const CallKey& s) const { return s.hash(); }
+};
+
+struct Entry {
+  CallKey signature;
+  compiler::Tape tape;
+  std::string out_structure;
+};
+
+class CompileEngine {
+ public:
+  CompileEngine(CompileOptions options, std::string name) : options_(std::move(options)), name_(std::move(name)) {}
+
+  std::vector<Array> call(const std::vector<Array>& inputs, const std::string& structure, const TraceFn& trace,
+                          std::string& out_structure) {
+    CallKey sig = make_signature(inputs, structure);
+    std::shared_ptr<Entry> entry;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = index_.find(sig);
+      if (it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);  // most recently used first
+        entry = *it->second;
+        stats_.hits++;
+        if (telemetry::enabled()) telemetry::emit({"compile.cache.hit", 0.0, {{"function", name_}}});
+      } else {
+        stats_.misses++;
+        std::string reason = explain_miss(sig);
+        if (telemetry::enabled())
+          telemetry::emit({"compile.cache.miss", 0.0, {{"function", name_}, {"reason", reason}}});
+        entry = trace_entry(sig, inputs, trace, reason);
+        if (!entry) {  // fallback: the function ran eagerly
+          return run_eager(inputs, trace, out_structure);
+        }
+        insert(sig, entry);
+      }
+    }
+    out_structure = entry->out_structure;
+    return compiler::replay_tape(entry->tape, inputs);
+  }
+
+  CompileStats stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
+
+ private:
+  CallKey make_signature(const std::vector<Array>& inputs, const std::string& structure) const {
+    CallKey s;
+    s.structure = structure;
+    for (auto& a : inputs)
+      if (!a.valid()) throw InvalidArgument(name_ + ": an input array is an empty handle (default-constructed)");
+    s.device = inputs.empty() ? default_device() : inputs[0].device();
+    for (auto& a : inputs) {
+      s.dtypes.push_back(a.dtype());
+      s.shapes.push_back(options_.shapeless ? Shape(a.ndim(), -1) : a.shape());
+    }
+    return s;
+  }
+
+  // The component of `sig` that differs from the closest cached key, for the miss reason.
+  std::string explain_miss(const CallKey& sig) const {
+    if (lru_.empty()) return "first call";
+    std::string best;
+    size_t best_diffs = SIZE_MAX;
+    for (auto& e : lru_) {
+      const CallKey& o = e->signature;
+      std::vector<std::string> diffs;
+      if (o.structure != sig.structure) diffs.push_back("static arguments or tree structure changed");
+      if (!(o.device == sig.device)) diffs.push_back("device " + o.device.str() + " -> " + sig.device.str());
+      if (o.dtypes.size() != sig.dtypes.size()) {
+        diffs.push_back("number of inputs " + std::to_string(o.dtypes.size()) + " -> " + std::to_string(sig.dtypes.size()));
+      } else {
+        for (size_t i = 0; i < sig.dtypes.size(); ++i) {
+          if (o.dtypes[i] != sig.dtypes[i])
+            diffs.push_back("input " + std::to_string(i) + ": dtype " + dtype_name(o.dtypes[i]) + " -> " +
+                            dtype_name(sig.dtypes[i]));
+          if (o.shapes[i] != sig.shapes[i])
+            diffs.push_back("input " + std::to_string(i) + ": " + (options_.shapeless ? "rank " : "shape ") +
+                            (options_.shapeless ? std::to_string(o.shapes[i].size()) : shape_to_string(o.shapes[i])) +
+                            " -> " +
+                            (options_.shapeless ? std::to_string(sig.shapes[i].size()) : shape_to_string(sig.shapes[i])));
+        }
+      }
+      if (diffs.size() < best_diffs) {
+        best_diffs = diffs.size();
+        best = diffs.empty() ? "evicted earlier" : diffs[0];
+        for (size_t i = 1; i < diffs.size(); ++i) best += "; " + diffs[i];
+      }
+    }
+    return best;
+  }
+
+  std::shared_ptr<Entry> trace_entry(const CallKey& sig, const std::vector<Array>& inputs, const TraceFn& trace,
+                                     const std::string& reason) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<Array> placeholders;
+    for (auto& a : inputs) {
+      auto n = std::make_shared<Node>();
+      n->shape = a.shape();
+      n->dtype = a.dtype();
+      n->device = a.device();
+      n->id = next_node_id();
+      n->tracer = true;
+      placeholders.emplace_back(std::move(n));
+    }
+    auto entry = std::make_shared<Entry>();
+    entry->signature = sig;
+    try {
+      std::vector<Array> outs = trace(placeholders, entry->out_structure);
+      entry->tape = compiler::build_tape(placeholders, outs, sig.device);
+      stats_.traces++;
+      g_traces++;
+      double trace_ms = ms_since(t0);
+      if (telemetry::enabled())
+        telemetry::emit({"compile.trace", trace_ms,
+                         {{"function", name_}, {"reason", reason}, {"steps", std::to_string(entry->tape.steps.size())}}});
+      compiler::PassOptions po{options_.disabled_passes, options_.fuse, options_.dump};
+      compiler::run_passes(entry->tape, po);
+    } catch (const UnknownValueError& e) {
+      return fallback_or_throw(e.what());
+    } catch (const UnsupportedError& e) {
+      return fallback_or_throw(e.what());
+    }
+    warn_retraces();
+    return entry;
+  }
+
+  std::shared_ptr<Entry> fallback_or_throw(const std::string& what) {
+    if (options_.fallback == CompileFallback::Raise) throw;
+    stats_.fallbacks++;
+    if (telemetry::enabled()) telemetry::emit({"compile.fallback", 0.0, {{"function", name_}, {"reason", what}}});
+    return nullptr;
+  }
+
+  std::vector<Array> run_eager(const std::vector<Array>& inputs, const TraceFn& trace, std::string& out_structure) {
+    return trace(inputs, out_structure);
+  }
+
+  void insert(const CallKey& sig, std::shared_ptr<Entry> entry) {
+    lru_.push_front(std::move(entry));
+    index_[sig] = lru_.begin();
+    while (lru_.size() > std::max<size_t>(options_.cache_capacity, 1)) {
+      auto& victim = lru_.back();
+      if (telemetry::enabled())
+        telemetry::emit({"compile.cache.evict", 0.0, {{"function", name_}, {"reason", "capacity " + std::to_string(options_.cache_capacity)}}});
+      index_.erase(victim->signature);
+      lru_.pop_back();
+      stats_.evictions++;
+    }
+  }
+
+  void warn_retraces() {
+    if (warned_ || options_.retrace_warning <= 0 || stats_.traces <= static_cast<uint64_t>(options_.retrace_warning)) return;
+    warned_ = true;
+    std::string msg = "smelt: compiled function '" + name_ + "' has been traced " + std::to_string(stats_.traces) +
+                      " times; its inputs change shape, dtype or static values on most calls. Consider "
+                      "shapeless=true or fewer distinct static arguments.";
+    std::cerr << msg << "\n";
+    if (telemetry::enabled()) telemetry::emit({"compile.retrace_warning", 0.0, {{"function", name_}, {"message", msg}}});
+  }
+
+  CompileOptions options_;
+  std::string name_;
+  mutable std::mutex mutex_;
+  std::list<std::shared_ptr<Entry>> lru_;
+  std::unordered_map<CallKey, std::list<std::shared_ptr<Entry>>::iterator, CallKeyHash> index_;
+  CompileStats stats_;
+  bool warned_ = false;
+};
+
+std::shared_ptr<CompileEngine> make_engine(CompileOptions options, std::string name) {
+  return std::make_shared<CompileEngine>(std::move(options), std::move(name));
+}
+
+std::vector<Array> engine_call(CompileEngine& engine, const std::vector<Array>& inputs, const std::string& structure,
+                               const TraceFn& trace, std::string& out_structure) {
+  return engine.call(inputs, structure, trace, out_structure);
+}
+
+CompileStats engine_stats(const CompileEngine& engine) { return engine.stats(); }
+
+}  // namespace detail
+}  // namespace smelt

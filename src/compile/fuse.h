@@ -1,0 +1,19 @@
+// The fuse pass: element-wise chains become single generated kernels.
+#pragma once
+
+#include "src/compile/tape.h"
+
+namespace smelt::compiler {
+
+/// Limits that keep generated kernels small enough to build quickly.
+inline constexpr int kMaxFusedInstructions = 160;
+inline constexpr int kMaxFusedArguments = 24;
+
+/// Groups chains of Unary/Binary/Select/Cast steps (with the broadcasts and scalar constants that
+/// feed them) into Fused steps. A value joins a group only when every consumer is in the group;
+/// a group value that is also a function output becomes an extra kernel output. Groups with a
+/// single operation stay as they are. When a kernel cannot be built (no working compiler), the
+/// group stays unfused and a `compile.fallback` event says why.
+void fuse_elementwise(Tape& tape);
+
+}  // namespace smelt::compiler

@@ -1,0 +1,214 @@
+// The simplify passes (identities, scalar constants, CSE, dead steps) and the pass pipeline.
+#include "src/compile/passes.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "src/core/node.h"
+
+namespace smelt::compiler {
+
+namespace {
+
+// Rewrites every use of a value through `forward` (value -> replacement, chains resolved).
+void apply_forwarding(Tape& tape, std::vector<int>& forward) {
+  auto resolve = [&](int v) {
+    while (forward[v] != v) v = forward[v];
+    return v;
+  };
+  for (auto& s : tape.steps)
+    for (int& in : s.inputs) in = resolve(in);
+  for (int& o : tape.outputs) o = resolve(o);
+}
+
+std::vector<int> identity_forwarding(const Tape& tape) {
+  std::vector<int> f(tape.values.size());
+  for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<int>(i);
+  return f;
+}
+
+bool is_identity(const Tape& tape, const Step& s) {
+  if (s.inputs.size() != 1 || s.outputs.size() != 1) return false;
+  const auto& in = tape.values[s.inputs[0]];
+  const auto& out = tape.values[s.outputs[0]];
+  if (in.shape != out.shape || in.dtype != out.dtype) return false;
+  switch (s.prim.kind) {
+    case PrimKind::Reshape:
+    case PrimKind::Broadcast:
+    case PrimKind::Cast:
+      return true;
+    case PrimKind::Transpose: {
+      const auto& perm = s.prim.get<PermParams>().perm;
+      for (size_t i = 0; i < perm.size(); ++i)
+        if (perm[i] != static_cast<int>(i)) return false;
+      return true;
+    }
+    case PrimKind::Slice: {
+      const auto& p = s.prim.get<SliceParams>();
+      for (size_t i = 0; i < p.start.size(); ++i)
+        if (p.start[i] != 0 || p.step[i] != 1) return false;
+      return true;
+    }
+    case PrimKind::None:
+    case PrimKind::Full:
+    case PrimKind::Arange:
+    case PrimKind::Unary:
+    case PrimKind::Binary:
+    case PrimKind::Select:
+    case PrimKind::Copy:  // an explicit copy is kept: the user asked for new memory
+    case PrimKind::SliceUpdate:
+    case PrimKind::Concatenate:
+    case PrimKind::Pad:
+    case PrimKind::Reduce:
+    case PrimKind::ArgReduce:
+    case PrimKind::Scan:
+    case PrimKind::Matmul:
+    case PrimKind::Gather:
+    case PrimKind::GatherElements:
+    case PrimKind::GatherND:
+    case PrimKind::Scatter:
+    case PrimKind::ScatterND:
+    case PrimKind::Sort:
+    case PrimKind::ArgSort:
+    case PrimKind::TopK:
+    case PrimKind::Conv:
+    case PrimKind::ConvTranspose:
+    case PrimKind::Pool:
+    case PrimKind::RandomBits:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+void remove_identities(Tape& tape) {
+  auto forward = identity_forwarding(tape);
+  std::vector<Step> kept;
+  for (auto& s : tape.steps) {
+    if (is_identity(tape, s)) {
+      forward[s.outputs[0]] = s.inputs[0];
+      continue;
+    }
+    kept.push_back(std::move(s));
+  }
+  tape.steps = std::move(kept);
+  apply_forwarding(tape, forward);
+}
+
+void merge_scalar_constants(Tape& tape) {
+  auto forward = identity_forwarding(tape);
+  std::unordered_map<std::string, int> seen;  // dtype + bits -> first constant
+  std::vector<std::pair<int, Array>> kept;
+  for (auto& [id, a] : tape.constants) {
+    if (a.ndim() == 0) {
+      Array c = a;
+      std::string key(1, static_cast<char>(c.dtype()));
+      key.append(static_cast<const char*>(c.data()), c.itemsize());
+      auto [it, inserted] = seen.emplace(key, id);
+      if (!inserted) {
+        forward[id] = it->second;
+        continue;
+      }
+    }
+    kept.emplace_back(id, a);
+  }
+  tape.constants = std::move(kept);
+  apply_forwarding(tape, forward);
+}
+
+void eliminate_common_subexpressions(Tape& tape) {
+  struct KeyHash {
+    const Tape* tape;
+    size_t operator()(const Step* s) const {
+      size_t h = s->prim.hash();
+      for (int in : s->inputs) h = h * 1000003u ^ static_cast<size_t>(in);
+      for (int o : s->outputs) {
+        const auto& v = tape->values[o];
+        h = h * 31u + static_cast<size_t>(v.dtype);
+        for (auto d : v.shape) h = h * 31u + static_cast<size_t>(d);
+      }
+      return h;
+    }
+  };
+  struct KeyEq {
+    const Tape* tape;
+    bool operator()(const Step* a, const Step* b) const {
+      if (!(a->prim == b->prim) || a->inputs != b->inputs || a->outputs.size() != b->outputs.size()) return false;
+      for (size_t i = 0; i < a->outputs.size(); ++i) {
+        const auto& va = tape->values[a->outputs[i]];
+        const auto& vb = tape->values[b->outputs[i]];
+        if (va.shape != vb.shape || va.dtype != vb.dtype) return false;
+      }
+      return true;
+    }
+  };
+  auto forward = identity_forwarding(tape);
+  std::unordered_map<const Step*, const Step*, KeyHash, KeyEq> seen(16, KeyHash{&tape}, KeyEq{&tape});
+  std::vector<Step> kept;
+  kept.reserve(tape.steps.size());
+  // Inputs are rewritten as we go, so equal steps over merged values are found in one pass.
+  std::vector<Step> steps = std::move(tape.steps);
+  auto resolve = [&](int v) {
+    while (forward[v] != v) v = forward[v];
+    return v;
+  };
+  std::vector<std::unique_ptr<Step>> owned;
+  owned.reserve(steps.size());
+  for (auto& s : steps) {
+    for (int& in : s.inputs) in = resolve(in);
+    owned.push_back(std::make_unique<Step>(std::move(s)));
+    const Step* cur = owned.back().get();
+    auto [it, inserted] = seen.emplace(cur, cur);
+    if (!inserted) {
+      for (size_t i = 0; i < cur->outputs.size(); ++i) forward[cur->outputs[i]] = it->second->outputs[i];
+      owned.back().reset();
+    }
+  }
+  for (auto& p : owned)
+    if (p) kept.push_back(std::move(*p));
+  tape.steps = std::move(kept);
+  apply_forwarding(tape, forward);
+}
+
+void eliminate_dead_steps(Tape& tape) {
+  std::vector<char> live(tape.values.size(), 0);
+  for (int o : tape.outputs) live[o] = 1;
+  std::vector<char> keep(tape.steps.size(), 0);
+  for (size_t i = tape.steps.size(); i-- > 0;) {
+    const Step& s = tape.steps[i];
+    bool used = std::any_of(s.outputs.begin(), s.outputs.end(), [&](int o) { return live[o] != 0; });
+    if (!used) continue;
+    keep[i] = 1;
+    for (int in : s.inputs) live[in] = 1;
+  }
+  std::vector<Step> kept;
+  for (size_t i = 0; i < tape.steps.size(); ++i)
+    if (keep[i]) kept.push_back(std::move(tape.steps[i]));
+  tape.steps = std::move(kept);
+  std::erase_if(tape.constants, [&](const auto& c) { return !live[c.first]; });
+}
+
+void run_passes(Tape& tape, const PassOptions& options) {
+  struct Pass {
+    const char* name;
+    void (*fn)(Tape&);
+  };
+  std::vector<Pass> pipeline = {
+      {"simplify", remove_identities},
+      {"merge_constants", merge_scalar_constants},
+      {"cse", eliminate_common_subexpressions},
+      {"dce", eliminate_dead_steps},
+  };
+  verify_tape(tape, "trace");
+  if (options.dump) options.dump("trace", dump_tape(tape));
+  for (auto& p : pipeline) {
+    if (std::find(options.disabled.begin(), options.disabled.end(), p.name) != options.disabled.end()) continue;
+    p.fn(tape);
+    verify_tape(tape, p.name);
+    if (options.dump) options.dump(p.name, dump_tape(tape));
+  }
+}
+
+}  // namespace smelt::compiler

@@ -1,0 +1,33 @@
+// The compile passes over a tape, each a named function, and the pipeline that runs them in order.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "src/compile/tape.h"
+
+namespace smelt::compiler {
+
+/// Removes identity views (reshape/broadcast to the same shape, identity transpose or slice) and
+/// same-type casts by forwarding their input. Explicit copies stay.
+void remove_identities(Tape& tape);
+/// Merges equal scalar constants: captured 0-d arrays with the same dtype and bits.
+void merge_scalar_constants(Tape& tape);
+/// Common-subexpression elimination by (primitive, parameters, inputs, output types); multi-output
+/// steps included. One hash lookup per step: linear in the tape.
+void eliminate_common_subexpressions(Tape& tape);
+/// Drops steps and constants that no output depends on.
+void eliminate_dead_steps(Tape& tape);
+
+struct PassOptions {
+  std::vector<std::string> disabled;
+  bool fuse = true;
+  std::function<void(const std::string&, const std::string&)> dump;
+};
+
+/// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce", then
+/// "fuse"), verifying the tape after each.
+void run_passes(Tape& tape, const PassOptions& options);
+
+}  // namespace smelt::compiler

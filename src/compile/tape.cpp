@@ -1,0 +1,155 @@
+// Building, checking, printing and replaying tapes.
+#include "src/compile/tape.h"
+
+#include <sstream>
+#include <unordered_map>
+
+#include "smelt/errors.h"
+#include "smelt/ops.h"
+#include "src/core/node.h"
+
+namespace smelt::compiler {
+
+using detail::Node;
+
+Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>& outputs, Device device) {
+  Tape tape;
+  tape.device = device;
+  std::unordered_map<const Node*, int> ids;
+  for (auto& p : placeholders) {
+    ids[&p.node()] = tape.add_value(p.shape(), p.dtype());
+  }
+  tape.num_inputs = static_cast<int>(placeholders.size());
+
+  std::vector<Array> to_freeze;  // constants, evaluated together at the end
+  // Post-order walk with an explicit stack.
+  struct Frame {
+    Array array;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  auto visit_root = [&](const Array& root) {
+    if (ids.count(&root.node())) return;
+    stack.push_back({root, 0});
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      Node& n = f.array.node();
+      if (ids.count(&n)) {
+        stack.pop_back();
+        continue;
+      }
+      if (!n.tracer) {  // does not depend on a placeholder: a captured constant
+        int id = tape.add_value(n.shape, n.dtype);
+        ids[&n] = id;
+        tape.constants.emplace_back(id, f.array);
+        to_freeze.push_back(f.array);
+        stack.pop_back();
+        continue;
+      }
+      SMELT_ASSERT(n.prim.kind != PrimKind::None, "build_tape: a traced leaf that is not an input of this trace");
+      if (f.next < n.inputs.size()) {
+        Array in = n.inputs[f.next++];
+        if (!ids.count(&in.node())) stack.push_back({in, 0});
+        continue;
+      }
+      Step step;
+      step.prim = n.prim;
+      for (auto& in : n.inputs) step.inputs.push_back(ids.at(&in.node()));
+      if (n.group) {
+        auto& g = *n.group;
+        for (size_t i = 0; i < g.nodes.size(); ++i) {
+          int id = tape.add_value(g.shapes[i], g.dtypes[i]);
+          if (auto sib = g.nodes[i].lock()) ids[sib.get()] = id;
+          step.outputs.push_back(id);
+        }
+      } else {
+        int id = tape.add_value(n.shape, n.dtype);
+        ids[&n] = id;
+        step.outputs.push_back(id);
+      }
+      tape.steps.push_back(std::move(step));
+      stack.pop_back();
+    }
+  };
+  for (auto& o : outputs) visit_root(o);
+  for (auto& o : outputs) tape.outputs.push_back(ids.at(&o.node()));
+  if (!to_freeze.empty()) eval(to_freeze);
+  return tape;
+}
+
+void verify_tape(const Tape& tape, const std::string& after_pass) {
+  auto fail = [&](const std::string& what) {
+    throw Error("internal error: the tape is invalid after pass '" + after_pass + "': " + what);
+  };
+  std::vector<char> defined(tape.values.size(), 0);
+  for (int i = 0; i < tape.num_inputs; ++i) defined[i] = 1;
+  for (auto& [id, a] : tape.constants) {
+    if (id < 0 || id >= static_cast<int>(defined.size()) || defined[id]) fail("constant %" + std::to_string(id));
+    defined[id] = 1;
+  }
+  for (auto& s : tape.steps) {
+    for (int in : s.inputs)
+      if (in < 0 || in >= static_cast<int>(defined.size()) || !defined[in])
+        fail(s.prim.str() + " reads %" + std::to_string(in) + " before it is defined");
+    if (static_cast<int>(s.outputs.size()) != prim_num_outputs(s.prim.kind))
+      fail(s.prim.str() + " has " + std::to_string(s.outputs.size()) + " outputs");
+    for (int out : s.outputs) {
+      if (out < 0 || out >= static_cast<int>(defined.size()) || defined[out])
+        fail(s.prim.str() + " redefines %" + std::to_string(out));
+      defined[out] = 1;
+    }
+  }
+  for (int o : tape.outputs)
+    if (o < 0 || o >= static_cast<int>(defined.size()) || !defined[o]) fail("output %" + std::to_string(o) + " is undefined");
+}
+
+std::string dump_tape(const Tape& tape) {
+  std::ostringstream os;
+  auto type = [&](int id) {
+    const auto& v = tape.values[id];
+    return std::string(dtype_name(v.dtype)) + shape_to_string(v.shape);
+  };
+  for (int i = 0; i < tape.num_inputs; ++i) os << "%" << i << " = input " << i << " : " << type(i) << "\n";
+  for (auto& [id, a] : tape.constants) os << "%" << id << " = constant : " << type(id) << "\n";
+  for (auto& s : tape.steps) {
+    for (size_t i = 0; i < s.outputs.size(); ++i) os << (i ? ", " : "") << "%" << s.outputs[i];
+    os << " = " << s.prim.str() << "(";
+    for (size_t i = 0; i < s.inputs.size(); ++i) os << (i ? ", " : "") << "%" << s.inputs[i];
+    os << ") : ";
+    for (size_t i = 0; i < s.outputs.size(); ++i) os << (i ? ", " : "") << type(s.outputs[i]);
+    os << "\n";
+  }
+  os << "return ";
+  for (size_t i = 0; i < tape.outputs.size(); ++i) os << (i ? ", " : "") << "%" << tape.outputs[i];
+  os << "\n";
+  return os.str();
+}
+
+std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& inputs) {
+  std::vector<Array> values(tape.values.size());
+  for (int i = 0; i < tape.num_inputs; ++i) values[i] = inputs[i];
+  for (auto& [id, a] : tape.constants) values[id] = a;
+  for (auto& s : tape.steps) {
+    std::vector<Array> ins;
+    ins.reserve(s.inputs.size());
+    for (int in : s.inputs) ins.push_back(values[in]);
+    if (s.outputs.size() == 1) {
+      const auto& v = tape.values[s.outputs[0]];
+      values[s.outputs[0]] = make_array(v.shape, v.dtype, tape.device, s.prim, std::move(ins));
+    } else {
+      std::vector<Shape> shapes;
+      std::vector<Dtype> dtypes;
+      for (int o : s.outputs) {
+        shapes.push_back(tape.values[o].shape);
+        dtypes.push_back(tape.values[o].dtype);
+      }
+      auto outs = detail::make_multi_output(std::move(shapes), std::move(dtypes), tape.device, s.prim, std::move(ins));
+      for (size_t i = 0; i < outs.size(); ++i) values[s.outputs[i]] = std::move(outs[i]);
+    }
+  }
+  std::vector<Array> outs;
+  for (int o : tape.outputs) outs.push_back(values[o]);
+  return outs;
+}
+
+}  // namespace smelt::compiler

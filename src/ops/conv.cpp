@@ -1,0 +1,226 @@
+// Convolution and pooling ops: argument checks, output shapes and dtype promotion.
+#include <string>
+
+#include "src/ops/op_utils.h"
+
+namespace smelt {
+
+namespace {
+
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+/// `v` with `k` entries: `def` everywhere when empty; InvalidArgument naming the option otherwise.
+std::vector<int64_t> option(const std::vector<int64_t>& v, size_t k, int64_t def, const std::string& op,
+                            const char* name, const Array& input) {
+  if (v.empty()) return std::vector<int64_t>(k, def);
+  if (v.size() != k)
+    throw InvalidArgument(op + ": " + name + " " + list_str(v) + " has " + std::to_string(v.size()) +
+                          " entries but input " + describe(input) + " has " + std::to_string(k) + " spatial dimension" +
+                          (k == 1 ? "" : "s"));
+  return v;
+}
+
+void check_positive(const std::vector<int64_t>& v, const std::string& op, const char* name) {
+  for (auto x : v)
+    if (x < 1) throw InvalidArgument(op + ": " + name + " must be positive, got " + list_str(v));
+}
+
+void check_non_negative(const std::vector<int64_t>& v, const std::string& op, const char* name) {
+  for (auto x : v)
+    if (x < 0) throw InvalidArgument(op + ": " + name + " must be non-negative, got " + list_str(v));
+}
+
+/// Spatial rank of `input` (rank 3 to 5); `want` > 0 fixes it (conv1d, conv2d).
+size_t spatial_rank(const Array& input, const std::string& op, int want) {
+  int nd = input.ndim();
+  if (want > 0 && nd != want + 2)
+    throw ShapeError(op + ": input must have rank " + std::to_string(want + 2) + " ([N, C" +
+                     (want == 1 ? ", W" : ", H, W") + "]), got " + describe(input));
+  if (nd < 3 || nd > 5)
+    throw ShapeError(op + ": input must have rank 3 to 5 ([N, C, D...] with 1 to 3 spatial dimensions), got " +
+                     describe(input));
+  return static_cast<size_t>(nd - 2);
+}
+
+/// The common dtype of input and weight; bool is refused.
+Dtype conv_dtype(const Array& input, const Array& weight, const std::string& op) {
+  if (input.dtype() == Dtype::Bool || weight.dtype() == Dtype::Bool)
+    throw DtypeError(op + ": bool is not supported (input " + describe(input) + ", weight " + describe(weight) + ")");
+  return promote_types(input.dtype(), weight.dtype());
+}
+
+void check_output_size(int64_t out, size_t axis, const std::string& op, const Array& input, const std::string& detail) {
+  if (out < 1)
+    throw ShapeError(op + ": output size " + std::to_string(out) + " < 1 on spatial axis " + std::to_string(axis) +
+                     " for input " + describe(input) + " (" + detail + ")");
+}
+
+Array conv_impl(const Array& input, const Array& weight, const ConvOptions& o, const std::string& op, int want) {
+  check_valid(input, op.c_str());
+  check_valid(weight, op.c_str());
+  Device device = common_device({input, weight}, op.c_str());
+  size_t k = spatial_rank(input, op, want);
+  if (weight.ndim() != input.ndim())
+    throw ShapeError(op + ": weight " + describe(weight) + " must have the rank of input " + describe(input) +
+                     " ([O, C/groups, K...])");
+  Dtype dtype = conv_dtype(input, weight, op);
+  if (o.groups < 1) throw InvalidArgument(op + ": groups must be positive, got " + std::to_string(o.groups));
+  auto strides = option(o.strides, k, 1, op, "strides", input);
+  auto lo = option(o.padding_lo, k, 0, op, "padding_lo", input);
+  auto hi = option(o.padding_hi, k, 0, op, "padding_hi", input);
+  auto dil = option(o.dilations, k, 1, op, "dilations", input);
+  check_positive(strides, op, "strides");
+  check_positive(dil, op, "dilations");
+  check_non_negative(lo, op, "padding_lo");
+  check_non_negative(hi, op, "padding_hi");
+
+  const Shape& is = input.shape();
+  const Shape& ws = weight.shape();
+  const std::string g = std::to_string(o.groups);
+  if (is[1] % o.groups != 0)
+    throw ShapeError(op + ": input channels " + std::to_string(is[1]) + " of " + describe(input) +
+                     " are not divisible by groups " + g);
+  if (ws[0] % o.groups != 0)
+    throw ShapeError(op + ": output channels " + std::to_string(ws[0]) + " of weight " + describe(weight) +
+                     " are not divisible by groups " + g);
+  if (ws[1] * o.groups != is[1])
+    throw ShapeError(op + ": weight " + describe(weight) + " expects " + std::to_string(ws[1]) + " x " + g +
+                     " groups = " + std::to_string(ws[1] * o.groups) + " input channels, input " + describe(input) +
+                     " has " + std::to_string(is[1]));
+  for (size_t i = 0; i < k; ++i)
+    if (ws[i + 2] < 1) throw ShapeError(op + ": kernel sizes must be positive, weight is " + describe(weight));
+
+  Shape out{is[0], ws[0]};
+  for (size_t i = 0; i < k; ++i) {
+    int64_t eff = dil[i] * (ws[i + 2] - 1) + 1;
+    int64_t span = is[i + 2] + lo[i] + hi[i] - eff;
+    int64_t n = span < 0 ? 0 : span / strides[i] + 1;
+    check_output_size(n, i, op, input,
+                      "kernel " + std::to_string(ws[i + 2]) + " dilated to " + std::to_string(eff) + ", padding " +
+                          std::to_string(lo[i]) + "+" + std::to_string(hi[i]));
+    out.push_back(n);
+  }
+  ConvParams p{strides, lo, hi, dil, o.groups};
+  return make_array(std::move(out), dtype, device, make_prim(PrimKind::Conv, std::move(p)),
+                    {astype(input, dtype), astype(weight, dtype)});
+}
+
+Array pool_impl(const Array& input, const PoolOptions& o, PoolKind kind) {
+  const std::string op = kind == PoolKind::Max ? "max_pool" : "avg_pool";
+  check_valid(input, op.c_str());
+  size_t k = spatial_rank(input, op, 0);
+  if (input.dtype() == Dtype::Bool) throw DtypeError(op + ": bool is not supported (input " + describe(input) + ")");
+  if (o.kernel.size() != k)
+    throw InvalidArgument(op + ": kernel " + list_str(o.kernel) + " has " + std::to_string(o.kernel.size()) +
+                          " entries but input " + describe(input) + " has " + std::to_string(k) + " spatial dimension" +
+                          (k == 1 ? "" : "s"));
+  check_positive(o.kernel, op, "kernel");
+  auto strides = option(o.strides, k, 1, op, "strides", input);
+  auto lo = option(o.padding_lo, k, 0, op, "padding_lo", input);
+  auto hi = option(o.padding_hi, k, 0, op, "padding_hi", input);
+  auto dil = option(o.dilations, k, 1, op, "dilations", input);
+  check_positive(strides, op, "strides");
+  check_positive(dil, op, "dilations");
+  check_non_negative(lo, op, "padding_lo");
+  check_non_negative(hi, op, "padding_hi");
+
+  const Shape& is = input.shape();
+  Shape out{is[0], is[1]};
+  for (size_t i = 0; i < k; ++i) {
+    int64_t eff = dil[i] * (o.kernel[i] - 1) + 1;
+    int64_t span = is[i + 2] + lo[i] + hi[i] - eff;
+    int64_t n = 0;
+    if (span >= 0) {
+      n = (o.ceil_mode ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1;
+      // PyTorch/ONNX: the last window must start inside the input or the left padding.
+      if (o.ceil_mode && (n - 1) * strides[i] >= is[i + 2] + lo[i]) --n;
+    }
+    check_output_size(n, i, op, input,
+                      "kernel " + std::to_string(o.kernel[i]) + " dilated to " + std::to_string(eff) + ", padding " +
+                          std::to_string(lo[i]) + "+" + std::to_string(hi[i]));
+    out.push_back(n);
+  }
+  PoolParams p{kind, o.kernel, strides, lo, hi, dil, kind == PoolKind::Avg && o.count_include_pad};
+  return make_array(std::move(out), input.dtype(), input.device(), make_prim(PrimKind::Pool, std::move(p)), {input});
+}
+
+}  // namespace
+
+Array conv(const Array& input, const Array& weight, const ConvOptions& options) {
+  return conv_impl(input, weight, options, "conv", 0);
+}
+
+Array conv1d(const Array& input, const Array& weight, int64_t stride, int64_t padding, int64_t dilation,
+             int64_t groups) {
+  ConvOptions o{{stride}, {padding}, {padding}, {dilation}, groups};
+  return conv_impl(input, weight, o, "conv1d", 1);
+}
+
+Array conv2d(const Array& input, const Array& weight, std::pair<int64_t, int64_t> stride,
+             std::pair<int64_t, int64_t> padding, std::pair<int64_t, int64_t> dilation, int64_t groups) {
+  ConvOptions o{{stride.first, stride.second},
+                {padding.first, padding.second},
+                {padding.first, padding.second},
+                {dilation.first, dilation.second},
+                groups};
+  return conv_impl(input, weight, o, "conv2d", 2);
+}
+
+Array conv_transpose(const Array& input, const Array& weight, const ConvTransposeOptions& o) {
+  const std::string op = "conv_transpose";
+  check_valid(input, op.c_str());
+  check_valid(weight, op.c_str());
+  Device device = common_device({input, weight}, op.c_str());
+  size_t k = spatial_rank(input, op, 0);
+  if (weight.ndim() != input.ndim())
+    throw ShapeError(op + ": weight " + describe(weight) + " must have the rank of input " + describe(input) +
+                     " ([C, O/groups, K...])");
+  Dtype dtype = conv_dtype(input, weight, op);
+  if (o.groups < 1) throw InvalidArgument(op + ": groups must be positive, got " + std::to_string(o.groups));
+  auto strides = option(o.strides, k, 1, op, "strides", input);
+  auto lo = option(o.padding_lo, k, 0, op, "padding_lo", input);
+  auto hi = option(o.padding_hi, k, 0, op, "padding_hi", input);
+  auto dil = option(o.dilations, k, 1, op, "dilations", input);
+  auto outpad = option(o.output_padding, k, 0, op, "output_padding", input);
+  check_positive(strides, op, "strides");
+  check_positive(dil, op, "dilations");
+  check_non_negative(lo, op, "padding_lo");
+  check_non_negative(hi, op, "padding_hi");
+  check_non_negative(outpad, op, "output_padding");
+
+  const Shape& is = input.shape();
+  const Shape& ws = weight.shape();
+  const std::string g = std::to_string(o.groups);
+  if (is[1] % o.groups != 0)
+    throw ShapeError(op + ": input channels " + std::to_string(is[1]) + " of " + describe(input) +
+                     " are not divisible by groups " + g);
+  if (ws[0] != is[1])
+    throw ShapeError(op + ": weight " + describe(weight) + " expects " + std::to_string(ws[0]) +
+                     " input channels ([C, O/groups, K...]), input " + describe(input) + " has " +
+                     std::to_string(is[1]));
+  for (size_t i = 0; i < k; ++i)
+    if (ws[i + 2] < 1) throw ShapeError(op + ": kernel sizes must be positive, weight is " + describe(weight));
+
+  Shape out{is[0], ws[1] * o.groups};
+  for (size_t i = 0; i < k; ++i) {
+    int64_t n = (is[i + 2] - 1) * strides[i] - lo[i] - hi[i] + dil[i] * (ws[i + 2] - 1) + outpad[i] + 1;
+    check_output_size(n, i, op, input,
+                      "kernel " + std::to_string(ws[i + 2]) + ", stride " + std::to_string(strides[i]) + ", padding " +
+                          std::to_string(lo[i]) + "+" + std::to_string(hi[i]) + ", output_padding " +
+                          std::to_string(outpad[i]));
+    out.push_back(n);
+  }
+  ConvTransposeParams p{strides, lo, hi, dil, outpad, o.groups};
+  return make_array(std::move(out), dtype, device, make_prim(PrimKind::ConvTranspose, std::move(p)),
+                    {astype(input, dtype), astype(weight, dtype)});
+}
+
+Array max_pool(const Array& input, const PoolOptions& options) { return pool_impl(input, options, PoolKind::Max); }
+
+Array avg_pool(const Array& input, const PoolOptions& options) { return pool_impl(input, options, PoolKind::Avg); }
+
+}  // namespace smelt

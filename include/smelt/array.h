@@ -69,31 +69,31 @@ class Array {
   Device device() const;
 
   /// Runs the graph that produces this array (no-op once evaluated).
-  void eval();
+  void eval() const;
   bool is_evaluated() const;
 
   /// Element strides of the evaluated data (evaluates first).
-  const Strides& strides();
+  const Strides& strides() const;
   /// True when the evaluated data is row-major contiguous (evaluates first).
-  bool is_contiguous();
+  bool is_contiguous() const;
   /// Pointer to the first element of the evaluated data (evaluates first; CPU arrays only).
-  const void* data();
+  const void* data() const;
   template <class T>
-  const T* data() {
+  const T* data() const {
     check_element_type(dtype_of<T>(), "Array::data");
     return static_cast<const T*>(data());
   }
 
   /// The single element converted to T with astype's rules (evaluates; size must be 1).
   template <class T>
-  T item() {
+  T item() const {
     T out;
     copy_converted(&out, dtype_of<T>(), 1, "item");
     return out;
   }
   /// All elements in row-major order converted to T with astype's rules (evaluates).
   template <class T>
-  std::vector<T> to_vector() {
+  std::vector<T> to_vector() const {
     std::vector<T> out(static_cast<size_t>(size()));
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<uint8_t> tmp(out.size());
@@ -106,7 +106,7 @@ class Array {
   }
 
   /// NumPy-like text: `array([[1, 2], [3, 4]], dtype=int32)`. Evaluates.
-  std::string to_string();
+  std::string to_string() const;
 
   /// A process-unique id of the node (stable while the handle lives).
   uint64_t id() const;
@@ -114,7 +114,7 @@ class Array {
   const std::shared_ptr<detail::Node>& node_ptr() const { return node_; }
 
  private:
-  void copy_converted(void* out, Dtype out_dtype, int64_t count, const char* what);
+  void copy_converted(void* out, Dtype out_dtype, int64_t count, const char* what) const;
   void check_element_type(Dtype requested, const char* what) const;
   std::shared_ptr<detail::Node> node_;
 };

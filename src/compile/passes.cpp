@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "src/compile/fuse.h"
 #include "src/core/node.h"
 
 namespace smelt::compiler {
@@ -76,6 +77,7 @@ bool is_identity(const Tape& tape, const Step& s) {
     case PrimKind::ConvTranspose:
     case PrimKind::Pool:
     case PrimKind::RandomBits:
+    case PrimKind::Fused:
       return false;
   }
   return false;
@@ -201,6 +203,7 @@ void run_passes(Tape& tape, const PassOptions& options) {
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_steps},
   };
+  if (options.fuse) pipeline.push_back({"fuse", fuse_elementwise});
   verify_tape(tape, "trace");
   if (options.dump) options.dump("trace", dump_tape(tape));
   for (auto& p : pipeline) {

@@ -91,7 +91,8 @@ void verify_tape(const Tape& tape, const std::string& after_pass) {
     for (int in : s.inputs)
       if (in < 0 || in >= static_cast<int>(defined.size()) || !defined[in])
         fail(s.prim.str() + " reads %" + std::to_string(in) + " before it is defined");
-    if (static_cast<int>(s.outputs.size()) != prim_num_outputs(s.prim.kind))
+    int arity = prim_num_outputs(s.prim.kind);
+    if ((arity > 0 && static_cast<int>(s.outputs.size()) != arity) || s.outputs.empty())
       fail(s.prim.str() + " has " + std::to_string(s.outputs.size()) + " outputs");
     for (int out : s.outputs) {
       if (out < 0 || out >= static_cast<int>(defined.size()) || defined[out])

@@ -219,23 +219,23 @@ detail::Node& Array::node() const {
   return *node_;
 }
 
-void Array::eval() {
+void Array::eval() const {
   check_valid(node_, "eval");
   if (node_->evaluated) return;
   smelt::eval({*this});
 }
 
-const Strides& Array::strides() {
+const Strides& Array::strides() const {
   eval();
   return node_->strides;
 }
 
-bool Array::is_contiguous() {
+bool Array::is_contiguous() const {
   eval();
   return is_row_contiguous(node_->shape, node_->strides);
 }
 
-const void* Array::data() {
+const void* Array::data() const {
   eval();
   if (node_->device.type != Device::Type::Cpu)
     throw UnsupportedError("data: the array lives on " + node_->device.str() +
@@ -249,7 +249,7 @@ void Array::check_element_type(Dtype requested, const char* what) const {
                      dtype_name(dtype()) + " array");
 }
 
-void Array::copy_converted(void* out, Dtype out_dtype, int64_t count, const char* what) {
+void Array::copy_converted(void* out, Dtype out_dtype, int64_t count, const char* what) const {
   check_valid(node_, what);
   if (std::string(what) == "item" && size() != 1)
     throw ShapeError("item: the array has " + std::to_string(size()) + " elements (shape " +
@@ -293,7 +293,7 @@ std::string format_element(T v) {
 
 }  // namespace
 
-std::string Array::to_string() {
+std::string Array::to_string() const {
   check_valid(node_, "to_string");
   Array c = *this;
   c.eval();

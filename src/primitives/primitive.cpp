@@ -190,6 +190,7 @@ struct Hasher {
     add_vec(p.dilations);
     add(p.count_include_pad);
   }
+  void operator()(const FusedParams& p) { add(p.hash()); }
 };
 
 template <class V>
@@ -248,6 +249,7 @@ struct Printer {
        << ", strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
        << ", dilations=" << list(p.dilations);
   }
+  void operator()(const FusedParams& p) { os << p.str(); }
 };
 
 }  // namespace

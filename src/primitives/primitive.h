@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -11,6 +12,10 @@
 #include "src/primitives/scalar.h"
 
 namespace smelt {
+
+namespace codegen {
+struct FusedKernel;
+}
 
 // Element-wise operators carried by the Unary and Binary primitives. Switches over them have no
 // `default:` so that adding one lists every kernel that must handle it.
@@ -155,6 +160,15 @@ struct PoolParams {
   bool operator==(const PoolParams&) const = default;
 };
 
+/// A generated kernel for a group of element-wise steps (made by compile's fuse pass). Equal when
+/// the programs are equal; every output has the node's shape, inputs broadcast to it.
+struct FusedParams {
+  std::shared_ptr<const codegen::FusedKernel> kernel;
+  bool operator==(const FusedParams& o) const;
+  size_t hash() const;
+  std::string str() const;
+};
+
 // ---- The registry. X(Name, Params, outputs): every primitive, once. ---------------------------
 // Inputs by primitive:
 //   Full, Arange: none                Unary, Cast, Copy, views, Reduce, ...: one
@@ -164,6 +178,7 @@ struct PoolParams {
 //   Matmul: a [..., M, K], b [..., K, N] with equal batch shapes
 //   Conv, ConvTranspose: input, weight              RandomBits: key (uint32 [2])
 //   TopK: two outputs (values, int64 indices)
+//   Fused: any number of inputs and outputs (0 in the table means variadic)
 #define SMELT_PRIMITIVES(X)                          \
   X(Full, FullParams, 1)                             \
   X(Arange, ArangeParams, 1)                         \
@@ -194,7 +209,8 @@ struct PoolParams {
   X(Conv, ConvParams, 1)                             \
   X(ConvTranspose, ConvTransposeParams, 1)           \
   X(Pool, PoolParams, 1)                             \
-  X(RandomBits, NoParams, 1)
+  X(RandomBits, NoParams, 1)                         \
+  X(Fused, FusedParams, 0)
 
 enum class PrimKind : uint8_t {
   None,  // a leaf: data given, or already evaluated
@@ -207,7 +223,7 @@ using PrimParams = std::variant<NoParams, UnaryParams, BinaryParams, CastParams,
                                 ArangeParams, ShapeParams, PermParams, SliceParams, AxisParams,
                                 PadParams, ReduceParams, ArgReduceParams, ScanParams,
                                 GatherNDParams, ScatterParams, SortParams, TopKParams, ConvParams,
-                                ConvTransposeParams, PoolParams>;
+                                ConvTransposeParams, PoolParams, FusedParams>;
 
 /// A primitive with its parameters: what a node computes from its inputs.
 struct Primitive {
@@ -225,7 +241,7 @@ struct Primitive {
 };
 
 const char* prim_name(PrimKind kind);
-/// Number of outputs of the primitive.
+/// Number of outputs of the primitive (0: variadic, as for Fused).
 int prim_num_outputs(PrimKind kind);
 /// True for primitives whose output aliases the input's buffer (views).
 bool prim_is_view(PrimKind kind);

@@ -9,6 +9,7 @@
 #include "smelt/telemetry.h"
 #include "src/codegen/fused_kernel.h"
 #include "src/codegen/kernel_builder.h"
+#include "src/compile/passes.h"
 
 namespace smelt::compiler {
 
@@ -87,6 +88,11 @@ void fuse_elementwise(Tape& tape) {
   std::vector<char> is_output(tape.values.size(), 0);
   for (int o : tape.outputs) is_output[o] = 1;
 
+  // Captured scalars (0-d constants, such as the C++ numbers in `x * 2.0f`) become literals.
+  std::unordered_map<int, const Array*> scalar_constant;
+  for (auto& [id, a] : tape.constants)
+    if (a.ndim() == 0) scalar_constant[id] = &a;
+
   std::vector<int> group_of(nsteps, -1);
   std::vector<Group> groups;
   // Roots from the end: a compute step not yet taken starts a group that grows toward inputs.
@@ -146,8 +152,21 @@ void fuse_elementwise(Tape& tape) {
     std::unordered_set<int> members(g.steps.begin(), g.steps.end());
     auto operand = [&](int value) -> int {
       if (auto it = instr_of.find(value); it != instr_of.end()) return it->second;
+      if (auto c = scalar_constant.find(value); c != scalar_constant.end()) {
+        codegen::Instr k{};
+        k.kind = codegen::InstrKind::Constant;
+        k.dtype = tape.values[value].dtype;
+        k.value = Scalar::load(c->second->data(), k.dtype);
+        prog.instrs.push_back(k);
+        int idx = static_cast<int>(prog.instrs.size()) - 1;
+        instr_of[value] = idx;
+        return idx;
+      }
       // A value from outside the group: a kernel input.
-      codegen::Instr in{codegen::InstrKind::Input, tape.values[value].dtype, {}, static_cast<int>(arg_values.size())};
+      codegen::Instr in{};
+      in.kind = codegen::InstrKind::Input;
+      in.dtype = tape.values[value].dtype;
+      in.index = static_cast<int>(arg_values.size());
       prog.input_dtypes.push_back(tape.values[value].dtype);
       arg_values.push_back(value);
       prog.instrs.push_back(in);
@@ -217,6 +236,7 @@ void fuse_elementwise(Tape& tape) {
     else if (!removed[i]) steps.push_back(std::move(tape.steps[i]));
   }
   tape.steps = std::move(steps);
+  eliminate_dead_steps(tape);  // constants now inlined as literals
 }
 
 }  // namespace smelt::compiler

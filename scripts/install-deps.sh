@@ -8,6 +8,8 @@ PACKAGES=(
   ninja-build       # the generator the presets use
   ccache            # faster rebuilds (optional at build time)
   libopenblas-dev   # GEMM for float32/float64 matmul and convolution
+  libprotobuf-dev   # ONNX: reading .onnx models (protobuf runtime and headers)
+  protobuf-compiler # ONNX: protoc generates the C++ classes of src/onnx/proto/onnx.proto
   libgtest-dev      # unit tests
   libgmock-dev      # unit tests (matchers)
   libbenchmark-dev  # benchmarks in bench/

@@ -23,7 +23,11 @@ enum class CompileFallback : uint8_t {
 struct CompileOptions {
   /// Entries kept per compiled function; the least recently used is evicted past it.
   size_t cache_capacity = 64;
-  /// Key on dtypes and ranks only: one trace serves every shape of the traced ranks.
+  /// Key on dtypes and ranks only: one trace serves every shape of the traced ranks, and each
+  /// replay recomputes the shapes from the real inputs. Tracing raises ShapeError (whatever
+  /// `fallback` says) for ops whose parameters fix a shape that would depend on the inputs
+  /// (reshape to another fixed shape, broadcast_to, slice, random draws). Inputs with a
+  /// zero-size axis keep their exact shape in the key. See docs/compile.md.
   bool shapeless = false;
   /// Fuse element-wise chains into generated kernels.
   bool fuse = true;

@@ -155,16 +155,58 @@ const char* binary_fn(BinaryOp op) {
   return "?";
 }
 
+// Constants, once per call before the loops. Float constants are read through a volatile so
+// the compiler cannot fold them into the math: it would rewrite pow(x, 2) as x * x and
+// pow(x, -1) as 1 / x, which round differently from the C library's pow that the unfused
+// kernel calls with the same value read from memory.
+void emit_constants(std::ostringstream& os, const FusedProgram& p) {
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr& in = p.instrs[i];
+    if (in.kind != InstrKind::Constant) continue;
+    switch (in.dtype) {
+      case Dtype::Float32:
+      case Dtype::Float64:
+        os << "  volatile " << cpp_type(in.dtype) << " k" << i << " = " << cpp_literal(in.value) << ";\n";
+        os << "  const " << cpp_type(in.dtype) << " v" << i << " = k" << i << ";\n";
+        break;
+      case Dtype::Float16:
+      case Dtype::BFloat16: {
+        const uint16_t bits = in.dtype == Dtype::Float16 ? double_to_half(in.value.f) : double_to_bfloat16(in.value.f);
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%04x", bits);
+        os << "  volatile uint16_t k" << i << " = " << hex << ";\n";
+        os << "  const " << cpp_type(in.dtype) << " v" << i << " = " << cpp_type(in.dtype) << "::from_bits(k" << i
+           << ");\n";
+        break;
+      }
+      case Dtype::Bool:
+      case Dtype::Int8:
+      case Dtype::Int16:
+      case Dtype::Int32:
+      case Dtype::Int64:
+      case Dtype::UInt8:
+      case Dtype::UInt16:
+      case Dtype::UInt32:
+      case Dtype::UInt64:
+        // Integer math is exact: folding cannot change a result, and division by a known
+        // constant becomes a multiply.
+        os << "  const " << cpp_type(in.dtype) << " v" << i << " = " << cpp_literal(in.value) << ";\n";
+        break;
+    }
+  }
+}
+
 // The body computing every instruction for one element; `load(k)` reads input k.
 template <class Load>
 void emit_body(std::ostringstream& os, const FusedProgram& p, const char* indent, Load load) {
   for (size_t i = 0; i < p.instrs.size(); ++i) {
     const Instr& in = p.instrs[i];
+    if (in.kind == InstrKind::Constant) continue;  // defined before the loops
     os << indent << "const " << cpp_type(in.dtype) << " v" << i << " = ";
     auto operand_type = [&](size_t k) { return cpp_type(p.instrs[in.operands[k]].dtype); };
     switch (in.kind) {
       case InstrKind::Input: os << load(in.index); break;
-      case InstrKind::Constant: os << cpp_literal(in.value); break;
+      case InstrKind::Constant: break;
       case InstrKind::Unary:
         os << "smelt::scalar::" << unary_fn(in.unary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ")";
         break;
@@ -200,6 +242,7 @@ std::string emit_cpu_kernel(const FusedProgram& p) {
   for (size_t k = 0; k < nout; ++k)
     os << "  " << cpp_type(p.output_dtype(k)) << "* __restrict out" << k << " = reinterpret_cast<"
        << cpp_type(p.output_dtype(k)) << "*>(args[" << nin + k << "]);\n";
+  emit_constants(os, p);
   // Contiguous: flat indices, a loop the compiler can vectorize.
   os << "  if (contiguous) {\n    for (int64_t i = begin; i < end; ++i) {\n";
   emit_body(os, p, "      ", [](int k) { return "in" + std::to_string(k) + "[i]"; });

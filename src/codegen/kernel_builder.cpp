@@ -3,15 +3,18 @@
 
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
@@ -83,7 +86,12 @@ std::string run_compiler(const std::string& src, const std::string& out) {
   if (rc != 0) {
     std::ifstream f(log);
     std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    msg = "`" + compiler() + "` exited with status " + std::to_string(rc) + ": " + all.substr(0, 2000);
+    // std::system returns a wait status: say what the compiler did, not the raw number.
+    std::string how = rc == -1                ? "could not be started"
+                      : WIFEXITED(rc)         ? "exited with status " + std::to_string(WEXITSTATUS(rc))
+                      : WIFSIGNALED(rc)       ? "was killed by signal " + std::to_string(WTERMSIG(rc))
+                                              : "failed (wait status " + std::to_string(rc) + ")";
+    msg = "`" + compiler() + "` " + how + (all.empty() ? "" : ": " + all.substr(0, 2000));
   }
   std::error_code ec;
   fs::remove(log, ec);
@@ -92,7 +100,9 @@ std::string run_compiler(const std::string& src, const std::string& out) {
 
 struct Cache {
   std::mutex mutex;
+  std::condition_variable built;                        // signalled when a build ends
   std::unordered_map<std::string, CpuKernelFn> loaded;  // hash -> function
+  std::unordered_set<std::string> building;             // hashes some thread is building now
 };
 
 Cache& cache() {
@@ -125,12 +135,29 @@ BuiltKernel get_cpu_kernel(const FusedProgram& program) {
   BuiltKernel k;
   k.hash = hex;
 
+  // The lock is not held while compiling: other threads keep building and loading other
+  // kernels; a thread that needs the kernel being built waits for it instead of building twice.
   auto& c = cache();
-  std::lock_guard lock(c.mutex);
-  if (auto it = c.loaded.find(k.hash); it != c.loaded.end()) {
-    k.fn = it->second;
-    return k;
+  {
+    std::unique_lock lock(c.mutex);
+    c.built.wait(lock, [&] { return c.loaded.count(k.hash) || !c.building.count(k.hash); });
+    if (auto it = c.loaded.find(k.hash); it != c.loaded.end()) {
+      k.fn = it->second;
+      return k;
+    }
+    c.building.insert(k.hash);
   }
+  struct EndBuild {
+    Cache& c;
+    const std::string& hash;
+    ~EndBuild() {
+      {
+        std::lock_guard lock(c.mutex);
+        c.building.erase(hash);
+      }
+      c.built.notify_all();
+    }
+  } end_build{c, k.hash};
   auto t0 = std::chrono::steady_clock::now();
   fs::path dir = fs::path(kernel_cache_dir()) / "cpu";
   std::error_code ec;
@@ -172,7 +199,11 @@ BuiltKernel get_cpu_kernel(const FusedProgram& program) {
   if (!handle) throw UnsupportedError("fuse: cannot load the fused kernel " + so.string());
   auto fn = reinterpret_cast<CpuKernelFn>(dlsym(handle, kCpuKernelSymbol));
   if (!fn) throw UnsupportedError(std::string("fuse: the kernel library lacks ") + kCpuKernelSymbol);
-  c.loaded.emplace(k.hash, fn);
+  {
+    std::lock_guard lock(c.mutex);
+    c.loaded.emplace(k.hash, fn);
+  }
+  c.built.notify_all();
   k.fn = fn;
   if (telemetry::enabled()) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

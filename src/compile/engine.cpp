@@ -1,15 +1,19 @@
 // The compile engine: keys, the LRU cache with miss explanations, tracing, and replay.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "smelt/compile.h"
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
 #include "src/compile/passes.h"
+#include "src/compile/shapeless.h"
 #include "src/compile/tape.h"
 #include "src/core/node.h"
 
@@ -48,7 +52,9 @@ struct CallKey {
   std::string structure;  // tree structure and static leaves
   Device device;
   std::vector<Dtype> dtypes;
-  std::vector<Shape> shapes;  // ranks only (as [-1,...]) when shapeless
+  // Ranks only (as [-1,...]) when shapeless, except for inputs with a zero-size axis: ops take
+  // other paths for empty arrays (softmax, logsumexp, max's check), so those keep their shape.
+  std::vector<Shape> shapes;
 
   bool operator==(const CallKey&) const = default;
   size_t hash() const {
@@ -70,7 +76,13 @@ struct Entry {
   CallKey signature;
   compiler::Tape tape;
   std::string out_structure;
+  std::optional<compiler::ShapelessPlan> shapeless;  // set when the entry serves any shape of its ranks
 };
+
+bool has_zero_axis(const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); }
+
+/// True when a shapeless key component stands for every shape of its rank.
+bool rank_only(const Shape& key) { return !key.empty() && key[0] == -1; }
 
 class CompileEngine {
  public:
@@ -101,6 +113,7 @@ class CompileEngine {
       }
     }
     out_structure = entry->out_structure;
+    if (entry->shapeless) return compiler::replay_shapeless(entry->tape, *entry->shapeless, inputs, name_);
     return compiler::replay_tape(entry->tape, inputs);
   }
 
@@ -118,13 +131,16 @@ class CompileEngine {
     s.device = inputs.empty() ? default_device() : inputs[0].device();
     for (auto& a : inputs) {
       s.dtypes.push_back(a.dtype());
-      s.shapes.push_back(options_.shapeless ? Shape(a.ndim(), -1) : a.shape());
+      bool ranks = options_.shapeless && !has_zero_axis(a.shape());
+      s.shapes.push_back(ranks ? Shape(a.ndim(), -1) : a.shape());
     }
     return s;
   }
 
   // The component of `sig` that differs from the closest cached key, for the miss reason.
   std::string explain_miss(const CallKey& sig) const {
+    if (evicted_.count(sig.hash()))
+      return "evicted earlier (cache capacity " + std::to_string(options_.cache_capacity) + ")";
     if (lru_.empty()) return "first call";
     std::string best;
     size_t best_diffs = SIZE_MAX;
@@ -140,11 +156,18 @@ class CompileEngine {
           if (o.dtypes[i] != sig.dtypes[i])
             diffs.push_back("input " + std::to_string(i) + ": dtype " + dtype_name(o.dtypes[i]) + " -> " +
                             dtype_name(sig.dtypes[i]));
-          if (o.shapes[i] != sig.shapes[i])
-            diffs.push_back("input " + std::to_string(i) + ": " + (options_.shapeless ? "rank " : "shape ") +
-                            (options_.shapeless ? std::to_string(o.shapes[i].size()) : shape_to_string(o.shapes[i])) +
-                            " -> " +
-                            (options_.shapeless ? std::to_string(sig.shapes[i].size()) : shape_to_string(sig.shapes[i])));
+          if (o.shapes[i] == sig.shapes[i]) continue;
+          auto key_str = [](const Shape& k) {
+            return rank_only(k) ? "rank " + std::to_string(k.size()) : "shape " + shape_to_string(k);
+          };
+          if (options_.shapeless && rank_only(o.shapes[i]) && rank_only(sig.shapes[i]))
+            diffs.push_back("input " + std::to_string(i) + ": rank " + std::to_string(o.shapes[i].size()) + " -> " +
+                            std::to_string(sig.shapes[i].size()));
+          else if (options_.shapeless)
+            diffs.push_back("input " + std::to_string(i) + ": " + key_str(o.shapes[i]) + " -> " + key_str(sig.shapes[i]));
+          else
+            diffs.push_back("input " + std::to_string(i) + ": shape " + shape_to_string(o.shapes[i]) + " -> " +
+                            shape_to_string(sig.shapes[i]));
         }
       }
       if (diffs.size() < best_diffs) {
@@ -180,8 +203,15 @@ class CompileEngine {
       if (telemetry::enabled())
         telemetry::emit({"compile.trace", trace_ms,
                          {{"function", name_}, {"reason", reason}, {"steps", std::to_string(entry->tape.steps.size())}}});
+      // Shapeless entries are checked on the traced tape first, so that an error names the op
+      // the user wrote, then planned again on the optimized tape that replays.
+      const bool shapeless =
+          options_.shapeless && std::all_of(sig.shapes.begin(), sig.shapes.end(),
+                                            [](const Shape& k) { return k.empty() || rank_only(k); });
+      if (shapeless) compiler::prepare_shapeless(entry->tape, name_);
       compiler::PassOptions po{options_.disabled_passes, options_.fuse, options_.dump};
       compiler::run_passes(entry->tape, po);
+      if (shapeless) entry->shapeless = compiler::plan_shapeless(entry->tape, name_);
     } catch (const UnknownValueError& e) {
       return fallback_or_throw(e.what());
     } catch (const UnsupportedError& e) {
@@ -210,6 +240,9 @@ class CompileEngine {
       if (telemetry::enabled())
         telemetry::emit({"compile.cache.evict", 0.0, {{"function", name_}, {"reason", "capacity " + std::to_string(options_.cache_capacity)}}});
       index_.erase(victim->signature);
+      // Remembered (by hash, bounded) so that its next miss says it was evicted.
+      if (evicted_.size() >= 16 * std::max<size_t>(options_.cache_capacity, 1)) evicted_.clear();
+      evicted_.insert(victim->signature.hash());
       lru_.pop_back();
       stats_.evictions++;
     }
@@ -230,6 +263,7 @@ class CompileEngine {
   mutable std::mutex mutex_;
   std::list<std::shared_ptr<Entry>> lru_;
   std::unordered_map<CallKey, std::list<std::shared_ptr<Entry>>::iterator, CallKeyHash> index_;
+  std::unordered_set<size_t> evicted_;  // hashes of evicted keys
   CompileStats stats_;
   bool warned_ = false;
 };

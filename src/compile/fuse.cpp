@@ -104,7 +104,27 @@ void fuse_elementwise(Tape& tape) {
     int gid = static_cast<int>(groups.size());
     group_of[root] = gid;
     g.steps.push_back(root);
+    // Members of this group. Broadcasts and constants cost nothing to recompute, so several
+    // groups may each take a copy of one (a scalar broadcast feeding many chains); only
+    // arithmetic steps belong to one group (group_of).
+    std::unordered_set<int> in_group{root};
     int compute = 1;
+    // The kernel's arguments as the group grows: values read from outside (scalar constants
+    // are literals, not arguments) and the outputs. A step that would push them past
+    // kMaxFusedArguments stays outside, so a wide tree splits into several kernels instead of
+    // none.
+    std::unordered_set<int> reads;
+    int outputs = 1;
+    auto external_reads = [&](const Step& s, std::vector<int>& out) {
+      for (int in : s.inputs)
+        if (!scalar_constant.count(in) && (producer[in] < 0 || !in_group.count(producer[in])) && !reads.count(in))
+          out.push_back(in);
+    };
+    {
+      std::vector<int> first;
+      external_reads(rs, first);
+      reads.insert(first.begin(), first.end());
+    }
     // Grow toward the inputs until nothing more joins: a value rejected because one of its
     // consumers had not joined yet is looked at again on the next sweep.
     for (bool added = true; added;) {
@@ -112,7 +132,7 @@ void fuse_elementwise(Tape& tape) {
       for (size_t k = 0; k < g.steps.size(); ++k) {
         for (int in : tape.steps[g.steps[k]].inputs) {
           int p = producer[in];
-          if (p < 0 || group_of[p] >= 0) continue;
+          if (p < 0 || group_of[p] >= 0 || in_group.count(p)) continue;
           const Step& ps = tape.steps[p];
           Role r = role_of(tape, ps);
           if (r == Role::None || ps.outputs.size() != 1) continue;
@@ -121,12 +141,26 @@ void fuse_elementwise(Tape& tape) {
           // broadcasts and constants (free), not for arithmetic (it could multiply the work).
           if (r == Role::Compute && pshape != g.shape) continue;
           if (r != Role::Compute && !broadcastable_to(pshape, g.shape)) continue;
-          if (is_output[ps.outputs[0]] && pshape != g.shape) continue;
+          if (is_output[ps.outputs[0]] && (pshape != g.shape || r != Role::Compute)) continue;
+          // An arithmetic value joins only when every consumer is an arithmetic step of this
+          // group: otherwise it must still be stored for the others.
           bool all_inside = std::all_of(consumers[ps.outputs[0]].begin(), consumers[ps.outputs[0]].end(),
                                         [&](int c) { return group_of[c] == gid; });
-          if (!all_inside) continue;
+          if (r == Role::Compute && !all_inside) continue;
           if (r == Role::Compute && compute + 1 > kMaxFusedInstructions) continue;
-          group_of[p] = gid;
+          std::vector<int> fresh;
+          external_reads(ps, fresh);
+          std::sort(fresh.begin(), fresh.end());
+          fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
+          const int pout = ps.outputs[0];
+          const int args = static_cast<int>(reads.size()) - static_cast<int>(reads.count(pout)) +
+                           static_cast<int>(fresh.size()) + outputs + (is_output[pout] ? 1 : 0);
+          if (args > kMaxFusedArguments) continue;
+          reads.erase(pout);
+          reads.insert(fresh.begin(), fresh.end());
+          outputs += is_output[pout] ? 1 : 0;
+          if (r == Role::Compute) group_of[p] = gid;
+          in_group.insert(p);
           g.steps.push_back(p);
           if (r == Role::Compute) ++compute;
           added = true;
@@ -206,9 +240,10 @@ void fuse_elementwise(Tape& tape) {
       prog.instrs.push_back(std::move(ins));
       instr_of[out] = static_cast<int>(prog.instrs.size()) - 1;
     }
-    // Outputs: the root, and any member value used outside the group (function outputs).
+    // Outputs: the root, and any arithmetic member used outside the group (function outputs).
     std::vector<int> out_values;
     for (int si : g.steps) {
+      if (role_of(tape, tape.steps[si]) != Role::Compute) continue;
       int v = tape.steps[si].outputs[0];
       bool outside = is_output[v];
       for (int c : consumers[v]) outside = outside || !members.count(c);
@@ -221,13 +256,16 @@ void fuse_elementwise(Tape& tape) {
       kernel = codegen::make_fused_kernel(std::move(prog), tape.device);
     } catch (const UnsupportedError& e) {
       if (telemetry::enabled()) telemetry::emit({"compile.fallback", 0.0, {{"op", "fuse"}, {"reason", e.what()}}});
-      return;  // keep this and every later group unfused: the compiler is not usable
+      break;  // keep this and every later group unfused (the compiler is not usable); earlier ones stay fused
     }
     Step fused;
     fused.prim = make_prim(PrimKind::Fused, FusedParams{kernel});
     fused.inputs = arg_values;
     fused.outputs = out_values;
-    for (int si : g.steps) removed[si] = 1;
+    // Broadcasts and constants stay: other groups or steps may read them; the DCE below drops
+    // those that nobody reads any more.
+    for (int si : g.steps)
+      if (role_of(tape, tape.steps[si]) == Role::Compute) removed[si] = 1;
     fused_at[g.steps.back()] = std::move(fused);
   }
   std::vector<Step> steps;

@@ -83,16 +83,79 @@ bool is_identity(const Tape& tape, const Step& s) {
   return false;
 }
 
+// A view of a view of the same kind reads the first view's input directly: reshapes and
+// broadcasts of reshapes and broadcasts, transposes of transposes (permutations composed).
+// Chains that cancel out (squeeze of expand_dims, a transpose undone) then become identities.
+void fold_view_of_view(Step& s, const Step& inner) {
+  switch (s.prim.kind) {
+    case PrimKind::Reshape:
+    case PrimKind::Broadcast:
+      s.inputs[0] = inner.inputs[0];
+      return;
+    case PrimKind::Transpose: {
+      const auto& outer = s.prim.get<PermParams>().perm;
+      const auto& first = inner.prim.get<PermParams>().perm;
+      std::vector<int> composed(outer.size());
+      for (size_t i = 0; i < outer.size(); ++i) composed[i] = first[outer[i]];
+      s.prim = make_prim(PrimKind::Transpose, PermParams{composed});
+      s.inputs[0] = inner.inputs[0];
+      return;
+    }
+    case PrimKind::None:
+    case PrimKind::Full:
+    case PrimKind::Arange:
+    case PrimKind::Unary:
+    case PrimKind::Binary:
+    case PrimKind::Select:
+    case PrimKind::Cast:  // two conversions may round twice: not foldable
+    case PrimKind::Copy:
+    case PrimKind::Slice:
+    case PrimKind::SliceUpdate:
+    case PrimKind::Concatenate:
+    case PrimKind::Pad:
+    case PrimKind::Reduce:
+    case PrimKind::ArgReduce:
+    case PrimKind::Scan:
+    case PrimKind::Matmul:
+    case PrimKind::Gather:
+    case PrimKind::GatherElements:
+    case PrimKind::GatherND:
+    case PrimKind::Scatter:
+    case PrimKind::ScatterND:
+    case PrimKind::Sort:
+    case PrimKind::ArgSort:
+    case PrimKind::TopK:
+    case PrimKind::Conv:
+    case PrimKind::ConvTranspose:
+    case PrimKind::Pool:
+    case PrimKind::RandomBits:
+    case PrimKind::Fused:
+      return;
+  }
+}
+
 }  // namespace
 
 void remove_identities(Tape& tape) {
   auto forward = identity_forwarding(tape);
+  auto resolve = [&](int v) {
+    while (forward[v] != v) v = forward[v];
+    return v;
+  };
+  std::vector<int> producer(tape.values.size(), -1);  // value -> index in `kept`
   std::vector<Step> kept;
+  kept.reserve(tape.steps.size());
   for (auto& s : tape.steps) {
+    for (int& in : s.inputs) in = resolve(in);
+    if (s.inputs.size() == 1 && s.outputs.size() == 1) {
+      const int p = producer[s.inputs[0]];
+      if (p >= 0 && kept[p].prim.kind == s.prim.kind) fold_view_of_view(s, kept[p]);
+    }
     if (is_identity(tape, s)) {
       forward[s.outputs[0]] = s.inputs[0];
       continue;
     }
+    for (int o : s.outputs) producer[o] = static_cast<int>(kept.size());
     kept.push_back(std::move(s));
   }
   tape.steps = std::move(kept);

@@ -12,6 +12,17 @@ namespace smelt::compiler {
 
 using detail::Node;
 
+namespace {
+
+// A broadcast of a captured 0-d value (the C++ number in `x * 2.0f` after the op broadcasts it)
+// is kept as a step over the 0-d constant: equal scalars then merge, fused kernels get them as
+// literals, and no constant of the traced shape is frozen.
+bool is_scalar_broadcast(const Node& n) {
+  return !n.evaluated && n.prim.kind == PrimKind::Broadcast && n.inputs.size() == 1 && n.inputs[0].ndim() == 0;
+}
+
+}  // namespace
+
 Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>& outputs, Device device) {
   Tape tape;
   tape.device = device;
@@ -38,7 +49,7 @@ Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>
         stack.pop_back();
         continue;
       }
-      if (!n.tracer) {  // does not depend on a placeholder: a captured constant
+      if (!n.tracer && !is_scalar_broadcast(n)) {  // does not depend on a placeholder: a captured constant
         int id = tape.add_value(n.shape, n.dtype);
         ids[&n] = id;
         tape.constants.emplace_back(id, f.array);

@@ -20,8 +20,10 @@ std::recursive_mutex& eval_mutex() {
 }
 
 [[noreturn]] void throw_tracer_eval(const Node& n) {
+  // A placeholder has no primitive: it is an argument of the compiled function.
+  const std::string what = n.prim.kind == PrimKind::None ? "an argument of the compiled function" : n.prim.str();
   throw UnknownValueError(
-      "eval: " + n.prim.str() + " (shape " + shape_to_string(n.shape) + ", " + dtype_name(n.dtype) +
+      "eval: " + what + " (shape " + shape_to_string(n.shape) + ", " + dtype_name(n.dtype) +
       ") is a traced value whose data is only known when the compiled function runs. Do not call "
       "eval/item/to_vector inside a compiled function; return the array instead, or compute the "
       "value outside and pass it in as a static (non-array) argument.");
@@ -74,6 +76,8 @@ void eval(std::vector<Array> arrays) {
     if (!a.valid()) throw InvalidArgument("eval: an array is an empty handle (default-constructed)");
     Node* root = &a.node();
     if (root->evaluated || visited.count(root)) continue;
+    // Name the value the caller asked for, not the placeholder the walk would reach first.
+    if (root->tracer) throw_tracer_eval(*root);
     visited.insert(root);
     stack.push_back({root, 0});
     while (!stack.empty()) {

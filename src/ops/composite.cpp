@@ -65,9 +65,10 @@ Array layer_norm(const Array& x, const std::optional<Array>& weight, const std::
   Dtype ct = compute_dtype(rt);
   Device dev = x.device();
   Array xc = astype(x, ct);
-  Array n = constant(static_cast<double>(x.shape().back()), ct, dev);
-  Array d = subtract(xc, divide(sum(xc, {-1}, true), n));
-  Array var = divide(sum(multiply(d, d), {-1}, true), n);
+  // mean divides by the count in its kernel (bit-identical to sum / n), so the count follows the
+  // shape under shapeless compile.
+  Array d = subtract(xc, mean(xc, {-1}, true));
+  Array var = mean(multiply(d, d), {-1}, true);
   Array y = multiply(d, rsqrt(add(var, constant(eps, ct, dev))));
   if (weight) y = multiply(y, astype(*weight, ct));
   if (bias) y = add(y, astype(*bias, ct));
@@ -82,7 +83,7 @@ Array rms_norm(const Array& x, const std::optional<Array>& weight, double eps) {
   Dtype ct = compute_dtype(rt);
   Device dev = x.device();
   Array xc = astype(x, ct);
-  Array ms = divide(sum(multiply(xc, xc), {-1}, true), constant(static_cast<double>(x.shape().back()), ct, dev));
+  Array ms = mean(multiply(xc, xc), {-1}, true);
   Array y = multiply(xc, rsqrt(add(ms, constant(eps, ct, dev))));
   if (weight) y = multiply(y, astype(*weight, ct));
   return astype(y, rt);

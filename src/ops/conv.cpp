@@ -2,6 +2,7 @@
 #include <string>
 
 #include "src/ops/op_utils.h"
+#include "src/primitives/shape_rules.h"
 
 namespace smelt {
 
@@ -97,8 +98,7 @@ Array conv_impl(const Array& input, const Array& weight, const ConvOptions& o, c
   Shape out{is[0], ws[0]};
   for (size_t i = 0; i < k; ++i) {
     int64_t eff = dil[i] * (ws[i + 2] - 1) + 1;
-    int64_t span = is[i + 2] + lo[i] + hi[i] - eff;
-    int64_t n = span < 0 ? 0 : span / strides[i] + 1;
+    int64_t n = conv_output_size(is[i + 2], ws[i + 2], strides[i], lo[i], hi[i], dil[i]);
     check_output_size(n, i, op, input,
                       "kernel " + std::to_string(ws[i + 2]) + " dilated to " + std::to_string(eff) + ", padding " +
                           std::to_string(lo[i]) + "+" + std::to_string(hi[i]));
@@ -132,19 +132,13 @@ Array pool_impl(const Array& input, const PoolOptions& o, PoolKind kind) {
   Shape out{is[0], is[1]};
   for (size_t i = 0; i < k; ++i) {
     int64_t eff = dil[i] * (o.kernel[i] - 1) + 1;
-    int64_t span = is[i + 2] + lo[i] + hi[i] - eff;
-    int64_t n = 0;
-    if (span >= 0) {
-      n = (o.ceil_mode ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1;
-      // PyTorch/ONNX: the last window must start inside the input or the left padding.
-      if (o.ceil_mode && (n - 1) * strides[i] >= is[i + 2] + lo[i]) --n;
-    }
+    int64_t n = pool_output_size(is[i + 2], o.kernel[i], strides[i], lo[i], hi[i], dil[i], o.ceil_mode);
     check_output_size(n, i, op, input,
                       "kernel " + std::to_string(o.kernel[i]) + " dilated to " + std::to_string(eff) + ", padding " +
                           std::to_string(lo[i]) + "+" + std::to_string(hi[i]));
     out.push_back(n);
   }
-  PoolParams p{kind, o.kernel, strides, lo, hi, dil, kind == PoolKind::Avg && o.count_include_pad};
+  PoolParams p{kind, o.kernel, strides, lo, hi, dil, kind == PoolKind::Avg && o.count_include_pad, o.ceil_mode};
   return make_array(std::move(out), input.dtype(), input.device(), make_prim(PrimKind::Pool, std::move(p)), {input});
 }
 
@@ -207,7 +201,7 @@ Array conv_transpose(const Array& input, const Array& weight, const ConvTranspos
 
   Shape out{is[0], ws[1] * o.groups};
   for (size_t i = 0; i < k; ++i) {
-    int64_t n = (is[i + 2] - 1) * strides[i] - lo[i] - hi[i] + dil[i] * (ws[i + 2] - 1) + outpad[i] + 1;
+    int64_t n = conv_transpose_output_size(is[i + 2], ws[i + 2], strides[i], lo[i], hi[i], dil[i], outpad[i]);
     check_output_size(n, i, op, input,
                       "kernel " + std::to_string(ws[i + 2]) + ", stride " + std::to_string(strides[i]) + ", padding " +
                           std::to_string(lo[i]) + "+" + std::to_string(hi[i]) + ", output_padding " +

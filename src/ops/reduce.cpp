@@ -58,9 +58,10 @@ void check_nonempty(const Array& a, const std::vector<int>& axes, const char* op
                             describe(a) + " has no identity");
 }
 
-Array reduce_node(const Array& a, const std::vector<int>& axes, bool keepdims, ReduceOp op, Dtype out) {
+Array reduce_node(const Array& a, const std::vector<int>& axes, bool keepdims, ReduceOp op, Dtype out,
+                  int64_t ddof = 0) {
   Array r = make_array(kept_shape(a.shape(), axes), out, a.device(),
-                       make_prim(PrimKind::Reduce, ReduceParams{op, axes}), {a});
+                       make_prim(PrimKind::Reduce, ReduceParams{op, axes, ddof}), {a});
   return keepdims ? r : reshape(r, dropped_shape(a.shape(), axes));
 }
 
@@ -75,6 +76,7 @@ Array reduce(const Array& a, const Axes& axes, bool keepdims, ReduceOp op, const
     case ReduceOp::Min: check_nonempty(a, ax, name); break;
     case ReduceOp::All:
     case ReduceOp::Any: out = bool_; break;
+    case ReduceOp::Mean: out = float_compute_dtype(a.dtype()); break;
   }
   return reduce_node(a, ax, keepdims, op, out);
 }
@@ -87,12 +89,12 @@ Array var_compute(const Array& a, const Axes& axes, bool keepdims, int ddof, con
   auto ax = normalize_axes(axes, a.ndim(), name, a.shape());
   Dtype ct = float_compute_dtype(a.dtype());
   Array x = astype(a, ct);
-  int64_t n = reduced_count(a.shape(), ax);
-  Array m = divide(reduce_node(x, ax, true, ReduceOp::Sum, ct), scalar_of(static_cast<double>(n), ct, a.device()));
+  // The counts are divided in the Reduce(mean) kernel, not captured, so they follow the input's
+  // shape under shapeless compile. NumPy divides by max(n - ddof, 0): too few elements give inf
+  // or NaN, not an error.
+  Array m = reduce_node(x, ax, true, ReduceOp::Mean, ct);
   Array d = subtract(x, m);
-  // NumPy divides by max(n - ddof, 0): too few elements give inf or NaN, not an error.
-  double denom = std::max<double>(static_cast<double>(n) - ddof, 0.0);
-  return divide(reduce_node(multiply(d, d), ax, keepdims, ReduceOp::Sum, ct), scalar_of(denom, ct, a.device()));
+  return reduce_node(multiply(d, d), ax, keepdims, ReduceOp::Mean, ct, ddof);
 }
 
 Array argreduce(const Array& a, int axis, bool keepdims, bool last, ArgReduceOp op, const char* name) {
@@ -137,10 +139,10 @@ Array mean(const Array& a, const Axes& axes, bool keepdims) {
   check_valid(a, "mean");
   auto ax = normalize_axes(axes, a.ndim(), "mean", a.shape());
   Dtype ct = float_compute_dtype(a.dtype());
-  int64_t n = reduced_count(a.shape(), ax);
-  // An empty mean is 0 / 0 = NaN, as in NumPy.
-  Array s = reduce_node(astype(a, ct), ax, keepdims, ReduceOp::Sum, ct);
-  return astype(divide(s, scalar_of(static_cast<double>(n), ct, a.device())), float_result_dtype(a.dtype()));
+  // Sum, then divide by the count, in the kernel (the count follows the shape under shapeless
+  // compile). An empty mean is 0 / 0 = NaN, as in NumPy.
+  Array s = reduce_node(astype(a, ct), ax, keepdims, ReduceOp::Mean, ct);
+  return astype(s, float_result_dtype(a.dtype()));
 }
 
 Array var(const Array& a, const Axes& axes, bool keepdims, int ddof) {

@@ -33,6 +33,7 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::Min: return "min";
     case ReduceOp::All: return "all";
     case ReduceOp::Any: return "any";
+    case ReduceOp::Mean: return "mean";
   }
   return "?";
 }
@@ -140,6 +141,7 @@ struct Hasher {
   void operator()(const ReduceParams& p) {
     add(static_cast<size_t>(p.op));
     add_vec(p.axes);
+    add(static_cast<size_t>(p.ddof));
   }
   void operator()(const ArgReduceParams& p) {
     add(static_cast<size_t>(p.op));
@@ -189,6 +191,7 @@ struct Hasher {
     add_vec(p.padding_hi);
     add_vec(p.dilations);
     add(p.count_include_pad);
+    add(p.ceil_mode);
   }
   void operator()(const FusedParams& p) { add(p.hash()); }
 };
@@ -218,7 +221,10 @@ struct Printer {
     os << "low=" << list(p.low) << ", high=" << list(p.high) << ", mode=" << static_cast<int>(p.mode)
        << ", value=" << p.value.str();
   }
-  void operator()(const ReduceParams& p) { os << reduce_op_name(p.op) << ", axes=" << list(p.axes); }
+  void operator()(const ReduceParams& p) {
+    os << reduce_op_name(p.op) << ", axes=" << list(p.axes);
+    if (p.ddof != 0) os << ", ddof=" << p.ddof;
+  }
   void operator()(const ArgReduceParams& p) {
     os << (p.op == ArgReduceOp::ArgMax ? "argmax" : "argmin") << ", axis=" << p.axis
        << (p.last ? ", last" : "");
@@ -247,7 +253,7 @@ struct Printer {
   void operator()(const PoolParams& p) {
     os << (p.kind == PoolKind::Max ? "max" : "avg") << ", kernel=" << list(p.kernel)
        << ", strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
-       << ", dilations=" << list(p.dilations);
+       << ", dilations=" << list(p.dilations) << (p.ceil_mode ? ", ceil" : "");
   }
   void operator()(const FusedParams& p) { os << p.str(); }
 };

@@ -41,7 +41,9 @@ enum class BinaryOp : uint8_t {
   SMELT_BINARY_OPS(X)
 #undef X
 };
-enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any };
+// Mean: the sum divided by the number of reduced elements (less ReduceParams::ddof), so that the
+// divisor follows the input's shape (a captured count would be stale under shapeless compile).
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean };
 enum class ArgReduceOp : uint8_t { ArgMax, ArgMin };
 enum class ScanOp : uint8_t { Sum, Prod, Max, Min };
 enum class PoolKind : uint8_t { Max, Avg };
@@ -108,6 +110,7 @@ struct PadParams {
 struct ReduceParams {
   ReduceOp op;
   std::vector<int> axes;  // sorted, non-negative; the output keeps them as size 1
+  int64_t ddof = 0;       // Mean only: the divisor is max(count - ddof, 0) (var, std)
   bool operator==(const ReduceParams&) const = default;
 };
 struct ArgReduceParams {
@@ -157,6 +160,7 @@ struct PoolParams {
   PoolKind kind;
   std::vector<int64_t> kernel, strides, padding_lo, padding_hi, dilations;
   bool count_include_pad;
+  bool ceil_mode = false;  // output sizes round up (the kernel reads them from the node's shape)
   bool operator==(const PoolParams&) const = default;
 };
 

@@ -6,6 +6,7 @@
 
 #include "smelt/errors.h"
 #include "tools/smelt/commands.h"
+#include "tools/smelt/onnx_commands.h"
 
 namespace {
 
@@ -22,6 +23,8 @@ int run_version(const std::vector<std::string>& args);
 const Command kCommands[] = {
     {"demo", "", "build, evaluate and print a few computations with timings (MLP, matmul, element-wise, sum)",
      smelt::cli::run_demo},
+    {"check", "DIR", "run ONNX backend-format test cases in DIR and compare their outputs", smelt::cli::run_check},
+    {"info", "MODEL", "summarize an ONNX model: inputs, outputs, opsets, operators", smelt::cli::run_info},
     {"help", "", "show this help", run_help},
     {"version", "", "print the version (also --version)", run_version},
 };

@@ -6,6 +6,49 @@
 
 namespace smelt::cpu {
 
+namespace {
+
+// Generated kernels walk at most this many axes (their index arrays have a fixed size).
+constexpr int kKernelAxes = 16;
+
+char* arg_ptr(const Array& a) { return static_cast<char*>(a.node().data_ptr()); }
+
+// Layouts that keep more than kKernelAxes axes after collapsing (a high-rank transpose): the
+// leading axes are walked here and the kernel runs once per position over the trailing ones.
+void run_outer_axes(const codegen::FusedKernel& k, const Shape& shape, const std::vector<Strides>& strides,
+                    const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const size_t nin = inputs.size(), nargs = nin + outputs.size();
+  const int nd = static_cast<int>(shape.size()), outer = nd - kKernelAxes;
+  Shape inner_shape(shape.begin() + outer, shape.end());
+  std::vector<int64_t> inner_strides(nargs * kKernelAxes);
+  std::vector<int64_t> itemsize(nargs);
+  std::vector<char*> base(nargs);
+  for (size_t a = 0; a < nargs; ++a) {
+    const Array& arr = a < nin ? inputs[a] : outputs[a - nin];
+    itemsize[a] = static_cast<int64_t>(arr.itemsize());
+    base[a] = arg_ptr(arr);
+    for (int d = 0; d < kKernelAxes; ++d) inner_strides[a * kKernelAxes + d] = strides[a][outer + d];
+  }
+  int64_t outer_count = 1;
+  for (int d = 0; d < outer; ++d) outer_count *= shape[d];
+  const int64_t inner_count = shape_size(inner_shape);
+  parallel_for(outer_count, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner_count, 1)), [&](int64_t b, int64_t e) {
+    std::vector<char*> args(nargs);
+    for (int64_t pos = b; pos < e; ++pos) {
+      int64_t rem = pos;
+      for (size_t a = 0; a < nargs; ++a) args[a] = base[a];
+      for (int d = outer - 1; d >= 0; --d) {
+        const int64_t i = rem % shape[d];
+        rem /= shape[d];
+        for (size_t a = 0; a < nargs; ++a) args[a] += i * strides[a][d] * itemsize[a];
+      }
+      k.cpu(0, inner_count, kKernelAxes, inner_shape.data(), args.data(), inner_strides.data(), 0);
+    }
+  });
+}
+
+}  // namespace
+
 void eval_Fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
   const codegen::FusedKernel& k = *p.kernel;
   SMELT_ASSERT(k.cpu != nullptr, "Fused: the kernel was not built for the CPU");
@@ -53,15 +96,18 @@ void eval_Fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
     for (auto& s : cstrides) s.push_back(1);
   }
   const int cnd = static_cast<int>(cshape.size());
-  SMELT_ASSERT(cnd <= 16, "Fused: more than 16 axes after collapsing");
+  if (cnd > kKernelAxes) {
+    run_outer_axes(k, cshape, cstrides, inputs, outputs);
+    return;
+  }
   bool contiguous = cnd == 1;
   for (size_t a = 0; a < nargs && contiguous; ++a) contiguous = cstrides[a][0] == 1;
   std::vector<int64_t> flat(nargs * cnd);
   for (size_t a = 0; a < nargs; ++a)
     for (int d = 0; d < cnd; ++d) flat[a * cnd + d] = cstrides[a][d];
   std::vector<char*> args(nargs);
-  for (size_t a = 0; a < nin; ++a) args[a] = static_cast<char*>(inputs[a].node().data_ptr());
-  for (size_t o = 0; o < outputs.size(); ++o) args[nin + o] = static_cast<char*>(outputs[o].node().data_ptr());
+  for (size_t a = 0; a < nin; ++a) args[a] = arg_ptr(inputs[a]);
+  for (size_t o = 0; o < outputs.size(); ++o) args[nin + o] = arg_ptr(outputs[o]);
 
   int64_t total = shape_size(shape);
   // Bigger programs do more work per element: split them sooner.

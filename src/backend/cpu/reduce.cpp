@@ -13,6 +13,8 @@
 #include "smelt/errors.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
+#include "src/backend/cpu/scalar_math.h"
+#include "src/core/convert.h"
 #include "src/core/dispatch.h"
 
 namespace smelt::cpu {
@@ -741,6 +743,24 @@ void run_scan(const Array& in, Array& out, const ScanParams& p) {
   });
 }
 
+/// Mean after the Sum kernel: each output divided by the reduced count with Binary divide's scalar
+/// math, so mean is bit-identical to sum / count computed as two ops.
+template <class T>
+void divide_by_count(const Array& in, Array& out, const ReduceParams& p) {
+  if constexpr (scalar::float_v<T>) {
+    int64_t count = 1;
+    for (int ax : p.axes) count *= in.shape()[ax];
+    const T d = convert<T>(static_cast<double>(std::max<int64_t>(count - p.ddof, 0)));
+    T* o = static_cast<T*>(out.node().data_ptr());
+    const int64_t n = out.size();
+    parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) o[i] = scalar::divide(o[i], d);
+    });
+  } else {
+    throw DtypeError("Reduce(mean): needs a float input, got " + std::string(dtype_name(in.dtype())));
+  }
+}
+
 }  // namespace
 
 void eval_Reduce(const ReduceParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
@@ -755,6 +775,12 @@ void eval_Reduce(const ReduceParams& p, const std::vector<Array>& inputs, std::v
       case ReduceOp::Min: return run_reduce<Red<ReduceOp::Min, In>, In>(in, out, p.axes);
       case ReduceOp::All: return run_reduce<Red<ReduceOp::All, In>, In>(in, out, p.axes);
       case ReduceOp::Any: return run_reduce<Red<ReduceOp::Any, In>, In>(in, out, p.axes);
+      case ReduceOp::Mean:
+        if constexpr (!scalar::float_v<In>) return divide_by_count<In>(in, out, p);  // throws
+        else {
+          run_reduce<Red<ReduceOp::Sum, In>, In>(in, out, p.axes);
+          return divide_by_count<In>(in, out, p);
+        }
     }
   });
 }

@@ -1,0 +1,293 @@
+// ONNX models: loading (.onnx files into plain C++ structures), values, and the eager runner.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "smelt/array.h"
+#include "smelt/dtype.h"
+
+namespace smelt::onnx {
+
+// ---------------------------------------------------------------------------------------------
+// Element types and value types
+// ---------------------------------------------------------------------------------------------
+
+/// ONNX tensor element types, numbered as TensorProto.DataType.
+enum class ElemType : int32_t {
+  Undefined = 0,
+  Float = 1,
+  UInt8 = 2,
+  Int8 = 3,
+  UInt16 = 4,
+  Int16 = 5,
+  Int32 = 6,
+  Int64 = 7,
+  String = 8,
+  Bool = 9,
+  Float16 = 10,
+  Double = 11,
+  UInt32 = 12,
+  UInt64 = 13,
+  Complex64 = 14,
+  Complex128 = 15,
+  BFloat16 = 16,
+  Float8E4M3FN = 17,
+  Float8E4M3FNUZ = 18,
+  Float8E5M2 = 19,
+  Float8E5M2FNUZ = 20,
+  UInt4 = 21,
+  Int4 = 22,
+  Float4E2M1 = 23,
+  Float8E8M0 = 24,
+  UInt2 = 25,
+  Int2 = 26,
+};
+
+/// ONNX's spelling: "float", "int64", "float8e4m3fn", ... ("unknown(N)" for other codes).
+std::string elem_type_name(ElemType t);
+/// The smelt dtype that holds this element type exactly, or nullopt for string and complex.
+/// Types smelt has no arithmetic for are held in a *storage* dtype: float8 and float4 types as
+/// their bits in uint8, int4/int2 as int8 and uint4/uint2 as uint8 (one element per byte,
+/// unpacked). `is_storage_type` tells which.
+std::optional<Dtype> storage_dtype(ElemType t);
+bool is_storage_type(ElemType t);
+/// The element type of a smelt dtype (float32 -> Float, ...).
+ElemType elem_type_of(Dtype dtype);
+
+/// One dimension of a declared shape: a number, a symbol, or unknown (value < 0, no symbol).
+struct Dim {
+  int64_t value = -1;
+  std::string param;
+};
+
+/// The declared type of a value (TypeProto).
+struct TypeInfo {
+  enum class Kind : uint8_t { Unknown, Tensor, SparseTensor, Sequence, Map, Optional, Opaque };
+  Kind kind = Kind::Unknown;
+  ElemType elem_type = ElemType::Undefined;  // tensors and sparse tensors; a map's key type
+  std::optional<std::vector<Dim>> shape;      // tensors: absent when even the rank is unknown
+  std::shared_ptr<const TypeInfo> element;    // sequence / optional element, map value
+  /// "tensor(float)[2,N]", "seq(tensor(int64))", "optional(seq(tensor(float)))", ...
+  std::string to_string() const;
+};
+
+/// A tensor of strings (ONNX STRING), row-major.
+struct StringTensor {
+  Shape shape;
+  std::vector<std::string> data;
+};
+
+/// A runtime value. Tensors are smelt Arrays tagged with their ONNX element type; strings,
+/// sequences, maps and optionals have their own kinds; `None` is an omitted optional input.
+class Value {
+ public:
+  enum class Kind : uint8_t { None, Tensor, Strings, Sequence, Map, Optional };
+
+  Value() = default;
+  /// A tensor whose element type is the array's dtype.
+  static Value tensor(Array a);
+  /// A tensor of a storage element type (see storage_dtype); `a`'s dtype must be that storage.
+  static Value tensor(Array a, ElemType type);
+  static Value strings(StringTensor s);
+  /// A sequence; `element` is its element type (needed to describe an empty sequence).
+  static Value sequence(std::vector<Value> items, TypeInfo element);
+  /// A map from int64 or string keys to a sequence of values.
+  static Value map(ElemType key_type, std::vector<int64_t> int_keys, std::vector<std::string> string_keys,
+                   Value values);
+  /// An optional holding `content`, or empty (nullopt) of type `element`.
+  static Value optional(std::optional<Value> content, TypeInfo element);
+
+  Kind kind() const { return kind_; }
+  bool is_none() const { return kind_ == Kind::None; }
+  bool is_tensor() const { return kind_ == Kind::Tensor; }
+  bool is_strings() const { return kind_ == Kind::Strings; }
+  bool is_sequence() const { return kind_ == Kind::Sequence; }
+  bool is_map() const { return kind_ == Kind::Map; }
+  bool is_optional() const { return kind_ == Kind::Optional; }
+
+  /// Tensors: the array (holding the storage dtype for storage element types).
+  const Array& array() const;
+  /// Tensors and string tensors: the ONNX element type.
+  ElemType elem_type() const;
+  /// Tensors and string tensors: the shape.
+  const Shape& shape() const;
+  const StringTensor& string_tensor() const;
+  const std::vector<Value>& items() const;        // sequences
+  const std::optional<Value>& content() const;    // optionals (nullopt when empty)
+  /// Maps.
+  ElemType map_key_type() const;
+  const std::vector<int64_t>& map_int_keys() const;
+  const std::vector<std::string>& map_string_keys() const;
+  const Value& map_values() const;
+  /// The element type of a sequence or an optional.
+  const TypeInfo& element_type() const;
+
+  /// The value's type ("tensor(float)[2,3]", "seq(tensor(int64))", "optional(tensor(float))").
+  TypeInfo type() const;
+  /// A short description for messages: "tensor(float)[2,3]", "none", ...
+  std::string describe() const;
+
+ private:
+  Kind kind_ = Kind::None;
+  ElemType elem_ = ElemType::Undefined;
+  Array array_;
+  std::shared_ptr<const StringTensor> strings_;
+  std::shared_ptr<const std::vector<Value>> items_;
+  std::shared_ptr<const std::optional<Value>> content_;
+  std::shared_ptr<const TypeInfo> element_;
+  std::shared_ptr<const std::vector<int64_t>> int_keys_;
+  std::shared_ptr<const std::vector<std::string>> string_keys_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The model (smelt's own structures, filled from the protobuf file)
+// ---------------------------------------------------------------------------------------------
+
+struct Graph;
+
+struct ValueInfo {
+  std::string name;
+  TypeInfo type;
+};
+
+/// A node attribute; exactly the field that `type` names is set.
+struct Attribute {
+  enum class Type : uint8_t {
+    Undefined, Float, Int, String, Tensor, Graph, SparseTensor, TypeProto,
+    Floats, Ints, Strings, Tensors, Graphs, SparseTensors, TypeProtos,
+  };
+  std::string name;
+  Type type = Type::Undefined;
+  /// Inside a function body: take the caller's attribute of this name instead.
+  std::string ref_attr_name;
+  float f = 0.0f;
+  int64_t i = 0;
+  std::string s;
+  Value t;  // Tensor and SparseTensor (densified)
+  std::shared_ptr<const Graph> g;
+  TypeInfo tp;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  std::vector<Value> tensors;
+  std::vector<std::shared_ptr<const Graph>> graphs;
+  std::vector<TypeInfo> type_protos;
+};
+/// "float", "ints", "graph", ...
+const char* attribute_type_name(Attribute::Type t);
+
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;  // "" and "ai.onnx" both mean the default domain
+  std::string overload;
+  std::vector<std::string> inputs;   // "" marks an omitted optional input
+  std::vector<std::string> outputs;  // "" marks an unused optional output
+  std::vector<Attribute> attributes;
+  /// The attribute called `name`, or null.
+  const Attribute* attribute(const std::string& name) const;
+  /// "Add" or "Add 'node_name'" for messages.
+  std::string label() const;
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Node> nodes;
+  std::vector<ValueInfo> inputs;
+  std::vector<ValueInfo> outputs;
+  std::vector<ValueInfo> value_info;
+  /// Constants by name (dense and sparse initializers), in file order.
+  std::vector<std::pair<std::string, Value>> initializers;
+};
+
+struct OpsetImport {
+  std::string domain;
+  int64_t version = 0;
+};
+
+/// A model-local function: nodes whose (domain, op_type, overload) name it run its body.
+struct Function {
+  std::string domain;
+  std::string name;
+  std::string overload;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::vector<std::string> attributes;       // without defaults
+  std::vector<Attribute> attribute_defaults; // with defaults
+  std::vector<Node> nodes;
+  std::vector<OpsetImport> opsets;
+};
+
+struct Model {
+  int64_t ir_version = 0;
+  std::string producer_name;
+  std::string producer_version;
+  std::string domain;
+  int64_t model_version = 0;
+  std::string doc_string;
+  std::vector<OpsetImport> opsets;
+  std::shared_ptr<const Graph> graph;
+  std::vector<Function> functions;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  /// The folder external data paths are relative to (the model file's folder).
+  std::string base_dir;
+
+  /// The imported version of `domain` ("" and "ai.onnx" are the same), or 0 when not imported.
+  int64_t opset(const std::string& domain) const;
+};
+
+/// An operator that the model uses and smelt cannot run.
+struct UnsupportedOp {
+  std::string domain;
+  std::string op_type;
+  int64_t version = 0;  // the model's opset for the domain
+  std::string node;     // the first node that uses it
+};
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+// ---------------------------------------------------------------------------------------------
+
+struct LoadOptions {
+  /// Fail with OnnxError listing every unsupported (domain, op, version, node) in the model.
+  bool check_operators = true;
+};
+
+/// Reads an .onnx file. Malformed or truncated files, unsupported IR versions or element types
+/// and missing external data raise OnnxError naming the file and what is wrong.
+Model load(const std::string& path, const LoadOptions& options = {});
+/// Parses a serialized ModelProto; external data is looked up under `base_dir`.
+Model load_from_memory(const void* data, size_t size, const std::string& base_dir = ".",
+                       const LoadOptions& options = {});
+/// Every operator of the model (main graph, subgraphs, functions) that smelt cannot run.
+std::vector<UnsupportedOp> unsupported_operators(const Model& model);
+
+/// Reads a serialized TensorProto, SequenceProto, OptionalProto or MapProto (a test-data .pb
+/// file); `type` says which one is expected (Unknown means a tensor).
+Value load_value(const std::string& path, const TypeInfo& type = {});
+Value parse_value(const void* data, size_t size, const TypeInfo& type = {}, const std::string& what = "value");
+
+/// ONNX Cast: a tensor (or string tensor) converted to element type `to`. Casts to float8
+/// types round to nearest even and, with `saturate`, clamp to the largest finite value.
+Value cast(const Value& v, ElemType to, bool saturate = true);
+
+// ---------------------------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------------------------
+
+/// Runs the model eagerly on the graph inputs given in order (graph inputs that are also
+/// initializers may be left out at the end). Returns the graph outputs in order, evaluated.
+/// Missing inputs and inputs of the wrong kind, element type or rank raise OnnxError naming
+/// the input with the expected and the given type.
+std::vector<Value> run(const Model& model, const std::vector<Value>& inputs);
+/// The same with inputs by name (unknown names raise OnnxError listing the model's inputs);
+/// returns the outputs by name.
+std::map<std::string, Value> run_named(const Model& model, const std::map<std::string, Value>& inputs);
+
+}  // namespace smelt::onnx

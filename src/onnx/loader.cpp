@@ -1,0 +1,608 @@
+// Reads ONNX protobuf files (models and test-data values) into smelt's own structures.
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "smelt/errors.h"
+#include "smelt/onnx.h"
+#include "src/onnx/proto/onnx.pb.h"
+#include "src/onnx/registry.h"
+
+namespace smelt::onnx {
+
+namespace pb = ::onnx;
+
+namespace {
+
+// The IR versions smelt reads: 3 introduced opset imports; 13 is the newest the node suite uses.
+constexpr int64_t kMinIrVersion = 3;
+constexpr int64_t kMaxIrVersion = 13;
+
+std::string shape_text(const Shape& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? "," : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+/// Bits per element of a numeric element type.
+int bits_of(ElemType t) {
+  switch (t) {
+    case ElemType::UInt4:
+    case ElemType::Int4:
+    case ElemType::Float4E2M1: return 4;
+    case ElemType::UInt2:
+    case ElemType::Int2: return 2;
+    default: return static_cast<int>(size_of(*storage_dtype(t)) * 8);
+  }
+}
+
+bool known_elem_type(int32_t code) { return code >= 1 && code <= 26; }
+
+/// Parses a whole message; protobuf's default 64 MiB cap is lifted to its 2 GiB maximum.
+template <class Message>
+bool parse_message(Message& m, const void* data, size_t size) {
+  if (size > static_cast<size_t>(INT_MAX)) return false;
+  google::protobuf::io::ArrayInputStream raw(data, static_cast<int>(size));
+  google::protobuf::io::CodedInputStream in(&raw);
+  in.SetTotalBytesLimit(INT_MAX);
+  return m.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw OnnxError(std::string(what) + ": cannot open '" + path + "'");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class Loader {
+ public:
+  explicit Loader(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+
+  Value tensor(const pb::TensorProto& t, const std::string& what) const;
+  Value sparse_tensor(const pb::SparseTensorProto& t, const std::string& what) const;
+  TypeInfo type(const pb::TypeProto& t) const;
+  Attribute attribute(const pb::AttributeProto& a, const std::string& where) const;
+  std::shared_ptr<const Graph> graph(const pb::GraphProto& g) const;
+  Node node(const pb::NodeProto& n) const;
+  Value sequence(const pb::SequenceProto& s, const TypeInfo& type, const std::string& what) const;
+  Value optional(const pb::OptionalProto& o, const TypeInfo& type, const std::string& what) const;
+  Value map(const pb::MapProto& m, const TypeInfo& type, const std::string& what) const;
+
+ private:
+  std::string external_bytes(const pb::TensorProto& t, const std::string& what) const;
+  std::string base_dir_;
+};
+
+std::string Loader::external_bytes(const pb::TensorProto& t, const std::string& what) const {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    auto number = [&](const std::string& s) -> int64_t {
+      char* end = nullptr;
+      long long v = std::strtoll(s.c_str(), &end, 10);
+      if (s.empty() || *end != '\0' || v < 0)
+        throw OnnxError(what + ": external data " + kv.key() + " '" + s + "' is not a non-negative integer");
+      return v;
+    };
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = number(kv.value());
+    else if (kv.key() == "length") length = number(kv.value());
+  }
+  if (location.empty()) throw OnnxError(what + ": external data has no location");
+  std::filesystem::path rel(location);
+  bool escapes = rel.is_absolute();
+  for (const auto& part : rel)
+    if (part == "..") escapes = true;
+  if (escapes)
+    throw OnnxError(what + ": external data location '" + location +
+                    "' must be a relative path inside the model's folder");
+  std::filesystem::path full = std::filesystem::path(base_dir_) / rel;
+  std::ifstream f(full, std::ios::binary);
+  if (!f) throw OnnxError(what + ": external data file '" + location + "' not found in '" + base_dir_ + "'");
+  f.seekg(0, std::ios::end);
+  int64_t file_size = static_cast<int64_t>(f.tellg());
+  if (length < 0) length = std::max<int64_t>(file_size - offset, 0);
+  if (offset > file_size || length > file_size - offset)
+    throw OnnxError(what + ": external data file '" + location + "' has " + std::to_string(file_size) +
+                    " bytes; offset " + std::to_string(offset) + " + length " + std::to_string(length) +
+                    " is past its end");
+  std::string bytes(static_cast<size_t>(length), '\0');
+  f.seekg(offset);
+  f.read(bytes.data(), length);
+  if (!f) throw OnnxError(what + ": cannot read external data file '" + location + "'");
+  return bytes;
+}
+
+Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const {
+  std::string what = t.name().empty() ? what_in : what_in + " '" + t.name() + "'";
+  if (!known_elem_type(t.data_type()))
+    throw OnnxError(what + ": unknown element type code " + std::to_string(t.data_type()));
+  auto et = static_cast<ElemType>(t.data_type());
+  Shape shape(t.dims().begin(), t.dims().end());
+  int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) throw OnnxError(what + ": negative dimension in shape " + shape_text(shape));
+    if (d != 0 && n > (int64_t{1} << 48) / d)
+      throw OnnxError(what + ": shape " + shape_text(shape) + " is too large");
+    n *= d;
+  }
+  std::string type_desc = "tensor(" + elem_type_name(et) + ")" + shape_text(shape);
+  if (t.has_segment()) throw OnnxError(what + ": segmented tensors are not supported");
+
+  std::string external;
+  const std::string* raw = nullptr;
+  if (t.data_location() == pb::TensorProto::EXTERNAL || t.external_data_size() > 0) {
+    external = external_bytes(t, what);
+    raw = &external;
+  } else if (t.has_raw_data()) {
+    raw = &t.raw_data();
+  }
+
+  if (et == ElemType::String) {
+    if (raw) throw OnnxError(what + ": a string tensor cannot store its data as raw bytes");
+    if (t.string_data_size() != n)
+      throw OnnxError(what + ": " + std::to_string(t.string_data_size()) + " strings for " + type_desc);
+    return Value::strings(StringTensor{shape, {t.string_data().begin(), t.string_data().end()}});
+  }
+  if (et == ElemType::Complex64 || et == ElemType::Complex128)
+    throw OnnxError(what + ": " + elem_type_name(et) + " tensors are not supported");
+
+  Dtype sd = *storage_dtype(et);
+  const int bits = bits_of(et);
+  const size_t item = size_of(sd);
+  std::vector<uint8_t> buf(static_cast<size_t>(n) * item);
+  // Sub-byte types come packed, lowest bits first; smelt holds one (sign-extended) element a byte.
+  auto unpack = [&](auto byte_at) {
+    const int per = 8 / bits;
+    const unsigned mask = (1u << bits) - 1;
+    const bool is_signed = et == ElemType::Int4 || et == ElemType::Int2;
+    for (int64_t i = 0; i < n; ++i) {
+      unsigned v = (static_cast<unsigned>(byte_at(i / per)) >> ((i % per) * bits)) & mask;
+      if (is_signed && (v >> (bits - 1))) v |= ~mask;  // sign extension
+      buf[static_cast<size_t>(i)] = static_cast<uint8_t>(v);
+    }
+  };
+  const int64_t packed_count = bits >= 8 ? n : (n * bits + 7) / 8;
+  if (raw) {
+    int64_t need = bits >= 8 ? n * static_cast<int64_t>(item) : packed_count;
+    if (static_cast<int64_t>(raw->size()) != need)
+      throw OnnxError(what + ": raw data has " + std::to_string(raw->size()) + " bytes; " + type_desc +
+                      " needs " + std::to_string(need));
+    if (bits >= 8) {
+      if (!buf.empty()) std::memcpy(buf.data(), raw->data(), buf.size());
+    } else {
+      unpack([&](int64_t i) { return static_cast<uint8_t>((*raw)[static_cast<size_t>(i)]); });
+    }
+  } else {
+    auto check_count = [&](int count, const char* field) {
+      if (count != packed_count)
+        throw OnnxError(what + ": " + std::to_string(count) + " values in " + field + "; " + type_desc +
+                        " needs " + std::to_string(packed_count));
+    };
+    auto store = [&](auto value, int64_t i) { std::memcpy(buf.data() + i * item, &value, item); };
+    switch (et) {
+      case ElemType::Float:
+        check_count(t.float_data_size(), "float_data");
+        for (int64_t i = 0; i < n; ++i) store(t.float_data(static_cast<int>(i)), i);
+        break;
+      case ElemType::Double:
+        check_count(t.double_data_size(), "double_data");
+        for (int64_t i = 0; i < n; ++i) store(t.double_data(static_cast<int>(i)), i);
+        break;
+      case ElemType::Int64:
+        check_count(t.int64_data_size(), "int64_data");
+        for (int64_t i = 0; i < n; ++i) store(static_cast<int64_t>(t.int64_data(static_cast<int>(i))), i);
+        break;
+      case ElemType::UInt32:
+        check_count(t.uint64_data_size(), "uint64_data");
+        for (int64_t i = 0; i < n; ++i) store(static_cast<uint32_t>(t.uint64_data(static_cast<int>(i))), i);
+        break;
+      case ElemType::UInt64:
+        check_count(t.uint64_data_size(), "uint64_data");
+        for (int64_t i = 0; i < n; ++i) store(static_cast<uint64_t>(t.uint64_data(static_cast<int>(i))), i);
+        break;
+      default: {
+        // Everything else travels in int32_data: one element per entry (16-bit floats and
+        // float8 as their bits), or one packed byte per entry for the sub-byte types.
+        check_count(t.int32_data_size(), "int32_data");
+        if (bits < 8) {
+          unpack([&](int64_t i) { return static_cast<uint8_t>(t.int32_data(static_cast<int>(i))); });
+          break;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          int32_t v = t.int32_data(static_cast<int>(i));
+          switch (item) {
+            case 1: store(static_cast<uint8_t>(v), i); break;
+            case 2: store(static_cast<uint16_t>(v), i); break;
+            default: store(v, i); break;
+          }
+        }
+        break;
+      }
+    }
+  }
+  Array a(buf.empty() ? nullptr : buf.data(), shape, sd);
+  return is_storage_type(et) ? Value::tensor(a, et) : Value::tensor(a);
+}
+
+Value Loader::sparse_tensor(const pb::SparseTensorProto& s, const std::string& what) const {
+  Value values = tensor(s.values(), what + " values");
+  Value indices = tensor(s.indices(), what + " indices");
+  Shape dims(s.dims().begin(), s.dims().end());
+  if (!values.is_tensor() || values.shape().size() != 1)
+    throw OnnxError(what + ": sparse values must be a 1-d numeric tensor, got " + values.describe());
+  if (!indices.is_tensor() || indices.elem_type() != ElemType::Int64)
+    throw OnnxError(what + ": sparse indices must be int64, got " + indices.describe());
+  int64_t nnz = values.shape()[0];
+  int64_t total = 1;
+  for (auto d : dims) {
+    if (d < 0) throw OnnxError(what + ": negative dimension in sparse shape " + shape_text(dims));
+    total *= d;
+  }
+  auto idx = indices.array().to_vector<int64_t>();
+  const Shape& ishape = indices.shape();
+  bool linear = ishape.size() == 1;
+  if (!(linear && ishape[0] == nnz) &&
+      !(ishape.size() == 2 && ishape[0] == nnz && ishape[1] == static_cast<int64_t>(dims.size())))
+    throw OnnxError(what + ": sparse indices of shape " + shape_text(ishape) + " do not fit " +
+                    std::to_string(nnz) + " values of a rank-" + std::to_string(dims.size()) + " tensor");
+  Dtype sd = values.array().dtype();
+  size_t item = size_of(sd);
+  std::vector<uint8_t> dense(static_cast<size_t>(total) * item, 0);
+  const auto* src = static_cast<const uint8_t*>(values.array().data());
+  for (int64_t k = 0; k < nnz; ++k) {
+    int64_t flat = 0;
+    if (linear) {
+      flat = idx[static_cast<size_t>(k)];
+    } else {
+      for (size_t d = 0; d < dims.size(); ++d) {
+        int64_t i = idx[static_cast<size_t>(k) * dims.size() + d];
+        if (i < 0 || i >= dims[d]) throw OnnxError(what + ": sparse index out of range");
+        flat = flat * dims[d] + i;
+      }
+    }
+    if (flat < 0 || flat >= total) throw OnnxError(what + ": sparse index out of range");
+    std::memcpy(dense.data() + flat * item, src + k * item, item);
+  }
+  Array a(dense.empty() ? nullptr : dense.data(), dims, sd);
+  return is_storage_type(values.elem_type()) ? Value::tensor(a, values.elem_type()) : Value::tensor(a);
+}
+
+TypeInfo Loader::type(const pb::TypeProto& t) const {
+  TypeInfo out;
+  auto shape_of = [](const pb::TensorShapeProto& s) {
+    std::vector<Dim> dims;
+    for (const auto& d : s.dim()) {
+      Dim dim;
+      if (d.has_dim_value()) dim.value = d.dim_value();
+      else if (d.has_dim_param()) dim.param = d.dim_param();
+      dims.push_back(dim);
+    }
+    return dims;
+  };
+  switch (t.value_case()) {
+    case pb::TypeProto::kTensorType:
+      out.kind = TypeInfo::Kind::Tensor;
+      out.elem_type = static_cast<ElemType>(t.tensor_type().elem_type());
+      if (t.tensor_type().has_shape()) out.shape = shape_of(t.tensor_type().shape());
+      break;
+    case pb::TypeProto::kSparseTensorType:
+      out.kind = TypeInfo::Kind::SparseTensor;
+      out.elem_type = static_cast<ElemType>(t.sparse_tensor_type().elem_type());
+      if (t.sparse_tensor_type().has_shape()) out.shape = shape_of(t.sparse_tensor_type().shape());
+      break;
+    case pb::TypeProto::kSequenceType:
+      out.kind = TypeInfo::Kind::Sequence;
+      out.element = std::make_shared<const TypeInfo>(type(t.sequence_type().elem_type()));
+      break;
+    case pb::TypeProto::kMapType:
+      out.kind = TypeInfo::Kind::Map;
+      out.elem_type = static_cast<ElemType>(t.map_type().key_type());
+      out.element = std::make_shared<const TypeInfo>(type(t.map_type().value_type()));
+      break;
+    case pb::TypeProto::kOptionalType:
+      out.kind = TypeInfo::Kind::Optional;
+      out.element = std::make_shared<const TypeInfo>(type(t.optional_type().elem_type()));
+      break;
+    case pb::TypeProto::kOpaqueType: out.kind = TypeInfo::Kind::Opaque; break;
+    case pb::TypeProto::VALUE_NOT_SET: break;
+  }
+  return out;
+}
+
+Attribute Loader::attribute(const pb::AttributeProto& a, const std::string& where) const {
+  Attribute out;
+  out.name = a.name();
+  out.ref_attr_name = a.ref_attr_name();
+  std::string what = where + " attribute '" + a.name() + "'";
+  using T = Attribute::Type;
+  int atype = a.type();
+  if (atype == pb::AttributeProto::UNDEFINED && out.ref_attr_name.empty()) {
+    // IR 1 had no type field: the set field says which it is.
+    if (a.has_f()) atype = pb::AttributeProto::FLOAT;
+    else if (a.has_i()) atype = pb::AttributeProto::INT;
+    else if (a.has_s()) atype = pb::AttributeProto::STRING;
+    else if (a.has_t()) atype = pb::AttributeProto::TENSOR;
+    else if (a.has_g()) atype = pb::AttributeProto::GRAPH;
+    else if (a.floats_size()) atype = pb::AttributeProto::FLOATS;
+    else if (a.ints_size()) atype = pb::AttributeProto::INTS;
+    else if (a.strings_size()) atype = pb::AttributeProto::STRINGS;
+    else if (a.tensors_size()) atype = pb::AttributeProto::TENSORS;
+    else if (a.graphs_size()) atype = pb::AttributeProto::GRAPHS;
+  }
+  switch (atype) {
+    case pb::AttributeProto::UNDEFINED: out.type = T::Undefined; break;
+    case pb::AttributeProto::FLOAT: out.type = T::Float; out.f = a.f(); break;
+    case pb::AttributeProto::INT: out.type = T::Int; out.i = a.i(); break;
+    case pb::AttributeProto::STRING: out.type = T::String; out.s = a.s(); break;
+    case pb::AttributeProto::TENSOR: out.type = T::Tensor; out.t = tensor(a.t(), what); break;
+    case pb::AttributeProto::GRAPH: out.type = T::Graph; out.g = graph(a.g()); break;
+    case pb::AttributeProto::SPARSE_TENSOR:
+      out.type = T::SparseTensor;
+      out.t = sparse_tensor(a.sparse_tensor(), what);
+      break;
+    case pb::AttributeProto::TYPE_PROTO: out.type = T::TypeProto; out.tp = type(a.tp()); break;
+    case pb::AttributeProto::FLOATS: out.type = T::Floats; out.floats.assign(a.floats().begin(), a.floats().end()); break;
+    case pb::AttributeProto::INTS: out.type = T::Ints; out.ints.assign(a.ints().begin(), a.ints().end()); break;
+    case pb::AttributeProto::STRINGS: out.type = T::Strings; out.strings.assign(a.strings().begin(), a.strings().end()); break;
+    case pb::AttributeProto::TENSORS:
+      out.type = T::Tensors;
+      for (const auto& t : a.tensors()) out.tensors.push_back(tensor(t, what));
+      break;
+    case pb::AttributeProto::GRAPHS:
+      out.type = T::Graphs;
+      for (const auto& g : a.graphs()) out.graphs.push_back(graph(g));
+      break;
+    case pb::AttributeProto::SPARSE_TENSORS:
+      out.type = T::SparseTensors;
+      for (const auto& t : a.sparse_tensors()) out.tensors.push_back(sparse_tensor(t, what));
+      break;
+    case pb::AttributeProto::TYPE_PROTOS:
+      out.type = T::TypeProtos;
+      for (const auto& t : a.type_protos()) out.type_protos.push_back(type(t));
+      break;
+    default: throw OnnxError(what + ": unknown attribute type " + std::to_string(atype));
+  }
+  return out;
+}
+
+Node Loader::node(const pb::NodeProto& n) const {
+  Node out;
+  out.name = n.name();
+  out.op_type = n.op_type();
+  out.domain = normalize_domain(n.domain());
+  out.overload = n.overload();
+  out.inputs.assign(n.input().begin(), n.input().end());
+  out.outputs.assign(n.output().begin(), n.output().end());
+  if (out.op_type.empty()) throw OnnxError("node '" + n.name() + "' has no op_type");
+  for (const auto& a : n.attribute()) out.attributes.push_back(attribute(a, out.label()));
+  return out;
+}
+
+std::shared_ptr<const Graph> Loader::graph(const pb::GraphProto& g) const {
+  auto out = std::make_shared<Graph>();
+  out->name = g.name();
+  auto info = [&](const pb::ValueInfoProto& v) { return ValueInfo{v.name(), type(v.type())}; };
+  for (const auto& v : g.input()) out->inputs.push_back(info(v));
+  for (const auto& v : g.output()) out->outputs.push_back(info(v));
+  for (const auto& v : g.value_info()) out->value_info.push_back(info(v));
+  for (const auto& t : g.initializer()) out->initializers.emplace_back(t.name(), tensor(t, "initializer"));
+  for (const auto& s : g.sparse_initializer())
+    out->initializers.emplace_back(s.values().name(), sparse_tensor(s, "sparse initializer '" + s.values().name() + "'"));
+  for (const auto& n : g.node()) out->nodes.push_back(node(n));
+  return out;
+}
+
+TypeInfo element_from_code(int32_t code, const TypeInfo& declared) {
+  if (declared.kind != TypeInfo::Kind::Unknown) return declared;
+  TypeInfo t;
+  switch (code) {
+    case pb::SequenceProto::TENSOR: t.kind = TypeInfo::Kind::Tensor; break;
+    case pb::SequenceProto::SPARSE_TENSOR: t.kind = TypeInfo::Kind::SparseTensor; break;
+    case pb::SequenceProto::SEQUENCE: t.kind = TypeInfo::Kind::Sequence; break;
+    case pb::SequenceProto::MAP: t.kind = TypeInfo::Kind::Map; break;
+    case pb::SequenceProto::OPTIONAL: t.kind = TypeInfo::Kind::Optional; break;
+    default: break;
+  }
+  return t;
+}
+
+Value Loader::sequence(const pb::SequenceProto& s, const TypeInfo& type, const std::string& what) const {
+  TypeInfo elem = element_from_code(s.elem_type(), type.element ? *type.element : TypeInfo{});
+  std::vector<Value> items;
+  for (const auto& t : s.tensor_values()) items.push_back(tensor(t, what));
+  for (const auto& t : s.sparse_tensor_values()) items.push_back(sparse_tensor(t, what));
+  for (const auto& t : s.sequence_values()) items.push_back(sequence(t, elem, what));
+  for (const auto& t : s.map_values()) items.push_back(map(t, elem, what));
+  for (const auto& t : s.optional_values()) items.push_back(optional(t, elem, what));
+  if (elem.kind == TypeInfo::Kind::Tensor && elem.elem_type == ElemType::Undefined && !items.empty()) {
+    elem.elem_type = items[0].elem_type();
+  }
+  return Value::sequence(std::move(items), std::move(elem));
+}
+
+Value Loader::optional(const pb::OptionalProto& o, const TypeInfo& type, const std::string& what) const {
+  TypeInfo elem = element_from_code(o.elem_type(), type.element ? *type.element : TypeInfo{});
+  std::optional<Value> content;
+  if (o.has_tensor_value()) content = tensor(o.tensor_value(), what);
+  else if (o.has_sparse_tensor_value()) content = sparse_tensor(o.sparse_tensor_value(), what);
+  else if (o.has_sequence_value()) content = sequence(o.sequence_value(), elem, what);
+  else if (o.has_map_value()) content = map(o.map_value(), elem, what);
+  else if (o.has_optional_value()) content = optional(o.optional_value(), elem, what);
+  return Value::optional(std::move(content), std::move(elem));
+}
+
+Value Loader::map(const pb::MapProto& m, const TypeInfo& type, const std::string& what) const {
+  auto key = static_cast<ElemType>(m.key_type());
+  TypeInfo seq_type;
+  seq_type.kind = TypeInfo::Kind::Sequence;
+  seq_type.element = type.element;
+  Value values = sequence(m.values(), seq_type, what);
+  return Value::map(key, {m.keys().begin(), m.keys().end()}, {m.string_keys().begin(), m.string_keys().end()},
+                    std::move(values));
+}
+
+std::vector<OpsetImport> opsets_of(const google::protobuf::RepeatedPtrField<pb::OperatorSetIdProto>& list) {
+  std::vector<OpsetImport> out;
+  for (const auto& o : list) out.push_back(OpsetImport{normalize_domain(o.domain()), o.version()});
+  return out;
+}
+
+}  // namespace
+
+Model load_from_memory(const void* data, size_t size, const std::string& base_dir, const LoadOptions& options) {
+  pb::ModelProto mp;
+  if (!parse_message(mp, data, size))
+    throw OnnxError("load: not a valid ONNX model (the protobuf data is malformed or truncated, " +
+                    std::to_string(size) + " bytes)");
+  if (!mp.has_ir_version())
+    throw OnnxError("load: the model has no IR version (an empty file or not an ONNX model)");
+  if (mp.ir_version() < kMinIrVersion || mp.ir_version() > kMaxIrVersion)
+    throw OnnxError("load: IR version " + std::to_string(mp.ir_version()) + " is not supported (smelt reads " +
+                    std::to_string(kMinIrVersion) + " to " + std::to_string(kMaxIrVersion) + ")");
+  if (!mp.has_graph()) throw OnnxError("load: the model has no graph");
+  if (mp.opset_import_size() == 0) throw OnnxError("load: the model imports no operator set");
+
+  Loader loader(base_dir);
+  Model m;
+  m.ir_version = mp.ir_version();
+  m.producer_name = mp.producer_name();
+  m.producer_version = mp.producer_version();
+  m.domain = mp.domain();
+  m.model_version = mp.model_version();
+  m.doc_string = mp.doc_string();
+  m.base_dir = base_dir;
+  m.opsets = opsets_of(mp.opset_import());
+  for (const auto& kv : mp.metadata_props()) m.metadata.emplace_back(kv.key(), kv.value());
+  m.graph = loader.graph(mp.graph());
+  for (const auto& f : mp.functions()) {
+    Function fn;
+    fn.domain = normalize_domain(f.domain());
+    fn.name = f.name();
+    fn.overload = f.overload();
+    fn.inputs.assign(f.input().begin(), f.input().end());
+    fn.outputs.assign(f.output().begin(), f.output().end());
+    fn.attributes.assign(f.attribute().begin(), f.attribute().end());
+    for (const auto& a : f.attribute_proto()) fn.attribute_defaults.push_back(loader.attribute(a, "function " + f.name()));
+    for (const auto& n : f.node()) fn.nodes.push_back(loader.node(n));
+    fn.opsets = opsets_of(f.opset_import());
+    m.functions.push_back(std::move(fn));
+  }
+  if (options.check_operators) {
+    auto missing = unsupported_operators(m);
+    if (!missing.empty()) {
+      std::string msg = "load: the model uses " + std::to_string(missing.size()) +
+                        " operator" + (missing.size() > 1 ? "s" : "") + " smelt cannot run: ";
+      for (size_t i = 0; i < missing.size(); ++i) {
+        const auto& u = missing[i];
+        msg += (i ? ", " : "") + (u.domain.empty() ? std::string("ai.onnx") : u.domain) + "::" + u.op_type +
+               " (opset " + std::to_string(u.version) + (u.node.empty() ? "" : ", node '" + u.node + "'") + ")";
+      }
+      throw OnnxError(msg);
+    }
+  }
+  return m;
+}
+
+Model load(const std::string& path, const LoadOptions& options) {
+  std::string bytes = read_file(path, "load");
+  std::string base = std::filesystem::path(path).parent_path().string();
+  if (base.empty()) base = ".";
+  try {
+    return load_from_memory(bytes.data(), bytes.size(), base, options);
+  } catch (const OnnxError& e) {
+    std::string msg = e.what();
+    if (msg.rfind("load: ", 0) == 0) msg = msg.substr(6);
+    throw OnnxError("load '" + path + "': " + msg);
+  }
+}
+
+std::vector<UnsupportedOp> unsupported_operators(const Model& model) {
+  const OpRegistry& registry = OpRegistry::global();
+  std::vector<UnsupportedOp> out;
+  std::set<std::tuple<std::string, std::string, int64_t>> seen;
+  // Worklist of (nodes, opsets of their scope); subgraphs and used functions are pushed onto it.
+  struct Item {
+    const std::vector<Node>* nodes;
+    const std::vector<OpsetImport>* opsets;
+  };
+  std::vector<Item> work{{&model.graph->nodes, &model.opsets}};
+  std::set<const Function*> visited_functions;
+  auto version_in = [&](const std::vector<OpsetImport>& opsets, const std::string& domain) -> int64_t {
+    for (const auto& o : opsets)
+      if (o.domain == domain) return o.version;
+    return model.opset(domain);
+  };
+  while (!work.empty()) {
+    Item item = work.back();
+    work.pop_back();
+    for (const auto& n : *item.nodes) {
+      for (const auto& a : n.attributes) {
+        if (a.g) work.push_back({&a.g->nodes, item.opsets});
+        for (const auto& g : a.graphs) work.push_back({&g->nodes, item.opsets});
+      }
+      const Function* fn = nullptr;
+      for (const auto& f : model.functions)
+        if (f.domain == n.domain && f.name == n.op_type && f.overload == n.overload) fn = &f;
+      if (fn) {
+        if (visited_functions.insert(fn).second) work.push_back({&fn->nodes, &fn->opsets});
+        continue;
+      }
+      int64_t version = version_in(*item.opsets, n.domain);
+      if (version > 0 && registry.find(n.domain, n.op_type, version)) continue;
+      if (seen.insert({n.domain, n.op_type, version}).second)
+        out.push_back(UnsupportedOp{n.domain, n.op_type, version, n.name});
+    }
+  }
+  return out;
+}
+
+Value parse_value(const void* data, size_t size, const TypeInfo& type, const std::string& what) {
+  Loader loader(".");
+  auto fail = [&](const char* message_type) {
+    return OnnxError(what + ": not a valid " + message_type + " (the protobuf data is malformed or truncated)");
+  };
+  switch (type.kind) {
+    case TypeInfo::Kind::Sequence: {
+      pb::SequenceProto s;
+      if (!parse_message(s, data, size)) throw fail("SequenceProto");
+      return loader.sequence(s, type, what);
+    }
+    case TypeInfo::Kind::Optional: {
+      pb::OptionalProto o;
+      if (!parse_message(o, data, size)) throw fail("OptionalProto");
+      return loader.optional(o, type, what);
+    }
+    case TypeInfo::Kind::Map: {
+      pb::MapProto m;
+      if (!parse_message(m, data, size)) throw fail("MapProto");
+      return loader.map(m, type, what);
+    }
+    case TypeInfo::Kind::SparseTensor:
+    case TypeInfo::Kind::Tensor:
+    case TypeInfo::Kind::Unknown:
+    case TypeInfo::Kind::Opaque: {
+      pb::TensorProto t;
+      if (!parse_message(t, data, size)) throw fail("TensorProto");
+      return loader.tensor(t, what);
+    }
+  }
+  throw fail("value");
+}
+
+Value load_value(const std::string& path, const TypeInfo& type) {
+  std::string bytes = read_file(path, "load_value");
+  Loader loader(std::filesystem::path(path).parent_path().string());
+  return parse_value(bytes.data(), bytes.size(), type, "'" + path + "'");
+}
+
+}  // namespace smelt::onnx

@@ -1,0 +1,156 @@
+// ONNX control flow: If, Loop, Scan and SequenceMap, whose bodies are subgraphs that see outer values.
+#include <algorithm>
+
+#include "src/onnx/ops/op_helpers.h"
+
+namespace smelt::onnx {
+
+namespace {
+
+std::vector<Value> op_if(OpContext& c) {
+  const Array& cond = c.tensor(0);
+  if (cond.size() != 1) c.fail("cond must hold one value, got " + c.input(0).describe());
+  bool taken = cond.item<bool>();
+  const Graph& branch = c.attr_graph(taken ? "then_branch" : "else_branch");
+  return c.run_graph(branch, {});
+}
+
+/// Stacks per-iteration values along a new axis 0 (tensors), or collects them in a sequence.
+Value stack_values(OpContext& c, const std::vector<Value>& parts, const ValueInfo& info) {
+  if (parts.empty()) {
+    ElemType t = info.type.elem_type == ElemType::Undefined ? ElemType::Float : info.type.elem_type;
+    auto dt = storage_dtype(t);
+    Shape shape{0};
+    if (info.type.shape)
+      for (size_t i = 1; i < info.type.shape->size(); ++i) shape.push_back(std::max<int64_t>((*info.type.shape)[i].value, 0));
+    return tv(zeros(shape, dt ? *dt : float32));
+  }
+  std::vector<Array> arrays;
+  for (const auto& p : parts) {
+    if (!p.is_tensor()) c.fail("scan output '" + info.name + "' must be a tensor, got " + p.describe());
+    arrays.push_back(p.array());
+  }
+  return tv(stack(arrays, 0));
+}
+
+std::vector<Value> op_loop(OpContext& c) {
+  const Graph& body = c.attr_graph("body");
+  std::optional<int64_t> trip;
+  if (c.has(0)) trip = c.scalar_int(0);
+  bool cond = c.has(1) ? c.tensor(1).item<bool>() : true;
+  size_t n_state = c.num_inputs() >= 2 ? c.num_inputs() - 2 : 0;
+  std::vector<Value> state(c.inputs().begin() + 2, c.inputs().end());
+  if (body.inputs.size() != n_state + 2)
+    c.fail("the body takes " + std::to_string(body.inputs.size()) + " inputs; expected " + std::to_string(n_state + 2));
+  if (body.outputs.size() < n_state + 1)
+    c.fail("the body has " + std::to_string(body.outputs.size()) + " outputs; expected at least " + std::to_string(n_state + 1));
+  size_t n_scan = body.outputs.size() - 1 - n_state;
+  std::vector<std::vector<Value>> scans(n_scan);
+  for (int64_t i = 0; (!trip || i < *trip) && cond; ++i) {
+    std::vector<Value> in{tv(Array(i)), tv(Array(cond))};
+    in.insert(in.end(), state.begin(), state.end());
+    std::vector<Value> out = c.run_graph(body, in);
+    const Value& cv = out[0];
+    if (!cv.is_tensor() || cv.array().size() != 1) c.fail("the body's condition output must hold one bool");
+    cond = cv.array().item<bool>();
+    for (size_t k = 0; k < n_state; ++k) state[k] = out[1 + k];
+    for (size_t k = 0; k < n_scan; ++k) scans[k].push_back(out[1 + n_state + k]);
+    // Evaluate per iteration so a long loop doesn't build one ever-growing lazy graph.
+    std::vector<Array> pending;
+    for (const auto& v : state)
+      if (v.is_tensor()) pending.push_back(v.array());
+    eval(pending);
+  }
+  std::vector<Value> result = state;
+  for (size_t k = 0; k < n_scan; ++k) result.push_back(stack_values(c, scans[k], body.outputs[1 + n_state + k]));
+  return result;
+}
+
+std::vector<Value> op_scan(OpContext& c) {
+  const Graph& body = c.attr_graph("body");
+  int64_t m = c.attr_int("num_scan_inputs", 0);
+  size_t total = c.num_inputs();
+  size_t first = c.opset() < 9 ? 1 : 0;  // opset 8 has a sequence_lens input first
+  if (m <= 0 || static_cast<size_t>(m) > total - first) c.fail("num_scan_inputs " + std::to_string(m) + " does not fit the inputs");
+  size_t n_state = total - first - static_cast<size_t>(m);
+  std::vector<Value> state(c.inputs().begin() + static_cast<long>(first),
+                           c.inputs().begin() + static_cast<long>(first + n_state));
+  std::vector<int64_t> in_axes = c.attr_ints("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(m), 0));
+  std::vector<int64_t> in_dirs = c.attr_ints("scan_input_directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
+  if (c.opset() < 9) {
+    // Opset 8 scans axis 1 with a batch axis 0; only batch size 1 is handled here.
+    c.fail("opset 8 Scan (with a batch axis) is not supported");
+  }
+  std::vector<Array> scan_in;
+  int64_t steps = -1;
+  for (int64_t j = 0; j < m; ++j) {
+    const Array& x = c.tensor(first + n_state + static_cast<size_t>(j));
+    int axis = onnx_axis(c, in_axes[static_cast<size_t>(j)], x.ndim(), "scan_input_axes");
+    Array moved = moveaxis(x, axis, 0);
+    if (steps >= 0 && moved.shape()[0] != steps) c.fail("scan inputs have different lengths");
+    steps = moved.shape()[0];
+    if (in_dirs[static_cast<size_t>(j)]) moved = flip(moved, {0});
+    scan_in.push_back(moved);
+  }
+  size_t n_scan_out = body.outputs.size() - n_state;
+  std::vector<std::vector<Value>> scans(n_scan_out);
+  for (int64_t t = 0; t < steps; ++t) {
+    std::vector<Value> in = state;
+    for (const auto& x : scan_in) in.push_back(tv(reshape(slice(x, {t}, {t + 1}), Shape(x.shape().begin() + 1, x.shape().end()))));
+    std::vector<Value> out = c.run_graph(body, in);
+    for (size_t k = 0; k < n_state; ++k) state[k] = out[k];
+    for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(out[n_state + k]);
+  }
+  std::vector<int64_t> out_axes = c.attr_ints("scan_output_axes", std::vector<int64_t>(n_scan_out, 0));
+  std::vector<int64_t> out_dirs = c.attr_ints("scan_output_directions", std::vector<int64_t>(n_scan_out, 0));
+  std::vector<Value> result = state;
+  for (size_t k = 0; k < n_scan_out; ++k) {
+    Value stacked = stack_values(c, scans[k], body.outputs[n_state + k]);
+    Array a = stacked.array();
+    if (out_dirs[k]) a = flip(a, {0});
+    int axis = onnx_axis(c, out_axes[k], a.ndim(), "scan_output_axes");
+    if (axis != 0) a = moveaxis(a, 0, axis);
+    result.push_back(tv(a));
+  }
+  return result;
+}
+
+std::vector<Value> op_sequence_map(OpContext& c) {
+  const Graph& body = c.attr_graph("body");
+  const Value& seq = c.input(0);
+  if (!seq.is_sequence()) c.fail("input 0 must be a sequence, got " + seq.describe());
+  size_t n = seq.items().size();
+  std::vector<std::vector<Value>> outs(body.outputs.size());
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<Value> in{seq.items()[i]};
+    for (size_t k = 1; k < c.num_inputs(); ++k) {
+      const Value& extra = c.input(k);
+      if (extra.is_sequence()) {
+        if (extra.items().size() != n) c.fail("the sequence inputs have different lengths");
+        in.push_back(extra.items()[i]);
+      } else {
+        in.push_back(extra);
+      }
+    }
+    auto out = c.run_graph(body, in);
+    for (size_t k = 0; k < out.size(); ++k) outs[k].push_back(out[k]);
+  }
+  std::vector<Value> result;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    TypeInfo elem = body.outputs[k].type;
+    if (!outs[k].empty()) elem = outs[k][0].type();
+    result.push_back(Value::sequence(outs[k], elem));
+  }
+  return result;
+}
+
+}  // namespace
+
+void register_control_ops(OpRegistry& r) {
+  r.add("", "If", 1, op_if);
+  r.add("", "Loop", 1, op_loop);
+  r.add("", "Scan", 9, op_scan);
+  r.add("", "SequenceMap", 17, op_sequence_map);
+}
+
+}  // namespace smelt::onnx

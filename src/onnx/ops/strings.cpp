@@ -1,0 +1,142 @@
+// ONNX string operators on the host: StringConcat, StringNormalizer, StringSplit, RegexFullMatch.
+#include <algorithm>
+#include <cctype>
+#include <regex>
+#include <set>
+
+#include "src/onnx/ops/op_helpers.h"
+
+namespace smelt::onnx {
+
+namespace {
+
+const StringTensor& strings_input(OpContext& c, size_t i) {
+  const Value& v = c.input(i);
+  if (!v.is_strings()) c.fail("input " + std::to_string(i) + " must be a string tensor, got " + v.describe());
+  return v.string_tensor();
+}
+
+/// Positions of each operand's element for every element of the broadcast shape.
+std::vector<int64_t> broadcast_positions(const Shape& from, const Shape& to) {
+  int64_t n = 1;
+  for (auto d : from) n *= d;
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  return broadcast_to(Array(v, from), to).to_vector<int64_t>();
+}
+
+std::vector<Value> op_string_concat(OpContext& c) {
+  const auto& a = strings_input(c, 0);
+  const auto& b = strings_input(c, 1);
+  Shape out = broadcast_shapes(a.shape, b.shape);
+  auto ia = broadcast_positions(a.shape, out), ib = broadcast_positions(b.shape, out);
+  std::vector<std::string> data(ia.size());
+  for (size_t i = 0; i < ia.size(); ++i) data[i] = a.data[static_cast<size_t>(ia[i])] + b.data[static_cast<size_t>(ib[i])];
+  return {Value::strings(StringTensor{out, data})};
+}
+
+std::string to_case(std::string s, bool upper) {
+  for (auto& ch : s) ch = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(ch)) : std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::vector<Value> op_string_normalizer(OpContext& c) {
+  const auto& x = strings_input(c, 0);
+  std::string action = c.attr_string("case_change_action", "NONE");
+  if (action != "NONE" && action != "LOWER" && action != "UPPER")
+    c.fail("case_change_action must be NONE, LOWER or UPPER, got \"" + action + "\"");
+  bool sensitive = c.attr_int("is_case_sensitive", 0) != 0;
+  std::set<std::string> stop;
+  for (const auto& w : c.attr_strings("stopwords")) stop.insert(sensitive ? w : to_case(w, false));
+  if (x.shape.size() > 2 || (x.shape.size() == 2 && x.shape[0] != 1))
+    c.fail("input must be [C] or [1, C], got " + c.input(0).describe());
+  std::vector<std::string> kept;
+  for (const auto& s : x.data) {
+    if (stop.count(sensitive ? s : to_case(s, false))) continue;
+    kept.push_back(action == "NONE" ? s : to_case(s, action == "UPPER"));
+  }
+  // Everything filtered out leaves one empty string.
+  if (kept.empty()) kept.push_back("");
+  Shape shape = x.shape.size() == 2 ? Shape{1, static_cast<int64_t>(kept.size())} : Shape{static_cast<int64_t>(kept.size())};
+  return {Value::strings(StringTensor{shape, kept})};
+}
+
+std::vector<Value> op_string_split(OpContext& c) {
+  const auto& x = strings_input(c, 0);
+  std::string delim = c.attr_string("delimiter", "");
+  int64_t maxsplit = c.has_attr("maxsplit") ? c.attr_int("maxsplit", 0) : -1;
+  std::vector<std::vector<std::string>> parts;
+  size_t widest = 0;
+  for (const auto& s : x.data) {
+    std::vector<std::string> p;
+    if (delim.empty()) {  // runs of whitespace separate; leading and trailing ones are dropped
+      size_t i = 0;
+      int64_t splits = 0;
+      while (i < s.size()) {
+        while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+        if (i >= s.size()) break;
+        if (maxsplit >= 0 && splits == maxsplit) {
+          std::string rest = s.substr(i);
+          rest.erase(rest.find_last_not_of(" \t\n\r\f\v") + 1);
+          p.push_back(rest);
+          break;
+        }
+        size_t j = i;
+        while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+        p.push_back(s.substr(i, j - i));
+        ++splits;
+        i = j;
+      }
+    } else {
+      size_t start = 0;
+      int64_t splits = 0;
+      for (;;) {
+        size_t at = s.find(delim, start);
+        if (at == std::string::npos || (maxsplit >= 0 && splits == maxsplit)) {
+          p.push_back(s.substr(start));
+          break;
+        }
+        p.push_back(s.substr(start, at - start));
+        start = at + delim.size();
+        ++splits;
+      }
+    }
+    widest = std::max(widest, p.size());
+    parts.push_back(std::move(p));
+  }
+  Shape out = x.shape;
+  out.push_back(static_cast<int64_t>(widest));
+  std::vector<std::string> data;
+  std::vector<int64_t> counts;
+  for (auto& p : parts) {
+    counts.push_back(static_cast<int64_t>(p.size()));
+    p.resize(widest);
+    data.insert(data.end(), p.begin(), p.end());
+  }
+  return {Value::strings(StringTensor{out, data}), tv(reshape(int64_array(counts), x.shape))};
+}
+
+std::vector<Value> op_regex_full_match(OpContext& c) {
+  const auto& x = strings_input(c, 0);
+  std::string pattern = c.attr_string("pattern", "");
+  std::regex re;
+  try {
+    re = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    c.fail("invalid pattern \"" + pattern + "\": " + e.what());
+  }
+  std::vector<uint8_t> out;
+  for (const auto& s : x.data) out.push_back(std::regex_match(s, re) ? 1 : 0);
+  return {tv(Array(out.empty() ? nullptr : out.data(), x.shape, bool_))};
+}
+
+}  // namespace
+
+void register_string_ops(OpRegistry& r) {
+  r.add("", "StringConcat", 20, op_string_concat);
+  r.add("", "StringNormalizer", 10, op_string_normalizer);
+  r.add("", "StringSplit", 20, op_string_split);
+  r.add("", "RegexFullMatch", 20, op_regex_full_match);
+}
+
+}  // namespace smelt::onnx

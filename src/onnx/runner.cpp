@@ -1,0 +1,353 @@
+// The eager runner: nodes in topological order over a name -> value map, subgraphs and functions.
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "smelt/onnx.h"
+#include "src/onnx/registry.h"
+
+namespace smelt::onnx {
+
+namespace {
+
+/// Values visible to a graph: its own, then those of the enclosing graphs.
+struct Scope {
+  const Scope* parent = nullptr;
+  std::unordered_map<std::string, Value> values;
+
+  const Value* find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      auto it = s->values.find(name);
+      if (it != s->values.end()) return &it->second;
+    }
+    return nullptr;
+  }
+};
+
+using Opsets = std::unordered_map<std::string, int64_t>;
+
+Opsets opsets_of(const std::vector<OpsetImport>& list, const Opsets* fallback = nullptr) {
+  Opsets out;
+  if (fallback) out = *fallback;
+  for (const auto& o : list) out[normalize_domain(o.domain)] = o.version;
+  return out;
+}
+
+/// Every value name that nodes inside the subgraphs of `n` read (an over-approximation of what
+/// they read from outside, which is all a dependency needs).
+void subgraph_reads(const Node& n, std::vector<std::string>& out) {
+  std::vector<const Graph*> work;
+  for (const auto& a : n.attributes) {
+    if (a.g) work.push_back(a.g.get());
+    for (const auto& g : a.graphs) work.push_back(g.get());
+  }
+  while (!work.empty()) {
+    const Graph* g = work.back();
+    work.pop_back();
+    for (const auto& m : g->nodes) {
+      for (const auto& i : m.inputs)
+        if (!i.empty()) out.push_back(i);
+      for (const auto& a : m.attributes) {
+        if (a.g) work.push_back(a.g.get());
+        for (const auto& h : a.graphs) work.push_back(h.get());
+      }
+    }
+    for (const auto& o : g->outputs) out.push_back(o.name);
+  }
+}
+
+class Executor {
+ public:
+  explicit Executor(const Model& model) : model_(model), model_opsets_(opsets_of(model.opsets)) {}
+
+  /// Runs `nodes` in `scope`; values not in `keep` are dropped after their last use.
+  void run_nodes(const std::vector<Node>& nodes, Scope& scope, const Opsets& opsets,
+                 const std::unordered_set<std::string>& keep) const;
+  /// Runs a subgraph (If/Loop/Scan body) with its inputs bound positionally.
+  std::vector<Value> run_graph(const Graph& g, const std::vector<Value>& inputs, const Scope* parent,
+                               const Opsets& opsets) const;
+  const Opsets& model_opsets() const { return model_opsets_; }
+
+ private:
+  std::vector<Value> run_node(const Node& node, const std::vector<Value>& inputs, const Scope& scope,
+                              const Opsets& opsets) const;
+  std::vector<Value> run_function(const Function& f, const Node& call, const std::vector<Value>& inputs) const;
+  const Function* function_for(const Node& n) const {
+    for (const auto& f : model_.functions)
+      if (f.domain == n.domain && f.name == n.op_type && f.overload == n.overload) return &f;
+    return nullptr;
+  }
+
+  const Model& model_;
+  Opsets model_opsets_;
+};
+
+void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Opsets& opsets,
+                         const std::unordered_set<std::string>& keep) const {
+  // Kahn's algorithm, preferring file order: producers by name, then in-degrees.
+  const size_t count = nodes.size();
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t i = 0; i < count; ++i)
+    for (const auto& o : nodes[i].outputs)
+      if (!o.empty()) producer[o] = i;
+  std::vector<std::vector<size_t>> consumers(count);
+  std::vector<size_t> indegree(count, 0);
+  std::unordered_map<std::string, int> uses;
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<std::string> reads;
+    for (const auto& in : nodes[i].inputs)
+      if (!in.empty()) reads.push_back(in);
+    subgraph_reads(nodes[i], reads);
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    for (const auto& r : reads) {
+      ++uses[r];
+      auto it = producer.find(r);
+      if (it == producer.end() || it->second == i) continue;
+      consumers[it->second].push_back(i);
+      ++indegree[i];
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < count; ++i)
+    if (indegree[i] == 0) ready.push(i);
+  size_t done = 0;
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    ++done;
+    const Node& n = nodes[i];
+    std::vector<Value> inputs;
+    inputs.reserve(n.inputs.size());
+    for (const auto& name : n.inputs) {
+      if (name.empty()) {
+        inputs.emplace_back();
+        continue;
+      }
+      const Value* v = scope.find(name);
+      if (!v)
+        throw OnnxError(n.label() + ": input '" + name +
+                        "' is neither a graph input, an initializer, nor the output of another node");
+      inputs.push_back(*v);
+    }
+    std::vector<Value> outputs = run_node(n, inputs, scope, opsets);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.outputs[k].empty()) continue;
+      if (k >= outputs.size() || (outputs[k].is_none() && keep.count(n.outputs[k])))
+        throw OnnxError(n.label() + ": output " + std::to_string(k) + " ('" + n.outputs[k] + "') was not produced");
+      scope.values[n.outputs[k]] = std::move(outputs[k]);
+    }
+    // Drop inputs nobody reads any more, so large models don't hold every activation.
+    std::vector<std::string> reads;
+    for (const auto& in : n.inputs)
+      if (!in.empty()) reads.push_back(in);
+    subgraph_reads(n, reads);
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    for (const auto& r : reads)
+      if (--uses[r] == 0 && !keep.count(r) && producer.count(r)) scope.values.erase(r);
+    for (size_t c : consumers[i])
+      if (--indegree[c] == 0) ready.push(c);
+  }
+  if (done != count) {
+    for (size_t i = 0; i < count; ++i)
+      if (indegree[i] > 0)
+        throw OnnxError(nodes[i].label() + ": the graph has a cycle through this node");
+  }
+}
+
+std::vector<Value> Executor::run_node(const Node& node, const std::vector<Value>& inputs, const Scope& scope,
+                                      const Opsets& opsets) const {
+  if (const Function* f = function_for(node)) return run_function(*f, node, inputs);
+  auto it = opsets.find(node.domain);
+  int64_t version = it == opsets.end() ? 0 : it->second;
+  OpFn fn = version > 0 ? OpRegistry::global().find(node.domain, node.op_type, version) : nullptr;
+  if (!fn)
+    throw OnnxError(node.label() + ": operator " + (node.domain.empty() ? "ai.onnx" : node.domain) +
+                    "::" + node.op_type + " (opset " + std::to_string(version) + ") is not supported");
+  OpContext ctx(node, version, inputs, [this, &scope, &opsets](const Graph& g, const std::vector<Value>& in) {
+    return run_graph(g, in, &scope, opsets);
+  });
+  return fn(ctx);
+}
+
+std::vector<Value> Executor::run_function(const Function& f, const Node& call, const std::vector<Value>& inputs) const {
+  if (inputs.size() > f.inputs.size())
+    throw OnnxError(call.label() + ": " + std::to_string(inputs.size()) + " inputs given; function " + f.name +
+                    " takes " + std::to_string(f.inputs.size()));
+  Scope scope;
+  for (size_t i = 0; i < f.inputs.size(); ++i) scope.values[f.inputs[i]] = i < inputs.size() ? inputs[i] : Value();
+  // Attributes that refer to the caller's take its value, else the function's default, else go.
+  std::vector<Node> body;
+  body.reserve(f.nodes.size());
+  for (const auto& n : f.nodes) {
+    Node m = n;
+    m.attributes.clear();
+    for (const auto& a : n.attributes) {
+      if (a.ref_attr_name.empty()) {
+        m.attributes.push_back(a);
+        continue;
+      }
+      const Attribute* src = call.attribute(a.ref_attr_name);
+      if (!src)
+        for (const auto& d : f.attribute_defaults)
+          if (d.name == a.ref_attr_name) src = &d;
+      if (!src) continue;
+      Attribute copy = *src;
+      copy.name = a.name;
+      m.attributes.push_back(std::move(copy));
+    }
+    body.push_back(std::move(m));
+  }
+  Opsets opsets = opsets_of(f.opsets, &model_opsets_);
+  std::unordered_set<std::string> keep(f.outputs.begin(), f.outputs.end());
+  run_nodes(body, scope, opsets, keep);
+  std::vector<Value> out;
+  for (const auto& o : f.outputs) {
+    const Value* v = scope.find(o);
+    out.push_back(v ? *v : Value());
+  }
+  return out;
+}
+
+std::vector<Value> Executor::run_graph(const Graph& g, const std::vector<Value>& inputs, const Scope* parent,
+                                       const Opsets& opsets) const {
+  Scope scope;
+  scope.parent = parent;
+  for (const auto& [name, value] : g.initializers) scope.values[name] = value;
+  if (inputs.size() > g.inputs.size())
+    throw OnnxError("subgraph '" + g.name + "': " + std::to_string(inputs.size()) + " inputs given, it takes " +
+                    std::to_string(g.inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) scope.values[g.inputs[i].name] = inputs[i];
+  std::unordered_set<std::string> keep;
+  for (const auto& o : g.outputs) keep.insert(o.name);
+  run_nodes(g.nodes, scope, opsets, keep);
+  std::vector<Value> out;
+  for (const auto& o : g.outputs) {
+    const Value* v = scope.find(o.name);
+    if (!v) throw OnnxError("subgraph '" + g.name + "': output '" + o.name + "' was not computed");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+/// Checks a given input against the graph's declaration: kind, element type and rank.
+void check_input(const ValueInfo& info, const Value& v) {
+  const TypeInfo& t = info.type;
+  auto mismatch = [&] {
+    throw OnnxError("run: input '" + info.name + "' expects " + t.to_string() + ", got " + v.describe());
+  };
+  switch (t.kind) {
+    case TypeInfo::Kind::Tensor:
+      if (!v.is_tensor() && !v.is_strings()) mismatch();
+      if (t.elem_type != ElemType::Undefined && v.elem_type() != t.elem_type) mismatch();
+      if (t.shape && t.shape->size() != v.shape().size()) mismatch();
+      return;
+    case TypeInfo::Kind::Sequence:
+      if (!v.is_sequence()) mismatch();
+      return;
+    case TypeInfo::Kind::Optional:
+      if (!v.is_optional() && !v.is_none()) mismatch();
+      return;
+    case TypeInfo::Kind::Map:
+      if (!v.is_map()) mismatch();
+      return;
+    case TypeInfo::Kind::SparseTensor:
+    case TypeInfo::Kind::Opaque:
+    case TypeInfo::Kind::Unknown: return;
+  }
+}
+
+void collect_arrays(const Value& v, std::vector<Array>& out) {
+  std::vector<const Value*> work{&v};
+  while (!work.empty()) {
+    const Value* x = work.back();
+    work.pop_back();
+    switch (x->kind()) {
+      case Value::Kind::Tensor: out.push_back(x->array()); break;
+      case Value::Kind::Sequence:
+        for (const auto& i : x->items()) work.push_back(&i);
+        break;
+      case Value::Kind::Optional:
+        if (x->content()) work.push_back(&*x->content());
+        break;
+      case Value::Kind::Map: work.push_back(&x->map_values()); break;
+      case Value::Kind::None:
+      case Value::Kind::Strings: break;
+    }
+  }
+}
+
+std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string, Value> given) {
+  if (!model.graph) throw OnnxError("run: the model has no graph");
+  const Graph& g = *model.graph;
+  Executor exec(model);
+  Scope scope;
+  std::unordered_set<std::string> initializer_names;
+  for (const auto& [name, value] : g.initializers) {
+    scope.values[name] = value;
+    initializer_names.insert(name);
+  }
+  for (const auto& in : g.inputs) {
+    auto it = given.find(in.name);
+    if (it == given.end()) {
+      if (initializer_names.count(in.name)) continue;
+      if (in.type.kind == TypeInfo::Kind::Optional) {
+        scope.values[in.name] = Value();
+        continue;
+      }
+      throw OnnxError("run: missing input '" + in.name + "' (" + in.type.to_string() + ")");
+    }
+    check_input(in, it->second);
+    scope.values[in.name] = std::move(it->second);
+  }
+  std::unordered_set<std::string> keep;
+  for (const auto& o : g.outputs) keep.insert(o.name);
+  exec.run_nodes(g.nodes, scope, exec.model_opsets(), keep);
+  std::vector<Value> out;
+  std::vector<Array> arrays;
+  for (const auto& o : g.outputs) {
+    const Value* v = scope.find(o.name);
+    if (!v) throw OnnxError("run: output '" + o.name + "' was not computed");
+    out.push_back(*v);
+    collect_arrays(*v, arrays);
+  }
+  eval(arrays);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Value> run(const Model& model, const std::vector<Value>& inputs) {
+  if (!model.graph) throw OnnxError("run: the model has no graph");
+  const Graph& g = *model.graph;
+  if (inputs.size() > g.inputs.size())
+    throw OnnxError("run: " + std::to_string(inputs.size()) + " inputs given; the model takes " +
+                    std::to_string(g.inputs.size()));
+  std::unordered_map<std::string, Value> given;
+  for (size_t i = 0; i < inputs.size(); ++i) given[g.inputs[i].name] = inputs[i];
+  return run_bound(model, std::move(given));
+}
+
+std::map<std::string, Value> run_named(const Model& model, const std::map<std::string, Value>& inputs) {
+  if (!model.graph) throw OnnxError("run: the model has no graph");
+  const Graph& g = *model.graph;
+  std::unordered_map<std::string, Value> given;
+  for (const auto& [name, v] : inputs) {
+    bool known = false;
+    for (const auto& in : g.inputs) known = known || in.name == name;
+    if (!known) {
+      std::string names;
+      for (const auto& in : g.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      throw OnnxError("run: unknown input '" + name + "' (the model's inputs are: " + names + ")");
+    }
+    given[name] = v;
+  }
+  auto out = run_bound(model, std::move(given));
+  std::map<std::string, Value> named;
+  for (size_t i = 0; i < out.size(); ++i) named[g.outputs[i].name] = out[i];
+  return named;
+}
+
+}  // namespace smelt::onnx

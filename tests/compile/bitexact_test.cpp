@@ -1,0 +1,351 @@
+// Compiled against uncompiled, bit for bit: every element-wise primitive, every dtype it accepts.
+//
+// Each test compiles one function per dtype that applies many ops to the same inputs, returns
+// every op's result and ties them together with logical_or, so that the fuse pass puts all of
+// them into one generated kernel as extra outputs (checked on the final tape). Inputs hold NaN
+// of both signs and with payloads, ±inf, ±0, subnormals, the integer extremes and random bit
+// patterns. Each function runs twice: on contiguous inputs and on negative-stride views, which
+// take the kernel's strided path.
+#include <cstring>
+#include <set>
+
+#include "compile_helpers.h"
+
+namespace smelt {
+namespace {
+
+using UnaryFn = Array (*)(const Array&);
+using BinaryFn = Array (*)(const Array&, const Array&);
+
+struct UnaryCase {
+  const char* name;
+  UnaryFn fn;
+};
+struct BinaryCase {
+  const char* name;
+  BinaryFn fn;
+};
+
+// One entry per UnaryOp (UnaryCoverage checks that none is missing).
+const std::vector<UnaryCase>& unary_cases() {
+  static const std::vector<UnaryCase> cases = {
+      {"abs", [](const Array& a) { return smelt::abs(a); }},
+      {"negative", [](const Array& a) { return smelt::negative(a); }},
+      {"sign", [](const Array& a) { return smelt::sign(a); }},
+      {"square", [](const Array& a) { return smelt::square(a); }},
+      {"reciprocal", [](const Array& a) { return smelt::reciprocal(a); }},
+      {"sqrt", [](const Array& a) { return smelt::sqrt(a); }},
+      {"rsqrt", [](const Array& a) { return smelt::rsqrt(a); }},
+      {"exp", [](const Array& a) { return smelt::exp(a); }},
+      {"exp2", [](const Array& a) { return smelt::exp2(a); }},
+      {"expm1", [](const Array& a) { return smelt::expm1(a); }},
+      {"log", [](const Array& a) { return smelt::log(a); }},
+      {"log2", [](const Array& a) { return smelt::log2(a); }},
+      {"log10", [](const Array& a) { return smelt::log10(a); }},
+      {"log1p", [](const Array& a) { return smelt::log1p(a); }},
+      {"sin", [](const Array& a) { return smelt::sin(a); }},
+      {"cos", [](const Array& a) { return smelt::cos(a); }},
+      {"tan", [](const Array& a) { return smelt::tan(a); }},
+      {"arcsin", [](const Array& a) { return smelt::arcsin(a); }},
+      {"arccos", [](const Array& a) { return smelt::arccos(a); }},
+      {"arctan", [](const Array& a) { return smelt::arctan(a); }},
+      {"sinh", [](const Array& a) { return smelt::sinh(a); }},
+      {"cosh", [](const Array& a) { return smelt::cosh(a); }},
+      {"tanh", [](const Array& a) { return smelt::tanh(a); }},
+      {"arcsinh", [](const Array& a) { return smelt::arcsinh(a); }},
+      {"arccosh", [](const Array& a) { return smelt::arccosh(a); }},
+      {"arctanh", [](const Array& a) { return smelt::arctanh(a); }},
+      {"erf", [](const Array& a) { return smelt::erf(a); }},
+      {"erfinv", [](const Array& a) { return smelt::erfinv(a); }},
+      {"sigmoid", [](const Array& a) { return smelt::sigmoid(a); }},
+      {"relu", [](const Array& a) { return smelt::relu(a); }},
+      {"floor", [](const Array& a) { return smelt::floor(a); }},
+      {"ceil", [](const Array& a) { return smelt::ceil(a); }},
+      {"round", [](const Array& a) { return smelt::round(a); }},
+      {"isnan", [](const Array& a) { return smelt::isnan(a); }},
+      {"isinf", [](const Array& a) { return smelt::isinf(a); }},
+      {"isfinite", [](const Array& a) { return smelt::isfinite(a); }},
+      {"logical_not", [](const Array& a) { return smelt::logical_not(a); }},
+      {"bitwise_not", [](const Array& a) { return smelt::bitwise_not(a); }},
+  };
+  return cases;
+}
+
+// One entry per BinaryOp (BinaryCoverage checks that none is missing).
+const std::vector<BinaryCase>& binary_cases() {
+  static const std::vector<BinaryCase> cases = {
+      {"add", [](const Array& a, const Array& b) { return smelt::add(a, b); }},
+      {"subtract", [](const Array& a, const Array& b) { return smelt::subtract(a, b); }},
+      {"multiply", [](const Array& a, const Array& b) { return smelt::multiply(a, b); }},
+      {"divide", [](const Array& a, const Array& b) { return smelt::divide(a, b); }},
+      {"floor_divide", [](const Array& a, const Array& b) { return smelt::floor_divide(a, b); }},
+      {"remainder", [](const Array& a, const Array& b) { return smelt::remainder(a, b); }},
+      {"fmod", [](const Array& a, const Array& b) { return smelt::fmod(a, b); }},
+      {"power", [](const Array& a, const Array& b) { return smelt::power(a, b); }},
+      {"maximum", [](const Array& a, const Array& b) { return smelt::maximum(a, b); }},
+      {"minimum", [](const Array& a, const Array& b) { return smelt::minimum(a, b); }},
+      {"arctan2", [](const Array& a, const Array& b) { return smelt::arctan2(a, b); }},
+      {"equal", [](const Array& a, const Array& b) { return smelt::equal(a, b); }},
+      {"not_equal", [](const Array& a, const Array& b) { return smelt::not_equal(a, b); }},
+      {"less", [](const Array& a, const Array& b) { return smelt::less(a, b); }},
+      {"less_equal", [](const Array& a, const Array& b) { return smelt::less_equal(a, b); }},
+      {"greater", [](const Array& a, const Array& b) { return smelt::greater(a, b); }},
+      {"greater_equal", [](const Array& a, const Array& b) { return smelt::greater_equal(a, b); }},
+      {"logical_and", [](const Array& a, const Array& b) { return smelt::logical_and(a, b); }},
+      {"logical_or", [](const Array& a, const Array& b) { return smelt::logical_or(a, b); }},
+      {"logical_xor", [](const Array& a, const Array& b) { return smelt::logical_xor(a, b); }},
+      {"bitwise_and", [](const Array& a, const Array& b) { return smelt::bitwise_and(a, b); }},
+      {"bitwise_or", [](const Array& a, const Array& b) { return smelt::bitwise_or(a, b); }},
+      {"bitwise_xor", [](const Array& a, const Array& b) { return smelt::bitwise_xor(a, b); }},
+      {"left_shift", [](const Array& a, const Array& b) { return smelt::left_shift(a, b); }},
+      {"right_shift", [](const Array& a, const Array& b) { return smelt::right_shift(a, b); }},
+  };
+  return cases;
+}
+
+/// Elements per case: every case sees the same m input values, specials included.
+constexpr int64_t kM = 256;
+
+/// True when the op accepts inputs of `dtype` (it throws DtypeError otherwise).
+template <class F>
+bool accepts(F&& call) {
+  try {
+    call();
+    return true;
+  } catch (const DtypeError&) {
+    return false;
+  }
+}
+
+/// Ties `results` into one bool value so they all land in one fusion group.
+Array tie_all(const std::vector<Array>& results) {
+  Array t = logical_not(results[0]);
+  for (size_t i = 1; i < results.size(); ++i) t = logical_or(t, results[i]);
+  return t;
+}
+
+/// A reversed view (negative stride) of a twice-longer array holding x's values at odd
+/// positions: the same values as x, read through the kernel's strided path.
+Array reversed_view(const Array& x) {
+  const int64_t n = x.shape(0);
+  Array doubled = reshape(stack({flip(x), flip(x)}, 1), {2 * n});
+  Array view = slice(doubled, {-1}, {-2 * n - 1}, {-2});
+  EXPECT_FALSE(view.is_contiguous());
+  return view;
+}
+
+/// One op applied to the inputs of a test (x; or x and y; or c, x and y).
+struct Case {
+  std::string name;
+  std::function<Array(const std::vector<Array>&)> fn;
+};
+
+/// Runs every case on the same inputs in ONE compiled function, so that one generated kernel
+/// (two at most) covers them all: case k owns elements [k*m, (k+1)*m), which hold the m input
+/// values again, and a chain of where(sel == k, ...) per result dtype keeps each element's own
+/// case. The function runs compiled and eagerly, on contiguous inputs and on reversed views;
+/// the results must match bit for bit and the final tape must keep no unfused element-wise step.
+void expect_cases_bit_exact(const std::vector<Case>& cases, const std::vector<Array>& base_inputs, Dtype dtype) {
+  const int64_t k = static_cast<int64_t>(cases.size());
+  std::vector<Array> inputs;
+  for (auto& x : base_inputs) inputs.push_back(tile(x, {k}));
+  std::vector<int32_t> sel(static_cast<size_t>(k * kM));
+  for (size_t i = 0; i < sel.size(); ++i) sel[i] = static_cast<int32_t>(i / kM);
+  inputs.push_back(Array(sel, Shape{k * kM}));
+  auto fn = [&cases](const std::vector<Array>& in) {
+    std::vector<Array> args(in.begin(), in.end() - 1);
+    const Array& which = in.back();
+    std::vector<Array> muxed;  // one per result dtype, in the order of first appearance
+    for (size_t c = 0; c < cases.size(); ++c) {
+      Array r = cases[c].fn(args);
+      bool placed = false;
+      for (auto& m : muxed)
+        if (m.dtype() == r.dtype()) {
+          m = where(which == static_cast<int32_t>(c), r, m);
+          placed = true;
+        }
+      if (!placed) muxed.push_back(r);
+    }
+    muxed.push_back(tie_all(muxed));
+    return muxed;
+  };
+  test::Dumps dumps;
+  auto compiled = compile_flat(fn, dumps.options({.fallback = CompileFallback::Raise}));
+  std::vector<Array> views;
+  for (auto& x : inputs) views.push_back(reversed_view(x));
+  for (int run = 0; run < 2; ++run) {
+    const std::vector<Array>& args = run == 0 ? inputs : views;
+    std::vector<Array> got = compiled(args);
+    std::vector<Array> want = fn(args);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t o = 0; o < got.size(); ++o) {
+      ASSERT_EQ(got[o].dtype(), want[o].dtype());
+      ASSERT_EQ(got[o].shape(), want[o].shape());
+      auto g = test::raw_bytes(got[o]), w = test::raw_bytes(want[o]);
+      const size_t isz = size_of(got[o].dtype());
+      std::set<std::string> bad;
+      for (size_t i = 0; i < g.size(); i += isz)
+        if (std::memcmp(&g[i], &w[i], isz) != 0) bad.insert(cases[i / isz / kM].name);
+      for (auto& name : bad)
+        ADD_FAILURE() << name << " on " << dtype_name(dtype) << ": compiled and eager results differ"
+                      << (run ? " (strided inputs)" : "");
+    }
+  }
+  EXPECT_EQ(compiled.stats().traces, 1u);  // the views hit the same entry: one kernel, two paths
+  const std::string tape = dumps.final_tape();
+  EXPECT_GE(test::Dumps::count(tape, "Fused"), 1) << tape;
+  for (const char* prim : {"Unary", "Binary", "Select", "Cast"})
+    EXPECT_EQ(test::Dumps::count(tape, prim), 0) << dtype_name(dtype) << ": an unfused " << prim << " step\n" << tape;
+}
+
+class BitExact : public ::testing::TestWithParam<Dtype> {};
+
+TEST_P(BitExact, EveryUnaryOpAndCast) {
+  const Dtype dt = GetParam();
+  Array probe = zeros({1}, dt);
+  std::vector<Case> cases;
+  for (auto& c : unary_cases())
+    if (accepts([&] { c.fn(probe); })) cases.push_back({c.name, [fn = c.fn](const std::vector<Array>& in) { return fn(in[0]); }});
+  for (Dtype to : test::all_dtypes())
+    if (to != dt)
+      cases.push_back({std::string("astype(") + dtype_name(to) + ")",
+                       [to](const std::vector<Array>& in) { return astype(in[0], to); }});
+  expect_cases_bit_exact(cases, {test::special_array(dt, kM, 1)}, dt);
+}
+
+TEST_P(BitExact, EveryBinaryOpAndSelect) {
+  const Dtype dt = GetParam();
+  Array probe = zeros({1}, dt);
+  std::vector<Case> cases;
+  for (auto& c : binary_cases())
+    if (accepts([&] { c.fn(probe, probe); }))
+      cases.push_back({c.name, [fn = c.fn](const std::vector<Array>& in) { return fn(in[0], in[1]); }});
+  cases.push_back({"where", [](const std::vector<Array>& in) { return where(in[2], in[0], in[1]); }});
+  // The second operand has its own specials, so NaN meets numbers, infinities and NaN.
+  expect_cases_bit_exact(
+      cases, {test::special_array(dt, kM, 2), test::special_array(dt, kM, 3), test::special_array(bool_, kM, 4)}, dt);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, BitExact, ::testing::ValuesIn(test::all_dtypes()),
+                         [](const ::testing::TestParamInfo<Dtype>& info) { return std::string(dtype_name(info.param)); });
+
+// The tables above name every operator: each traced op contributes its UnaryOp or BinaryOp.
+TEST(BitExactCoverage, TablesCoverEveryOperator) {
+  std::set<int> unary, binary;
+  for (Dtype dt : {float32, int32, bool_}) {
+    Array probe = zeros({2}, dt);
+    for (auto& c : unary_cases()) {
+      if (!accepts([&] { c.fn(probe); })) continue;
+      auto tape = test::trace_tape([&](const std::vector<Array>& in) { return std::vector<Array>{c.fn(in[0])}; },
+                                   {probe});
+      for (auto* s : test::steps_of(tape, PrimKind::Unary)) unary.insert(static_cast<int>(s->prim.get<UnaryParams>().op));
+    }
+    for (auto& c : binary_cases()) {
+      if (!accepts([&] { c.fn(probe, probe); })) continue;
+      auto tape = test::trace_tape(
+          [&](const std::vector<Array>& in) { return std::vector<Array>{c.fn(in[0], in[1])}; }, {probe, probe});
+      for (auto* s : test::steps_of(tape, PrimKind::Binary))
+        binary.insert(static_cast<int>(s->prim.get<BinaryParams>().op));
+    }
+  }
+  int num_unary = 0, num_binary = 0;
+#define X(name) ++num_unary;
+  SMELT_UNARY_OPS(X)
+#undef X
+#define X(name) ++num_binary;
+  SMELT_BINARY_OPS(X)
+#undef X
+  EXPECT_EQ(static_cast<int>(unary.size()), num_unary);
+  EXPECT_EQ(static_cast<int>(binary.size()), num_binary);
+}
+
+// Scalar constants are literals in the kernel, written exactly: results match the unfused
+// kernels that read the same value from memory (MLX printed 7 digits and came out 1 ulp off).
+TEST(BitExactConstants, ScalarLiteralsAreExactInEveryFloatDtype) {
+  const std::vector<double> constants = {0.1, 1.0 / 3.0, 3.141592653589793, 1e-300, 6.1e-5, 65504.0, 1e38, -0.0,
+                                         2.0, -1.0, 0.5, std::nan(""), -std::nan(""), INFINITY, -INFINITY};
+  for (Dtype dt : {float16, bfloat16, float32, float64}) {
+    auto fn = [&](const std::vector<Array>& in) {
+      std::vector<Array> out;
+      for (double c : constants) out.push_back(in[0] * c + c);
+      out.push_back(tie_all(out));
+      return out;
+    };
+    std::vector<std::string> names;
+    for (double c : constants) names.push_back("x * c + c, c = " + std::to_string(c));
+    test::Dumps dumps;
+    auto compiled = compile_flat(fn, dumps.options());
+    Array x = test::special_array(dt, 256, 6);
+    auto got = compiled({x});
+    auto want = fn({x});
+    for (size_t i = 0; i < constants.size(); ++i)
+      EXPECT_TRUE(test::bit_equal(got[i], want[i])) << names[i] << " in " << dtype_name(dt);
+    // The scalars became literals: the kernels read x only.
+    for (auto& line : test::Dumps::lines(dumps.final_tape(), "Fused"))
+      EXPECT_NE(line.find(")(%0)"), std::string::npos) << line;
+    EXPECT_EQ(test::Dumps::count(dumps.final_tape(), "constant"), 0) << dumps.final_tape();
+  }
+}
+
+// pow with a literal exponent must not be rewritten by the C++ compiler (pow(x, 2) -> x * x,
+// pow(x, -1) -> 1 / x): those round differently from the C library's pow for some inputs,
+// such as 4097^2, which lies exactly between two floats.
+TEST(BitExactConstants, PowerWithLiteralExponents) {
+  std::vector<float> base;
+  for (int k = 4097; k < 4097 + 2 * 300; k += 2) base.push_back(static_cast<float>(k));
+  for (int k = 1; k < 200; ++k) base.push_back(1.0f + static_cast<float>(k) * 0x1p-12f);
+  Array x(base, Shape{static_cast<int64_t>(base.size())});
+  for (Dtype dt : {float32, float64, float16}) {
+    Array xd = astype(x, dt);
+    auto fn = [](const std::vector<Array>& in) {
+      std::vector<Array> out;
+      for (double e : {2.0, -1.0, 0.5, 1.0, 3.0, -2.0}) out.push_back(power(in[0], e) + 0.0);
+      out.push_back(tie_all(out));
+      return out;
+    };
+    auto compiled = compile_flat(fn);
+    auto got = compiled({xd});
+    auto want = fn({xd});
+    for (size_t i = 0; i + 1 < got.size(); ++i)
+      EXPECT_TRUE(test::bit_equal(got[i], want[i])) << "exponent #" << i << " in " << dtype_name(dt);
+  }
+}
+
+// Integer literals at the extremes of their dtype (the minimum has no literal of its own).
+TEST(BitExactConstants, IntegerLiteralsAtTheExtremes) {
+  const std::vector<Dtype> dtypes = {int8, int16, int32, int64, uint8, uint16, uint32, uint64};
+  std::vector<Array> lo, hi, xs;
+  for (Dtype dt : dtypes) {
+    // The dtype's minimum and maximum as captured 0-d arrays, from their bits.
+    const int bits = static_cast<int>(size_of(dt) * 8);
+    uint64_t min_bits = is_signed_integral(dt) ? uint64_t{1} << (bits - 1) : 0;
+    uint64_t max_bits = (bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1) ^ min_bits;
+    lo.push_back(Array(&min_bits, Shape{}, dt));
+    hi.push_back(Array(&max_bits, Shape{}, dt));
+    xs.push_back(test::special_array(dt, 128, 7));
+  }
+  // One function over every dtype: the fuse pass splits it into kernels of at most
+  // kMaxFusedArguments arguments.
+  auto fn = [&](const std::vector<Array>& in) {
+    std::vector<Array> out;
+    for (size_t d = 0; d < in.size(); ++d) {
+      out.push_back(in[d] + lo[d]);
+      out.push_back((in[d] ^ hi[d]) * lo[d]);
+      out.push_back(maximum(in[d], hi[d]) - lo[d]);
+    }
+    out.push_back(tie_all(out));
+    return out;
+  };
+  test::Dumps dumps;
+  auto compiled = compile_flat(fn, dumps.options());
+  auto got = compiled(xs);
+  auto want = fn(xs);
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(test::bit_equal(got[i], want[i])) << dtype_name(got[i].dtype()) << " output #" << i;
+  const std::string tape = dumps.final_tape();
+  EXPECT_EQ(test::Dumps::count(tape, "constant"), 0) << tape;
+  for (const char* prim : {"Unary", "Binary", "Select", "Cast"}) EXPECT_EQ(test::Dumps::count(tape, prim), 0) << tape;
+}
+
+}  // namespace
+}  // namespace smelt

@@ -1,0 +1,228 @@
+// Tests of the eager ONNX runner: input checks, graph order, subgraphs, registry, and ONNX type rules.
+#include <cmath>
+
+#include "onnx/onnx_test_helpers.h"
+#include "src/onnx/registry.h"
+#include "test_utils.h"
+
+namespace smelt::test {
+namespace {
+
+using onnx::ElemType;
+using onnx::Value;
+
+pb::ModelProto binary_model(const std::string& op, int elem_type, const std::vector<int64_t>& a,
+                            const std::vector<int64_t>& b, const std::vector<int64_t>& out, int64_t opset = 18) {
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_node() = make_node(op, {"a", "b"}, {"y"}, "n0");
+  *g.add_input() = tensor_info("a", elem_type, a);
+  *g.add_input() = tensor_info("b", elem_type, b);
+  *g.add_output() = tensor_info("y", elem_type, out);
+  return make_model(g, opset);
+}
+
+TEST(OnnxRunner, InputErrorsNameTheInput) {
+  onnx::Model m = load_proto(binary_model("Add", pb::TensorProto::FLOAT, {2, 3}, {2, 3}, {2, 3}));
+  Value f = Value::tensor(random_array({2, 3}, float32));
+  EXPECT_THROW_MSG(onnx::run(m, {f}), OnnxError, "run: missing input 'b' (tensor(float)[2,3])");
+  EXPECT_THROW_MSG(onnx::run(m, {f, Value::tensor(random_array({2, 3}, float64))}), OnnxError,
+                   "run: input 'b' expects tensor(float)[2,3], got tensor(double)[2,3]");
+  EXPECT_THROW_MSG(onnx::run(m, {f, Value::tensor(random_array({6}, float32))}), OnnxError,
+                   "run: input 'b' expects tensor(float)[2,3], got tensor(float)[6]");
+  EXPECT_THROW_MSG(onnx::run(m, {f, f, f}), OnnxError, "run: 3 inputs given; the model takes 2");
+  std::map<std::string, Value> named{{"a", f}, {"bee", f}};
+  EXPECT_THROW_MSG(onnx::run_named(m, named), OnnxError, "run: unknown input 'bee' (the model's inputs are: a, b)");
+  onnx::StringTensor s{{2, 3}, {"a", "b", "c", "d", "e", "f"}};
+  EXPECT_THROW_MSG(onnx::run(m, {f, Value::strings(s)}), OnnxError, "expects tensor(float)[2,3], got tensor(string)[2,3]");
+}
+
+TEST(OnnxRunner, AddMatchesReferenceAndNamedRun) {
+  onnx::Model m = load_proto(binary_model("Add", pb::TensorProto::FLOAT, {2, 3}, {3}, {2, 3}));
+  Array a = random_array({2, 3}, float32, -5, 5, 1), b = random_array({3}, float32, -5, 5, 2);
+  auto out = onnx::run_named(m, std::map<std::string, Value>{{"a", Value::tensor(a)}, {"b", Value::tensor(b)}});
+  auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+  std::vector<double> want;
+  for (size_t i = 0; i < 6; ++i) want.push_back(static_cast<float>(av[i] + bv[i % 3]));
+  EXPECT_TRUE(all_close(out.at("y").array(), want, 0, 0));
+}
+
+TEST(OnnxRunner, OnnxTypeRulesAreStricterThanNumpy) {
+  // Add needs one shared type; NumPy would promote.
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_node() = make_node("Add", {"a", "b"}, {"y"}, "mixed");
+  *g.add_input() = tensor_info("a", pb::TensorProto::FLOAT, {2});
+  *g.add_input() = tensor_info("b", pb::TensorProto::DOUBLE, {2});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {2});
+  onnx::Model m = load_proto(make_model(g));
+  EXPECT_THROW_MSG(onnx::run(m, {Value::tensor(zeros({2}, float32)), Value::tensor(zeros({2}, float64))}), OnnxError,
+                   "Add 'mixed': inputs 0 and 1 must have the same type, got tensor(float)[2] and tensor(double)[2]");
+  // Integer Div truncates toward zero (C), unlike NumPy's floor division; Mod follows the divisor.
+  onnx::Model div = load_proto(binary_model("Div", pb::TensorProto::INT32, {4}, {4}, {4}));
+  Value a = Value::tensor(Array(std::vector<int32_t>{7, -7, 7, -7}, Shape{4}));
+  Value b = Value::tensor(Array(std::vector<int32_t>{2, 2, -2, -2}, Shape{4}));
+  auto q = onnx::run(div, {a, b})[0];
+  EXPECT_EQ(q.array().dtype(), int32);
+  EXPECT_EQ(q.array().to_vector<int>(), (std::vector<int>{3, -3, -3, 3}));
+  onnx::Model mod = load_proto(binary_model("Mod", pb::TensorProto::INT32, {4}, {4}, {4}));
+  EXPECT_EQ(onnx::run(mod, {a, b})[0].array().to_vector<int>(), (std::vector<int>{1, 1, -1, -1}));
+  // Sqrt of an integer tensor is not an ONNX operation.
+  onnx::Model sq = load_proto(unary_model("Sqrt", pb::TensorProto::INT32, {2}));
+  EXPECT_THROW_MSG(onnx::run(sq, {Value::tensor(Array(std::vector<int32_t>{4, 9}, Shape{2}))}), OnnxError,
+                   "Sqrt 'n0': input 0 has type int32; allowed: float, double, float16, bfloat16");
+}
+
+TEST(OnnxRunner, NodesRunInTopologicalOrder) {
+  pb::GraphProto g;
+  g.set_name("g");
+  // Listed out of order: y = Neg(t), t = Relu(x).
+  *g.add_node() = make_node("Neg", {"t"}, {"y"});
+  *g.add_node() = make_node("Relu", {"x"}, {"t"});
+  *g.add_input() = tensor_info("x", pb::TensorProto::FLOAT, {4});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {4});
+  onnx::Model m = load_proto(make_model(g));
+  auto out = onnx::run(m, {Value::tensor(Array(std::vector<float>{-1, 2, -3, 4}, Shape{4}))});
+  EXPECT_TRUE(all_close(out[0].array(), {0, -2, 0, -4}, 0, 0));
+
+  pb::GraphProto cyc;
+  cyc.set_name("c");
+  *cyc.add_node() = make_node("Neg", {"b"}, {"a"}, "first");
+  *cyc.add_node() = make_node("Neg", {"a"}, {"b"}, "second");
+  *cyc.add_output() = tensor_info("a", pb::TensorProto::FLOAT, {1});
+  EXPECT_THROW_MSG(onnx::run(load_proto(make_model(cyc)), std::vector<Value>{}), OnnxError,
+                   "Neg 'first': the graph has a cycle through this node");
+
+  pb::GraphProto dangling;
+  dangling.set_name("d");
+  *dangling.add_node() = make_node("Neg", {"ghost"}, {"y"}, "lost");
+  *dangling.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {1});
+  EXPECT_THROW_MSG(onnx::run(load_proto(make_model(dangling)), std::vector<Value>{}), OnnxError,
+                   "Neg 'lost': input 'ghost' is neither a graph input, an initializer, nor the output of another node");
+}
+
+TEST(OnnxRunner, IfBranchReadsOuterScope) {
+  auto branch = [](const std::string& op) {
+    pb::GraphProto b;
+    b.set_name(op);
+    *b.add_node() = make_node(op, {"x"}, {"r"});  // x comes from the enclosing graph
+    *b.add_output() = tensor_info("r", pb::TensorProto::FLOAT, {3});
+    return b;
+  };
+  pb::GraphProto g;
+  g.set_name("g");
+  auto n = make_node("If", {"c"}, {"y"}, "if");
+  auto* then_a = n.add_attribute();
+  then_a->set_name("then_branch");
+  then_a->set_type(pb::AttributeProto::GRAPH);
+  *then_a->mutable_g() = branch("Neg");
+  auto* else_a = n.add_attribute();
+  else_a->set_name("else_branch");
+  else_a->set_type(pb::AttributeProto::GRAPH);
+  *else_a->mutable_g() = branch("Abs");
+  *g.add_node() = n;
+  *g.add_input() = tensor_info("c", pb::TensorProto::BOOL, {});
+  *g.add_input() = tensor_info("x", pb::TensorProto::FLOAT, {3});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {3});
+  onnx::Model m = load_proto(make_model(g));
+  Value x = Value::tensor(Array(std::vector<float>{-1, 2, -3}, Shape{3}));
+  EXPECT_TRUE(all_close(onnx::run(m, {Value::tensor(Array(true)), x})[0].array(), {1, -2, 3}, 0, 0));
+  EXPECT_TRUE(all_close(onnx::run(m, {Value::tensor(Array(false)), x})[0].array(), {1, 2, 3}, 0, 0));
+}
+
+TEST(OnnxRunner, LoopCarriesStateAndStacksScanOutputs) {
+  // for i in range(M): s = s + i; scan out s.
+  pb::GraphProto body;
+  body.set_name("body");
+  *body.add_input() = tensor_info("i", pb::TensorProto::INT64, {});
+  *body.add_input() = tensor_info("cond_in", pb::TensorProto::BOOL, {});
+  *body.add_input() = tensor_info("s_in", pb::TensorProto::INT64, {});
+  *body.add_node() = make_node("Identity", {"cond_in"}, {"cond_out"});
+  *body.add_node() = make_node("Add", {"s_in", "i"}, {"s_out"});
+  *body.add_node() = make_node("Identity", {"s_out"}, {"scan"});
+  *body.add_output() = tensor_info("cond_out", pb::TensorProto::BOOL, {});
+  *body.add_output() = tensor_info("s_out", pb::TensorProto::INT64, {});
+  *body.add_output() = tensor_info("scan", pb::TensorProto::INT64, {});
+  pb::GraphProto g;
+  g.set_name("g");
+  auto n = make_node("Loop", {"M", "", "s0"}, {"s", "all"});
+  auto* a = n.add_attribute();
+  a->set_name("body");
+  a->set_type(pb::AttributeProto::GRAPH);
+  *a->mutable_g() = body;
+  *g.add_node() = n;
+  *g.add_input() = tensor_info("M", pb::TensorProto::INT64, {});
+  *g.add_input() = tensor_info("s0", pb::TensorProto::INT64, {});
+  *g.add_output() = tensor_info("s", pb::TensorProto::INT64, {});
+  *g.add_output() = tensor_info("all", pb::TensorProto::INT64, {5});
+  onnx::Model m = load_proto(make_model(g));
+  auto out = onnx::run(m, {Value::tensor(Array(int64_t{5})), Value::tensor(Array(int64_t{100}))});
+  EXPECT_EQ(out[0].array().item<int64_t>(), 110);
+  EXPECT_EQ(out[1].array().to_vector<int64_t>(), (std::vector<int64_t>{100, 101, 103, 106, 110}));
+}
+
+TEST(OnnxRunner, GemmMatchesFloat64Reference) {
+  pb::GraphProto g;
+  g.set_name("g");
+  auto n = make_node("Gemm", {"a", "b", "c"}, {"y"});
+  add_int_attr(n, "transB", 1);
+  auto* alpha = n.add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(pb::AttributeProto::FLOAT);
+  alpha->set_f(0.5f);
+  *g.add_node() = n;
+  *g.add_input() = tensor_info("a", pb::TensorProto::FLOAT, {3, 4});
+  *g.add_input() = tensor_info("b", pb::TensorProto::FLOAT, {5, 4});
+  *g.add_input() = tensor_info("c", pb::TensorProto::FLOAT, {5});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {3, 5});
+  onnx::Model m = load_proto(make_model(g));
+  Array a = random_array({3, 4}, float32, -2, 2, 31), b = random_array({5, 4}, float32, -2, 2, 32);
+  Array c = random_array({5}, float32, -2, 2, 33);
+  auto av = a.to_vector<double>(), bv = b.to_vector<double>(), cv = c.to_vector<double>();
+  std::vector<double> want;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) {
+      double s = 0;
+      for (int k = 0; k < 4; ++k) s += av[i * 4 + k] * bv[j * 4 + k];
+      want.push_back(0.5 * s + cv[j]);
+    }
+  auto out = onnx::run(m, {Value::tensor(a), Value::tensor(b), Value::tensor(c)});
+  EXPECT_TRUE(all_close(out[0].array(), want, 1e-5, 1e-5));
+}
+
+TEST(OnnxRunner, RegistryPicksGreatestSinceVersion) {
+  const auto& r = onnx::OpRegistry::global();
+  EXPECT_EQ(r.find("", "Squeeze", 12), r.find("", "Squeeze", 1));
+  EXPECT_NE(r.find("", "Squeeze", 13), r.find("", "Squeeze", 12));
+  EXPECT_EQ(r.find("ai.onnx", "Squeeze", 21), r.find("", "Squeeze", 13));
+  EXPECT_EQ(r.find("", "Gelu", 19), nullptr);
+  EXPECT_NE(r.find("", "Gelu", 20), nullptr);
+  EXPECT_EQ(r.find("com.example", "Relu", 20), nullptr);
+  EXPECT_FALSE(r.entries().empty());
+}
+
+TEST(OnnxRunner, ValueKinds) {
+  Value none;
+  EXPECT_TRUE(none.is_none());
+  EXPECT_EQ(none.describe(), "none");
+  onnx::TypeInfo elem;
+  elem.kind = onnx::TypeInfo::Kind::Tensor;
+  elem.elem_type = ElemType::Float;
+  Value empty_seq = Value::sequence({}, elem);
+  EXPECT_EQ(empty_seq.type().to_string(), "seq(tensor(float))");
+  Value empty_opt = Value::optional(std::nullopt, elem);
+  EXPECT_EQ(empty_opt.describe(), "optional(tensor(float)) empty");
+  Value t = Value::tensor(zeros({0, 2}, float32));
+  EXPECT_EQ(t.describe(), "tensor(float)[0,2]");
+  EXPECT_THROW_MSG(Value::tensor(zeros({2}, float32), ElemType::Float8E4M3FN), DtypeError,
+                   "float8e4m3fn cannot be held in float32 (it needs uint8)");
+  EXPECT_THROW_MSG((void)t.items(), InvalidArgument, "items() asked of a tensor(float)[0,2]");
+  EXPECT_THROW_MSG(Value::strings(onnx::StringTensor{{3}, {"a"}}), ShapeError, "1 strings for shape [3]");
+  EXPECT_EQ(onnx::elem_type_name(ElemType::Float4E2M1), "float4e2m1");
+  EXPECT_EQ(onnx::storage_dtype(ElemType::Int4), int8);
+  EXPECT_FALSE(onnx::storage_dtype(ElemType::String).has_value());
+  EXPECT_EQ(onnx::elem_type_of(bfloat16), ElemType::BFloat16);
+}
+
+}  // namespace
+}  // namespace smelt::test

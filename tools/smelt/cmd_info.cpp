@@ -1,0 +1,83 @@
+// `smelt info MODEL`: a summary of an ONNX model (IR, opsets, inputs, outputs, weights, operators).
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "smelt/errors.h"
+#include "tools/smelt/onnx_commands.h"
+#ifdef SMELT_ONNX
+#include "smelt/onnx.h"
+#endif
+
+namespace smelt::cli {
+
+int run_info(const std::vector<std::string>& args) {
+  if (args.size() != 1) throw InvalidArgument("usage: smelt info MODEL.onnx");
+#ifndef SMELT_ONNX
+  throw UnsupportedError("this smelt was built without ONNX support (configure with -DSMELT_ONNX=ON)");
+#else
+  const std::string& path = args[0];
+  onnx::Model m = onnx::load(path, {.check_operators = false});
+  const onnx::Graph& g = *m.graph;
+  std::printf("model     %s\n", path.c_str());
+  std::printf("ir        %lld\n", static_cast<long long>(m.ir_version));
+  if (!m.producer_name.empty())
+    std::printf("producer  %s %s\n", m.producer_name.c_str(), m.producer_version.c_str());
+  std::string opsets;
+  for (const auto& o : m.opsets)
+    opsets += (opsets.empty() ? "" : ", ") + (o.domain.empty() ? std::string("ai.onnx") : o.domain) + " " +
+              std::to_string(o.version);
+  std::printf("opsets    %s\n", opsets.c_str());
+
+  std::map<std::string, bool> initializer_names;
+  int64_t weight_bytes = 0;
+  for (const auto& [name, v] : g.initializers) {
+    initializer_names[name] = true;
+    if (v.is_tensor()) weight_bytes += static_cast<int64_t>(v.array().nbytes());
+  }
+  std::printf("\ninputs\n");
+  for (const auto& in : g.inputs)
+    if (!initializer_names.count(in.name)) std::printf("  %-24s %s\n", in.name.c_str(), in.type.to_string().c_str());
+  std::printf("outputs\n");
+  for (const auto& out : g.outputs) std::printf("  %-24s %s\n", out.name.c_str(), out.type.to_string().c_str());
+  std::printf("initializers  %zu (%.2f MiB)\n", g.initializers.size(), static_cast<double>(weight_bytes) / (1 << 20));
+
+  // Operator counts over the main graph and its subgraphs (a worklist, not recursion).
+  std::map<std::string, int> counts;
+  size_t nodes = 0;
+  std::vector<const onnx::Graph*> work{&g};
+  while (!work.empty()) {
+    const onnx::Graph* cur = work.back();
+    work.pop_back();
+    for (const auto& n : cur->nodes) {
+      ++nodes;
+      ++counts[(n.domain.empty() ? std::string() : n.domain + "::") + n.op_type];
+      for (const auto& a : n.attributes) {
+        if (a.g) work.push_back(a.g.get());
+        for (const auto& sub : a.graphs) work.push_back(sub.get());
+      }
+    }
+  }
+  std::printf("nodes     %zu\n\noperators\n", nodes);
+  for (const auto& [op, count] : counts) std::printf("  %-28s %d\n", op.c_str(), count);
+  if (!m.functions.empty()) {
+    std::printf("functions\n");
+    for (const auto& f : m.functions)
+      std::printf("  %s%s%s (%zu nodes)\n", f.domain.empty() ? "" : (f.domain + "::").c_str(), f.name.c_str(),
+                  f.overload.empty() ? "" : (":" + f.overload).c_str(), f.nodes.size());
+  }
+  auto missing = onnx::unsupported_operators(m);
+  if (missing.empty()) {
+    std::printf("\nsupported: every operator can run\n");
+  } else {
+    std::printf("\nunsupported (%zu)\n", missing.size());
+    for (const auto& u : missing)
+      std::printf("  %s::%s opset %lld (node '%s')\n", u.domain.empty() ? "ai.onnx" : u.domain.c_str(),
+                  u.op_type.c_str(), static_cast<long long>(u.version), u.node.c_str());
+  }
+  return 0;
+#endif
+}
+
+}  // namespace smelt::cli

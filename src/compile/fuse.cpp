@@ -76,7 +76,7 @@ struct Group {
 
 }  // namespace
 
-void fuse_elementwise(Tape& tape) {
+void fuse_elementwise(Tape& tape, const std::string& function) {
   const int nsteps = static_cast<int>(tape.steps.size());
   std::vector<int> producer(tape.values.size(), -1);  // value -> step index
   for (int i = 0; i < nsteps; ++i)
@@ -255,7 +255,8 @@ void fuse_elementwise(Tape& tape) {
     try {
       kernel = codegen::make_fused_kernel(std::move(prog), tape.device);
     } catch (const UnsupportedError& e) {
-      if (telemetry::enabled()) telemetry::emit({"compile.fallback", 0.0, {{"op", "fuse"}, {"reason", e.what()}}});
+      if (telemetry::enabled())
+        telemetry::emit({"compile.fallback", 0.0, {{"function", function}, {"op", "fuse"}, {"reason", e.what()}}});
       break;  // keep this and every later group unfused (the compiler is not usable); earlier ones stay fused
     }
     Step fused;

@@ -1,6 +1,8 @@
 // The fuse pass: element-wise chains become single generated kernels.
 #pragma once
 
+#include <string>
+
 #include "src/compile/tape.h"
 
 namespace smelt::compiler {
@@ -14,6 +16,7 @@ inline constexpr int kMaxFusedArguments = 24;
 /// a group value that is also a function output becomes an extra kernel output. Groups with a
 /// single operation stay as they are. When a kernel cannot be built (no working compiler), the
 /// group stays unfused and a `compile.fallback` event says why.
-void fuse_elementwise(Tape& tape);
+/// `function` names the compiled function in the events.
+void fuse_elementwise(Tape& tape, const std::string& function = "");
 
 }  // namespace smelt::compiler

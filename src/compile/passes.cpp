@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 
 #include "src/compile/fuse.h"
@@ -258,7 +259,7 @@ void eliminate_dead_steps(Tape& tape) {
 void run_passes(Tape& tape, const PassOptions& options) {
   struct Pass {
     const char* name;
-    void (*fn)(Tape&);
+    std::function<void(Tape&)> fn;
   };
   std::vector<Pass> pipeline = {
       {"simplify", remove_identities},
@@ -266,7 +267,7 @@ void run_passes(Tape& tape, const PassOptions& options) {
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_steps},
   };
-  if (options.fuse) pipeline.push_back({"fuse", fuse_elementwise});
+  if (options.fuse) pipeline.push_back({"fuse", [&](Tape& t) { fuse_elementwise(t, options.function); }});
   verify_tape(tape, "trace");
   if (options.dump) options.dump("trace", dump_tape(tape));
   for (auto& p : pipeline) {

@@ -24,6 +24,8 @@ struct PassOptions {
   std::vector<std::string> disabled;
   bool fuse = true;
   std::function<void(const std::string&, const std::string&)> dump;
+  /// The compiled function's name, for the events passes emit.
+  std::string function;
 };
 
 /// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce", then

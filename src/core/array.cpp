@@ -254,6 +254,8 @@ void Array::copy_converted(void* out, Dtype out_dtype, int64_t count, const char
   if (std::string(what) == "item" && size() != 1)
     throw ShapeError("item: the array has " + std::to_string(size()) + " elements (shape " +
                      shape_to_string(shape()) + "); item needs exactly one");
+  // A traced array: fail on it, so the error names its operation rather than the copy below.
+  if (node_->tracer) eval();
   Array converted = copy(astype(*this, out_dtype));
   if (converted.device().type != Device::Type::Cpu)
     throw UnsupportedError(std::string(what) + ": arrays on " + device().str() + " are not readable yet");

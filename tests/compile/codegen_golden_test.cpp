@@ -136,7 +136,8 @@ std::string emitted(const FusedProgram& p) {
   const std::string preamble = codegen::embedded_kernel_preamble();
   const size_t at = src.find(preamble);
   EXPECT_NE(at, std::string::npos) << "the preamble is pasted in front of every kernel";
-  if (at != std::string::npos) src.replace(at, preamble.size(), "// <embedded preamble: dtype.h, convert.h, scalar_math.h>\n");
+  if (at != std::string::npos)
+    src.replace(at, preamble.size(), "// <embedded preamble: dtype.h, convert.h, scalar_math.h>\n");
   return src;
 }
 
@@ -220,12 +221,14 @@ TEST(CodegenLiterals, SpecialValuesAreWrittenByTheirBits) {
   EXPECT_EQ(codegen::cpp_literal(Scalar::of_float(-0.0, float64)), "-0x0p+0");
   EXPECT_EQ(codegen::cpp_literal(Scalar::of_float(INFINITY, float32)), "std::bit_cast<float>(0x7f800000u)");
   EXPECT_EQ(codegen::cpp_literal(Scalar::of_float(-INFINITY, float64)), "std::bit_cast<double>(0xfff0000000000000ull)");
-  EXPECT_EQ(codegen::cpp_literal(Scalar::of_float(std::nan(""), float64)), "std::bit_cast<double>(0x7ff8000000000000ull)");
+  EXPECT_EQ(codegen::cpp_literal(Scalar::of_float(std::nan(""), float64)),
+            "std::bit_cast<double>(0x7ff8000000000000ull)");
   EXPECT_EQ(codegen::cpp_literal(Scalar::of_float(1.0, float16)), "smelt::float16_t::from_bits(0x3c00)");
   EXPECT_EQ(codegen::cpp_literal(Scalar::of_float(-2.0, bfloat16)), "smelt::bfloat16_t::from_bits(0xc000)");
   EXPECT_EQ(codegen::cpp_literal(Scalar::of_int(INT64_MIN, int64)),
             "static_cast<int64_t>(static_cast<int64_t>(0x8000000000000000ull))");
-  EXPECT_EQ(codegen::cpp_literal(Scalar::of_int(-1, int8)), "static_cast<int8_t>(static_cast<int64_t>(0xffffffffffffffffull))");
+  EXPECT_EQ(codegen::cpp_literal(Scalar::of_int(-1, int8)),
+            "static_cast<int8_t>(static_cast<int64_t>(0xffffffffffffffffull))");
   EXPECT_EQ(codegen::cpp_literal(Scalar::of_uint(UINT64_MAX, uint64)), "static_cast<uint64_t>(0xffffffffffffffffull)");
   EXPECT_EQ(codegen::cpp_literal(Scalar::of_bool(true)), "true");
 }

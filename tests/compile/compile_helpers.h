@@ -150,8 +150,7 @@ inline std::vector<const codegen::FusedProgram*> fused_programs(const compiler::
 /// Arithmetic instructions of a program (what kMaxFusedInstructions counts).
 inline int compute_instrs(const codegen::FusedProgram& p) {
   int n = 0;
-  for (auto& in : p.instrs)
-    n += in.kind != codegen::InstrKind::Input && in.kind != codegen::InstrKind::Constant;
+  for (auto& in : p.instrs) n += in.kind != codegen::InstrKind::Input && in.kind != codegen::InstrKind::Constant;
   return n;
 }
 
@@ -168,28 +167,25 @@ inline Array special_array(Dtype dtype, int64_t n, uint32_t seed, Shape shape = 
   std::vector<uint64_t> specials;
   switch (dtype) {
     case Dtype::Float16:
-      specials = {0x7e00, 0xfe00, 0x7c01, 0x7e55, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x0001, 0x83ff, 0x7bff, 0xfbff,
-                  0x3c00, 0xbc00, 0x3800, 0x4000, 0x4200, 0xc100, 0x3555, 0x6c00};
+      specials = {0x7e00, 0xfe00, 0x7c01, 0x7e55, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x0001, 0x83ff,
+                  0x7bff, 0xfbff, 0x3c00, 0xbc00, 0x3800, 0x4000, 0x4200, 0xc100, 0x3555, 0x6c00};
       break;
     case Dtype::BFloat16:
-      specials = {0x7fc0, 0xffc0, 0x7f81, 0x7fd5, 0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x807f, 0x7f7f, 0xff7f,
-                  0x3f80, 0xbf80, 0x3f00, 0x4000, 0x4040, 0xc020, 0x3eab, 0x4580};
+      specials = {0x7fc0, 0xffc0, 0x7f81, 0x7fd5, 0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x807f,
+                  0x7f7f, 0xff7f, 0x3f80, 0xbf80, 0x3f00, 0x4000, 0x4040, 0xc020, 0x3eab, 0x4580};
       break;
     case Dtype::Float32:
-      specials = {0x7fc00000, 0xffc00000, 0x7f800001, 0x7fc12345, 0x7f800000, 0xff800000, 0x00000000, 0x80000000,
-                  0x00000001, 0x807fffff, 0x7f7fffff, 0xff7fffff, 0x3f800000, 0xbf800000, 0x3f000000, 0x40000000,
-                  0x45801000, 0xc0400000, 0x3eaaaaab, 0x4b000001};
+      specials = {0x7fc00000, 0xffc00000, 0x7f800001, 0x7fc12345, 0x7f800000, 0xff800000, 0x00000000,
+                  0x80000000, 0x00000001, 0x807fffff, 0x7f7fffff, 0xff7fffff, 0x3f800000, 0xbf800000,
+                  0x3f000000, 0x40000000, 0x45801000, 0xc0400000, 0x3eaaaaab, 0x4b000001};
       break;
     case Dtype::Float64:
-      specials = {0x7ff8000000000000, 0xfff8000000000000, 0x7ff0000000000001, 0x7ff8123456789abc,
-                  0x7ff0000000000000, 0xfff0000000000000, 0x0000000000000000, 0x8000000000000000,
-                  0x0000000000000001, 0x800fffffffffffff, 0x7fefffffffffffff, 0xffefffffffffffff,
-                  0x3ff0000000000000, 0xbff0000000000000, 0x3fe0000000000000, 0x4000000000000000,
-                  0x40b0020000000000, 0xc008000000000000, 0x3fd5555555555555, 0x4330000000000001};
+      specials = {0x7ff8000000000000, 0xfff8000000000000, 0x7ff0000000000001, 0x7ff8123456789abc, 0x7ff0000000000000,
+                  0xfff0000000000000, 0x0000000000000000, 0x8000000000000000, 0x0000000000000001, 0x800fffffffffffff,
+                  0x7fefffffffffffff, 0xffefffffffffffff, 0x3ff0000000000000, 0xbff0000000000000, 0x3fe0000000000000,
+                  0x4000000000000000, 0x40b0020000000000, 0xc008000000000000, 0x3fd5555555555555, 0x4330000000000001};
       break;
-    case Dtype::Bool:
-      specials = {0, 1, 1, 0};
-      break;
+    case Dtype::Bool: specials = {0, 1, 1, 0}; break;
     case Dtype::Int8:
     case Dtype::Int16:
     case Dtype::Int32:
@@ -202,8 +198,20 @@ inline Array special_array(Dtype dtype, int64_t n, uint32_t seed, Shape shape = 
       const uint64_t top = uint64_t{1} << (bits - 1);
       const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
       // 0, ±1, ±2, the signed minimum and maximum (as bits), the unsigned maximum, shift counts.
-      specials = {0, 1, mask, 2, mask - 1, top, top - 1, mask, 3, static_cast<uint64_t>(bits - 1),
-                  static_cast<uint64_t>(bits), static_cast<uint64_t>(bits + 1), 7, mask - 6};
+      specials = {0,
+                  1,
+                  mask,
+                  2,
+                  mask - 1,
+                  top,
+                  top - 1,
+                  mask,
+                  3,
+                  static_cast<uint64_t>(bits - 1),
+                  static_cast<uint64_t>(bits),
+                  static_cast<uint64_t>(bits + 1),
+                  7,
+                  mask - 6};
       break;
     }
   }

@@ -189,8 +189,9 @@ TEST(Fusion, OneKernelServesEveryShape) {
   test::EventLog log;
   Fn fn = [](const std::vector<Array>& in) { return std::vector<Array>{exp(in[0]) * in[1] + 3.0f}; };
   auto f = compile_flat(fn);
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{7}, {7}}, {{3, 5}, {3, 5}}, {{2, 3, 4}, {2, 3, 4}}, {{}, {}}, {{0, 3}, {0, 3}}, {{5, 4}, {1, 4}}, {{3, 4}, {}}, {{6}, {1}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{7}, {7}},   {{3, 5}, {3, 5}}, {{2, 3, 4}, {2, 3, 4}},
+                                                       {{}, {}},     {{0, 3}, {0, 3}}, {{5, 4}, {1, 4}},
+                                                       {{3, 4}, {}}, {{6}, {1}}};
   uint32_t seed = 20;
   for (auto& [sx, sy] : shapes) expect_same(f, fn, {rand(sx, seed++), rand(sy, seed++)}, shape_to_string(sx));
   EXPECT_EQ(f.stats().traces, shapes.size());

@@ -76,8 +76,7 @@ TEST(Passes, CseMergesWholeRepeatedChains) {
 TEST(Passes, CseKeepsStepsThatDiffer) {
   test::Dumps dumps;
   Fn fn = [](const std::vector<Array>& in) {
-    return std::vector<Array>{sum(in[0], {0}), sum(in[0], {1}), max(in[0], {0}), exp(in[0]), exp(in[1]),
-                              log(in[0])};
+    return std::vector<Array>{sum(in[0], {0}), sum(in[0], {1}), max(in[0], {0}), exp(in[0]), exp(in[1]), log(in[0])};
   };
   run_unfused(dumps, fn, {rand({3, 4}, 6), rand({3, 4}, 7)});
   const std::string cse = dumps.of("cse");
@@ -158,9 +157,9 @@ TEST(Passes, CapturedComputationsAreFoldedAtTraceTime) {
 TEST(Passes, ViewChainsThatCancelOutAreRemovedCopiesKept) {
   test::Dumps dumps;
   Fn fn = [](const std::vector<Array>& in) {
-    Array x = squeeze(expand_dims(in[0], 0), {0});         // Reshape, Reshape
-    x = transpose(transpose(x, {1, 0}), {1, 0});           // Transpose, Transpose
-    x = reshape(flatten(reshape(x, {2, 6})), {3, 4});      // Reshape x3
+    Array x = squeeze(expand_dims(in[0], 0), {0});     // Reshape, Reshape
+    x = transpose(transpose(x, {1, 0}), {1, 0});       // Transpose, Transpose
+    x = reshape(flatten(reshape(x, {2, 6})), {3, 4});  // Reshape x3
     return std::vector<Array>{copy(x) + 1.0f};
   };
   run_unfused(dumps, fn, {rand({3, 4}, 14)});
@@ -168,7 +167,8 @@ TEST(Passes, ViewChainsThatCancelOutAreRemovedCopiesKept) {
   EXPECT_EQ(test::Dumps::count(trace, "Reshape"), 5) << trace;
   EXPECT_EQ(test::Dumps::count(trace, "Transpose"), 2) << trace;
   const std::string after = dumps.of("dce");
-  for (const char* prim : {"Reshape", "Transpose"}) EXPECT_EQ(test::Dumps::count(after, prim), 0) << prim << "\n" << after;
+  for (const char* prim : {"Reshape", "Transpose"})
+    EXPECT_EQ(test::Dumps::count(after, prim), 0) << prim << "\n" << after;
   EXPECT_EQ(test::Dumps::count(after, "Copy"), 1) << after;
   EXPECT_NE(simplified.find("Copy()(%0)"), std::string::npos) << simplified;  // reads the input itself
 }

@@ -425,7 +425,7 @@ TEST_F(NpyErrors, GarbageNeverCrashes) {
                               raw(std::vector<float>(15, 1.25f)));
   std::mt19937 rng(123);
   int loaded = 0, refused = 0;
-  for (int iter = 0; iter < 3000; ++iter) {
+  for (int iter = 0; iter < 400; ++iter) {  // file writes dominate the time
     std::string bytes = good;
     if (iter % 3 == 0) {
       bytes.resize(rng() % (good.size() + 1));

@@ -190,6 +190,89 @@ TEST(OnnxRunner, GemmMatchesFloat64Reference) {
   EXPECT_TRUE(all_close(out[0].array(), want, 1e-5, 1e-5));
 }
 
+
+/// Runs one node on the given tensors (inputs named i0, i1, ...; one output).
+std::vector<Value> run_node(pb::NodeProto node, const std::vector<Value>& inputs, int64_t opset = 18) {
+  pb::GraphProto g;
+  g.set_name("g");
+  node.clear_input();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    node.add_input("i" + std::to_string(i));
+    pb::ValueInfoProto info;
+    info.set_name("i" + std::to_string(i));
+    *g.add_input() = info;  // no declared type: any value is accepted
+  }
+  node.clear_output();
+  node.add_output("y");
+  *g.add_node() = node;
+  pb::ValueInfoProto out;
+  out.set_name("y");
+  *g.add_output() = out;
+  return onnx::run(load_proto(make_model(g, opset)), inputs);
+}
+
+Value ints_value(const std::vector<int64_t>& v) { return Value::tensor(Array(v, Shape{static_cast<int64_t>(v.size())})); }
+
+TEST(OnnxRunner, OperatorErrorsNameTheNodeAndValues) {
+  Value x = Value::tensor(random_array({2, 3}, float32));
+  EXPECT_THROW_MSG(run_node(make_node("Reshape", {}, {}, "r"), {x, ints_value({-1, -1})}), OnnxError,
+                   "Reshape 'r': shape [-1,-1] has more than one -1");
+  auto concat = make_node("Concat", {}, {}, "cat");
+  add_int_attr(concat, "axis", 0);
+  EXPECT_THROW_MSG(run_node(concat, {x, Value::tensor(random_array({2, 3}, int32))}), OnnxError,
+                   "Concat 'cat': inputs 0 and 1 must have the same type, got tensor(float)[2,3] and tensor(int32)[2,3]");
+  EXPECT_THROW_MSG(run_node(make_node("Gather", {}, {}, "g"), {x, ints_value({0, 5})}), OnnxError,
+                   "Gather 'g': index 5 is out of range for a dimension of size 2");
+  auto split = make_node("Split", {}, {}, "s");
+  EXPECT_THROW_MSG(run_node(split, {x, ints_value({1, 2})}), OnnxError,
+                   "Split 's': split sizes [1,2] do not add up to the axis size 2");
+  auto pad = make_node("Pad", {}, {}, "p");
+  auto* mode = pad.add_attribute();
+  mode->set_name("mode");
+  mode->set_type(pb::AttributeProto::STRING);
+  mode->set_s("mirror");
+  EXPECT_THROW_MSG(run_node(pad, {x, ints_value({0, 0, 0, 0})}), OnnxError,
+                   "Pad 'p': mode must be constant, reflect, edge or wrap, got \"mirror\"");
+  auto cast = make_node("Cast", {}, {}, "c");
+  add_int_attr(cast, "to", pb::TensorProto::COMPLEX64);
+  EXPECT_THROW_MSG(run_node(cast, {x}), OnnxError, "Cast 'c': cannot cast float to complex64");
+  auto transpose_node = make_node("Transpose", {}, {}, "t");
+  auto* perm = transpose_node.add_attribute();
+  perm->set_name("perm");
+  perm->set_type(pb::AttributeProto::FLOAT);
+  perm->set_f(1.0f);
+  EXPECT_THROW_MSG(run_node(transpose_node, {x}), OnnxError, "Transpose 't': attribute 'perm' must be ints, got float");
+  EXPECT_THROW_MSG(run_node(make_node("Add", {}, {}, "a"), {x}), OnnxError, "Add 'a': input 1 is required but missing");
+  onnx::StringTensor s{{1}, {"a"}};
+  EXPECT_THROW_MSG(run_node(make_node("Relu", {}, {}, "rl"), {Value::strings(s)}), OnnxError,
+                   "Relu 'rl': input 0 has type string; allowed: float, double");
+}
+
+TEST(OnnxRunner, ReductionsFollowOnnxRules) {
+  // ReduceSum keeps int32 (NumPy would widen to int64) and wraps; an empty ReduceMax is -inf.
+  Value big = Value::tensor(Array(std::vector<int32_t>{2147483647, 1}, Shape{2}));
+  auto sum = run_node(make_node("ReduceSum", {}, {}, "s"), {big}, 18)[0];
+  EXPECT_EQ(sum.array().dtype(), int32);
+  EXPECT_EQ(sum.array().to_vector<int32_t>(), (std::vector<int32_t>{-2147483648}));
+  auto rmax = run_node(make_node("ReduceMax", {}, {}, "m"), {Value::tensor(zeros({0, 3}, float32)), ints_value({0})}, 18)[0];
+  EXPECT_EQ(rmax.shape(), (Shape{1, 3}));
+  EXPECT_TRUE(all_close(rmax.array(), {-INFINITY, -INFINITY, -INFINITY}, 0, 0));
+  // Random inputs against a float64 reference, negative axis, keepdims=0.
+  Array x = random_array({3, 4, 5}, float32, -2, 2, 77);
+  auto node = make_node("ReduceMean", {}, {}, "mean");
+  add_int_attr(node, "keepdims", 0);
+  auto mean = run_node(node, {Value::tensor(x), ints_value({-1})}, 18)[0];
+  auto xv = x.to_vector<double>();
+  std::vector<double> want;
+  for (int i = 0; i < 12; ++i) {
+    double acc = 0;
+    for (int k = 0; k < 5; ++k) acc += xv[static_cast<size_t>(i * 5 + k)];
+    want.push_back(acc / 5);
+  }
+  EXPECT_EQ(mean.shape(), (Shape{3, 4}));
+  EXPECT_TRUE(all_close(mean.array(), want, 1e-5, 1e-6));
+}
+
 TEST(OnnxRunner, RegistryPicksGreatestSinceVersion) {
   const auto& r = onnx::OpRegistry::global();
   EXPECT_EQ(r.find("", "Squeeze", 12), r.find("", "Squeeze", 1));

@@ -32,7 +32,8 @@ void run_outer_axes(const codegen::FusedKernel& k, const Shape& shape, const std
   int64_t outer_count = 1;
   for (int d = 0; d < outer; ++d) outer_count *= shape[d];
   const int64_t inner_count = shape_size(inner_shape);
-  parallel_for(outer_count, std::max<int64_t>(1, kGrain / std::max<int64_t>(inner_count, 1)), [&](int64_t b, int64_t e) {
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(inner_count, 1));
+  parallel_for(outer_count, grain, [&](int64_t b, int64_t e) {
     std::vector<char*> args(nargs);
     for (int64_t pos = b; pos < e; ++pos) {
       int64_t rem = pos;

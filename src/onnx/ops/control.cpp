@@ -66,32 +66,23 @@ std::vector<Value> op_loop(OpContext& c) {
   return result;
 }
 
-std::vector<Value> op_scan(OpContext& c) {
-  const Graph& body = c.attr_graph("body");
-  int64_t m = c.attr_int("num_scan_inputs", 0);
-  size_t total = c.num_inputs();
-  size_t first = c.opset() < 9 ? 1 : 0;  // opset 8 has a sequence_lens input first
-  if (m <= 0 || static_cast<size_t>(m) > total - first) c.fail("num_scan_inputs " + std::to_string(m) + " does not fit the inputs");
-  size_t n_state = total - first - static_cast<size_t>(m);
-  std::vector<Value> state(c.inputs().begin() + static_cast<long>(first),
-                           c.inputs().begin() + static_cast<long>(first + n_state));
-  std::vector<int64_t> in_axes = c.attr_ints("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(m), 0));
-  std::vector<int64_t> in_dirs = c.attr_ints("scan_input_directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
-  if (c.opset() < 9) {
-    // Opset 8 scans axis 1 with a batch axis 0; only batch size 1 is handled here.
-    c.fail("opset 8 Scan (with a batch axis) is not supported");
-  }
+/// One Scan over the given states and scan inputs (opset 9 semantics, no batch axis).
+std::vector<Value> scan_core(OpContext& c, const Graph& body, std::vector<Value> state, const std::vector<Array>& inputs,
+                             const std::vector<int64_t>& in_axes, const std::vector<int64_t>& in_dirs,
+                             const std::vector<int64_t>& out_axes, const std::vector<int64_t>& out_dirs) {
+  size_t n_state = state.size();
   std::vector<Array> scan_in;
   int64_t steps = -1;
-  for (int64_t j = 0; j < m; ++j) {
-    const Array& x = c.tensor(first + n_state + static_cast<size_t>(j));
-    int axis = onnx_axis(c, in_axes[static_cast<size_t>(j)], x.ndim(), "scan_input_axes");
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const Array& x = inputs[j];
+    int axis = onnx_axis(c, in_axes[j], x.ndim(), "scan_input_axes");
     Array moved = moveaxis(x, axis, 0);
     if (steps >= 0 && moved.shape()[0] != steps) c.fail("scan inputs have different lengths");
     steps = moved.shape()[0];
-    if (in_dirs[static_cast<size_t>(j)]) moved = flip(moved, {0});
+    if (in_dirs[j]) moved = flip(moved, {0});
     scan_in.push_back(moved);
   }
+  if (body.outputs.size() < n_state) c.fail("the body has fewer outputs than there are states");
   size_t n_scan_out = body.outputs.size() - n_state;
   std::vector<std::vector<Value>> scans(n_scan_out);
   for (int64_t t = 0; t < steps; ++t) {
@@ -101,17 +92,63 @@ std::vector<Value> op_scan(OpContext& c) {
     for (size_t k = 0; k < n_state; ++k) state[k] = out[k];
     for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(out[n_state + k]);
   }
-  std::vector<int64_t> out_axes = c.attr_ints("scan_output_axes", std::vector<int64_t>(n_scan_out, 0));
-  std::vector<int64_t> out_dirs = c.attr_ints("scan_output_directions", std::vector<int64_t>(n_scan_out, 0));
   std::vector<Value> result = state;
   for (size_t k = 0; k < n_scan_out; ++k) {
     Value stacked = stack_values(c, scans[k], body.outputs[n_state + k]);
     Array a = stacked.array();
-    if (out_dirs[k]) a = flip(a, {0});
-    int axis = onnx_axis(c, out_axes[k], a.ndim(), "scan_output_axes");
+    if (k < out_dirs.size() && out_dirs[k]) a = flip(a, {0});
+    int axis = onnx_axis(c, k < out_axes.size() ? out_axes[k] : 0, a.ndim(), "scan_output_axes");
     if (axis != 0) a = moveaxis(a, 0, axis);
     result.push_back(tv(a));
   }
+  return result;
+}
+
+std::vector<Value> op_scan(OpContext& c) {
+  const Graph& body = c.attr_graph("body");
+  int64_t m = c.attr_int("num_scan_inputs", 0);
+  size_t total = c.num_inputs();
+  if (m <= 0 || static_cast<size_t>(m) > total) c.fail("num_scan_inputs " + std::to_string(m) + " does not fit the inputs");
+  size_t n_state = total - static_cast<size_t>(m);
+  std::vector<Value> state(c.inputs().begin(), c.inputs().begin() + static_cast<long>(n_state));
+  std::vector<Array> inputs;
+  for (size_t j = n_state; j < total; ++j) inputs.push_back(c.tensor(j));
+  size_t n_out = body.outputs.size() >= n_state ? body.outputs.size() - n_state : 0;
+  return scan_core(c, body, state, inputs, c.attr_ints("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(m), 0)),
+                   c.attr_ints("scan_input_directions", std::vector<int64_t>(static_cast<size_t>(m), 0)),
+                   c.attr_ints("scan_output_axes", std::vector<int64_t>(n_out, 0)),
+                   c.attr_ints("scan_output_directions", std::vector<int64_t>(n_out, 0)));
+}
+
+/// Opset 8 Scan: inputs carry a batch axis 0 (scanned along axis 1), after an optional
+/// sequence_lens input; each batch element is scanned on its own and the results stacked.
+std::vector<Value> op_scan_8(OpContext& c) {
+  const Graph& body = c.attr_graph("body");
+  int64_t m = c.attr_int("num_scan_inputs", 0);
+  size_t total = c.num_inputs();
+  if (m <= 0 || static_cast<size_t>(m) + 1 > total) c.fail("num_scan_inputs " + std::to_string(m) + " does not fit the inputs");
+  if (c.has(0)) {
+    auto lens = c.ints(0);
+    int64_t full_len = c.tensor(total - static_cast<size_t>(m)).shape()[1];
+    for (auto len : lens)
+      if (len != full_len) c.fail("sequence_lens shorter than the scanned axis are not supported");
+  }
+  size_t n_state = total - 1 - static_cast<size_t>(m);
+  int64_t batch = c.tensor(1).shape()[0];
+  std::vector<int64_t> dirs = c.attr_ints("directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
+  std::vector<std::vector<Array>> per_output;
+  for (int64_t b = 0; b < batch; ++b) {
+    auto pick = [&](size_t i) { return squeeze(slice(c.tensor(i), Axes{0}, {b}, {b + 1}, {1}), Axes{0}); };
+    std::vector<Value> state;
+    for (size_t i = 0; i < n_state; ++i) state.push_back(tv(pick(1 + i)));
+    std::vector<Array> inputs;
+    for (size_t j = 0; j < static_cast<size_t>(m); ++j) inputs.push_back(pick(1 + n_state + j));
+    auto out = scan_core(c, body, state, inputs, std::vector<int64_t>(static_cast<size_t>(m), 0), dirs, {}, {});
+    per_output.resize(out.size());
+    for (size_t k = 0; k < out.size(); ++k) per_output[k].push_back(out[k].array());
+  }
+  std::vector<Value> result;
+  for (auto& parts : per_output) result.push_back(tv(stack(parts, 0)));
   return result;
 }
 
@@ -149,6 +186,7 @@ std::vector<Value> op_sequence_map(OpContext& c) {
 void register_control_ops(OpRegistry& r) {
   r.add("", "If", 1, op_if);
   r.add("", "Loop", 1, op_loop);
+  r.add("", "Scan", 8, op_scan_8);
   r.add("", "Scan", 9, op_scan);
   r.add("", "SequenceMap", 17, op_sequence_map);
 }

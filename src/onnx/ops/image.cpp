@@ -217,12 +217,170 @@ std::vector<Value> op_col2im(OpContext& c) {
   return {tv(reshape(slice(out, Axes{2}, {0}, {plane}, {1}), shape))};
 }
 
+
+/// DeformConv (2-d): each kernel tap samples the input bilinearly at its grid position plus a
+/// learned offset (zero outside), times an optional mask; the columns then meet the weights in a
+/// grouped matmul.
+std::vector<Value> op_deform_conv(OpContext& c) {
+  const Array& x = c.tensor(0);
+  const Array& w = c.tensor(1);
+  const Array& off = c.tensor(2);
+  if (x.ndim() != 4 || w.ndim() != 4 || off.ndim() != 4)
+    c.fail("only 2-d DeformConv is supported: X, W and offset must be 4-d, got " + c.input(0).describe());
+  int64_t n = x.shape()[0], ch = x.shape()[1], ih = x.shape()[2], iw = x.shape()[3];
+  int64_t oc = w.shape()[0], kh = w.shape()[2], kw = w.shape()[3];
+  int64_t group = c.attr_int("group", 1), ogroups = c.attr_int("offset_group", 1);
+  auto dil = c.attr_ints("dilations", {1, 1}), strides = c.attr_ints("strides", {1, 1}), pads = c.attr_ints("pads", {0, 0, 0, 0});
+  int64_t oh = (ih + pads[0] + pads[2] - (dil[0] * (kh - 1) + 1)) / strides[0] + 1;
+  int64_t ow = (iw + pads[1] + pads[3] - (dil[1] * (kw - 1) + 1)) / strides[1] + 1;
+  int64_t k = kh * kw, l = oh * ow, plane = ih * iw;
+  if (off.shape()[1] != ogroups * 2 * k || off.shape()[2] != oh || off.shape()[3] != ow)
+    c.fail("offset must be [N, " + std::to_string(ogroups * 2 * k) + ", " + std::to_string(oh) + ", " + std::to_string(ow) +
+           "], got " + c.input(2).describe());
+  auto offv = off.to_vector<double>();
+  std::vector<double> maskv;
+  if (c.has(4)) maskv = c.tensor(4).to_vector<double>();
+  // Four corners per (n, offset group, tap, output position): flat index (plane = outside) and weight.
+  size_t total = static_cast<size_t>(n * ogroups * k * l);
+  std::vector<std::vector<int64_t>> idx(4, std::vector<int64_t>(total, plane));
+  std::vector<std::vector<double>> wt(4, std::vector<double>(total, 0.0));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < ogroups; ++g)
+      for (int64_t t = 0; t < k; ++t)
+        for (int64_t p = 0; p < l; ++p) {
+          size_t at = static_cast<size_t>(((b * ogroups + g) * k + t) * l + p);
+          int64_t py = p / ow, px = p % ow, ty = t / kw, tx = t % kw;
+          size_t obase = static_cast<size_t>(((b * ogroups * 2 * k) + g * 2 * k + 2 * t) * l + p);
+          double y = static_cast<double>(py * strides[0] - pads[0] + ty * dil[0]) + offv[obase];
+          double xx = static_cast<double>(px * strides[1] - pads[1] + tx * dil[1]) + offv[obase + static_cast<size_t>(l)];
+          double m = maskv.empty() ? 1.0 : maskv[static_cast<size_t>(((b * ogroups + g) * k + t) * l + p)];
+          if (y <= -1 || y >= static_cast<double>(ih) || xx <= -1 || xx >= static_cast<double>(iw)) continue;
+          double y0 = std::floor(y), x0 = std::floor(xx);
+          double fy = y - y0, fx = xx - x0;
+          const double cw[4] = {(1 - fy) * (1 - fx), (1 - fy) * fx, fy * (1 - fx), fy * fx};
+          for (int q = 0; q < 4; ++q) {
+            int64_t yy = static_cast<int64_t>(y0) + q / 2, xq = static_cast<int64_t>(x0) + q % 2;
+            if (yy < 0 || yy >= ih || xq < 0 || xq >= iw) continue;
+            idx[static_cast<size_t>(q)][at] = yy * iw + xq;
+            wt[static_cast<size_t>(q)][at] = cw[q] * m;
+          }
+        }
+  Dtype ct = x.dtype() == float64 ? float64 : float32;
+  Array xf = concatenate({reshape(astype(x, ct), {n, ch, plane}), zeros({n, ch, 1}, ct)}, 2);
+  int64_t cg = ch / ogroups;
+  std::vector<Array> cols;
+  for (int64_t g = 0; g < ogroups; ++g) {
+    Array xg = slice(xf, Axes{1}, {g * cg}, {(g + 1) * cg}, {1});
+    Array acc;
+    for (int q = 0; q < 4; ++q) {
+      std::vector<int64_t> iq;
+      std::vector<double> wq;
+      for (int64_t b = 0; b < n; ++b) {
+        size_t from = static_cast<size_t>((b * ogroups + g) * k * l);
+        iq.insert(iq.end(), idx[static_cast<size_t>(q)].begin() + static_cast<long>(from),
+                  idx[static_cast<size_t>(q)].begin() + static_cast<long>(from + static_cast<size_t>(k * l)));
+        wq.insert(wq.end(), wt[static_cast<size_t>(q)].begin() + static_cast<long>(from),
+                  wt[static_cast<size_t>(q)].begin() + static_cast<long>(from + static_cast<size_t>(k * l)));
+      }
+      Array gathered = take_along_axis(xg, broadcast_to(reshape(int64_array(iq), {n, 1, k * l}), {n, cg, k * l}), 2);
+      Array term = multiply(gathered, astype(Array(wq, Shape{n, 1, k * l}), ct));
+      acc = acc.valid() ? add(acc, term) : term;
+    }
+    cols.push_back(acc);  // [N, Cg, K*L]
+  }
+  Array col = reshape(concatenate(cols, 1), {n, group, (ch / group) * k, l});
+  Array wm = reshape(astype(w, ct), {1, group, oc / group, (ch / group) * k});
+  Array y = reshape(matmul(wm, col), {n, oc, oh, ow});
+  if (c.has(3)) y = add(y, reshape(astype(c.tensor(3), ct), {1, oc, 1, 1}));
+  return {tv(astype(y, x.dtype()))};
+}
+
+/// RoiAlign: bilinear samples on a regular grid in each output bin of each region, averaged
+/// (avg) or maxed (max: ONNX takes the largest weighted corner, as ONNX Runtime does).
+std::vector<Value> op_roi_align(OpContext& c) {
+  const Array& x = c.tensor(0);
+  const Array& rois_a = c.tensor(1);
+  if (x.ndim() != 4 || rois_a.ndim() != 2 || rois_a.shape()[1] != 4)
+    c.fail("X must be [N, C, H, W] and rois [R, 4], got " + c.input(0).describe() + " and " + c.input(1).describe());
+  auto rois = rois_a.to_vector<double>();
+  auto batch_idx = c.ints(2);
+  std::string mode = c.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") c.fail("mode must be avg or max, got \"" + mode + "\"");
+  // Opset 16 added the attribute; before it the coordinates had no half-pixel shift.
+  bool half_pixel = c.attr_string("coordinate_transformation_mode", c.opset() >= 16 ? "half_pixel" : "output_half_pixel") == "half_pixel";
+  int64_t out_h = c.attr_int("output_height", 1), out_w = c.attr_int("output_width", 1);
+  int64_t ratio = c.attr_int("sampling_ratio", 0);
+  double scale = c.attr_float("spatial_scale", 1.0f);
+  int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  auto xv = x.to_vector<double>();
+  int64_t r_count = rois_a.shape()[0];
+  std::vector<double> out(static_cast<size_t>(r_count * ch * out_h * out_w), 0.0);
+  for (int64_t r = 0; r < r_count; ++r) {
+    int64_t b = batch_idx[static_cast<size_t>(r)];
+    if (b < 0 || b >= n) c.fail("batch index " + std::to_string(b) + " is out of range for " + std::to_string(n) + " images");
+    double off = half_pixel ? 0.5 : 0.0;
+    const double* roi = &rois[static_cast<size_t>(r * 4)];
+    double x0 = roi[0] * scale - off, y0 = roi[1] * scale - off, x1 = roi[2] * scale - off, y1 = roi[3] * scale - off;
+    double rw = x1 - x0, rh = y1 - y0;
+    if (!half_pixel) {
+      rw = std::max(rw, 1.0);
+      rh = std::max(rh, 1.0);
+    }
+    double bh = rh / static_cast<double>(out_h), bw = rw / static_cast<double>(out_w);
+    int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(out_h)));
+    int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(out_w)));
+    double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
+    for (int64_t ph = 0; ph < out_h; ++ph)
+      for (int64_t pw = 0; pw < out_w; ++pw) {
+        struct Tap {
+          int64_t pos[4];
+          double wt[4];
+        };
+        std::vector<Tap> taps;
+        for (int64_t iy = 0; iy < gh; ++iy)
+          for (int64_t ix = 0; ix < gw; ++ix) {
+            double yy = y0 + static_cast<double>(ph) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
+            double xx = x0 + static_cast<double>(pw) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
+            Tap t{{0, 0, 0, 0}, {0, 0, 0, 0}};
+            if (!(yy < -1.0 || yy > static_cast<double>(h) || xx < -1.0 || xx > static_cast<double>(w))) {
+              yy = std::max(yy, 0.0);
+              xx = std::max(xx, 0.0);
+              int64_t yl = static_cast<int64_t>(yy), xl = static_cast<int64_t>(xx), yh2, xh2;
+              if (yl >= h - 1) { yh2 = yl = h - 1; yy = static_cast<double>(yl); } else { yh2 = yl + 1; }
+              if (xl >= w - 1) { xh2 = xl = w - 1; xx = static_cast<double>(xl); } else { xh2 = xl + 1; }
+              double ly = yy - static_cast<double>(yl), lx = xx - static_cast<double>(xl), hy = 1 - ly, hx = 1 - lx;
+              t = Tap{{yl * w + xl, yl * w + xh2, yh2 * w + xl, yh2 * w + xh2}, {hy * hx, hy * lx, ly * hx, ly * lx}};
+            }
+            taps.push_back(t);
+          }
+        for (int64_t k = 0; k < ch; ++k) {
+          const double* plane = &xv[static_cast<size_t>((b * ch + k) * h * w)];
+          double acc = 0;
+          bool first = true;
+          for (const auto& t : taps) {
+            if (mode == "avg") {
+              for (int q = 0; q < 4; ++q) acc += t.wt[q] * plane[t.pos[q]];
+            } else {
+              double v = std::max(std::max(t.wt[0] * plane[t.pos[0]], t.wt[1] * plane[t.pos[1]]),
+                                  std::max(t.wt[2] * plane[t.pos[2]], t.wt[3] * plane[t.pos[3]]));
+              acc = first ? v : std::max(acc, v);
+              first = false;
+            }
+          }
+          out[static_cast<size_t>(((r * ch + k) * out_h + ph) * out_w + pw)] = mode == "avg" ? acc / count : acc;
+        }
+      }
+  }
+  return {tv(astype(Array(out, Shape{r_count, ch, out_h, out_w}), x.dtype()))};
+}
 }  // namespace
 
 void register_image_ops(OpRegistry& r) {
   r.add("", "GridSample", 16, op_grid_sample);
   r.add("", "AffineGrid", 20, op_affine_grid);
   r.add("", "Col2Im", 18, op_col2im);
+  r.add("", "DeformConv", 19, op_deform_conv);
+  r.add("", "RoiAlign", 10, op_roi_align);
 }
 
 }  // namespace smelt::onnx

@@ -1,6 +1,7 @@
 // ONNX string operators on the host: StringConcat, StringNormalizer, StringSplit, RegexFullMatch.
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -130,6 +131,66 @@ std::vector<Value> op_regex_full_match(OpContext& c) {
   return {tv(Array(out.empty() ? nullptr : out.data(), x.shape, bool_))};
 }
 
+
+/// TfIdfVectorizer: counts the pool's n-grams (with up to max_skip_count skipped items between
+/// their elements) in each row, then TF counts, IDF weights, or their product.
+std::vector<Value> op_tfidf_vectorizer(OpContext& c) {
+  const Value& x = c.input(0);
+  bool strings = x.is_strings();
+  const Shape& shape = x.shape();
+  if (shape.size() != 1 && shape.size() != 2) c.fail("input must be [N] or [B, N], got " + x.describe());
+  int64_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.back();
+  int64_t min_n = c.attr_int("min_gram_length", 1), max_n = c.attr_int("max_gram_length", 1);
+  int64_t max_skip = c.attr_int("max_skip_count", 0);
+  std::string mode = c.attr_string("mode", "TF");
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") c.fail("mode must be TF, IDF or TFIDF, got \"" + mode + "\"");
+  auto counts = c.attr_ints("ngram_counts"), indexes = c.attr_ints("ngram_indexes");
+  auto weights = c.attr_floats("weights");
+  // Items as strings either way, so one map serves int64 and string pools.
+  std::vector<std::string> pool;
+  if (strings) pool = c.attr_strings("pool_strings");
+  else for (auto v : c.attr_ints("pool_int64s")) pool.push_back(std::to_string(v));
+  std::vector<std::string> items;
+  if (strings) items = x.string_tensor().data;
+  else for (auto v : x.array().to_vector<int64_t>()) items.push_back(std::to_string(v));
+  std::map<std::vector<std::string>, int64_t> grams;
+  size_t gram_no = 0;
+  for (size_t level = 0; level < counts.size(); ++level) {
+    size_t n = level + 1;
+    size_t begin = static_cast<size_t>(counts[level]);
+    size_t end = level + 1 < counts.size() ? static_cast<size_t>(counts[level + 1]) : pool.size();
+    for (size_t at = begin; at + n <= end; at += n, ++gram_no) {
+      if (gram_no >= indexes.size()) c.fail("ngram_indexes has fewer entries than the pool's n-grams");
+      grams[std::vector<std::string>(pool.begin() + static_cast<long>(at), pool.begin() + static_cast<long>(at + n))] =
+          indexes[gram_no];
+    }
+  }
+  int64_t width = indexes.empty() ? 0 : *std::max_element(indexes.begin(), indexes.end()) + 1;
+  std::vector<double> out(static_cast<size_t>(rows * width), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::string* row = items.data() + r * cols;
+    for (int64_t n = std::max<int64_t>(min_n, 1); n <= max_n; ++n) {
+      // A unigram has no gaps: it is counted once, whatever the skip count.
+      int64_t skips = n == 1 ? 0 : max_skip;
+      for (int64_t skip = 0; skip <= skips; ++skip)
+        for (int64_t i = 0; i + (n - 1) * (skip + 1) < cols; ++i) {
+          std::vector<std::string> g;
+          for (int64_t j = 0; j < n; ++j) g.push_back(row[i + j * (skip + 1)]);
+          auto it = grams.find(g);
+          if (it != grams.end()) out[static_cast<size_t>(r * width + it->second)] += 1;
+        }
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < width; ++j) {
+      double& v = out[static_cast<size_t>(r * width + j)];
+      double w = static_cast<size_t>(j) < weights.size() ? weights[static_cast<size_t>(j)] : 1.0;
+      if (mode == "IDF") v = v > 0 ? w : 0;
+      else if (mode == "TFIDF") v *= w;
+    }
+  Shape out_shape = shape.size() == 2 ? Shape{rows, width} : Shape{width};
+  return {tv(astype(Array(out, out_shape), float32))};
+}
 }  // namespace
 
 void register_string_ops(OpRegistry& r) {
@@ -137,6 +198,7 @@ void register_string_ops(OpRegistry& r) {
   r.add("", "StringNormalizer", 10, op_string_normalizer);
   r.add("", "StringSplit", 20, op_string_split);
   r.add("", "RegexFullMatch", 20, op_regex_full_match);
+  r.add("", "TfIdfVectorizer", 9, op_tfidf_vectorizer);
 }
 
 }  // namespace smelt::onnx

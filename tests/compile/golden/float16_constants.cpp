@@ -3,8 +3,8 @@
 // <embedded preamble: dtype.h, convert.h, scalar_math.h>
 
 extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const int64_t* shape, char* const* args, const int64_t* strides, int contiguous) {
-  const smelt::float16_t* __restrict in0 = reinterpret_cast<const smelt::float16_t*>(args[0]);
-  bool* __restrict out0 = reinterpret_cast<bool*>(args[1]);
+  const smelt::float16_t* in0 = reinterpret_cast<const smelt::float16_t*>(args[0]);
+  bool* out0 = reinterpret_cast<bool*>(args[1]);
   volatile uint16_t k1 = 0x7e00;
   const smelt::float16_t v1 = smelt::float16_t::from_bits(k1);
   volatile uint16_t k3 = 0x8000;
@@ -14,6 +14,7 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
   volatile uint16_t k8 = 0x2e66;
   const smelt::float16_t v8 = smelt::float16_t::from_bits(k8);
   if (contiguous) {
+#pragma GCC ivdep
     for (int64_t i = begin; i < end; ++i) {
       const smelt::float16_t v0 = in0[i];
       const smelt::float16_t v2 = smelt::scalar::maximum<smelt::float16_t>(v0, v1);
@@ -41,6 +42,7 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
     if (run > end - pos) run = end - pos;
     const int64_t s0 = strides[0 * ndim + last];
     const int64_t s1 = strides[1 * ndim + last];
+#pragma GCC ivdep
     for (int64_t j = 0; j < run; ++j) {
       const smelt::float16_t v0 = in0[off[0] + j * s0];
       const smelt::float16_t v2 = smelt::scalar::maximum<smelt::float16_t>(v0, v1);

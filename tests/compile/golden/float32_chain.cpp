@@ -3,12 +3,13 @@
 // <embedded preamble: dtype.h, convert.h, scalar_math.h>
 
 extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const int64_t* shape, char* const* args, const int64_t* strides, int contiguous) {
-  const float* __restrict in0 = reinterpret_cast<const float*>(args[0]);
-  const float* __restrict in1 = reinterpret_cast<const float*>(args[1]);
-  float* __restrict out0 = reinterpret_cast<float*>(args[2]);
+  const float* in0 = reinterpret_cast<const float*>(args[0]);
+  const float* in1 = reinterpret_cast<const float*>(args[1]);
+  float* out0 = reinterpret_cast<float*>(args[2]);
   volatile float k4 = 0x1p+0f;
   const float v4 = k4;
   if (contiguous) {
+#pragma GCC ivdep
     for (int64_t i = begin; i < end; ++i) {
       const float v0 = in0[i];
       const float v1 = smelt::scalar::exp<float>(v0);
@@ -35,6 +36,7 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
     const int64_t s0 = strides[0 * ndim + last];
     const int64_t s1 = strides[1 * ndim + last];
     const int64_t s2 = strides[2 * ndim + last];
+#pragma GCC ivdep
     for (int64_t j = 0; j < run; ++j) {
       const float v0 = in0[off[0] + j * s0];
       const float v1 = smelt::scalar::exp<float>(v0);

@@ -3,15 +3,16 @@
 // <embedded preamble: dtype.h, convert.h, scalar_math.h>
 
 extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const int64_t* shape, char* const* args, const int64_t* strides, int contiguous) {
-  const int64_t* __restrict in0 = reinterpret_cast<const int64_t*>(args[0]);
-  const uint64_t* __restrict in1 = reinterpret_cast<const uint64_t*>(args[1]);
-  smelt::bfloat16_t* __restrict out0 = reinterpret_cast<smelt::bfloat16_t*>(args[2]);
-  int64_t* __restrict out1 = reinterpret_cast<int64_t*>(args[3]);
+  const int64_t* in0 = reinterpret_cast<const int64_t*>(args[0]);
+  const uint64_t* in1 = reinterpret_cast<const uint64_t*>(args[1]);
+  smelt::bfloat16_t* out0 = reinterpret_cast<smelt::bfloat16_t*>(args[2]);
+  int64_t* out1 = reinterpret_cast<int64_t*>(args[3]);
   const int64_t v2 = static_cast<int64_t>(static_cast<int64_t>(0x8000000000000000ull));
   const uint64_t v4 = static_cast<uint64_t>(0xffffffffffffffffull);
   volatile double k9 = 0x1.999999999999ap-4;
   const double v9 = k9;
   if (contiguous) {
+#pragma GCC ivdep
     for (int64_t i = begin; i < end; ++i) {
       const int64_t v0 = in0[i];
       const uint64_t v1 = in1[i];
@@ -44,6 +45,7 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
     const int64_t s1 = strides[1 * ndim + last];
     const int64_t s2 = strides[2 * ndim + last];
     const int64_t s3 = strides[3 * ndim + last];
+#pragma GCC ivdep
     for (int64_t j = 0; j < run; ++j) {
       const int64_t v0 = in0[off[0] + j * s0];
       const uint64_t v1 = in1[off[1] + j * s1];

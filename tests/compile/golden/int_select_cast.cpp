@@ -3,15 +3,16 @@
 // <embedded preamble: dtype.h, convert.h, scalar_math.h>
 
 extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const int64_t* shape, char* const* args, const int64_t* strides, int contiguous) {
-  const int32_t* __restrict in0 = reinterpret_cast<const int32_t*>(args[0]);
-  const int32_t* __restrict in1 = reinterpret_cast<const int32_t*>(args[1]);
-  int32_t* __restrict out0 = reinterpret_cast<int32_t*>(args[2]);
-  float* __restrict out1 = reinterpret_cast<float*>(args[3]);
+  const int32_t* in0 = reinterpret_cast<const int32_t*>(args[0]);
+  const int32_t* in1 = reinterpret_cast<const int32_t*>(args[1]);
+  int32_t* out0 = reinterpret_cast<int32_t*>(args[2]);
+  float* out1 = reinterpret_cast<float*>(args[3]);
   const int32_t v2 = static_cast<int32_t>(static_cast<int64_t>(0x3ull));
   const int32_t v4 = static_cast<int32_t>(static_cast<int64_t>(0x1ull));
   volatile float k8 = std::bit_cast<float>(0xff800000u);
   const float v8 = k8;
   if (contiguous) {
+#pragma GCC ivdep
     for (int64_t i = begin; i < end; ++i) {
       const int32_t v0 = in0[i];
       const int32_t v1 = in1[i];
@@ -42,6 +43,7 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
     const int64_t s1 = strides[1 * ndim + last];
     const int64_t s2 = strides[2 * ndim + last];
     const int64_t s3 = strides[3 * ndim + last];
+#pragma GCC ivdep
     for (int64_t j = 0; j < run; ++j) {
       const int32_t v0 = in0[off[0] + j * s0];
       const int32_t v1 = in1[off[1] + j * s1];

@@ -1,4 +1,4 @@
-// Array benchmarks: the copy floor, element-wise ops, matmul against CBLAS, W1 and W3 uncompiled.
+// Array benchmarks: the copy floor, element-wise ops, matmul against CBLAS, W1 and W3 (eager and compiled).
 //
 // Each benchmark runs one repetition per iteration (run.sh asks for >= 20 repetitions and reads
 // the median) after one untimed warm-up run. Counters: `bytes` that must move (inputs read once,
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "smelt/compile.h"
 #include "smelt/smelt.h"
 #include "src/core/thread_pool.h"
 
@@ -139,9 +140,21 @@ Array gelu_tanh(const Array& x) {
   return multiply(multiply(x, 0.5f), add(tanh(inner), 1.0f));
 }
 
-void w1_gelu(benchmark::State& s) {
+const Array& gelu_input() {
   static Array x = uniform_input(4, kGeluElems, -4.0, 4.0);
+  return x;
+}
+
+void w1_gelu(benchmark::State& s) {
+  const Array& x = gelu_input();
   run_elementwise(s, [&] { return gelu_tanh(x); }, 2 * kF32 * kGeluElems);
+}
+
+// Compiled: one fused kernel; the warm-up call traces and builds it (compile time is W12's).
+void w1_gelu_compiled(benchmark::State& s) {
+  static auto f = compile([](const Array& x) { return gelu_tanh(x); }, CompileOptions{}, "bench_w1");
+  const Array& x = gelu_input();
+  run_elementwise(s, [&] { return f(x); }, 2 * kF32 * kGeluElems);
 }
 
 Array w3_chain(const Array& x, const Array& y) {
@@ -159,6 +172,12 @@ Array w3_chain(const Array& x, const Array& y) {
 void w3_chain16(benchmark::State& s) {
   auto& in = inputs();
   run_elementwise(s, [&] { return w3_chain(in.x, in.y); }, 3 * kF32 * kElems);
+}
+
+void w3_chain16_compiled(benchmark::State& s) {
+  static auto f = compile([](const Array& x, const Array& y) { return w3_chain(x, y); }, CompileOptions{}, "bench_w3");
+  auto& in = inputs();
+  run_elementwise(s, [&] { return f(in.x, in.y); }, 3 * kF32 * kElems);
 }
 
 // ---- matmul ---------------------------------------------------------------------------------
@@ -222,6 +241,8 @@ BENCHMARK(ew_where)->Name("where_16Mi_f32/smelt")->Apply(configure);
 BENCHMARK(matmul_smelt)->Name("matmul_1024_f32/smelt")->Apply(configure);
 BENCHMARK(matmul_cblas)->Name("matmul_1024_f32/cblas_sgemm")->Apply(configure);
 BENCHMARK(w1_gelu)->Name("W1_gelu_tanh_64Mi_f32/smelt")->Apply(configure);
+BENCHMARK(w1_gelu_compiled)->Name("W1_gelu_tanh_64Mi_f32/smelt_compile")->Apply(configure);
 BENCHMARK(w3_chain16)->Name("W3_chain16_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(w3_chain16_compiled)->Name("W3_chain16_16Mi_f32/smelt_compile")->Apply(configure);
 
 BENCHMARK_MAIN();

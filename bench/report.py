@@ -4,7 +4,8 @@
 Row fields: work, system, time_us (median), GBps (bytes that must move: inputs read once,
 output written once) or GFLOPs, fraction_of_floor (GBps over the best copy bandwidth measured in
 the same run, or GFLOPs over the best matrix rate measured), ratio_vs_best_peer (on smelt rows:
-the best peer's time over smelt's, so > 1 means smelt is faster).
+the best peer's time over smelt's, so > 1 means smelt is faster). Systems named smelt* are
+smelt (eager, compiled); every other system is a peer.
 """
 import argparse
 import json
@@ -68,8 +69,9 @@ def main():
         else:
             r["fraction_of_floor"] = None
         r["ratio_vs_best_peer"] = None
-        if r["system"] == "smelt":
-            peers = [q["time_us"] for q in rows if q["work"] == r["work"] and q["system"] != "smelt"]
+        if r["system"].startswith("smelt"):
+            peers = [q["time_us"] for q in rows
+                     if q["work"] == r["work"] and not q["system"].startswith("smelt")]
             if peers:
                 r["ratio_vs_best_peer"] = min(peers) / r["time_us"]
 
@@ -100,7 +102,7 @@ def main():
     print(header)
     print("-" * len(header))
     order = {w: i for i, w in enumerate(dict.fromkeys(r["work"] for r in out_rows))}
-    for r in sorted(out_rows, key=lambda r: (order[r["work"]], r["system"] != "smelt", r["system"])):
+    for r in sorted(out_rows, key=lambda r: (order[r["work"]], not r["system"].startswith("smelt"), r["system"])):
         ratio = r["ratio_vs_best_peer"]
         print(f"{r['work']:<24} {r['system']:<16} {r['time_us']:>12,.0f} {fmt(r['GBps'], '8.2f')} "
               f"{fmt(r['GFLOPs'], '8.1f')} {fmt(r['fraction_of_floor'], '6.2f')} "

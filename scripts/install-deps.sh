@@ -14,6 +14,7 @@ PACKAGES=(
   libgmock-dev      # unit tests (matchers)
   libbenchmark-dev  # benchmarks in bench/
   python3           # fixture and benchmark scripts
+  python3-venv      # bench/run.sh installs NumPy into bench/.venv (benchmarks only)
 )
 
 missing=()

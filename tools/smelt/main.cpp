@@ -21,7 +21,7 @@ int run_help(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
 
 const Command kCommands[] = {
-    {"demo", "", "build, evaluate and print a few computations with timings (MLP, matmul, element-wise, sum)",
+    {"demo", "", "build, evaluate and print a few computations with timings (MLP, matmul, element-wise eager and compiled, sum)",
      smelt::cli::run_demo},
     {"check", "DIR", "run ONNX backend-format test cases in DIR and compare their outputs", smelt::cli::run_check},
     {"info", "MODEL", "summarize an ONNX model: inputs, outputs, opsets, operators", smelt::cli::run_info},

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <future>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -77,6 +78,9 @@ struct Entry {
   compiler::Tape tape;
   std::string out_structure;
   std::optional<compiler::ShapelessPlan> shapeless;  // set when the entry serves any shape of its ranks
+  // The function could not be traced or lowered for this signature and runs eagerly (fallback
+  // Eager). Remembered like any entry so that later calls neither re-trace nor repeat the event.
+  bool eager = false;
 };
 
 bool has_zero_axis(const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); }
@@ -92,26 +96,46 @@ class CompileEngine {
                           std::string& out_structure) {
     CallKey sig = make_signature(inputs, structure);
     std::shared_ptr<Entry> entry;
+    std::shared_future<std::shared_ptr<Entry>> pending;
+    std::promise<std::shared_ptr<Entry>> mine;
+    std::string reason;
     {
       std::lock_guard lock(mutex_);
-      auto it = index_.find(sig);
-      if (it != index_.end()) {
+      if (auto it = index_.find(sig); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);  // most recently used first
         entry = *it->second;
         stats_.hits++;
         if (telemetry::enabled()) telemetry::emit({"compile.cache.hit", 0.0, {{"function", name_}}});
+      } else if (auto fl = in_flight_.find(sig); fl != in_flight_.end()) {
+        pending = fl->second;  // another thread is tracing this signature: wait for its entry
+        stats_.hits++;
       } else {
         stats_.misses++;
-        std::string reason = explain_miss(sig);
+        reason = explain_miss(sig);
         if (telemetry::enabled())
           telemetry::emit({"compile.cache.miss", 0.0, {{"function", name_}, {"reason", reason}}});
-        entry = trace_entry(sig, inputs, trace, reason);
-        if (!entry) {  // fallback: the function ran eagerly
-          return run_eager(inputs, trace, out_structure);
-        }
-        insert(sig, entry);
+        in_flight_.emplace(sig, mine.get_future().share());
       }
     }
+    if (pending.valid()) {
+      entry = pending.get();  // rethrows the tracing thread's error: the same signature fails alike
+    } else if (!entry) {
+      // Traced and built without the lock, so that other signatures (and hits) of this function
+      // proceed on other threads meanwhile.
+      try {
+        entry = trace_entry(sig, inputs, trace, reason);
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        in_flight_.erase(sig);  // a failed trace is not cached: the next call traces again
+        mine.set_exception(std::current_exception());
+        throw;
+      }
+      std::lock_guard lock(mutex_);
+      in_flight_.erase(sig);
+      insert(sig, entry);
+      mine.set_value(entry);
+    }
+    if (entry->eager) return run_eager(inputs, trace, out_structure);
     out_structure = entry->out_structure;
     if (entry->shapeless) return compiler::replay_shapeless(entry->tape, *entry->shapeless, inputs, name_);
     return compiler::replay_tape(entry->tape, inputs);
@@ -197,7 +221,10 @@ class CompileEngine {
     try {
       std::vector<Array> outs = trace(placeholders, entry->out_structure);
       entry->tape = compiler::build_tape(placeholders, outs, sig.device);
-      stats_.traces++;
+      {
+        std::lock_guard lock(mutex_);
+        stats_.traces++;
+      }
       g_traces++;
       double trace_ms = ms_since(t0);
       if (telemetry::enabled())
@@ -213,19 +240,25 @@ class CompileEngine {
       compiler::run_passes(entry->tape, po);
       if (shapeless) entry->shapeless = compiler::plan_shapeless(entry->tape, name_);
     } catch (const UnknownValueError& e) {
-      return fallback_or_throw(e.what());
+      return fallback_or_throw(sig, e.what());
     } catch (const UnsupportedError& e) {
-      return fallback_or_throw(e.what());
+      return fallback_or_throw(sig, e.what());
     }
     warn_retraces();
     return entry;
   }
 
-  std::shared_ptr<Entry> fallback_or_throw(const std::string& what) {
+  std::shared_ptr<Entry> fallback_or_throw(const CallKey& sig, const std::string& what) {
     if (options_.fallback == CompileFallback::Raise) throw;
-    stats_.fallbacks++;
+    {
+      std::lock_guard lock(mutex_);
+      stats_.fallbacks++;
+    }
     if (telemetry::enabled()) telemetry::emit({"compile.fallback", 0.0, {{"function", name_}, {"reason", what}}});
-    return nullptr;
+    auto entry = std::make_shared<Entry>();
+    entry->signature = sig;
+    entry->eager = true;
+    return entry;
   }
 
   std::vector<Array> run_eager(const std::vector<Array>& inputs, const TraceFn& trace, std::string& out_structure) {
@@ -249,6 +282,7 @@ class CompileEngine {
   }
 
   void warn_retraces() {
+    std::lock_guard lock(mutex_);
     if (warned_ || options_.retrace_warning <= 0 || stats_.traces <= static_cast<uint64_t>(options_.retrace_warning)) return;
     warned_ = true;
     std::string msg = "smelt: compiled function '" + name_ + "' has been traced " + std::to_string(stats_.traces) +
@@ -264,6 +298,8 @@ class CompileEngine {
   std::list<std::shared_ptr<Entry>> lru_;
   std::unordered_map<CallKey, std::list<std::shared_ptr<Entry>>::iterator, CallKeyHash> index_;
   std::unordered_set<size_t> evicted_;  // hashes of evicted keys
+  // Signatures being traced now, so that concurrent calls with one signature trace it once.
+  std::unordered_map<CallKey, std::shared_future<std::shared_ptr<Entry>>, CallKeyHash> in_flight_;
   CompileStats stats_;
   bool warned_ = false;
 };

@@ -299,20 +299,44 @@ TEST(Caching, ReadingATracedValueExplainsWhatToDo) {
   EXPECT_THROW_MSG(g(ones({3})), UnknownValueError, "eval: an argument of the compiled function (shape [3], float32)");
 }
 
-// A function that cannot be traced runs eagerly on every call, says why once per trace
-// attempt, and gives the eager results.
+// A function that cannot be traced runs eagerly, says why once per signature (the fallback is
+// remembered like a cache entry, so later calls neither re-trace nor repeat the event), and
+// gives the eager results.
 TEST(Caching, FallbackRunsEagerlyWithTheReason) {
   test::EventLog log;
   auto f = compile([](const Array& x) { return nonzero(x > 0.0f); }, {}, "positives");
   Array x = Array(std::vector<float>{-1, 2, 0, 3}, {4});
   EXPECT_EQ(f(x).to_vector<int64_t>(), (std::vector<int64_t>{1, 3}));
-  EXPECT_EQ(f(x).to_vector<int64_t>(), (std::vector<int64_t>{1, 3}));
+  Array x2 = Array(std::vector<float>{5, -2, 0, 3}, {4});
+  EXPECT_EQ(f(x2).to_vector<int64_t>(), (std::vector<int64_t>{0, 3}));
   auto events = log.named("compile.fallback");
-  ASSERT_EQ(events.size(), 2u);
+  ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].field("function"), "positives");
   EXPECT_FALSE(events[0].field("reason").empty());
-  EXPECT_EQ(f.stats().fallbacks, 2u);
+  EXPECT_EQ(f.stats().fallbacks, 1u);
   EXPECT_EQ(f.stats().traces, 0u);
+  EXPECT_EQ(f.stats().misses, 1u);
+  EXPECT_EQ(f.stats().hits, 1u);
+  // A new signature is a new attempt, with its own event.
+  EXPECT_EQ(f(Array(std::vector<float>{1, 2}, {2})).to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(log.named("compile.fallback").size(), 2u);
+}
+
+// Different signatures trace in parallel on different threads (the engine does not hold its
+// lock while tracing), and each gets its own entry.
+TEST(Caching, ConcurrentCallsOfDifferentSignatures) {
+  auto f = compile([](const Array& x) { return exp(x) * 2.0f; }, {}, "signatures");
+  std::vector<std::thread> threads;
+  std::vector<int> ok(6, 0);
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      Array x = rand({t + 1, 3}, 11 + t);
+      ok[t] = test::bit_equal(f(x), exp(x) * 2.0f) ? 1 : 0;
+    });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < 6; ++t) EXPECT_EQ(ok[t], 1) << "thread " << t;
+  EXPECT_EQ(f.stats().traces, 6u);
+  EXPECT_EQ(f.stats().misses, 6u);
 }
 
 }  // namespace

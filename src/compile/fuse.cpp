@@ -15,50 +15,10 @@ namespace smelt::compiler {
 
 namespace {
 
-// What a step contributes to a fused kernel, if anything.
-enum class Role { None, Compute, Broadcast, Constant };
+// What a step contributes to a fused kernel, if anything: the primitive table's fuse role.
+using Role = FuseRole;
 
-Role role_of(const Tape& tape, const Step& s) {
-  switch (s.prim.kind) {
-    case PrimKind::Unary:
-    case PrimKind::Binary:
-    case PrimKind::Select:
-    case PrimKind::Cast:
-      return Role::Compute;
-    case PrimKind::Broadcast:
-      return Role::Broadcast;
-    case PrimKind::Full:
-      return Role::Constant;
-    case PrimKind::None:
-    case PrimKind::Arange:
-    case PrimKind::Copy:
-    case PrimKind::Reshape:
-    case PrimKind::Transpose:
-    case PrimKind::Slice:
-    case PrimKind::SliceUpdate:
-    case PrimKind::Concatenate:
-    case PrimKind::Pad:
-    case PrimKind::Reduce:
-    case PrimKind::ArgReduce:
-    case PrimKind::Scan:
-    case PrimKind::Matmul:
-    case PrimKind::Gather:
-    case PrimKind::GatherElements:
-    case PrimKind::GatherND:
-    case PrimKind::Scatter:
-    case PrimKind::ScatterND:
-    case PrimKind::Sort:
-    case PrimKind::ArgSort:
-    case PrimKind::TopK:
-    case PrimKind::Conv:
-    case PrimKind::ConvTranspose:
-    case PrimKind::Pool:
-    case PrimKind::RandomBits:
-    case PrimKind::Fused:
-      return Role::None;
-  }
-  return Role::None;
-}
+Role role_of(const Tape&, const Step& s) { return prim_fuse_role(s.prim.kind); }
 
 bool broadcastable_to(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;

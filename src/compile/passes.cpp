@@ -35,51 +35,21 @@ bool is_identity(const Tape& tape, const Step& s) {
   const auto& in = tape.values[s.inputs[0]];
   const auto& out = tape.values[s.outputs[0]];
   if (in.shape != out.shape || in.dtype != out.dtype) return false;
-  switch (s.prim.kind) {
-    case PrimKind::Reshape:
-    case PrimKind::Broadcast:
-    case PrimKind::Cast:
-      return true;
-    case PrimKind::Transpose: {
-      const auto& perm = s.prim.get<PermParams>().perm;
-      for (size_t i = 0; i < perm.size(); ++i)
-        if (perm[i] != static_cast<int>(i)) return false;
-      return true;
-    }
-    case PrimKind::Slice: {
-      const auto& p = s.prim.get<SliceParams>();
-      for (size_t i = 0; i < p.start.size(); ++i)
-        if (p.start[i] != 0 || p.step[i] != 1) return false;
-      return true;
-    }
-    case PrimKind::None:
-    case PrimKind::Full:
-    case PrimKind::Arange:
-    case PrimKind::Unary:
-    case PrimKind::Binary:
-    case PrimKind::Select:
-    case PrimKind::Copy:  // an explicit copy is kept: the user asked for new memory
-    case PrimKind::SliceUpdate:
-    case PrimKind::Concatenate:
-    case PrimKind::Pad:
-    case PrimKind::Reduce:
-    case PrimKind::ArgReduce:
-    case PrimKind::Scan:
-    case PrimKind::Matmul:
-    case PrimKind::Gather:
-    case PrimKind::GatherElements:
-    case PrimKind::GatherND:
-    case PrimKind::Scatter:
-    case PrimKind::ScatterND:
-    case PrimKind::Sort:
-    case PrimKind::ArgSort:
-    case PrimKind::TopK:
-    case PrimKind::Conv:
-    case PrimKind::ConvTranspose:
-    case PrimKind::Pool:
-    case PrimKind::RandomBits:
-    case PrimKind::Fused:
-      return false;
+  // Only views and casts can be identities; an explicit Copy is kept (the user asked for new
+  // memory), and every other primitive computes.
+  const PrimKind k = s.prim.kind;
+  if (k == PrimKind::Reshape || k == PrimKind::Broadcast || k == PrimKind::Cast) return true;
+  if (k == PrimKind::Transpose) {
+    const auto& perm = s.prim.get<PermParams>().perm;
+    for (size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != static_cast<int>(i)) return false;
+    return true;
+  }
+  if (k == PrimKind::Slice) {
+    const auto& p = s.prim.get<SliceParams>();
+    for (size_t i = 0; i < p.start.size(); ++i)
+      if (p.start[i] != 0 || p.step[i] != 1) return false;
+    return true;
   }
   return false;
 }
@@ -88,50 +58,18 @@ bool is_identity(const Tape& tape, const Step& s) {
 // broadcasts of reshapes and broadcasts, transposes of transposes (permutations composed).
 // Chains that cancel out (squeeze of expand_dims, a transpose undone) then become identities.
 void fold_view_of_view(Step& s, const Step& inner) {
-  switch (s.prim.kind) {
-    case PrimKind::Reshape:
-    case PrimKind::Broadcast:
-      s.inputs[0] = inner.inputs[0];
-      return;
-    case PrimKind::Transpose: {
-      const auto& outer = s.prim.get<PermParams>().perm;
-      const auto& first = inner.prim.get<PermParams>().perm;
-      std::vector<int> composed(outer.size());
-      for (size_t i = 0; i < outer.size(); ++i) composed[i] = first[outer[i]];
-      s.prim = make_prim(PrimKind::Transpose, PermParams{composed});
-      s.inputs[0] = inner.inputs[0];
-      return;
-    }
-    case PrimKind::None:
-    case PrimKind::Full:
-    case PrimKind::Arange:
-    case PrimKind::Unary:
-    case PrimKind::Binary:
-    case PrimKind::Select:
-    case PrimKind::Cast:  // two conversions may round twice: not foldable
-    case PrimKind::Copy:
-    case PrimKind::Slice:
-    case PrimKind::SliceUpdate:
-    case PrimKind::Concatenate:
-    case PrimKind::Pad:
-    case PrimKind::Reduce:
-    case PrimKind::ArgReduce:
-    case PrimKind::Scan:
-    case PrimKind::Matmul:
-    case PrimKind::Gather:
-    case PrimKind::GatherElements:
-    case PrimKind::GatherND:
-    case PrimKind::Scatter:
-    case PrimKind::ScatterND:
-    case PrimKind::Sort:
-    case PrimKind::ArgSort:
-    case PrimKind::TopK:
-    case PrimKind::Conv:
-    case PrimKind::ConvTranspose:
-    case PrimKind::Pool:
-    case PrimKind::RandomBits:
-    case PrimKind::Fused:
-      return;
+  // Casts are not folded (two conversions may round twice), nor slices (their composition is
+  // another slice, not worth the code); other primitives are not views.
+  const PrimKind k = s.prim.kind;
+  if (k == PrimKind::Reshape || k == PrimKind::Broadcast) {
+    s.inputs[0] = inner.inputs[0];
+  } else if (k == PrimKind::Transpose) {
+    const auto& outer = s.prim.get<PermParams>().perm;
+    const auto& first = inner.prim.get<PermParams>().perm;
+    std::vector<int> composed(outer.size());
+    for (size_t i = 0; i < outer.size(); ++i) composed[i] = first[outer[i]];
+    s.prim = make_prim(PrimKind::Transpose, PermParams{composed});
+    s.inputs[0] = inner.inputs[0];
   }
 }
 

@@ -56,55 +56,28 @@ std::string in_function(const std::string& function) { return " (function '" + f
   const std::string in = s.inputs.empty() ? "" : shape_to_string(tape.values[s.inputs[0]].shape);
   const std::string out = shape_to_string(tape.values[s.outputs[0]].shape);
   const std::string retrace = "compile without shapeless to trace each shape";
-  switch (s.prim.kind) {
-    case PrimKind::Reshape:
+  const PrimKind k = s.prim.kind;
+  if (k == PrimKind::Reshape)
       cannot_follow("reshape from " + in + " to the fixed shape " + out, s,
                     "only reshapes that insert or remove size-1 axes or merge adjacent axes (expand_dims, "
                     "squeeze, flatten) can; " + retrace,
                     function);
-    case PrimKind::Broadcast:
+  if (k == PrimKind::Broadcast)
       cannot_follow("broadcast_to from " + in + " to the fixed shape " + out, s,
                     "the broadcasts that element-wise ops and matmul make follow their operands, an explicit "
                     "broadcast_to does not; " + retrace,
                     function);
-    case PrimKind::Slice:
+  if (k == PrimKind::Slice)
       cannot_follow("slice of " + in + " to the fixed shape " + out, s, retrace, function);
-    case PrimKind::SliceUpdate:
+  if (k == PrimKind::SliceUpdate)
       cannot_follow("slice_update of a fixed region of " + in, s, retrace, function);
-    case PrimKind::RandomBits:
+  if (k == PrimKind::RandomBits)
       cannot_follow("random bits of the fixed shape " + out, s,
                     "draw the values outside the function and pass them in, or " + retrace, function);
-    case PrimKind::Full:
+  if (k == PrimKind::Full)
       cannot_follow("full of the fixed shape " + out, s, retrace, function);
-    case PrimKind::Arange:
+  if (k == PrimKind::Arange)
       cannot_follow("arange of the fixed shape " + out, s, retrace, function);
-    case PrimKind::None:
-    case PrimKind::Unary:
-    case PrimKind::Binary:
-    case PrimKind::Select:
-    case PrimKind::Cast:
-    case PrimKind::Copy:
-    case PrimKind::Transpose:
-    case PrimKind::Concatenate:
-    case PrimKind::Pad:
-    case PrimKind::Reduce:
-    case PrimKind::ArgReduce:
-    case PrimKind::Scan:
-    case PrimKind::Matmul:
-    case PrimKind::Gather:
-    case PrimKind::GatherElements:
-    case PrimKind::GatherND:
-    case PrimKind::Scatter:
-    case PrimKind::ScatterND:
-    case PrimKind::Sort:
-    case PrimKind::ArgSort:
-    case PrimKind::TopK:
-    case PrimKind::Conv:
-    case PrimKind::ConvTranspose:
-    case PrimKind::Pool:
-    case PrimKind::Fused:
-      break;
-  }
   cannot_follow(s.prim.str() + " of " + in, s, retrace, function);
 }
 

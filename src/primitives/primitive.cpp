@@ -79,7 +79,7 @@ bool unary_op_returns_bool(UnaryOp op) {
 const char* prim_name(PrimKind kind) {
   switch (kind) {
     case PrimKind::None: return "Leaf";
-#define X(name, params, outputs) \
+#define X(name, params, outputs, fuse, fixes_shape, view) \
   case PrimKind::name: return #name;
     SMELT_PRIMITIVES(X)
 #undef X
@@ -90,7 +90,7 @@ const char* prim_name(PrimKind kind) {
 int prim_num_outputs(PrimKind kind) {
   switch (kind) {
     case PrimKind::None: return 1;
-#define X(name, params, outputs) \
+#define X(name, params, outputs, fuse, fixes_shape, view) \
   case PrimKind::name: return outputs;
     SMELT_PRIMITIVES(X)
 #undef X
@@ -99,8 +99,36 @@ int prim_num_outputs(PrimKind kind) {
 }
 
 bool prim_is_view(PrimKind kind) {
-  return kind == PrimKind::Reshape || kind == PrimKind::Transpose || kind == PrimKind::Broadcast ||
-         kind == PrimKind::Slice;
+  switch (kind) {
+    case PrimKind::None: return false;
+#define X(name, params, outputs, fuse, fixes_shape, view) \
+  case PrimKind::name: return view;
+    SMELT_PRIMITIVES(X)
+#undef X
+  }
+  return false;
+}
+
+FuseRole prim_fuse_role(PrimKind kind) {
+  switch (kind) {
+    case PrimKind::None: return FuseRole::None;
+#define X(name, params, outputs, fuse, fixes_shape, view) \
+  case PrimKind::name: return FuseRole::fuse;
+    SMELT_PRIMITIVES(X)
+#undef X
+  }
+  return FuseRole::None;
+}
+
+bool prim_fixes_shape(PrimKind kind) {
+  switch (kind) {
+    case PrimKind::None: return false;
+#define X(name, params, outputs, fuse, fixes_shape, view) \
+  case PrimKind::name: return fixes_shape;
+    SMELT_PRIMITIVES(X)
+#undef X
+  }
+  return false;
 }
 
 namespace {

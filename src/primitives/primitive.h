@@ -183,42 +183,50 @@ struct FusedParams {
 //   Conv, ConvTranspose: input, weight              RandomBits: key (uint32 [2])
 //   TopK: two outputs (values, int64 indices)
 //   Fused: any number of inputs and outputs (0 in the table means variadic)
-#define SMELT_PRIMITIVES(X)                          \
-  X(Full, FullParams, 1)                             \
-  X(Arange, ArangeParams, 1)                         \
-  X(Unary, UnaryParams, 1)                           \
-  X(Binary, BinaryParams, 1)                         \
-  X(Select, NoParams, 1)                             \
-  X(Cast, CastParams, 1)                             \
-  X(Copy, NoParams, 1)                               \
-  X(Reshape, ShapeParams, 1)                         \
-  X(Transpose, PermParams, 1)                        \
-  X(Broadcast, ShapeParams, 1)                       \
-  X(Slice, SliceParams, 1)                           \
-  X(SliceUpdate, SliceParams, 1)                     \
-  X(Concatenate, AxisParams, 1)                      \
-  X(Pad, PadParams, 1)                               \
-  X(Reduce, ReduceParams, 1)                         \
-  X(ArgReduce, ArgReduceParams, 1)                   \
-  X(Scan, ScanParams, 1)                             \
-  X(Matmul, NoParams, 1)                             \
-  X(Gather, AxisParams, 1)                           \
-  X(GatherElements, AxisParams, 1)                   \
-  X(GatherND, GatherNDParams, 1)                     \
-  X(Scatter, ScatterParams, 1)                       \
-  X(ScatterND, ScatterParams, 1)                     \
-  X(Sort, SortParams, 1)                             \
-  X(ArgSort, SortParams, 1)                          \
-  X(TopK, TopKParams, 2)                             \
-  X(Conv, ConvParams, 1)                             \
-  X(ConvTranspose, ConvTransposeParams, 1)           \
-  X(Pool, PoolParams, 1)                             \
-  X(RandomBits, NoParams, 1)                         \
-  X(Fused, FusedParams, 0)
+// Every primitive, with its properties in one place (passes ask these instead of listing kinds):
+//   X(name, params type, outputs (0: variadic), fuse role, fixes shape, view)
+//   - fuse role: what the step contributes to a fused element-wise kernel: Compute (an
+//     element-wise operation), Broadcast (an index map), Constant (a scalar fill), None (ends a
+//     group);
+//   - fixes shape: the parameters fix the output shape (it cannot follow new input shapes in a
+//     shapeless replay);
+//   - view: the output aliases the input's buffer (metadata only).
+#define SMELT_PRIMITIVES(X) \
+  X(Full, FullParams, 1, Constant, true, false)                 \
+  X(Arange, ArangeParams, 1, None, true, false)                 \
+  X(Unary, UnaryParams, 1, Compute, false, false)               \
+  X(Binary, BinaryParams, 1, Compute, false, false)             \
+  X(Select, NoParams, 1, Compute, false, false)                 \
+  X(Cast, CastParams, 1, Compute, false, false)                 \
+  X(Copy, NoParams, 1, None, false, false)                      \
+  X(Reshape, ShapeParams, 1, None, true, true)                  \
+  X(Transpose, PermParams, 1, None, false, true)                \
+  X(Broadcast, ShapeParams, 1, Broadcast, true, true)           \
+  X(Slice, SliceParams, 1, None, true, true)                    \
+  X(SliceUpdate, SliceParams, 1, None, false, false)            \
+  X(Concatenate, AxisParams, 1, None, false, false)             \
+  X(Pad, PadParams, 1, None, false, false)                      \
+  X(Reduce, ReduceParams, 1, None, false, false)                \
+  X(ArgReduce, ArgReduceParams, 1, None, false, false)          \
+  X(Scan, ScanParams, 1, None, false, false)                    \
+  X(Matmul, NoParams, 1, None, false, false)                    \
+  X(Gather, AxisParams, 1, None, false, false)                  \
+  X(GatherElements, AxisParams, 1, None, false, false)          \
+  X(GatherND, GatherNDParams, 1, None, false, false)            \
+  X(Scatter, ScatterParams, 1, None, false, false)              \
+  X(ScatterND, ScatterParams, 1, None, false, false)            \
+  X(Sort, SortParams, 1, None, false, false)                    \
+  X(ArgSort, SortParams, 1, None, false, false)                 \
+  X(TopK, TopKParams, 2, None, false, false)                    \
+  X(Conv, ConvParams, 1, None, false, false)                    \
+  X(ConvTranspose, ConvTransposeParams, 1, None, false, false)  \
+  X(Pool, PoolParams, 1, None, false, false)                    \
+  X(RandomBits, NoParams, 1, None, true, false)                 \
+  X(Fused, FusedParams, 0, None, false, false)                 
 
 enum class PrimKind : uint8_t {
   None,  // a leaf: data given, or already evaluated
-#define X(name, params, outputs) name,
+#define X(name, params, outputs, fuse, fixes_shape, view) name,
   SMELT_PRIMITIVES(X)
 #undef X
 };
@@ -249,6 +257,12 @@ const char* prim_name(PrimKind kind);
 int prim_num_outputs(PrimKind kind);
 /// True for primitives whose output aliases the input's buffer (views).
 bool prim_is_view(PrimKind kind);
+
+/// What a step contributes to a fused element-wise kernel (the table's fuse role).
+enum class FuseRole : uint8_t { None, Compute, Broadcast, Constant };
+FuseRole prim_fuse_role(PrimKind kind);
+/// True when the primitive's parameters fix its output shape (Full, Reshape, Slice, ...).
+bool prim_fixes_shape(PrimKind kind);
 
 template <class P>
 Primitive make_prim(PrimKind kind, P params) {

@@ -34,46 +34,6 @@ int64_t conv_transpose_output_size(int64_t in, int64_t kernel, int64_t stride, i
   return (in - 1) * stride - pad_lo - pad_hi + dilation * (kernel - 1) + output_padding + 1;
 }
 
-bool prim_fixes_shape(PrimKind kind) {
-  switch (kind) {
-    case PrimKind::Full:
-    case PrimKind::Arange:
-    case PrimKind::Reshape:
-    case PrimKind::Broadcast:
-    case PrimKind::Slice:
-    case PrimKind::RandomBits:
-      return true;
-    case PrimKind::None:
-    case PrimKind::Unary:
-    case PrimKind::Binary:
-    case PrimKind::Select:
-    case PrimKind::Cast:
-    case PrimKind::Copy:
-    case PrimKind::Transpose:
-    case PrimKind::SliceUpdate:
-    case PrimKind::Concatenate:
-    case PrimKind::Pad:
-    case PrimKind::Reduce:
-    case PrimKind::ArgReduce:
-    case PrimKind::Scan:
-    case PrimKind::Matmul:
-    case PrimKind::Gather:
-    case PrimKind::GatherElements:
-    case PrimKind::GatherND:
-    case PrimKind::Scatter:
-    case PrimKind::ScatterND:
-    case PrimKind::Sort:
-    case PrimKind::ArgSort:
-    case PrimKind::TopK:
-    case PrimKind::Conv:
-    case PrimKind::ConvTranspose:
-    case PrimKind::Pool:
-    case PrimKind::Fused:
-      return false;
-  }
-  return false;
-}
-
 Shape broadcast_shape_of(const Shape& a, const Shape& b, const std::string& what) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);

@@ -19,10 +19,6 @@ int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
 int64_t conv_transpose_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_lo, int64_t pad_hi,
                                    int64_t dilation, int64_t output_padding);
 
-/// True for primitives whose output shape is set by their parameters or by the node (Full, Arange,
-/// Reshape, Broadcast, Slice, RandomBits) rather than computed from their inputs' shapes.
-bool prim_fixes_shape(PrimKind kind);
-
 /// The output shapes of `prim` applied to inputs of `input_shapes`. Primitives that fix their
 /// shape (prim_fixes_shape) return `fixed` (their output shapes when built). Throws ShapeError
 /// naming the primitive when the input shapes do not fit it (a matmul's inner dimensions, a

@@ -13,7 +13,7 @@ class CpuBackend final : public Backend {
     switch (prim.kind) {
       case PrimKind::None:
         SMELT_ASSERT(false, "eval: a leaf has no kernel");
-#define X(name, params, n)                                       \
+#define X(name, params, n, ...)                                     \
   case PrimKind::name:                                           \
     cpu::eval_##name(prim.get<params>(), inputs, outputs);       \
     return;

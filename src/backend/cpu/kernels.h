@@ -9,7 +9,7 @@
 namespace smelt::cpu {
 
 // A missing definition is a link error: the registry lists every kernel the CPU must have.
-#define X(name, params, nout) \
+#define X(name, params, nout, ...) \
   void eval_##name(const params& p, const std::vector<Array>& inputs, std::vector<Array>& outputs);
 SMELT_PRIMITIVES(X)
 #undef X

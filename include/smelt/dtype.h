@@ -2,9 +2,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <type_traits>
+
+#include "smelt/half.h"
 
 namespace smelt {
 
@@ -58,51 +59,6 @@ inline bool is_unsigned_integral(Dtype d) { return kind_of(d) == DtypeKind::Unsi
 /// NumPy's promotion of two array dtypes (int64 with uint64 gives float64; bfloat16 with
 /// float16 gives float32, as in MLX and PyTorch).
 Dtype promote_types(Dtype a, Dtype b);
-
-/// IEEE binary16, stored as its bits. Arithmetic goes through float, as NumPy does.
-struct float16_t {
-  uint16_t bits = 0;
-  float16_t() = default;
-  float16_t(float f);  // round to nearest even, overflow to inf, NaN kept quiet
-  explicit float16_t(double d);
-  operator float() const;
-  static float16_t from_bits(uint16_t b) {
-    float16_t h;
-    h.bits = b;
-    return h;
-  }
-};
-
-/// bfloat16 (the upper half of a float32), stored as its bits, round to nearest even.
-struct bfloat16_t {
-  uint16_t bits = 0;
-  bfloat16_t() = default;
-  bfloat16_t(float f);
-  explicit bfloat16_t(double d);
-  operator float() const {
-    uint32_t u = static_cast<uint32_t>(bits) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  static bfloat16_t from_bits(uint16_t b) {
-    bfloat16_t h;
-    h.bits = b;
-    return h;
-  }
-};
-
-float half_to_float(uint16_t bits);
-uint16_t float_to_half(float f);
-uint16_t float_to_bfloat16(float f);
-uint16_t double_to_half(double d);      // rounded once, not through float
-uint16_t double_to_bfloat16(double d);  // rounded once, not through float
-
-inline float16_t::float16_t(float f) : bits(float_to_half(f)) {}
-inline float16_t::float16_t(double d) : bits(double_to_half(d)) {}
-inline float16_t::operator float() const { return half_to_float(bits); }
-inline bfloat16_t::bfloat16_t(float f) : bits(float_to_bfloat16(f)) {}
-inline bfloat16_t::bfloat16_t(double d) : bits(double_to_bfloat16(d)) {}
 
 /// The dtype of a C++ element type.
 template <class T>

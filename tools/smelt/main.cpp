@@ -23,6 +23,8 @@ int run_version(const std::vector<std::string>& args);
 const Command kCommands[] = {
     {"demo", "", "build, evaluate and print a few computations with timings (MLP, matmul, element-wise eager and compiled, sum)",
      smelt::cli::run_demo},
+    {"run", "MODEL", "run an ONNX model on given or random inputs: outputs, leading values, timings (--help for options)",
+     smelt::cli::run_model},
     {"check", "DIR", "run ONNX backend-format test cases in DIR and compare their outputs", smelt::cli::run_check},
     {"info", "MODEL", "summarize an ONNX model: inputs, outputs, opsets, operators", smelt::cli::run_info},
     {"help", "", "show this help", run_help},
@@ -66,6 +68,9 @@ int main(int argc, char** argv) {
     if (name != c.name) continue;
     try {
       return c.run(args);
+    } catch (const smelt::cli::UsageError& e) {
+      std::fprintf(stderr, "smelt %s: %s\n", c.name, e.what());
+      return 2;
     } catch (const smelt::Error& e) {
       std::fprintf(stderr, "smelt %s: %s\n", c.name, e.what());
       return 1;

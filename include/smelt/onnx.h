@@ -290,4 +290,104 @@ std::vector<Value> run(const Model& model, const std::vector<Value>& inputs);
 /// returns the outputs by name.
 std::map<std::string, Value> run_named(const Model& model, const std::map<std::string, Value>& inputs);
 
+// ---------------------------------------------------------------------------------------------
+// Compiled models (docs/onnx-compile.md)
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+struct CompiledModelImpl;
+}
+
+struct CompileModelOptions {
+  /// Graph inputs given by value at compile time. Calls leave them out (or pass None or the same
+  /// value); they are constants of every trace, so an If on one traces only its branch.
+  std::map<std::string, Value> static_inputs;
+  /// Entries kept per segment position; the least recently used is evicted past it.
+  size_t cache_size = 8;
+  /// A segment of fewer nodes than this next to a break runs eagerly (a model without breaks
+  /// always compiles whole).
+  int eager_below = 20;
+  /// Where the compiled segments run; inputs elsewhere are not moved (the key records devices).
+  Device device = Device::cpu();
+  /// False: the model must compile as one segment; a break raises UnknownValueError naming the
+  /// node and the graph inputs it depends on.
+  bool allow_breaks = true;
+  /// Fuse element-wise chains inside segments into generated kernels.
+  bool fuse = true;
+};
+
+/// Counters of one segment position (a place where a segment starts), cumulated over calls.
+struct SegmentStats {
+  size_t position = 0;       // index in the top-level graph's execution order
+  std::string start_node;    // label of the node at `position`
+  uint64_t traces = 0;       // traces made (a retrace that makes a host value static counts)
+  uint64_t hits = 0;         // calls served by a cached entry
+  uint64_t misses = 0;       // calls that traced a new entry
+  uint64_t evictions = 0;    // entries dropped past cache_size
+  uint64_t compiled_runs = 0;  // runs of a compiled segment here
+  uint64_t eager_runs = 0;     // runs of a segment here that stayed eager (eager_below, or a break at once)
+  size_t cached = 0;         // entries held now
+  double trace_ms = 0.0;     // total tracing time
+  double build_ms = 0.0;     // total optimization and kernel build time
+};
+
+struct CompiledModelStats {
+  uint64_t calls = 0;              // calls, the warm-up call on example inputs included
+  uint64_t break_runs = 0;         // eager runs of break nodes
+  double compile_ms = 0.0;         // total trace + build time of every segment
+  std::vector<SegmentStats> segments;  // by position
+};
+
+/// One part of a call's path through the top-level graph, in execution order.
+struct OverlaySegment {
+  size_t start = 0;            // first position (execution order of the top-level graph)
+  size_t stop = 0;             // one past the last position
+  std::string start_node;      // labels of the first and last nodes
+  std::string stop_node;
+  bool compiled = false;       // false: ran eagerly (a break node, or fewer than eager_below nodes)
+  /// Why it ends (compiled and small segments: the break that follows, or "end of graph") or,
+  /// for a break node, why it could not be traced.
+  std::string reason;
+  std::vector<std::string> host_values;  // host values static in its key ("n=[3]")
+  std::vector<std::string> fused;        // fused kernels of its tape
+};
+
+struct Overlay {
+  std::vector<OverlaySegment> segments;
+  /// Nodes of compiled segments whose outputs were known at trace time (shape arithmetic on
+  /// known shapes, constants): they cost nothing at run time.
+  std::vector<std::string> host_folded;
+  /// Element-wise groups fused into generated kernels, "segment K: Fused(...)". The tape does
+  /// not record which ONNX node each fused step came from.
+  std::vector<std::string> fused;
+};
+
+/// A model compiled around its break operators: call it on inputs of any shape.
+class CompiledModel {
+ public:
+  /// Runs on the graph inputs that are not static, in graph order (or on every graph input, the
+  /// static ones None or equal to their compile-time value). Returns the graph outputs, evaluated.
+  std::vector<Value> operator()(const std::vector<Value>& inputs) const;
+  /// The same by name (static inputs may be left out); returns the outputs by name.
+  std::map<std::string, Value> run_named(const std::map<std::string, Value>& inputs) const;
+  CompiledModelStats stats() const;
+  /// The path of the latest call (empty before the first).
+  Overlay overlay() const;
+  const Model& model() const;
+
+ private:
+  friend CompiledModel compile(const Model&, const std::vector<Value>&, CompileModelOptions);
+  std::shared_ptr<detail::CompiledModelImpl> impl_;
+};
+
+/// Compiles `model` (which must outlive the result). When `example_inputs` are given (as for
+/// operator()), runs them once so that the first real call of those shapes is warm.
+CompiledModel compile(const Model& model, const std::vector<Value>& example_inputs = {},
+                      CompileModelOptions options = {});
+
+/// The segments of the compiled model's latest call, its host-folded nodes and fused groups.
+Overlay overlay(const CompiledModel& compiled);
+/// Compiles and runs `model` on `inputs` once and returns that call's overlay.
+Overlay overlay(const Model& model, const std::vector<Value>& inputs, CompileModelOptions options = {});
+
 }  // namespace smelt::onnx

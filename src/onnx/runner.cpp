@@ -5,37 +5,20 @@
 #include <unordered_set>
 
 #include "smelt/onnx.h"
+#include "src/onnx/executor.h"
 #include "src/onnx/registry.h"
 
 namespace smelt::onnx {
 
-namespace {
+namespace detail {
 
-/// Values visible to a graph: its own, then those of the enclosing graphs.
-struct Scope {
-  const Scope* parent = nullptr;
-  std::unordered_map<std::string, Value> values;
-
-  const Value* find(const std::string& name) const {
-    for (const Scope* s = this; s; s = s->parent) {
-      auto it = s->values.find(name);
-      if (it != s->values.end()) return &it->second;
-    }
-    return nullptr;
-  }
-};
-
-using Opsets = std::unordered_map<std::string, int64_t>;
-
-Opsets opsets_of(const std::vector<OpsetImport>& list, const Opsets* fallback = nullptr) {
+Opsets opsets_of(const std::vector<OpsetImport>& list, const Opsets* fallback) {
   Opsets out;
   if (fallback) out = *fallback;
   for (const auto& o : list) out[normalize_domain(o.domain)] = o.version;
   return out;
 }
 
-/// Every value name that nodes inside the subgraphs of `n` read (an over-approximation of what
-/// they read from outside, which is all a dependency needs).
 void subgraph_reads(const Node& n, std::vector<std::string>& out) {
   std::vector<const Graph*> work;
   for (const auto& a : n.attributes) {
@@ -57,34 +40,17 @@ void subgraph_reads(const Node& n, std::vector<std::string>& out) {
   }
 }
 
-class Executor {
- public:
-  explicit Executor(const Model& model) : model_(model), model_opsets_(opsets_of(model.opsets)) {}
+std::vector<std::string> node_reads(const Node& n) {
+  std::vector<std::string> reads;
+  for (const auto& in : n.inputs)
+    if (!in.empty()) reads.push_back(in);
+  subgraph_reads(n, reads);
+  std::sort(reads.begin(), reads.end());
+  reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+  return reads;
+}
 
-  /// Runs `nodes` in `scope`; values not in `keep` are dropped after their last use.
-  void run_nodes(const std::vector<Node>& nodes, Scope& scope, const Opsets& opsets,
-                 const std::unordered_set<std::string>& keep) const;
-  /// Runs a subgraph (If/Loop/Scan body) with its inputs bound positionally.
-  std::vector<Value> run_graph(const Graph& g, const std::vector<Value>& inputs, const Scope* parent,
-                               const Opsets& opsets) const;
-  const Opsets& model_opsets() const { return model_opsets_; }
-
- private:
-  std::vector<Value> run_node(const Node& node, const std::vector<Value>& inputs, const Scope& scope,
-                              const Opsets& opsets) const;
-  std::vector<Value> run_function(const Function& f, const Node& call, const std::vector<Value>& inputs) const;
-  const Function* function_for(const Node& n) const {
-    for (const auto& f : model_.functions)
-      if (f.domain == n.domain && f.name == n.op_type && f.overload == n.overload) return &f;
-    return nullptr;
-  }
-
-  const Model& model_;
-  Opsets model_opsets_;
-};
-
-void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Opsets& opsets,
-                         const std::unordered_set<std::string>& keep) const {
+std::vector<size_t> topological_order(const std::vector<Node>& nodes) {
   // Kahn's algorithm, preferring file order: producers by name, then in-degrees.
   const size_t count = nodes.size();
   std::unordered_map<std::string, size_t> producer;
@@ -93,16 +59,8 @@ void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Ops
       if (!o.empty()) producer[o] = i;
   std::vector<std::vector<size_t>> consumers(count);
   std::vector<size_t> indegree(count, 0);
-  std::unordered_map<std::string, int> uses;
   for (size_t i = 0; i < count; ++i) {
-    std::vector<std::string> reads;
-    for (const auto& in : nodes[i].inputs)
-      if (!in.empty()) reads.push_back(in);
-    subgraph_reads(nodes[i], reads);
-    std::sort(reads.begin(), reads.end());
-    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
-    for (const auto& r : reads) {
-      ++uses[r];
+    for (const auto& r : node_reads(nodes[i])) {
       auto it = producer.find(r);
       if (it == producer.end() || it->second == i) continue;
       consumers[it->second].push_back(i);
@@ -112,48 +70,67 @@ void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Ops
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
   for (size_t i = 0; i < count; ++i)
     if (indegree[i] == 0) ready.push(i);
-  size_t done = 0;
+  std::vector<size_t> order;
+  order.reserve(count);
   while (!ready.empty()) {
     size_t i = ready.top();
     ready.pop();
-    ++done;
-    const Node& n = nodes[i];
-    std::vector<Value> inputs;
-    inputs.reserve(n.inputs.size());
-    for (const auto& name : n.inputs) {
-      if (name.empty()) {
-        inputs.emplace_back();
-        continue;
-      }
-      const Value* v = scope.find(name);
-      if (!v)
-        throw OnnxError(n.label() + ": input '" + name +
-                        "' is neither a graph input, an initializer, nor the output of another node");
-      inputs.push_back(*v);
-    }
-    std::vector<Value> outputs = run_node(n, inputs, scope, opsets);
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (n.outputs[k].empty()) continue;
-      if (k >= outputs.size() || (outputs[k].is_none() && keep.count(n.outputs[k])))
-        throw OnnxError(n.label() + ": output " + std::to_string(k) + " ('" + n.outputs[k] + "') was not produced");
-      scope.values[n.outputs[k]] = std::move(outputs[k]);
-    }
-    // Drop inputs nobody reads any more, so large models don't hold every activation.
-    std::vector<std::string> reads;
-    for (const auto& in : n.inputs)
-      if (!in.empty()) reads.push_back(in);
-    subgraph_reads(n, reads);
-    std::sort(reads.begin(), reads.end());
-    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
-    for (const auto& r : reads)
-      if (--uses[r] == 0 && !keep.count(r) && producer.count(r)) scope.values.erase(r);
+    order.push_back(i);
     for (size_t c : consumers[i])
       if (--indegree[c] == 0) ready.push(c);
   }
-  if (done != count) {
+  if (order.size() != count) {
     for (size_t i = 0; i < count; ++i)
-      if (indegree[i] > 0)
-        throw OnnxError(nodes[i].label() + ": the graph has a cycle through this node");
+      if (indegree[i] > 0) throw OnnxError(nodes[i].label() + ": the graph has a cycle through this node");
+  }
+  return order;
+}
+
+std::vector<Value> Executor::gather_inputs(const Node& n, const Scope& scope) {
+  std::vector<Value> inputs;
+  inputs.reserve(n.inputs.size());
+  for (const auto& name : n.inputs) {
+    if (name.empty()) {
+      inputs.emplace_back();
+      continue;
+    }
+    const Value* v = scope.find(name);
+    if (!v)
+      throw OnnxError(n.label() + ": input '" + name +
+                      "' is neither a graph input, an initializer, nor the output of another node");
+    inputs.push_back(*v);
+  }
+  return inputs;
+}
+
+void Executor::bind_outputs(const Node& n, std::vector<Value> outputs, Scope& scope,
+                            const std::unordered_set<std::string>& keep) {
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    if (n.outputs[k].empty()) continue;
+    if (k >= outputs.size() || (outputs[k].is_none() && keep.count(n.outputs[k])))
+      throw OnnxError(n.label() + ": output " + std::to_string(k) + " ('" + n.outputs[k] + "') was not produced");
+    scope.values[n.outputs[k]] = std::move(outputs[k]);
+  }
+}
+
+void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Opsets& opsets,
+                         const std::unordered_set<std::string>& keep) const {
+  std::unordered_set<std::string> produced;
+  for (const auto& n : nodes)
+    for (const auto& o : n.outputs)
+      if (!o.empty()) produced.insert(o);
+  std::unordered_map<std::string, int> uses;
+  std::vector<std::vector<std::string>> reads(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    reads[i] = node_reads(nodes[i]);
+    for (const auto& r : reads[i]) ++uses[r];
+  }
+  for (size_t i : topological_order(nodes)) {
+    const Node& n = nodes[i];
+    bind_outputs(n, run_node(n, gather_inputs(n, scope), scope, opsets), scope, keep);
+    // Drop inputs nobody reads any more, so large models don't hold every activation.
+    for (const auto& r : reads[i])
+      if (--uses[r] == 0 && !keep.count(r) && produced.count(r)) scope.values.erase(r);
   }
 }
 
@@ -278,6 +255,12 @@ void collect_arrays(const Value& v, std::vector<Array>& out) {
     }
   }
 }
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
 
 std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string, Value> given) {
   if (!model.graph) throw OnnxError("run: the model has no graph");

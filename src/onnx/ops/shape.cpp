@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "smelt/compile.h"
 #include "src/onnx/ops/op_helpers.h"
 
 namespace smelt::onnx {
@@ -133,6 +134,9 @@ std::vector<Value> op_slice_10(OpContext& c) {
 /// Negative indices count from the end of `dim`; checks the range on the host.
 Array wrap_indices(OpContext& c, const Array& idx, int64_t dim) {
   if (!is_integral(idx.dtype())) c.fail("indices must be int32 or int64, got " + std::string(dtype_name(idx.dtype())));
+  // Traced indices (a compiled model's segment): the gather kernel wraps negative indices and
+  // checks the range when the segment runs, so the values need not be known on the host.
+  if (smelt::detail::is_tracer(idx)) return idx;
   Array i64 = astype(idx, int64);
   auto values = i64.to_vector<int64_t>();
   for (auto v : values)

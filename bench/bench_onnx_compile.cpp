@@ -1,0 +1,120 @@
+// W11 (bench/SUITE.md): a graph-break model, score threshold -> NonZero -> gather -> NMS -> TopK,
+// with a new box count on each call, run eagerly and compiled (segments around the breaks).
+//
+// Each iteration is one model call on the next of 64 prepared inputs whose box counts are drawn
+// from [200, 20000] (4_inputs:0, the suite's workload: the segments after the breaks see new
+// shapes on almost every call and retrace), or on the next of 4 prepared inputs (4_inputs:1:
+// after warm-up every segment is a cache hit). eager_below:20 is the default (this model's
+// segments are all smaller, so they run eagerly); eager_below:0 compiles every segment.
+// Counters: `traces` per call and `segments` (compiled segments of the last call).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "smelt/onnx.h"
+#include "smelt/random.h"
+#include "smelt/smelt.h"
+#include "tests/onnx/model_builder.h"
+
+namespace {
+
+using namespace smelt;
+using onnx::ElemType;
+using onnx::Value;
+
+/// The W11 model: 20 nodes around 2 breaks (NonZero, NonMaxSuppression).
+const onnx::Model& w11_model() {
+  static const onnx::Model m = [] {
+    test::GraphBuilder b;
+    auto boxes = b.input("boxes", ElemType::Float, 2);   // [N,4] as x1,y1,x2,y2
+    auto scores = b.input("scores", ElemType::Float, 1);  // [N]
+    // Scores are calibrated (a sigmoid of logits) before the threshold, as detectors do.
+    auto prob = b.node("Sigmoid", {scores});
+    auto mask = b.node("Greater", {prob, b.float_scalar("thr", 0.5f)});
+    auto nz = b.node("NonZero", {mask});
+    auto idx = b.node("Squeeze", {nz, b.int64s("ax0", {0})});
+    auto kb = b.node("Gather", {boxes, idx}, {test::attr_int("axis", 0)});
+    auto ks = b.node("Gather", {prob, idx}, {test::attr_int("axis", 0)});
+    // Boxes clipped to the image and scaled to [0,1].
+    auto clipped = b.node("Clip", {kb, b.float_scalar("lo", 0.0f), b.float_scalar("hi", 1024.0f)});
+    auto unit = b.node("Mul", {clipped, b.float_scalar("inv", 1.0f / 1024.0f)});
+    auto B = b.node("Unsqueeze", {unit, b.int64s("ax0b", {0})});
+    auto S = b.node("Unsqueeze", {ks, b.int64s("ax01", {0, 1})});
+    auto sel = b.node("NonMaxSuppression", {B, S, b.int64s("max_out", {300}), b.constant("iou", Array(0.5f)),
+                                            b.constant("score_thr", Array(0.0f))});
+    auto col = b.node("Gather", {sel, b.int64_scalar("two", 2)}, {test::attr_int("axis", 1)});
+    auto s2 = b.node("Gather", {ks, col}, {test::attr_int("axis", 0)});
+    auto k = b.node("Min", {b.node("Shape", {s2}), b.int64s("hundred", {100})});
+    auto top = b.node_n("TopK", {s2, k}, 2);
+    auto picked = b.node("Gather", {col, top[1]}, {test::attr_int("axis", 0)});
+    auto out_boxes = b.node("Gather", {unit, picked}, {test::attr_int("axis", 0)});
+    b.output(top[0]);
+    b.output(out_boxes);
+    return test::make_model(b.graph());
+  }();
+  return m;
+}
+
+std::vector<Value> w11_inputs(int64_t n, uint64_t seed) {
+  Array xy = random::uniform(random::key(3 * seed), {n, 2}, 0.0, 1000.0);
+  Array wh = random::uniform(random::key(3 * seed + 1), {n, 2}, 4.0, 64.0);
+  Array boxes = concatenate({xy, add(xy, wh)}, 1);
+  Array scores = random::normal(random::key(3 * seed + 2), {n});
+  boxes.eval();
+  scores.eval();
+  return {Value::tensor(boxes), Value::tensor(scores)};
+}
+
+/// 64 input sets with box counts from [200, 20000], or 4 of them.
+const std::vector<std::vector<Value>>& input_sets(bool four) {
+  static std::vector<std::vector<Value>> sets[2];
+  auto& s = sets[four ? 1 : 0];
+  if (s.empty()) {
+    std::mt19937_64 rng(11);
+    std::uniform_int_distribution<int64_t> count(200, 20000);
+    for (int i = 0; i < (four ? 4 : 64); ++i) s.push_back(w11_inputs(count(rng), 100 + static_cast<uint64_t>(i)));
+  }
+  return s;
+}
+
+void BM_W11_Eager(benchmark::State& state) {
+  const auto& sets = input_sets(state.range(0) != 0);
+  size_t i = 0;
+  onnx::run(w11_model(), sets[0]);  // untimed warm-up
+  for (auto _ : state) benchmark::DoNotOptimize(onnx::run(w11_model(), sets[i++ % sets.size()]));
+}
+
+void BM_W11_Compiled(benchmark::State& state) {
+  const bool four = state.range(0) != 0;
+  const auto& sets = input_sets(four);
+  onnx::CompileModelOptions o;
+  o.eager_below = static_cast<int>(state.range(1));
+  auto cm = onnx::compile(w11_model(), sets[0], o);
+  if (four)
+    for (const auto& in : sets) cm(in);  // fill the caches: timed calls are hits
+  uint64_t traces0 = 0;
+  for (const auto& s : cm.stats().segments) traces0 += s.traces;
+  size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(cm(sets[i++ % sets.size()]));
+  uint64_t traces = 0;
+  for (const auto& s : cm.stats().segments) traces += s.traces;
+  int compiled = 0;
+  for (const auto& s : cm.overlay().segments) compiled += s.compiled ? 1 : 0;
+  state.counters["traces"] = static_cast<double>(traces - traces0) / static_cast<double>(state.iterations());
+  state.counters["segments"] = compiled;
+}
+
+// Args: {4_inputs} and {4_inputs, eager_below}.
+BENCHMARK(BM_W11_Eager)->ArgName("4_inputs")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_W11_Compiled)
+    ->ArgNames({"4_inputs", "eager_below"})
+    ->Args({0, 20})
+    ->Args({0, 0})
+    ->Args({1, 20})
+    ->Args({1, 0})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,785 @@
+// Compiled ONNX models: the top-level graph traced in segments that end at break operators.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "smelt/compile.h"
+#include "smelt/errors.h"
+#include "smelt/onnx.h"
+#include "smelt/telemetry.h"
+#include "src/compile/passes.h"
+#include "src/compile/tape.h"
+#include "src/core/node.h"
+#include "src/onnx/executor.h"
+#include "src/onnx/registry.h"
+
+namespace smelt::onnx {
+namespace detail {
+
+namespace {
+
+/// Break outputs up to this many integer elements stay host values.
+constexpr int64_t kHostValueLimit = 4096;
+/// Evicted keys remembered per site (for "evicted earlier" miss reasons).
+constexpr size_t kEvictedMemory = 256;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// What a live value is at run time. Host values are small integer tensors the host knows
+/// (break outputs and what is computed only from them and constants); dynamic values are every
+/// other tensor; constants are non-tensor values computed from constants only.
+enum class Kind : uint8_t { Dynamic, Host, Constant };
+
+bool is_host_candidate(const Value& v) {
+  if (!v.is_tensor()) return false;
+  ElemType t = v.elem_type();
+  if (t != ElemType::Int32 && t != ElemType::Int64 && t != ElemType::Bool) return false;
+  return v.array().size() <= kHostValueLimit;
+}
+
+bool has_tracer(const Value& v) {
+  std::vector<Array> arrays;
+  collect_arrays(v, arrays);
+  return std::any_of(arrays.begin(), arrays.end(), [](const Array& a) { return smelt::detail::is_tracer(a); });
+}
+
+std::string hex_double(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", x);
+  return buf;
+}
+
+/// A text that equal values (by content) share: used for keys and static-input checks.
+std::string fingerprint(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::None: return "none";
+    case Value::Kind::Tensor: {
+      const Array& a = v.array();
+      std::string s = elem_type_name(v.elem_type()) + shape_to_string(a.shape()) + "{";
+      if (is_integral(a.dtype()) || a.dtype() == Dtype::Bool) {
+        for (auto x : a.to_vector<int64_t>()) s += std::to_string(x) + ",";
+      } else {
+        for (auto x : a.to_vector<double>()) s += hex_double(x) + ",";
+      }
+      return s + "}";
+    }
+    case Value::Kind::Strings: {
+      std::string s = "strings" + shape_to_string(v.shape()) + "{";
+      for (const auto& x : v.string_tensor().data) s += std::to_string(x.size()) + ":" + x;
+      return s + "}";
+    }
+    case Value::Kind::Sequence: {
+      std::string s = "seq{";
+      for (const auto& i : v.items()) s += fingerprint(i) + ";";
+      return s + "}";
+    }
+    case Value::Kind::Optional: return v.content() ? "opt{" + fingerprint(*v.content()) + "}" : "opt{}";
+    case Value::Kind::Map: {
+      std::string s = "map{";
+      for (auto k : v.map_int_keys()) s += std::to_string(k) + ",";
+      for (const auto& k : v.map_string_keys()) s += std::to_string(k.size()) + ":" + k;
+      return s + fingerprint(v.map_values()) + "}";
+    }
+  }
+  return "?";
+}
+
+/// "n=[3,4]" (at most 8 values shown) for messages and events.
+std::string host_text(const std::string& name, const Value& v) {
+  auto vals = v.array().to_vector<int64_t>();
+  std::string s = name + "=[";
+  for (size_t i = 0; i < vals.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(vals[i]);
+  if (vals.size() > 8) s += ",...";
+  return s + "]";
+}
+
+/// "NonZero NonZero_0": the form the break error uses.
+std::string short_label(const Node& n) { return n.name.empty() ? n.op_type : n.op_type + " " + n.name; }
+
+/// The first sentence of an error message (the eval error's advice is for compiled functions).
+std::string first_sentence(const std::string& s) {
+  size_t end = std::min(s.find('\n'), s.find(". "));
+  return s.substr(0, end);
+}
+
+/// Random operators without a seed draw new values on every run: they never enter a trace.
+bool is_unseeded_random(const Node& n) {
+  static const std::set<std::string> ops{"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                         "RandomUniformLike", "Bernoulli", "Multinomial"};
+  return normalize_domain(n.domain).empty() && ops.count(n.op_type) && !n.attribute("seed");
+}
+
+/// What a value computed in a trace depends on: traced tensors, and which host values.
+struct Lineage {
+  bool dynamic = false;
+  std::set<std::string> host;
+  void merge(const Lineage& o) {
+    dynamic = dynamic || o.dynamic;
+    host.insert(o.host.begin(), o.host.end());
+  }
+};
+
+/// One key component per live value entering a segment: (name, description).
+using KeyParts = std::vector<std::pair<std::string, std::string>>;
+
+std::string key_text(const KeyParts& parts) {
+  std::string s;
+  for (const auto& [n, d] : parts) s += std::to_string(n.size()) + ":" + n + "=" + d + ";";
+  return s;
+}
+
+struct OutputSlot {
+  std::string name;
+  int tape_output = -1;  // index into the tape's outputs, or -1 for a constant
+  ElemType elem_type = ElemType::Undefined;
+  Value constant;
+  bool dynamic = true;  // depends on a traced (non-host) value
+};
+
+/// A traced segment for one key: where it ends, how to run it, what it produces.
+struct SegmentEntry {
+  KeyParts key;
+  std::string key_text;
+  size_t stop = 0;            // the break's position, or the node count at the end of the graph
+  std::string reason;         // why it ends
+  std::string break_error;    // why the break node could not be traced
+  bool compiled = false;
+  std::vector<std::string> args;  // live names passed as the tape's inputs, in order
+  std::vector<std::string> host_static;
+  compiler::Tape tape;
+  std::vector<OutputSlot> outputs;
+  std::vector<std::string> folded;
+  std::vector<std::string> fused;
+};
+using EntryPtr = std::shared_ptr<const SegmentEntry>;
+
+/// A position where segments start: its LRU of entries and its counters.
+struct Site {
+  std::set<std::string> host_static;  // host values some trace here needed on the host
+  /// Set once a trace here made a segment under eager_below: later calls run it eagerly up to
+  /// this position without a key or a trace (running nodes eagerly is always correct).
+  std::optional<EntryPtr> eager;
+  std::list<EntryPtr> lru;            // most recently used first
+  std::unordered_map<std::string, std::list<EntryPtr>::iterator> index;
+  std::unordered_set<std::string> evicted;
+  SegmentStats stats;
+};
+
+/// The outcome of tracing from a position: an entry, or host values that must become static.
+struct TraceResult {
+  std::shared_ptr<SegmentEntry> entry;
+  std::set<std::string> need_static;
+};
+
+/// A live value of the call: its value and kind.
+struct Live {
+  Value value;
+  Kind kind = Kind::Dynamic;
+};
+
+}  // namespace
+
+struct CompiledModelImpl {
+  Model model;
+  CompileModelOptions options;
+  Executor exec;
+  std::vector<size_t> order;                            // execution order of the top-level nodes
+  std::vector<std::vector<std::string>> reads;          // per position
+  std::unordered_map<std::string, size_t> last_use;     // name -> last position reading it
+  std::unordered_set<std::string> graph_outputs;
+  std::unordered_map<std::string, Value> constants;     // initializers and static inputs
+  std::vector<std::string> dynamic_inputs;              // graph inputs that are not static
+  std::map<size_t, Site> sites;
+  CompiledModelStats totals;
+  Overlay last;
+  mutable std::mutex mutex;
+
+  CompiledModelImpl(const Model& m, CompileModelOptions o) : model(m), options(std::move(o)), exec(model) {}
+
+  const Graph& graph() const { return *model.graph; }
+  const Node& node_at(size_t pos) const { return graph().nodes[order[pos]]; }
+
+  void prepare();
+  std::vector<Value> call(std::unordered_map<std::string, Value> given);
+
+ private:
+  Site& site_at(size_t pos);
+  KeyParts make_key(const Site& site, const std::map<std::string, Live>& live) const;
+  std::string explain_miss(const Site& site, const KeyParts& key) const;
+  EntryPtr lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live, const Scope& scope);
+  TraceResult trace(size_t pos, const Site& site, const std::map<std::string, Live>& live, const Scope& scope,
+                    KeyParts key);
+  [[noreturn]] void raise_break(size_t pos) const;
+  void insert(Site& site, std::shared_ptr<SegmentEntry> entry);
+  std::vector<std::string> inputs_behind(size_t pos) const;
+};
+
+void CompiledModelImpl::prepare() {
+  if (!model.graph) throw OnnxError("compile: the model has no graph");
+  const Graph& g = graph();
+  order = topological_order(g.nodes);
+  reads.resize(order.size());
+  for (size_t p = 0; p < order.size(); ++p) {
+    reads[p] = node_reads(g.nodes[order[p]]);
+    for (const auto& r : reads[p]) last_use[r] = p;
+  }
+  for (const auto& o : g.outputs) graph_outputs.insert(o.name);
+  for (const auto& [name, v] : g.initializers) constants[name] = v;
+  for (const auto& [name, v] : options.static_inputs) {
+    auto it = std::find_if(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == name; });
+    if (it == g.inputs.end()) {
+      std::string names;
+      for (const auto& in : g.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      throw OnnxError("compile: static input '" + name + "' is not a graph input (the model's inputs are: " + names + ")");
+    }
+    check_input(*it, v);
+    constants[name] = v;
+  }
+  for (const auto& in : g.inputs)
+    if (!options.static_inputs.count(in.name)) dynamic_inputs.push_back(in.name);
+}
+
+Site& CompiledModelImpl::site_at(size_t pos) {
+  auto it = sites.find(pos);
+  if (it != sites.end()) return it->second;
+  Site& s = sites[pos];
+  s.stats.position = pos;
+  s.stats.start_node = node_at(pos).label();
+  return s;
+}
+
+KeyParts CompiledModelImpl::make_key(const Site& site, const std::map<std::string, Live>& live) const {
+  KeyParts key;
+  for (const auto& [name, l] : live) {
+    std::string d;
+    switch (l.kind) {
+      case Kind::Host:
+        d = site.host_static.count(name) ? "host " + fingerprint(l.value)
+                                         : "host " + l.value.describe() + "@" + l.value.array().device().str();
+        break;
+      case Kind::Dynamic:
+        if (l.value.is_tensor())
+          d = l.value.describe() + "@" + l.value.array().device().str();
+        else if (l.value.is_none())
+          d = "none";
+        else
+          d = "runtime " + l.value.type().to_string();
+        break;
+      case Kind::Constant: d = "constant " + fingerprint(l.value); break;
+    }
+    key.emplace_back(name, std::move(d));
+  }
+  return key;
+}
+
+std::string CompiledModelImpl::explain_miss(const Site& site, const KeyParts& key) const {
+  std::string text = key_text(key);
+  if (site.evicted.count(text)) return "evicted earlier (cache_size " + std::to_string(options.cache_size) + ")";
+  if (site.lru.empty()) return "first call";
+  std::string best;
+  size_t best_diffs = SIZE_MAX;
+  for (const auto& e : site.lru) {
+    std::vector<std::string> diffs;
+    std::map<std::string, std::string> old(e->key.begin(), e->key.end());
+    std::map<std::string, std::string> now(key.begin(), key.end());
+    for (const auto& [n, d] : now) {
+      auto it = old.find(n);
+      if (it == old.end())
+        diffs.push_back(n + ": new value " + d);
+      else if (it->second != d)
+        diffs.push_back(n + ": " + it->second + " -> " + d);
+    }
+    for (const auto& [n, d] : old)
+      if (!now.count(n)) diffs.push_back(n + ": no longer live");
+    if (diffs.empty()) diffs.push_back("host values read on the host: " + std::to_string(site.host_static.size()));
+    if (diffs.size() < best_diffs) {
+      best_diffs = diffs.size();
+      best = diffs[0];
+      for (size_t i = 1; i < diffs.size(); ++i) best += "; " + diffs[i];
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> CompiledModelImpl::inputs_behind(size_t pos) const {
+  // The graph inputs (not static) that the node at `pos` depends on, through its producers.
+  const Graph& g = graph();
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& o : g.nodes[i].outputs)
+      if (!o.empty()) producer[o] = i;
+  std::set<std::string> dynamic(dynamic_inputs.begin(), dynamic_inputs.end());
+  std::vector<std::string> work = reads[pos];
+  std::unordered_set<std::string> seen(work.begin(), work.end());
+  std::set<std::string> found;
+  while (!work.empty()) {
+    std::string n = work.back();
+    work.pop_back();
+    if (dynamic.count(n)) found.insert(n);
+    auto it = producer.find(n);
+    if (it == producer.end()) continue;
+    for (const auto& r : node_reads(g.nodes[it->second]))
+      if (seen.insert(r).second) work.push_back(r);
+  }
+  std::vector<std::string> out;
+  for (const auto& in : dynamic_inputs)  // graph order
+    if (found.count(in)) out.push_back(in);
+  return out;
+}
+
+void CompiledModelImpl::raise_break(size_t pos) const {
+  std::vector<std::string> deps = inputs_behind(pos);
+  std::string who;
+  for (size_t i = 0; i < deps.size(); ++i) who += (i ? ", " : "") + deps[i];
+  if (deps.empty()) who = "a value it reads";
+  throw UnknownValueError(short_label(node_at(pos)) + ": " + who + (deps.size() > 1 ? " are" : " is") +
+                          " only known when the model runs. Pass the graph inputs it depends on as "
+                          "static_inputs, or call smelt::onnx::run without compiling.");
+}
+
+TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::map<std::string, Live>& live,
+                                     const Scope& scope, KeyParts key) {
+  auto entry = std::make_shared<SegmentEntry>();
+  entry->key_text = key_text(key);
+  entry->key = std::move(key);
+  Scope t;
+  t.values = scope.values;
+  std::unordered_map<std::string, Lineage> lineage;
+  std::vector<Array> placeholders;
+  for (const auto& [name, l] : live) {
+    if (l.kind == Kind::Constant) continue;
+    if (l.kind == Kind::Host) lineage[name].host.insert(name);
+    if (l.kind == Kind::Dynamic) lineage[name].dynamic = true;
+    if (!l.value.is_tensor()) continue;  // a run-time non-tensor: nodes that read it are breaks
+    if (l.kind == Kind::Host && site.host_static.count(name)) {
+      entry->host_static.push_back(host_text(name, l.value));
+      continue;  // stays the real array: a constant of this trace
+    }
+    const Array& a = l.value.array();
+    auto n = std::make_shared<smelt::detail::Node>();
+    n->shape = a.shape();
+    n->dtype = a.dtype();
+    n->device = a.device();
+    n->id = smelt::detail::next_node_id();
+    n->tracer = true;
+    Array ph(std::move(n));
+    placeholders.push_back(ph);
+    entry->args.push_back(name);
+    t.values[name] = Value::tensor(ph, l.value.elem_type());
+  }
+
+  const size_t count = order.size();
+  size_t k = pos;
+  for (; k < count; ++k) {
+    const Node& node = node_at(k);
+    Lineage in;
+    bool runtime_non_tensor = false;
+    for (const auto& r : reads[k]) {
+      auto it = lineage.find(r);
+      if (it == lineage.end()) continue;
+      in.merge(it->second);
+      const Value* v = t.find(r);
+      if (v && !v->is_tensor() && !v->is_none() && (it->second.dynamic || !it->second.host.empty()))
+        runtime_non_tensor = true;
+    }
+    if (is_unseeded_random(node)) {
+      entry->break_error = "a random operator without a seed draws new values on every run";
+      break;
+    }
+    if (runtime_non_tensor) {
+      entry->break_error = "it reads a non-tensor value that is only known at run time";
+      break;
+    }
+    std::vector<Value> outputs;
+    try {
+      outputs = exec.run_node(node, Executor::gather_inputs(node, t), t, exec.model_opsets());
+    } catch (const UnknownValueError& e) {
+      // A host value entered as an argument but a node needs it on the host: make it static.
+      std::set<std::string> need;
+      for (const auto& r : reads[k]) {
+        auto it = lineage.find(r);
+        if (it == lineage.end() || it->second.dynamic) continue;
+        for (const auto& h : it->second.host)
+          if (!site.host_static.count(h)) need.insert(h);
+      }
+      if (!need.empty()) return {nullptr, need};
+      entry->break_error = first_sentence(e.what());
+      break;
+    } catch (const Error& e) {
+      // Anything else a trace cannot do runs eagerly, which also raises a real error again.
+      entry->break_error = first_sentence(e.what());
+      break;
+    }
+    bool all_known = true;
+    bool traced_non_tensor = false;
+    for (const auto& o : outputs) {
+      bool traced = has_tracer(o);
+      all_known = all_known && !traced;
+      traced_non_tensor = traced_non_tensor || (traced && !o.is_tensor());
+    }
+    if (traced_non_tensor) {
+      entry->break_error = "it makes a sequence, map or optional of traced values";
+      break;
+    }
+    Executor::bind_outputs(node, std::move(outputs), t, {});
+    for (const auto& o : node.outputs)
+      if (!o.empty()) lineage[o] = in;
+    if (all_known) entry->folded.push_back(node.label());
+  }
+  entry->stop = k;
+  entry->reason = k < count ? node_at(k).label() : "end of graph";
+  if (k < count && !options.allow_breaks) raise_break(k);
+
+  // Values made here that later nodes or the graph outputs read.
+  std::vector<Array> traced_outputs;
+  std::vector<Array> frozen;
+  for (size_t p = pos; p < k; ++p) {
+    for (const auto& name : node_at(p).outputs) {
+      if (name.empty()) continue;
+      auto lu = last_use.find(name);
+      if (!graph_outputs.count(name) && (lu == last_use.end() || lu->second < k)) continue;
+      const Value* v = t.find(name);
+      if (!v) continue;
+      OutputSlot slot;
+      slot.name = name;
+      slot.dynamic = lineage[name].dynamic;
+      if (v->is_tensor() && smelt::detail::is_tracer(v->array())) {
+        slot.tape_output = static_cast<int>(traced_outputs.size());
+        slot.elem_type = v->elem_type();
+        traced_outputs.push_back(v->array());
+      } else {
+        slot.constant = *v;
+        collect_arrays(*v, frozen);
+      }
+      entry->outputs.push_back(std::move(slot));
+    }
+  }
+  eval(frozen);
+  entry->tape = compiler::build_tape(placeholders, traced_outputs, options.device);
+  return {entry, {}};
+}
+
+void CompiledModelImpl::insert(Site& site, std::shared_ptr<SegmentEntry> entry) {
+  site.lru.push_front(entry);
+  site.index[entry->key_text] = site.lru.begin();
+  site.evicted.erase(entry->key_text);
+  while (site.lru.size() > std::max<size_t>(options.cache_size, 1)) {
+    const EntryPtr& victim = site.lru.back();
+    site.stats.evictions++;
+    if (telemetry::enabled())
+      telemetry::emit({"segment.cache.evict", 0.0,
+                       {{"position", std::to_string(site.stats.position)},
+                        {"start", site.stats.start_node},
+                        {"reason", "capacity " + std::to_string(options.cache_size)}}});
+    if (site.evicted.size() >= kEvictedMemory) site.evicted.clear();
+    site.evicted.insert(victim->key_text);
+    site.index.erase(victim->key_text);
+    site.lru.pop_back();
+  }
+  site.stats.cached = site.lru.size();
+}
+
+EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live,
+                                            const Scope& scope) {
+  const std::string seg = std::to_string(segment);
+  Site& site = site_at(pos);
+  if (site.eager) return *site.eager;
+  KeyParts key = make_key(site, live);
+  std::string text = key_text(key);
+  auto found = site.index.find(text);
+  if (found != site.index.end()) {
+    site.lru.splice(site.lru.begin(), site.lru, found->second);
+    site.stats.hits++;
+    if (telemetry::enabled())
+      telemetry::emit({"segment.cache.hit", 0.0,
+                       {{"segment", seg}, {"position", std::to_string(pos)}, {"start", site.stats.start_node}}});
+    return *found->second;
+  }
+  site.stats.misses++;
+  std::string reason = explain_miss(site, key);
+  if (telemetry::enabled())
+    telemetry::emit({"segment.cache.miss", 0.0,
+                     {{"segment", seg}, {"position", std::to_string(pos)}, {"start", site.stats.start_node}, {"reason", reason}}});
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    site.stats.traces++;
+    TraceResult r = trace(pos, site, live, scope, key);
+    if (!r.entry) {
+      // Retrace with these host values as constants; the key now holds their values.
+      site.host_static.insert(r.need_static.begin(), r.need_static.end());
+      key = make_key(site, live);
+      text = key_text(key);
+      auto again = site.index.find(text);
+      if (again != site.index.end()) {
+        site.lru.splice(site.lru.begin(), site.lru, again->second);
+        return *again->second;
+      }
+      continue;
+    }
+    std::shared_ptr<SegmentEntry> entry = r.entry;
+    double trace_ms = ms_since(t0);
+    const size_t nodes = entry->stop - pos;
+    const bool whole = pos == 0 && entry->stop == order.size();
+    const bool small = options.eager_below > 0 && nodes < static_cast<size_t>(options.eager_below) && !whole;
+    double build_ms = 0.0;
+    if (nodes > 0 && !small) {
+      auto t1 = std::chrono::steady_clock::now();
+      compiler::PassOptions po;
+      po.fuse = options.fuse;
+      po.function = "onnx segment " + std::to_string(pos);
+      compiler::run_passes(entry->tape, po);
+      for (const auto& s : entry->tape.steps)
+        if (s.prim.kind == PrimKind::Fused) entry->fused.push_back(s.prim.str());
+      entry->compiled = true;
+      build_ms = ms_since(t1);
+    }
+    site.stats.trace_ms += trace_ms;
+    site.stats.build_ms += build_ms;
+    totals.compile_ms += trace_ms + build_ms;
+    if (telemetry::enabled()) {
+      std::string hv;
+      for (const auto& h : entry->host_static) hv += (hv.empty() ? "" : " ") + h;
+      std::string args;
+      for (const auto& a : entry->args) args += (args.empty() ? "" : " ") + a;
+      telemetry::emit({"segment.compile.stop", trace_ms + build_ms,
+                       {{"segment", seg},
+                        {"position", std::to_string(pos)},
+                        {"start", node_at(pos).label()},
+                        {"stop", entry->stop < order.size() ? node_at(entry->stop).label() : "end of graph"},
+                        {"nodes", std::to_string(nodes)},
+                        {"reason", entry->reason},
+                        {"break_error", entry->break_error},
+                        {"compiled", entry->compiled ? "true" : "false"},
+                        {"host_values", hv},
+                        {"arguments", args},
+                        {"trace_ms", std::to_string(trace_ms)},
+                        {"build_ms", std::to_string(build_ms)},
+                        {"fused", std::to_string(entry->fused.size())}}});
+    }
+    if (small && nodes > 0) {
+      site.eager = entry;  // not cached by key: it serves every later call here
+      return entry;
+    }
+    insert(site, entry);
+    return entry;
+  }
+}
+
+std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given) {
+  std::lock_guard lock(mutex);
+  auto t0 = std::chrono::steady_clock::now();
+  const Graph& g = graph();
+  Scope scope;
+  for (const auto& [name, v] : constants) scope.values[name] = v;
+  std::map<std::string, Kind> kinds;  // live values that are not constants of the model
+  for (const auto& in : g.inputs) {
+    if (options.static_inputs.count(in.name)) continue;
+    auto it = given.find(in.name);
+    if (it == given.end()) {
+      if (constants.count(in.name)) continue;  // an initializer's default
+      if (in.type.kind == TypeInfo::Kind::Optional) {
+        scope.values[in.name] = Value();
+        kinds[in.name] = Kind::Dynamic;
+        continue;
+      }
+      throw OnnxError("run: missing input '" + in.name + "' (" + in.type.to_string() + ")");
+    }
+    check_input(in, it->second);
+    scope.values[in.name] = std::move(it->second);
+    kinds[in.name] = Kind::Dynamic;
+  }
+  totals.calls++;
+  Overlay path;
+  const size_t count = order.size();
+  auto live_at = [&](size_t pos) {
+    std::map<std::string, Live> live;
+    for (const auto& [name, kind] : kinds) {
+      auto lu = last_use.find(name);
+      if (lu == last_use.end() || lu->second < pos) continue;
+      live[name] = Live{scope.values.at(name), kind};
+    }
+    return live;
+  };
+  auto drop_dead = [&](size_t pos) {
+    for (auto it = kinds.begin(); it != kinds.end();) {
+      auto lu = last_use.find(it->first);
+      if ((lu == last_use.end() || lu->second < pos) && !graph_outputs.count(it->first)) {
+        scope.values.erase(it->first);
+        it = kinds.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  size_t pos = 0;
+  int segment = 0;
+  while (pos < count) {
+    EntryPtr e = lookup_or_trace(pos, segment, live_at(pos), scope);
+    Site& site = sites.at(pos);
+    if (e->stop > pos) {
+      if (e->compiled) {
+        std::vector<Array> args;
+        for (const auto& a : e->args) args.push_back(scope.values.at(a).array());
+        std::vector<Array> outs = compiler::replay_tape(e->tape, args);
+        for (const auto& s : e->outputs)
+          scope.values[s.name] = s.tape_output >= 0 ? Value::tensor(outs[static_cast<size_t>(s.tape_output)], s.elem_type)
+                                                    : s.constant;
+        site.stats.compiled_runs++;
+      } else {
+        for (size_t p = pos; p < e->stop; ++p) {
+          const Node& n = node_at(p);
+          Executor::bind_outputs(n, exec.run_node(n, Executor::gather_inputs(n, scope), scope, exec.model_opsets()),
+                                 scope, graph_outputs);
+        }
+        site.stats.eager_runs++;
+      }
+      for (const auto& s : e->outputs) {
+        const Value& v = scope.values.at(s.name);
+        kinds[s.name] = v.is_tensor() ? (!s.dynamic && is_host_candidate(v) ? Kind::Host : Kind::Dynamic)
+                                      : (s.dynamic ? Kind::Dynamic : Kind::Constant);
+      }
+      OverlaySegment os;
+      os.start = pos;
+      os.stop = e->stop;
+      os.start_node = node_at(pos).label();
+      os.stop_node = node_at(e->stop - 1).label();
+      os.compiled = e->compiled;
+      os.reason = e->stop < count ? "break: " + e->reason : e->reason;
+      if (!e->compiled)
+        os.reason += " (fewer than eager_below = " + std::to_string(options.eager_below) + " nodes)";
+      os.host_values = e->host_static;
+      os.fused = e->fused;
+      for (const auto& f : e->fused) path.fused.push_back("segment " + std::to_string(segment) + ": " + f);
+      if (e->compiled) path.host_folded.insert(path.host_folded.end(), e->folded.begin(), e->folded.end());
+      path.segments.push_back(std::move(os));
+      ++segment;
+    }
+    if (e->stop < count) {
+      const Node& n = node_at(e->stop);
+      std::vector<Value> outs = exec.run_node(n, Executor::gather_inputs(n, scope), scope, exec.model_opsets());
+      Executor::bind_outputs(n, std::move(outs), scope, graph_outputs);
+      for (const auto& o : n.outputs) {
+        if (o.empty()) continue;
+        const Value& v = scope.values.at(o);
+        kinds[o] = is_host_candidate(v) ? Kind::Host : Kind::Dynamic;
+      }
+      totals.break_runs++;
+      OverlaySegment os;
+      os.start = e->stop;
+      os.stop = e->stop + 1;
+      os.start_node = os.stop_node = n.label();
+      os.compiled = false;
+      os.reason = e->break_error;
+      path.segments.push_back(std::move(os));
+      ++segment;
+    }
+    pos = e->stop + 1;
+    drop_dead(pos);
+  }
+  std::vector<Value> out;
+  std::vector<Array> arrays;
+  for (const auto& o : g.outputs) {
+    const Value* v = scope.find(o.name);
+    if (!v) throw OnnxError("run: output '" + o.name + "' was not computed");
+    out.push_back(*v);
+    collect_arrays(*v, arrays);
+  }
+  eval(arrays);
+  last = std::move(path);
+  if (telemetry::enabled())
+    telemetry::emit({"segment.call", ms_since(t0),
+                     {{"segments", std::to_string(last.segments.size())}, {"call", std::to_string(totals.calls)}}});
+  return out;
+}
+
+}  // namespace detail
+
+std::vector<Value> CompiledModel::operator()(const std::vector<Value>& inputs) const {
+  const auto& impl = *impl_;
+  const Graph& g = impl.graph();
+  std::unordered_map<std::string, Value> given;
+  const bool all = !impl.options.static_inputs.empty() && inputs.size() == g.inputs.size();
+  if (all) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      auto s = impl.options.static_inputs.find(g.inputs[i].name);
+      if (s == impl.options.static_inputs.end()) {
+        given[g.inputs[i].name] = inputs[i];
+      } else if (!inputs[i].is_none() && detail::fingerprint(inputs[i]) != detail::fingerprint(s->second)) {
+        throw OnnxError("compiled model: input '" + s->first + "' is static; it was given " + s->second.describe() +
+                        " at compile time and differs in this call (" + inputs[i].describe() +
+                        "). Compile again to change it.");
+      }
+    }
+  } else {
+    if (inputs.size() > impl.dynamic_inputs.size())
+      throw OnnxError("compiled model: " + std::to_string(inputs.size()) + " inputs given; the model takes " +
+                      std::to_string(impl.dynamic_inputs.size()) + " besides its static inputs (or " +
+                      std::to_string(g.inputs.size()) + " with them)");
+    for (size_t i = 0; i < inputs.size(); ++i) given[impl.dynamic_inputs[i]] = inputs[i];
+  }
+  return impl_->call(std::move(given));
+}
+
+std::map<std::string, Value> CompiledModel::run_named(const std::map<std::string, Value>& inputs) const {
+  const auto& impl = *impl_;
+  const Graph& g = impl.graph();
+  std::unordered_map<std::string, Value> given;
+  for (const auto& [name, v] : inputs) {
+    bool known = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == name; });
+    if (!known) {
+      std::string names;
+      for (const auto& in : g.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      throw OnnxError("run: unknown input '" + name + "' (the model's inputs are: " + names + ")");
+    }
+    auto s = impl.options.static_inputs.find(name);
+    if (s != impl.options.static_inputs.end()) {
+      if (!v.is_none() && detail::fingerprint(v) != detail::fingerprint(s->second))
+        throw OnnxError("compiled model: input '" + name + "' is static; it was given " + s->second.describe() +
+                        " at compile time and differs in this call (" + v.describe() + "). Compile again to change it.");
+      continue;
+    }
+    given[name] = v;
+  }
+  auto out = impl_->call(std::move(given));
+  std::map<std::string, Value> named;
+  for (size_t i = 0; i < out.size(); ++i) named[g.outputs[i].name] = out[i];
+  return named;
+}
+
+CompiledModelStats CompiledModel::stats() const {
+  std::lock_guard lock(impl_->mutex);
+  CompiledModelStats s = impl_->totals;
+  for (const auto& [pos, site] : impl_->sites) s.segments.push_back(site.stats);
+  return s;
+}
+
+Overlay CompiledModel::overlay() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->last;
+}
+
+const Model& CompiledModel::model() const { return impl_->model; }
+
+CompiledModel compile(const Model& model, const std::vector<Value>& example_inputs, CompileModelOptions options) {
+  CompiledModel cm;
+  cm.impl_ = std::make_shared<detail::CompiledModelImpl>(model, std::move(options));
+  cm.impl_->prepare();
+  if (!example_inputs.empty()) cm(example_inputs);
+  return cm;
+}
+
+Overlay overlay(const CompiledModel& compiled) { return compiled.overlay(); }
+
+Overlay overlay(const Model& model, const std::vector<Value>& inputs, CompileModelOptions options) {
+  return compile(model, inputs, std::move(options)).overlay();
+}
+
+}  // namespace smelt::onnx

@@ -1,0 +1,78 @@
+// The eager runner's executor, shared with compiled models: scopes, node order, running one node.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "smelt/onnx.h"
+
+namespace smelt::onnx::detail {
+
+/// Values visible to a graph: its own, then those of the enclosing graphs.
+struct Scope {
+  const Scope* parent = nullptr;
+  std::unordered_map<std::string, Value> values;
+
+  const Value* find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      auto it = s->values.find(name);
+      if (it != s->values.end()) return &it->second;
+    }
+    return nullptr;
+  }
+};
+
+using Opsets = std::unordered_map<std::string, int64_t>;
+
+Opsets opsets_of(const std::vector<OpsetImport>& list, const Opsets* fallback = nullptr);
+
+/// Every value name that nodes inside the subgraphs of `n` read (an over-approximation of what
+/// they read from outside, which is all a dependency needs).
+void subgraph_reads(const Node& n, std::vector<std::string>& out);
+/// The names node `n` reads, its inputs and what its subgraphs read, sorted and unique.
+std::vector<std::string> node_reads(const Node& n);
+
+/// The order the runner executes `nodes` in: Kahn's algorithm preferring file order. A cycle
+/// raises OnnxError naming a node on it.
+std::vector<size_t> topological_order(const std::vector<Node>& nodes);
+
+class Executor {
+ public:
+  explicit Executor(const Model& model) : model_(model), model_opsets_(opsets_of(model.opsets)) {}
+
+  /// Runs `nodes` in `scope`; values not in `keep` are dropped after their last use.
+  void run_nodes(const std::vector<Node>& nodes, Scope& scope, const Opsets& opsets,
+                 const std::unordered_set<std::string>& keep) const;
+  /// Runs a subgraph (If/Loop/Scan body) with its inputs bound positionally.
+  std::vector<Value> run_graph(const Graph& g, const std::vector<Value>& inputs, const Scope* parent,
+                               const Opsets& opsets) const;
+  /// Runs one node on its input values (subgraphs see `scope`).
+  std::vector<Value> run_node(const Node& node, const std::vector<Value>& inputs, const Scope& scope,
+                              const Opsets& opsets) const;
+  /// The values of `n`'s inputs in `scope` (None for omitted ones); raises naming a missing one.
+  static std::vector<Value> gather_inputs(const Node& n, const Scope& scope);
+  /// Stores `outputs` under `n`'s output names; raises when a wanted output was not produced.
+  static void bind_outputs(const Node& n, std::vector<Value> outputs, Scope& scope,
+                           const std::unordered_set<std::string>& keep);
+  const Opsets& model_opsets() const { return model_opsets_; }
+
+ private:
+  std::vector<Value> run_function(const Function& f, const Node& call, const std::vector<Value>& inputs) const;
+  const Function* function_for(const Node& n) const {
+    for (const auto& f : model_.functions)
+      if (f.domain == n.domain && f.name == n.op_type && f.overload == n.overload) return &f;
+    return nullptr;
+  }
+
+  const Model& model_;
+  Opsets model_opsets_;
+};
+
+/// Checks a given graph input against its declaration: kind, element type and rank.
+void check_input(const ValueInfo& info, const Value& v);
+/// Appends the arrays inside `v` (tensors, sequence items, optional contents, map values).
+void collect_arrays(const Value& v, std::vector<Array>& out);
+
+}  // namespace smelt::onnx::detail

@@ -193,6 +193,78 @@ def cli_fixture():
     return finish(b, "cli_fixture", inputs, outputs, "y/out:0 = 2 * x:0, n_plus_one = n + 1, the rest copied")
 
 
+def breaks_fixture():
+    """A small model with graph breaks for `smelt run --compile`: the scores above a threshold
+    (Greater -> NonZero, a break: its output shape depends on the values) are gathered, pass an
+    element-wise chain long enough to compile (eager_below = 20) and are summed; an If on the input
+    use_double (a break, unless given with --static) doubles the sum or not; grid is 2 * scores
+    reshaped to the input grid_shape, whose initializer [4, 8] is its default (a constant: the
+    Reshape folds; given with --input it is data and the Reshape a break; with --static, another
+    constant)."""
+    b = GraphBuilder(np.random.default_rng(3))
+    f32 = lambda name, v: b.weight(name, np.array(v, dtype=np.float32))  # noqa: E731
+    mask = b.op("Greater", ["scores", "threshold"], name="above")
+    positions = b.op("NonZero", [mask], name="positions")                  # int64 [1, K]
+    flat = b.op("Reshape", [positions, b.const("c_flat", [-1])], name="flat_positions")
+    y = b.op("Gather", ["scores", flat], axis=0, name="picked")
+    # An element-wise chain (fused when compiled): a smooth squashing of the picked scores.
+    half, quarter, one, two = f32("c_half", 0.5), f32("c_quarter", 0.25), f32("c_one", 1.0), f32("c_two", 2.0)
+    steps = [("Mul", half), ("Add", quarter), ("Tanh", None), ("Mul", two), ("Sub", one), ("Abs", None),
+             ("Add", one), ("Sqrt", None), ("Mul", y), ("Neg", None), ("Exp", None), ("Add", one),
+             ("Log", None), ("Mul", half), ("Sigmoid", None), ("Sub", quarter), ("Mul", y), ("Add", quarter),
+             ("Relu", None), ("Mul", two)]
+    for i, (op, other) in enumerate(steps):
+        y = b.op(op, [y] if other is None else [y, other], name=f"chain_{i}_{op.lower()}")
+    b.nodes[-1].output[0] = "selected"
+    total = b.op("ReduceSum", ["selected"], keepdims=0, name="sum")
+    then_graph = helper.make_graph(
+        [helper.make_node("Mul", [total, "c_two"], ["doubled"], name="double")], "then_double", [],
+        [helper.make_tensor_value_info("doubled", TensorProto.FLOAT, [])])
+    else_graph = helper.make_graph(
+        [helper.make_node("Identity", [total], ["kept"], name="keep")], "else_keep", [],
+        [helper.make_tensor_value_info("kept", TensorProto.FLOAT, [])])
+    b.nodes.append(helper.make_node("If", ["use_double"], ["total"], name="maybe_double",
+                                    then_branch=then_graph, else_branch=else_graph))
+    scaled = b.op("Mul", ["scores", "c_two"], name="scale")
+    b.const("grid_shape", [4, 8])  # the default of the input grid_shape
+    b.nodes.append(helper.make_node("Reshape", [scaled, "grid_shape"], ["grid"], name="to_grid"))
+    inputs = [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["length"]),
+              helper.make_tensor_value_info("threshold", TensorProto.FLOAT, []),
+              helper.make_tensor_value_info("use_double", TensorProto.BOOL, []),
+              helper.make_tensor_value_info("grid_shape", TensorProto.INT64, [2])]
+    outputs = [helper.make_tensor_value_info("selected", TensorProto.FLOAT, ["count"]),
+               helper.make_tensor_value_info("total", TensorProto.FLOAT, []),
+               helper.make_tensor_value_info("grid", TensorProto.FLOAT, ["rows", "cols"])]
+    doc = ("selected = chain(scores[scores > threshold]) (20 element-wise ops), total = sum(selected), "
+           "doubled if use_double; grid = reshape(2 * scores, grid_shape), grid_shape [4, 8] unless given")
+    return finish(b, "breaks_fixture", inputs, outputs, doc)
+
+
+def static_fixture():
+    """Inputs that `smelt run --compile --static` reads or refuses by type: a string tensor (values
+    are read as strings), a float8 tensor (a storage type: only from .npy files) and an optional
+    sequence (not a tensor); each passes through to an output."""
+    b = GraphBuilder(np.random.default_rng(4))
+    b.nodes.append(helper.make_node("Identity", ["label"], ["label_out"], name="copy_label"))
+    b.nodes.append(helper.make_node("Identity", ["f8"], ["f8_out"], name="copy_f8"))
+    b.nodes.append(helper.make_node("OptionalHasElement", ["maybe"], ["has_maybe"], name="has_maybe"))
+    seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    inputs = [helper.make_tensor_value_info("label", TensorProto.STRING, [2]),
+              helper.make_tensor_value_info("f8", TensorProto.FLOAT8E4M3FN, [4]),
+              helper.make_value_info("maybe", helper.make_optional_type_proto(seq))]
+    outputs = [helper.make_tensor_value_info("label_out", TensorProto.STRING, [2]),
+               helper.make_tensor_value_info("f8_out", TensorProto.FLOAT8E4M3FN, [4]),
+               helper.make_tensor_value_info("has_maybe", TensorProto.BOOL, [])]
+    model = helper.make_model(helper.make_graph(b.nodes, "static_fixture", inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", 19)],
+                              producer_name="smelt scripts/make_models.py",
+                              producer_version=f"onnx {onnx.__version__}",
+                              doc_string="label_out = label, f8_out = f8, has_maybe = maybe is not empty")
+    model.ir_version = 9  # float8 types arrive with IR 9 (opset 19)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
 def write_fixtures(name, path, inputs, fixture_dir):
     """Runs the model through ONNX Runtime (CPU, one thread) and saves inputs and outputs."""
     import onnxruntime as ort
@@ -241,6 +313,12 @@ def main():
         path = os.path.join(args.fixtures, "cli_fixture.onnx")
         onnx.save(cli_fixture(), path)
         print(f"{path}: the `smelt run` test model")
+        path = os.path.join(args.fixtures, "breaks_fixture.onnx")
+        onnx.save(breaks_fixture(), path)
+        print(f"{path}: the `smelt run --compile` test model")
+        path = os.path.join(args.fixtures, "static_fixture.onnx")
+        onnx.save(static_fixture(), path)
+        print(f"{path}: the `smelt run --static` input-type test model")
 
 
 if __name__ == "__main__":

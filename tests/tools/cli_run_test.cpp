@@ -323,6 +323,280 @@ TEST_F(CliRun, UnreadableModels) {
   EXPECT_EQ(r.out, "");
 }
 
+// ---------------------------------------------------------------------------------------------
+// --compile and --static
+// ---------------------------------------------------------------------------------------------
+
+std::string breaks() { return fixture("breaks_fixture.onnx"); }
+
+/// The text of the line of `text` that starts with `prefix` ("" when there is none).
+std::string line_starting(const std::string& text, const std::string& prefix) {
+  size_t at = text.rfind("\n" + prefix) != std::string::npos ? text.find("\n" + prefix) + 1
+                                                             : (text.rfind(prefix, 0) == 0 ? 0 : std::string::npos);
+  if (at == std::string::npos) return "";
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+// Without static inputs the fixture breaks at NonZero and at the If on use_double: the segments
+// between them are listed with their positions, nodes and reasons, and the timing lines follow.
+TEST_F(CliRun, CompileListsSegmentsAtBreaks) {
+  CliResult r = run({breaks(), "--compile", "--repeat", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(has(r.out, "segments 5 (1 compiled, 4 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  0  eager     position 0  Greater 'above'\n     reason   break: NonZero 'positions' (fewer than"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "  1  eager     position 1  NonZero 'positions' (break)\n     reason   ")) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "  2  compiled  positions 2-24  Reshape 'flat_positions' .. ReduceSum 'sum' (23 nodes)\n"
+                  "     reason   break: If 'maybe_double'\n"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "  3  eager     position 25  If 'maybe_double' (break)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  4  eager     positions 26-27  Mul 'scale' .. Reshape 'to_grid' (2 nodes)\n"
+                         "     reason   end of graph (fewer than"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "check    compiled outputs equal eager outputs bit for bit (3 outputs)\n")) << r.out;
+  EXPECT_TRUE(has(line_starting(r.out, "compile  "), " ms (trace ")) << r.out;
+  EXPECT_TRUE(has(line_starting(r.out, "compile  "), " ms; 3 traces)")) << r.out;
+  EXPECT_TRUE(has(line_starting(r.out, "time     eager    first run "), "; 3 more: median ")) << r.out;
+  std::string compiled = line_starting(r.out, "         compiled first call ");
+  EXPECT_TRUE(has(compiled, " (compiling included); 3 more: median ")) << r.out;
+  EXPECT_TRUE(has(compiled, ", min ")) << r.out;
+  std::string payoff = line_starting(r.out, "payoff   ");
+  EXPECT_TRUE(payoff.rfind("payoff   after ", 0) == 0 || payoff.rfind("payoff   never: compiled ", 0) == 0) << r.out;
+  EXPECT_FALSE(has(r.out, "time     first run")) << r.out;  // the eager-only line is replaced
+}
+
+// Without --repeat: the segments and the check, the compile cost, no medians and no payoff.
+TEST_F(CliRun, CompileWithoutRepeat) {
+  CliResult r = run({breaks(), "--compile", "--eager-below", "0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // eager_below 0 compiles the short segments too: only the two breaks run eagerly.
+  EXPECT_TRUE(has(r.out, "segments 5 (3 compiled, 2 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  0  compiled  position 0  Greater 'above'\n     reason   break: NonZero 'positions'\n"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "check    compiled outputs equal eager outputs bit for bit (3 outputs)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "compile  ")) << r.out;
+  EXPECT_TRUE(has(r.out, "         compiled first call ")) << r.out;
+  EXPECT_FALSE(has(r.out, "more: median")) << r.out;
+  EXPECT_FALSE(has(r.out, "payoff")) << r.out;
+}
+
+// Static inputs are constants of the trace: the If on use_double traces only its branch and the
+// Reshape to grid_shape folds, so everything after NonZero is one compiled segment. The outputs
+// are the model's: grid is 2 * scores in the static shape, total is 2 * sum(selected).
+TEST_F(CliRun, CompileWithStaticInputs) {
+  Array scores = random_array({32}, float32);
+  save(path("scores.npy"), scores);
+  save(path("threshold.npy"), Array(-0.25f));
+  CliResult r = run({breaks(), "--compile", "--static", "use_double=true", "--static", "grid_shape=8,4", "--input",
+                     "scores=" + path("scores.npy"), "--input", "threshold=" + path("threshold.npy"), "--output-dir",
+                     path("o")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "  use_double           bool[]                 static [true]\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  grid_shape           int64[2]               static [8, 4]\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "segments 3 (1 compiled, 2 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  2  compiled  positions 2-27  Reshape 'flat_positions' .. Reshape 'to_grid' (26 nodes)\n"
+                         "     reason   end of graph\n"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "check    compiled outputs equal eager outputs bit for bit (3 outputs)\n")) << r.out;
+
+  std::vector<double> x = as_doubles(scores);
+  Array grid = load(path("o") + "/grid.npy");
+  ASSERT_EQ(grid.shape(), (Shape{8, 4}));
+  std::vector<double> doubled;
+  for (double v : x) doubled.push_back(2 * v);
+  EXPECT_TRUE(all_close(grid, doubled, 0, 0));
+  size_t above = static_cast<size_t>(std::count_if(x.begin(), x.end(), [](double v) { return v > -0.25; }));
+  Array selected = load(path("o") + "/selected.npy");
+  ASSERT_EQ(selected.shape(), (Shape{static_cast<int64_t>(above)}));
+  double sum = 0;
+  for (double v : as_doubles(selected)) sum += v;
+  EXPECT_TRUE(all_close(load(path("o") + "/total.npy"), std::vector<double>{2 * sum}, 1e-5, 1e-5));
+
+  // use_double=false keeps the sum; grid_shape from a .npy file works as the values do.
+  save(path("shape.npy"), Array({int64_t{2}, int64_t{16}}));
+  r = run({breaks(), "--compile", "--static", "use_double=0", "--static", "grid_shape=" + path("shape.npy"), "--input",
+           "scores=" + path("scores.npy"), "--input", "threshold=" + path("threshold.npy"), "--output-dir", path("p")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "  grid_shape           int64[2]               static, file " + path("shape.npy") + "\n")) << r.out;
+  EXPECT_EQ(load(path("p") + "/grid.npy").shape(), (Shape{2, 16}));
+  EXPECT_TRUE(all_close(load(path("p") + "/total.npy"), std::vector<double>{sum}, 1e-5, 1e-5));
+}
+
+// grid_shape given as data (--input) makes the Reshape a break; its initializer default and a
+// static value do not.
+TEST_F(CliRun, CompileReshapeOnDataBreaks) {
+  save(path("shape.npy"), Array({int64_t{4}, int64_t{8}}));
+  CliResult r = run({breaks(), "--compile", "--static", "use_double=false", "--input", "grid_shape=" + path("shape.npy")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "segments 4 (1 compiled, 3 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "     reason   break: Reshape 'to_grid'\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  3  eager     position 27  Reshape 'to_grid' (break)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "bit for bit")) << r.out;
+}
+
+// A model without breaks compiles whole; static values of several element types reach the outputs.
+TEST_F(CliRun, CompileWholeModelAndStaticTypes) {
+  std::string flags, halves, bytes;
+  for (int i = 0; i < 64; ++i) {
+    flags += std::string(i ? "," : "") + (i % 3 ? "true" : "FALSE");
+    halves += (i ? "," : "") + std::to_string(i) + ".5";
+    bytes += (i ? "," : "") + std::to_string(250 + i % 6);
+  }
+  CliResult r = run({fixture("cli_fixture.onnx"), "--compile", "--dim", "batch=2", "--static", "x:0=1,2,3,-4.5,5e-1,6",
+                     "--static", "n= 7, -2147483648 ,+2147483647", "--static", "flag=" + flags, "--static",
+                     "half=" + halves, "--static", "brain=" + halves, "--static", "bytes=" + bytes, "--output-dir",
+                     path("o")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "segments 1 (1 compiled, 0 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "     reason   end of graph\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "check    compiled outputs equal eager outputs bit for bit (9 outputs)\n")) << r.out;
+  // x:0 is [batch, height]: batch from --dim, height from the 6 values.
+  EXPECT_TRUE(has(r.out, "  x:0                  float32[2,3]           static [1, 2, 3, -4.5, 0.5, 6]; height=3 (from the values)\n"))
+      << r.out;
+  EXPECT_TRUE(all_close(load(path("o") + "/y_out_0.npy"), std::vector<double>{2, 4, 6, -9, 1, 12}, 0, 0));
+  // n + 1 wraps at the int32 maximum.
+  Array n1 = load(path("o") + "/n_plus_one.npy");
+  EXPECT_EQ(n1.dtype(), int32);
+  EXPECT_EQ(n1.to_vector<int64_t>(), (std::vector<int64_t>{8, -2147483647, -2147483648LL}));
+  Array flag = load(path("o") + "/flag_out.npy");
+  EXPECT_EQ(flag.dtype(), bool_);
+  auto f = flag.to_vector<bool>();
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_EQ(f[i], i % 3 != 0) << i;
+  for (const std::string name : {"half_out", "brain_out"}) {
+    auto h = as_doubles(load(path("o") + "/" + name + ".npy"));
+    ASSERT_EQ(h.size(), 64u);
+    // i + 0.5 is exact in float16 up to 1024; bfloat16 (8 significant bits) rounds to nearest even.
+    for (size_t i = 0; i < h.size(); ++i) {
+      double expected = static_cast<double>(i) + 0.5;
+      if (name == "brain_out") expected = as_doubles(astype(Array(static_cast<float>(expected)), bfloat16))[0];
+      EXPECT_EQ(h[i], expected) << name << " " << i;
+    }
+  }
+  auto b = load(path("o") + "/bytes_out.npy").to_vector<int64_t>();
+  for (size_t i = 0; i < b.size(); ++i) EXPECT_EQ(b[i], 250 + static_cast<int64_t>(i % 6));
+}
+
+// String tensors take the values as strings; storage types come from .npy files.
+TEST_F(CliRun, CompileStaticStringsAndStorageTypes) {
+  save(path("f8.npy"), Array({uint8_t{0x38}, uint8_t{0x40}, uint8_t{0x44}, uint8_t{0xb8}}));
+  CliResult r = run({fixture("static_fixture.onnx"), "--compile", "--static", "label=hello, world", "--static",
+                     "f8=" + path("f8.npy")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "  label                string[2]              static [\"hello\", \"world\"]\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  label_out            string[2]              [\"hello\", \"world\"]\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  f8_out               float8e4m3fn[4]        [56, 64, 68, 184]\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "bit for bit (3 outputs)")) << r.out;
+  std::string sf = fixture("static_fixture.onnx");
+  expect_error({sf, "--compile", "--static", "label=a,b", "--static", "f8=1,2,3,4"}, 1,
+               "smelt run: --static f8: input 'f8' has element type float8e4m3fn: values on the command line are "
+               "not read for it; give it as NAME=FILE.npy");
+  expect_error({sf, "--compile", "--static", "label=a,b", "--static", "maybe=1"}, 1,
+               "smelt run: --static maybe: input 'maybe' is optional(seq(tensor(float))): values on the command line "
+               "are read for tensors of a declared element type only");
+  expect_error({sf, "--compile", "--static", "label=a,b,c"}, 1,
+               "smelt run: --static label: input 'label' is tensor(string)[2], which holds 2 values; got 3");
+}
+
+TEST_F(CliRun, CompileJsonReport) {
+  CliResult r = run({breaks(), "--compile", "--static", "use_double=true", "--repeat", "2", "--json", path("r.json")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string json = read_text(path("r.json"));
+  // The eager figures stay where they were; the compiled ones are under "compile".
+  EXPECT_TRUE(has(json, "\"median_ms\": ")) << json;
+  for (const std::string key :
+       {"\"compile\": {\n    \"static_inputs\": [\"use_double\"],\n    \"segments\": [\n      {\"start\": 0, \"stop\": 1, "
+        "\"start_node\": \"Greater 'above'\", \"stop_node\": \"Greater 'above'\", \"compiled\": false, \"reason\": "
+        "\"break: NonZero 'positions' (fewer than",
+        "{\"start\": 2, \"stop\": 28, \"start_node\": \"Reshape 'flat_positions'\", \"stop_node\": \"Reshape "
+        "'to_grid'\", \"compiled\": true, \"reason\": \"end of graph\", \"host_values\": [], \"fused\": [",
+        "\"host_folded\": [", "\"compile_ms\": ", "\"trace_ms\": ", "\"build_ms\": ", "\"traces\": 2,",
+        "\"first_call_ms\": ", "\"runs_ms\": [", "\"pays_off_after\": ", "\"bit_equal\": true\n  }\n}\n"})
+    EXPECT_TRUE(has(json, key)) << key << "\n" << json;
+  // Two timed compiled calls.
+  auto at = json.find("\"runs_ms\": [", json.find("\"compile\""));
+  std::string runs = json.substr(at, json.find(']', at) - at);
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), ','), 1) << runs;
+}
+
+TEST_F(CliRun, StaticUsageErrors) {
+  CliResult help = run({"--help"});
+  EXPECT_TRUE(has(help.out, "[--compile [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N]]")) << help.out;
+  EXPECT_TRUE(has(help.out, "  --static NAME=V0,V1,...   ")) << help.out;
+  std::string m = breaks();
+  expect_error({m, "--static", "use_double=true"}, 2, "smelt run: --static needs --compile");
+  expect_error({m, "--eager-below", "3"}, 2, "smelt run: --eager-below needs --compile");
+  expect_error({m, "--compile", "--eager-below", "-1"}, 2, "--eager-below needs a non-negative integer, got '-1'");
+  expect_error({m, "--compile", "--static", "use_double"}, 2,
+               "--static 'use_double' is not NAME=FILE.npy or NAME=V0,V1,...");
+  expect_error({m, "--compile", "--static", "use_double="}, 2, "--static 'use_double=' is not NAME=FILE.npy");
+  expect_error({m, "--compile", "--static", "=1"}, 2, "--static '=1' is not NAME=FILE.npy");
+  expect_error({m, "--compile", "--static", "use_double=1", "--static", "use_double=0"}, 2,
+               "input 'use_double' given twice with --static");
+  expect_error({m, "--compile", "--input", "scores=random", "--static", "scores=1,2"}, 2,
+               "smelt run: input 'scores' given with both --input and --static");
+  expect_error({m, "--compile", "--static", "scores=1,2", "--input", "scores=random"}, 2,
+               "input 'scores' given with both --input and --static");
+}
+
+TEST_F(CliRun, StaticValueErrors) {
+  std::string m = breaks();
+  expect_error({m, "--compile", "--static", "flag=1"}, 1,
+               "smelt run: --static flag: unknown input 'flag' (the model's inputs are: scores, threshold, use_double)");
+  // The count must match the declared shape; one symbolic dim is inferred, with --dim it is fixed.
+  expect_error({m, "--compile", "--static", "grid_shape=4,8,1"}, 1,
+               "smelt run: --static grid_shape: input 'grid_shape' is tensor(int64)[2], which holds 2 values; got 3");
+  expect_error({m, "--compile", "--static", "use_double=true,false"}, 1,
+               "--static use_double: input 'use_double' is tensor(bool)[], which holds 1 value; got 2");
+  expect_error({m, "--compile", "--dim", "length=4", "--static", "scores=1,2,3"}, 1,
+               "--static scores: input 'scores' is tensor(float)[length] ([4] here), which holds 4 values; got 3");
+  std::string cf = fixture("cli_fixture.onnx");
+  expect_error({cf, "--compile", "--static", "x:0=1,2,3"}, 1,
+               "--static x:0: input 'x:0' is tensor(float)[batch,height]: 2 dims have no size (batch, height): pass "
+               "--dim SYMBOL=N for all but one, or give the values as a .npy file");
+  expect_error({cf, "--compile", "--dim", "batch=2", "--static", "x:0=1,2,3"}, 1,
+               "--static x:0: input 'x:0' is tensor(float)[batch,height]: 3 values do not fill it: the count must be a "
+               "multiple of 2 (the size of its other dims)");
+  // A size inferred from the values binds the symbol for the next input; one from a file, for both.
+  save(path("x.npy"), random_array({2, 5}, float32));
+  expect_error({cf, "--compile", "--input", "x:0=" + path("x.npy"), "--static", "attention_mask=1,1,1,1,1,1",
+                "--static", "token_ids=1,2,3,4,5,6,7,8"},
+               1, "--static token_ids: input 'token_ids' is tensor(int64)[batch,seq_len] ([2,3] here), which holds 6 "
+                  "values; got 8");
+  // Values must parse in the declared element type and fit it.
+  expect_error({m, "--compile", "--static", "grid_shape=4,x"}, 1,
+               "smelt run: --static grid_shape: 'x' (value 2 of 2) is not an int64 value");
+  expect_error({m, "--compile", "--static", "grid_shape=4,8.0"}, 1, "'8.0' (value 2 of 2) is not an int64 value");
+  expect_error({m, "--compile", "--static", "grid_shape=4,"}, 1, "'' (value 2 of 2) is not an int64 value");
+  expect_error({m, "--compile", "--static", "grid_shape=99999999999999999999,1"}, 1,
+               "'99999999999999999999' (value 1 of 2) is not an int64 value (int64 holds -9223372036854775808 to "
+               "9223372036854775807)");
+  expect_error({m, "--compile", "--static", "use_double=yes"}, 1,
+               "--static use_double: 'yes' (value 1 of 1) is not a bool value (true, false, 1 or 0)");
+  expect_error({m, "--compile", "--static", "threshold=0.5x"}, 1,
+               "--static threshold: '0.5x' (value 1 of 1) is not a float32 value");
+  expect_error({m, "--compile", "--static", "threshold=1e39"}, 1,
+               "--static threshold: '1e39' (value 1 of 1) is not a float32 value (out of its range)");
+  expect_error({cf, "--compile", "--dim", "height=1", "--static", "n=1,2147483648,3"}, 1,
+               "--static n: '2147483648' (value 2 of 3) is not an int32 value (int32 holds -2147483648 to 2147483647)");
+  std::string bytes;
+  for (int i = 0; i < 63; ++i) bytes += "1,";
+  expect_error({cf, "--compile", "--dim", "height=1", "--static", "bytes=" + bytes + "256"}, 1,
+               "--static bytes: '256' (value 64 of 64) is not a uint8 value (uint8 holds 0 to 255)");
+  expect_error({cf, "--compile", "--dim", "height=1", "--static", "bytes=" + bytes + "-1"}, 1,
+               "'-1' (value 64 of 64) is not a uint8 value (uint8 holds 0 to 255)");
+  std::string halves;
+  for (int i = 0; i < 63; ++i) halves += "0.5,";
+  expect_error({cf, "--compile", "--dim", "height=1", "--static", "half=" + halves + "70000"}, 1,
+               "--static half: '70000' (value 64 of 64) is not a float16 value (out of its range)");
+  // A .npy file is checked as --input checks it.
+  save(path("shape32.npy"), Array({int32_t{4}, int32_t{8}}));
+  expect_error({m, "--compile", "--static", "grid_shape=" + path("shape32.npy")}, 1,
+               "input 'grid_shape' from '" + path("shape32.npy") +
+                   "': expected tensor(int64)[2], got int32[2] (the element type differs)");
+}
+
 #else
 
 TEST(CliRun, NeedsOnnx) { GTEST_SKIP() << "smelt was built without ONNX support"; }

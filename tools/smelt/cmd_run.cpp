@@ -1,14 +1,20 @@
-// `smelt run MODEL`: runs an ONNX model eagerly on given or random inputs, prints and saves outputs, times runs.
+// `smelt run MODEL`: runs an ONNX model eagerly (and with --compile, compiled) on given or random inputs, times runs.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "smelt/errors.h"
@@ -29,7 +35,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: smelt run MODEL [--input NAME=FILE.npy | NAME=random[:D0xD1...]]... [--dim SYMBOL=N]...\n"
-    "                 [--output-dir DIR] [--repeat N] [--threads N] [--seed S] [--json FILE]";
+    "                 [--output-dir DIR] [--repeat N] [--threads N] [--seed S] [--json FILE]\n"
+    "                 [--compile [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N]]";
 
 constexpr const char* kHelp =
     "\n"
@@ -46,6 +53,18 @@ constexpr const char* kHelp =
     "  --seed S                  seed of the random inputs (default 0)\n"
     "  --json FILE               write the shapes and timings as JSON\n"
     "\n"
+    "  --compile                 also run the model compiled (smelt::onnx::compile): print its segments (where\n"
+    "                            graph breaks split it, which run compiled, why each ends), check once that the\n"
+    "                            compiled outputs equal the eager outputs bit for bit (exit status 1 if not);\n"
+    "                            with --repeat N also time N compiled and N eager calls and print the compile\n"
+    "                            cost and the call count after which compiling pays off\n"
+    "  --static NAME=FILE.npy    with --compile: give input NAME by value at compile time; it is a constant of\n"
+    "  --static NAME=V0,V1,...   every trace (an If on it traces only its branch, a Reshape to it folds). Values\n"
+    "                            are in the input's declared element type (true/false or 1/0 for bool), row-major,\n"
+    "                            as many as its declared shape holds (one symbolic dim without --dim is inferred)\n"
+    "  --eager-below N           with --compile: a segment of fewer than N nodes next to a break runs eagerly\n"
+    "                            (default 20; 0 compiles every segment)\n"
+    "\n"
     "Inputs not given are random: floats uniform in [-1, 1); bool with p = 0.5; integers whose name has the\n"
     "word mask are ones, the word id(s)/index/indices/idx/token(s)/position(s) uniform in [0, 100), others in\n"
     "[0, 10). Names split into words at anything but letters and digits (input_ids: input, ids); symbols too\n"
@@ -61,9 +80,19 @@ struct InputSpec {
   std::optional<std::vector<int64_t>> shape;  // the dims after "random:" (empty: a 0-d scalar)
 };
 
+/// How one static input is given: NAME=FILE.npy or NAME=V0,V1,...
+struct StaticSpec {
+  std::string name;
+  std::string file;    // NAME=FILE.npy
+  std::string values;  // the text after '=' otherwise
+};
+
 struct RunOptions {
   std::string model;
   std::vector<InputSpec> inputs;
+  bool compile = false;
+  std::vector<StaticSpec> statics;
+  std::optional<int> eager_below;
   std::map<std::string, int64_t> dims;
   std::string output_dir;
   std::string json;
@@ -116,6 +145,18 @@ InputSpec parse_input(const std::string& text) {
   return spec;
 }
 
+StaticSpec parse_static(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    usage_error("--static '" + text + "' is not NAME=FILE.npy or NAME=V0,V1,...");
+  StaticSpec spec;
+  spec.name = text.substr(0, eq);
+  std::string value = text.substr(eq + 1);
+  if (value.size() > 4 && value.compare(value.size() - 4, 4, ".npy") == 0) spec.file = value;
+  else spec.values = value;
+  return spec;
+}
+
 RunOptions parse_args(const std::vector<std::string>& args) {
   RunOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -147,6 +188,15 @@ RunOptions parse_args(const std::vector<std::string>& args) {
       o.repeat = static_cast<int>(positive(value()));
     } else if (a == "--threads") {
       o.threads = static_cast<int>(positive(value()));
+    } else if (a == "--compile") {
+      o.compile = true;
+    } else if (a == "--static") {
+      o.statics.push_back(parse_static(value()));
+    } else if (a == "--eager-below") {
+      std::string v = value();
+      auto n = parse_count(v);
+      if (!n || *n > 1000000) usage_error("--eager-below needs a non-negative integer, got '" + v + "'");
+      o.eager_below = static_cast<int>(*n);
     } else if (a == "--seed") {
       std::string v = value();
       auto n = parse_count(v);
@@ -162,9 +212,18 @@ RunOptions parse_args(const std::vector<std::string>& args) {
   }
   if (o.help) return o;
   if (o.model.empty()) usage_error("no model given");
+  if (!o.compile && !o.statics.empty())
+    usage_error("--static needs --compile (static inputs are constants of the compiled model; to run eagerly on "
+                "given values use --input NAME=FILE.npy)");
+  if (!o.compile && o.eager_below) usage_error("--eager-below needs --compile");
   std::set<std::string> seen;
   for (const auto& in : o.inputs)
     if (!seen.insert(in.name).second) usage_error("input '" + in.name + "' given twice");
+  std::set<std::string> seen_static;
+  for (const auto& st : o.statics) {
+    if (seen.count(st.name)) usage_error("input '" + st.name + "' given with both --input and --static");
+    if (!seen_static.insert(st.name).second) usage_error("input '" + st.name + "' given twice with --static");
+  }
   return o;
 }
 
@@ -247,6 +306,13 @@ class DimTable {
     if (!inserted && it->second.first != size)
       throw InvalidArgument("dim '" + symbol + "' is " + std::to_string(it->second.first) + " in input '" +
                             it->second.second + "' but " + std::to_string(size) + " in input '" + input + "'");
+  }
+
+  /// The size of `symbol` when --dim or an input file gives it.
+  std::optional<int64_t> known(const std::string& symbol) const {
+    if (auto it = given_.find(symbol); it != given_.end()) return it->second;
+    if (auto it = from_files_.find(symbol); it != from_files_.end()) return it->second.first;
+    return std::nullopt;
   }
 
   /// The size of `symbol` for input `input`; `note` gets "symbol=N (default)" when a default is used.
@@ -374,6 +440,166 @@ Value random_value(const onnx::ValueInfo& info, const std::optional<std::vector<
   return Value::tensor(a);
 }
 
+/// The shape of `count` values given with --static for `info`: the declared shape, its symbols
+/// sized by --dim or input files; one symbolic or unknown dim left open is inferred from `count`
+/// (and binds its symbol). `note` gets "length=8 (from the values)" then.
+Shape static_shape(const onnx::ValueInfo& info, size_t count, DimTable& dims, std::string& note) {
+  const TypeInfo& t = info.type;
+  const std::string what = "--static " + info.name + ": input '" + info.name + "' is " + t.to_string();
+  const auto n = static_cast<int64_t>(count);
+  if (!t.shape) return {n};  // no declared rank: a 1-d list
+  Shape shape;
+  std::vector<size_t> open;
+  int64_t known_product = 1;
+  for (size_t i = 0; i < t.shape->size(); ++i) {
+    const onnx::Dim& d = (*t.shape)[i];
+    std::optional<int64_t> size = d.value >= 0 ? std::optional<int64_t>(d.value)
+                                               : (d.param.empty() ? std::nullopt : dims.known(d.param));
+    if (size) known_product *= *size;
+    else open.push_back(i);
+    shape.push_back(size.value_or(-1));
+  }
+  if (open.empty()) {
+    bool symbolic = std::any_of(t.shape->begin(), t.shape->end(), [](const onnx::Dim& d) { return d.value < 0; });
+    if (known_product != n)
+      throw InvalidArgument(what + (symbolic ? " (" + shape_text(shape) + " here)" : "") + ", which holds " +
+                            std::to_string(known_product) +
+                            (known_product == 1 ? " value" : " values") + "; got " + std::to_string(n));
+    return shape;
+  }
+  if (open.size() > 1) {
+    std::string names;
+    for (size_t i : open) {
+      const onnx::Dim& d = (*t.shape)[i];
+      names += (names.empty() ? "" : ", ") + (d.param.empty() ? "dim " + std::to_string(i) : d.param);
+    }
+    throw InvalidArgument(what + ": " + std::to_string(open.size()) + " dims have no size (" + names +
+                          "): pass --dim SYMBOL=N for all but one, or give the values as a .npy file");
+  }
+  const onnx::Dim& d = (*t.shape)[open[0]];
+  if (known_product == 0 || n % known_product != 0)
+    throw InvalidArgument(what + ": " + std::to_string(n) + (n == 1 ? " value does" : " values do") +
+                          " not fill it: the count must be a multiple of " + std::to_string(known_product) +
+                          " (the size of its other dims)");
+  int64_t size = n / known_product;
+  shape[open[0]] = size;
+  if (!d.param.empty()) {
+    dims.bind_from_file(d.param, size, info.name);
+    note = d.param + "=" + std::to_string(size) + " (from the values)";
+  }
+  return shape;
+}
+
+/// "V0,V1,..." split at commas, each trimmed of blanks.
+std::vector<std::string> split_values(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t b = item.find_first_not_of(" \t");
+    size_t e = item.find_last_not_of(" \t");
+    items.push_back(b == std::string::npos ? "" : item.substr(b, e - b + 1));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+/// Parses a whole decimal integer with an optional sign into `x`: invalid_argument for text that
+/// is not one, result_out_of_range for an integer T cannot hold (a negative one for unsigned T).
+template <class T>
+std::errc parse_integer(const std::string& s, T& x) {
+  size_t start = !s.empty() && s[0] == '+' ? 1 : 0;
+  bool negative = !s.empty() && s[0] == '-';
+  size_t digits = start + (negative ? 1 : 0);
+  if (digits >= s.size() || s.find_first_not_of("0123456789", digits) != std::string::npos)
+    return std::errc::invalid_argument;
+  if (negative && std::is_unsigned_v<T>) return std::errc::result_out_of_range;
+  auto [end, ec] = std::from_chars(s.data() + start, s.data() + s.size(), x);
+  (void)end;
+  return ec;
+}
+
+/// Input `info` from --static NAME=V0,V1,...: values in its declared element type and shape.
+Value static_from_values(const onnx::ValueInfo& info, const std::string& text, DimTable& dims, std::string& note) {
+  const TypeInfo& t = info.type;
+  const std::string what = "--static " + info.name;
+  if (t.kind != TypeInfo::Kind::Tensor || t.elem_type == ElemType::Undefined)
+    throw UnsupportedError(what + ": input '" + info.name + "' is " + t.to_string() +
+                           ": values on the command line are read for tensors of a declared element type only");
+  std::vector<std::string> items = split_values(text);
+  Shape shape = static_shape(info, items.size(), dims, note);
+  if (t.elem_type == ElemType::String) return Value::strings(onnx::StringTensor{shape, items});
+  auto dtype = onnx::storage_dtype(t.elem_type);
+  if (!dtype || onnx::is_storage_type(t.elem_type))
+    throw UnsupportedError(what + ": input '" + info.name + "' has element type " + onnx::elem_type_name(t.elem_type) +
+                           ": values on the command line are not read for it; give it as NAME=FILE.npy");
+  const std::string type = dtype_name(*dtype);
+  auto bad = [&](size_t i, const std::string& why) -> InvalidArgument {
+    return InvalidArgument(what + ": '" + items[i] + "' (value " + std::to_string(i + 1) + " of " +
+                           std::to_string(items.size()) + ") is not " +
+                           (kind_of(*dtype) == DtypeKind::SignedInt ? "an " : "a ") + type + " value" + why);
+  };
+  const int bits = static_cast<int>(size_of(*dtype) * 8);
+  switch (kind_of(*dtype)) {
+    case DtypeKind::Bool: {
+      std::vector<int64_t> v;
+      for (size_t i = 0; i < items.size(); ++i) {
+        std::string w = lower(items[i]);
+        if (w == "true" || w == "1") v.push_back(1);
+        else if (w == "false" || w == "0") v.push_back(0);
+        else throw bad(i, " (true, false, 1 or 0)");
+      }
+      return Value::tensor(astype(Array(v, shape), Dtype::Bool));
+    }
+    case DtypeKind::SignedInt: {
+      const int64_t hi = bits == 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
+      const int64_t lo = -hi - 1;
+      std::vector<int64_t> v;
+      for (size_t i = 0; i < items.size(); ++i) {
+        int64_t x = 0;
+        auto ec = parse_integer(items[i], x);
+        if (ec == std::errc::invalid_argument) throw bad(i, "");
+        if (ec == std::errc::result_out_of_range || x < lo || x > hi)
+          throw bad(i, " (" + type + " holds " + std::to_string(lo) + " to " + std::to_string(hi) + ")");
+        v.push_back(x);
+      }
+      return Value::tensor(astype(Array(v, shape), *dtype));
+    }
+    case DtypeKind::UnsignedInt: {
+      const uint64_t hi = bits == 64 ? UINT64_MAX : (uint64_t{1} << bits) - 1;
+      std::vector<uint64_t> v;
+      for (size_t i = 0; i < items.size(); ++i) {
+        uint64_t x = 0;
+        auto ec = parse_integer(items[i], x);
+        if (ec == std::errc::invalid_argument) throw bad(i, "");
+        if (ec == std::errc::result_out_of_range || x > hi)
+          throw bad(i, " (" + type + " holds 0 to " + std::to_string(hi) + ")");
+        v.push_back(x);
+      }
+      return Value::tensor(astype(Array(v, shape), *dtype));
+    }
+    case DtypeKind::Float: {
+      std::vector<double> v;
+      for (size_t i = 0; i < items.size(); ++i) {
+        const std::string& s = items[i];
+        char* end = nullptr;
+        double x = s.empty() || std::isspace(static_cast<unsigned char>(s[0])) ? 0.0 : std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size()) throw bad(i, "");
+        v.push_back(x);
+      }
+      Array a = astype(Array(v, shape), *dtype);
+      // A finite value that rounds to infinity is out of the type's range, not a value of it.
+      std::vector<double> back = a.to_vector<double>();
+      for (size_t i = 0; i < v.size(); ++i)
+        if (std::isfinite(v[i]) && !std::isfinite(back[i])) throw bad(i, " (out of its range)");
+      return Value::tensor(a);
+    }
+  }
+  return Value();
+}
+
 /// The leading values of an array, compactly: "[0.1234, -1.5, 3, ...]".
 std::string leading_values(const Array& a, size_t count) {
   if (a.size() == 0) return "[]";
@@ -469,6 +695,157 @@ std::string ms_text(double ms) {
   return buf;
 }
 
+/// The median of `times` (not empty).
+double median_of(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  size_t n = times.size();
+  return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+}
+
+/// One element of a flat array as text, for a mismatch message: "0.1234567 (bits 0x3dfcd6e9)".
+std::string element_text(const Array& flat, size_t i) {
+  char buf[96];
+  switch (kind_of(flat.dtype())) {
+    case DtypeKind::Float: {
+      double v = flat.to_vector<double>()[i];
+      uint64_t bits = 0;
+      const auto* p = static_cast<const unsigned char*>(flat.data()) + i * flat.itemsize();
+      std::memcpy(&bits, p, flat.itemsize());  // little-endian: the low bytes hold the element
+      std::snprintf(buf, sizeof buf, "%.9g (bits 0x%llx)", v, static_cast<unsigned long long>(bits));
+      return buf;
+    }
+    case DtypeKind::SignedInt: return std::to_string(flat.to_vector<int64_t>()[i]);
+    case DtypeKind::UnsignedInt: return std::to_string(flat.to_vector<uint64_t>()[i]);
+    case DtypeKind::Bool: return flat.to_vector<bool>()[i] ? "true" : "false";
+  }
+  return "?";
+}
+
+/// The first difference between an eager and a compiled value, bit for bit (NaNs compare by
+/// their bits), or "" when they are equal. Walks sequences, optionals and maps with a worklist.
+std::string first_difference(const Value& eager, const Value& compiled) {
+  std::vector<std::tuple<std::string, const Value*, const Value*>> work{{"", &eager, &compiled}};
+  while (!work.empty()) {
+    auto [where, a, b] = work.back();
+    work.pop_back();
+    const std::string at = where.empty() ? "" : where + ": ";
+    if (a->kind() != b->kind() || a->describe() != b->describe())
+      return at + "eager gives " + a->describe() + ", compiled gives " + b->describe();
+    switch (a->kind()) {
+      case Value::Kind::None: break;
+      case Value::Kind::Tensor: {
+        Array x = copy(a->array());
+        Array y = copy(b->array());
+        if (x.dtype() != y.dtype() || x.shape() != y.shape())
+          return at + "eager gives " + array_text(x) + ", compiled gives " + array_text(y);
+        if (x.size() == 0 || std::memcmp(x.data(), y.data(), x.nbytes()) == 0) break;
+        const auto* px = static_cast<const unsigned char*>(x.data());
+        const auto* py = static_cast<const unsigned char*>(y.data());
+        size_t item = x.itemsize(), i = 0, differing = 0;
+        for (size_t k = 0; k < static_cast<size_t>(x.size()); ++k) {
+          if (std::memcmp(px + k * item, py + k * item, item) == 0) continue;
+          if (differing++ == 0) i = k;
+        }
+        return at + std::to_string(differing) + " of " + std::to_string(x.size()) +
+               " elements differ; first at flat index " + std::to_string(i) + ": eager " + element_text(x, i) +
+               ", compiled " + element_text(y, i);
+      }
+      case Value::Kind::Strings: {
+        const auto& da = a->string_tensor().data;
+        const auto& db = b->string_tensor().data;
+        for (size_t i = 0; i < da.size(); ++i)
+          if (da[i] != db[i])
+            return at + "string " + std::to_string(i) + ": eager \"" + da[i] + "\", compiled \"" + db[i] + "\"";
+        break;
+      }
+      case Value::Kind::Sequence:
+        if (a->items().size() != b->items().size())
+          return at + "eager gives " + std::to_string(a->items().size()) + " items, compiled " +
+                 std::to_string(b->items().size());
+        for (size_t i = 0; i < a->items().size(); ++i)
+          work.emplace_back(where + "[" + std::to_string(i) + "]", &a->items()[i], &b->items()[i]);
+        break;
+      case Value::Kind::Optional:
+        if (a->content().has_value() != b->content().has_value())
+          return at + (a->content() ? "eager gives a value, compiled gives none"
+                                    : "eager gives none, compiled gives a value");
+        if (a->content()) work.emplace_back(where + "(content)", &*a->content(), &*b->content());
+        break;
+      case Value::Kind::Map:
+        if (a->map_int_keys() != b->map_int_keys() || a->map_string_keys() != b->map_string_keys())
+          return at + "the map keys differ";
+        work.emplace_back(where + "(values)", &a->map_values(), &b->map_values());
+        break;
+    }
+  }
+  return "";
+}
+
+/// What --compile measured.
+struct CompileReport {
+  onnx::Overlay overlay;         // the first call's path
+  onnx::CompiledModelStats stats;  // after every call
+  double first_ms = 0;           // the first compiled call, compiling included
+  std::vector<double> times;     // the --repeat calls
+  double trace_ms = 0;
+  double build_ms = 0;
+  uint64_t traces = 0;
+  std::vector<std::string> mismatches;  // "output 'y': ..."
+};
+
+/// Whether an overlay segment is a break node run eagerly: its reason is why it could not be
+/// traced, where other segments' reasons name what ends them ("break: ...", "end of graph ...").
+bool is_break_node(const onnx::OverlaySegment& s) {
+  return !s.compiled && s.reason.rfind("break: ", 0) != 0 && s.reason.rfind("end of graph", 0) != 0;
+}
+
+/// "positions 2-9  Add 'a' .. Mul 'b' (8 nodes)" or "position 1  NonZero 'nz' (break)".
+std::string segment_span(const onnx::OverlaySegment& s) {
+  size_t nodes = s.stop - s.start;
+  if (nodes == 1)
+    return "position " + std::to_string(s.start) + "  " + s.start_node + (is_break_node(s) ? " (break)" : "");
+  return "positions " + std::to_string(s.start) + "-" + std::to_string(s.stop - 1) + "  " + s.start_node + " .. " +
+         s.stop_node + " (" + std::to_string(nodes) + " nodes)";
+}
+
+/// A list for one line: the first `shown` items joined by ", ", then "... (N in all)".
+std::string list_text(const std::vector<std::string>& items, size_t shown) {
+  std::string s;
+  for (size_t i = 0; i < items.size() && i < shown; ++i) s += (i ? ", " : "") + items[i];
+  if (items.size() > shown) s += ", ... (" + std::to_string(items.size()) + " in all)";
+  return s;
+}
+
+void print_segments(const CompileReport& c) {
+  const auto& segs = c.overlay.segments;
+  size_t compiled = 0;
+  for (const auto& s : segs) compiled += s.compiled ? 1 : 0;
+  std::printf("segments %zu (%zu compiled, %zu eager)\n", segs.size(), compiled, segs.size() - compiled);
+  for (size_t k = 0; k < segs.size(); ++k) {
+    const auto& s = segs[k];
+    std::printf("  %-2zu %-9s %s\n", k, s.compiled ? "compiled" : "eager", segment_span(s).c_str());
+    if (!s.reason.empty()) std::printf("     reason   %s\n", s.reason.c_str());
+    if (!s.host_values.empty()) std::printf("     host     %s\n", list_text(s.host_values, 8).c_str());
+    if (!s.fused.empty()) std::printf("     fused    %s\n", list_text(s.fused, 4).c_str());
+  }
+  if (!c.overlay.host_folded.empty())
+    std::printf("folded   %zu nodes known at trace time: %s\n", c.overlay.host_folded.size(),
+                list_text(c.overlay.host_folded, 4).c_str());
+}
+
+void json_strings(std::ostream& f, const std::vector<std::string>& items) {
+  f << "[";
+  for (size_t i = 0; i < items.size(); ++i) f << (i ? ", " : "") << "\"" << json_escape(items[i]) << "\"";
+  f << "]";
+}
+
+/// The calls after which compiling pays off (compile cost / per-call saving), or nullopt when
+/// compiled calls are not faster.
+std::optional<int64_t> pays_off_after(double compile_ms, double eager_ms, double compiled_ms) {
+  if (!(compiled_ms < eager_ms)) return std::nullopt;
+  return static_cast<int64_t>(std::ceil(compile_ms / (eager_ms - compiled_ms)));
+}
+
 #endif  // SMELT_ONNX
 
 }  // namespace
@@ -496,37 +873,63 @@ int run_model(const std::vector<std::string>& args) {
       for (const auto& d : *in.type.shape)
         if (d.value < 0 && !d.param.empty()) declared_symbols.insert(d.param);
 
-  // Every --input names a graph input.
+  // Every --input and --static names a graph input.
+  auto input_names = [&] {
+    std::string names;
+    for (const auto& in : g.inputs)
+      if (!initializer_names.count(in.name)) names += (names.empty() ? "" : ", ") + in.name;
+    return names;
+  };
+  auto is_input = [&](const std::string& name) {
+    return std::any_of(g.inputs.begin(), g.inputs.end(), [&](const onnx::ValueInfo& in) { return in.name == name; });
+  };
   std::map<std::string, const InputSpec*> specs;
   for (const auto& spec : o.inputs) {
-    bool known = false;
-    for (const auto& in : g.inputs) known = known || in.name == spec.name;
-    if (!known) {
-      std::string names;
-      for (const auto& in : g.inputs)
-        if (!initializer_names.count(in.name)) names += (names.empty() ? "" : ", ") + in.name;
-      throw InvalidArgument("unknown input '" + spec.name + "' (the model's inputs are: " + names + ")");
-    }
+    if (!is_input(spec.name))
+      throw InvalidArgument("unknown input '" + spec.name + "' (the model's inputs are: " + input_names() + ")");
     specs[spec.name] = &spec;
+  }
+  std::map<std::string, const StaticSpec*> static_specs;
+  for (const auto& spec : o.statics) {
+    if (!is_input(spec.name))
+      throw InvalidArgument("--static " + spec.name + ": unknown input '" + spec.name +
+                            "' (the model's inputs are: " + input_names() + ")");
+    static_specs[spec.name] = &spec;
   }
   DimTable dims(o.dims);
   for (const auto& sym : dims.unused(declared_symbols))
     throw InvalidArgument("--dim " + sym + ": no input of the model has a dim named '" + sym + "'");
 
-  // Files first, so that their sizes bind the symbols that random inputs then share.
+  // Files first, so that their sizes bind the symbols that static values and random inputs then share.
   std::vector<BoundInput> bound(g.inputs.size());
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const auto& in = g.inputs[i];
     bound[i].name = in.name;
-    auto it = specs.find(in.name);
-    if (it == specs.end() || it->second->file.empty()) continue;
-    bound[i].value = input_from_file(in, it->second->file, dims);
-    bound[i].source = "file " + it->second->file;
+    if (auto it = specs.find(in.name); it != specs.end() && !it->second->file.empty()) {
+      bound[i].value = input_from_file(in, it->second->file, dims);
+      bound[i].source = "file " + it->second->file;
+    }
+    if (auto it = static_specs.find(in.name); it != static_specs.end() && !it->second->file.empty()) {
+      bound[i].value = input_from_file(in, it->second->file, dims);
+      bound[i].source = "static, file " + it->second->file;
+    }
+  }
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    auto it = static_specs.find(g.inputs[i].name);
+    if (it == static_specs.end() || !it->second->file.empty()) continue;
+    bound[i].value = static_from_values(g.inputs[i], it->second->values, dims, bound[i].notes);
+    bound[i].source = "static " + output_values(bound[i].value);
   }
   Array keys = random::split(random::key(o.seed), static_cast<int>(std::max<size_t>(g.inputs.size(), 1)));
   std::map<std::string, Value> feed;
+  std::map<std::string, Value> statics;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const auto& in = g.inputs[i];
+    if (static_specs.count(in.name)) {
+      statics[in.name] = bound[i].value;
+      feed[in.name] = bound[i].value;
+      continue;
+    }
     auto it = specs.find(in.name);
     if (it != specs.end() && !it->second->file.empty()) {
       feed[in.name] = bound[i].value;
@@ -538,6 +941,7 @@ int run_model(const std::vector<std::string>& args) {
       bound[i].source = "omitted (optional)";
       continue;
     }
+    // Each input keeps its own key (by position), so making one input static leaves the others' values.
     Array key = reshape(slice(keys, {static_cast<int64_t>(i), 0}, {static_cast<int64_t>(i) + 1, 2}), {2});
     std::optional<std::vector<int64_t>> shape = it != specs.end() ? it->second->shape : std::nullopt;
     bound[i].value = random_value(in, shape, dims, key, bound[i]);
@@ -565,11 +969,48 @@ int run_model(const std::vector<std::string>& args) {
   auto t_first = std::chrono::steady_clock::now();
   std::map<std::string, Value> outputs = onnx::run_named(model, feed);
   double first_ms = ms_since(t_first);
+
+  // --compile: the first compiled call compiles (no example inputs), on the inputs the eager run had.
+  std::optional<onnx::CompiledModel> compiled;
+  std::map<std::string, Value> dynamic_feed;
+  CompileReport report;
+  if (o.compile) {
+    onnx::CompileModelOptions co;
+    co.static_inputs = statics;
+    if (o.eager_below) co.eager_below = *o.eager_below;
+    for (const auto& [name, v] : feed)
+      if (!statics.count(name)) dynamic_feed[name] = v;
+    auto t0 = std::chrono::steady_clock::now();
+    compiled = onnx::compile(model, {}, co);
+    std::map<std::string, Value> compiled_outputs = compiled->run_named(dynamic_feed);
+    report.first_ms = ms_since(t0);
+    report.overlay = compiled->overlay();
+    for (const auto& out : g.outputs) {
+      std::string diff = first_difference(outputs.at(out.name), compiled_outputs.at(out.name));
+      if (!diff.empty()) report.mismatches.push_back("output '" + out.name + "': " + diff);
+    }
+  }
+
+  // Eager and compiled calls alternate, so that drift (clock, caches, other load) hits both alike.
   std::vector<double> times;
   for (int r = 0; r < o.repeat; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     auto again = onnx::run_named(model, feed);
     times.push_back(ms_since(t0));
+    if (compiled) {
+      auto t1 = std::chrono::steady_clock::now();
+      auto again_compiled = compiled->run_named(dynamic_feed);
+      report.times.push_back(ms_since(t1));
+    }
+  }
+  if (compiled) {
+    report.stats = compiled->stats();
+    for (const auto& seg : report.stats.segments) {
+      report.trace_ms += seg.trace_ms;
+      report.build_ms += seg.build_ms;
+      report.traces += seg.traces;
+    }
+    print_segments(report);
   }
 
   std::printf("outputs\n");
@@ -577,17 +1018,57 @@ int run_model(const std::vector<std::string>& args) {
     const Value& v = outputs.at(out.name);
     std::printf("  %-20s %-22s %s\n", out.name.c_str(), describe_output(v).c_str(), output_values(v).c_str());
   }
-  std::printf("time     first run %s", ms_text(first_ms).c_str());
+  if (compiled) {
+    if (report.mismatches.empty()) {
+      std::printf("check    compiled outputs equal eager outputs bit for bit (%zu output%s)\n", g.outputs.size(),
+                  g.outputs.size() == 1 ? "" : "s");
+    } else {
+      std::printf("check    compiled outputs DIFFER from eager outputs (%zu of %zu; see stderr)\n",
+                  report.mismatches.size(), g.outputs.size());
+      for (const auto& m : report.mismatches)
+        std::fprintf(stderr, "smelt run: warning: compiled %s\n", m.c_str());
+    }
+  }
   double median = 0, min = 0;
   if (!times.empty()) {
-    std::vector<double> sorted = times;
-    std::sort(sorted.begin(), sorted.end());
-    size_t n = sorted.size();
-    median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-    min = sorted[0];
-    std::printf("; %zu more runs: median %s, min %s", n, ms_text(median).c_str(), ms_text(min).c_str());
+    median = median_of(times);
+    min = *std::min_element(times.begin(), times.end());
   }
-  std::printf("\n");
+  if (!compiled) {
+    std::printf("time     first run %s", ms_text(first_ms).c_str());
+    if (!times.empty())
+      std::printf("; %zu more runs: median %s, min %s", times.size(), ms_text(median).c_str(), ms_text(min).c_str());
+    std::printf("\n");
+  }
+  double compiled_median = 0, compiled_min = 0;
+  std::optional<int64_t> payoff;
+  if (compiled) {
+    const double compile_ms = report.stats.compile_ms;
+    std::printf("compile  %s (trace %s + build %s; %llu trace%s)\n", ms_text(compile_ms).c_str(),
+                ms_text(report.trace_ms).c_str(), ms_text(report.build_ms).c_str(),
+                static_cast<unsigned long long>(report.traces), report.traces == 1 ? "" : "s");
+    std::printf("time     eager    first run %s", ms_text(first_ms).c_str());
+    if (!times.empty())
+      std::printf("; %zu more: median %s, min %s", times.size(), ms_text(median).c_str(), ms_text(min).c_str());
+    std::printf("\n         compiled first call %s (compiling included)", ms_text(report.first_ms).c_str());
+    if (!report.times.empty()) {
+      compiled_median = median_of(report.times);
+      compiled_min = *std::min_element(report.times.begin(), report.times.end());
+      std::printf("; %zu more: median %s, min %s", report.times.size(), ms_text(compiled_median).c_str(),
+                  ms_text(compiled_min).c_str());
+    }
+    std::printf("\n");
+    if (!report.times.empty()) {
+      payoff = pays_off_after(compile_ms, median, compiled_median);
+      if (payoff)
+        std::printf("payoff   after %lld calls: compile %s / (eager %s - compiled %s per call, medians)\n",
+                    static_cast<long long>(*payoff), ms_text(compile_ms).c_str(), ms_text(median).c_str(),
+                    ms_text(compiled_median).c_str());
+      else
+        std::printf("payoff   never: compiled %s per call is not faster than eager %s (medians)\n",
+                    ms_text(compiled_median).c_str(), ms_text(median).c_str());
+    }
+  }
 
   if (!o.output_dir.empty()) {
     std::error_code ec;
@@ -632,10 +1113,43 @@ int run_model(const std::vector<std::string>& args) {
     }
     f << "\n  },\n  \"first_ms\": " << first_ms << ",\n  \"runs_ms\": [";
     for (size_t i = 0; i < times.size(); ++i) f << (i ? ", " : "") << times[i];
-    f << "],\n  \"median_ms\": " << median << ",\n  \"min_ms\": " << min << "\n}\n";
+    f << "],\n  \"median_ms\": " << median << ",\n  \"min_ms\": " << min;
+    if (compiled) {
+      // The eager figures above; the compiled ones here (medians and pays_off_after only with --repeat).
+      f << ",\n  \"compile\": {\n    \"static_inputs\": [";
+      first = true;
+      for (const auto& [name, v] : statics) {
+        f << (first ? "" : ", ") << "\"" << json_escape(name) << "\"";
+        first = false;
+      }
+      f << "],\n    \"segments\": [";
+      for (size_t k = 0; k < report.overlay.segments.size(); ++k) {
+        const auto& s = report.overlay.segments[k];
+        f << (k ? ",\n" : "\n") << "      {\"start\": " << s.start << ", \"stop\": " << s.stop << ", \"start_node\": \""
+          << json_escape(s.start_node) << "\", \"stop_node\": \"" << json_escape(s.stop_node)
+          << "\", \"compiled\": " << (s.compiled ? "true" : "false") << ", \"reason\": \"" << json_escape(s.reason)
+          << "\", \"host_values\": ";
+        json_strings(f, s.host_values);
+        f << ", \"fused\": ";
+        json_strings(f, s.fused);
+        f << "}";
+      }
+      f << (report.overlay.segments.empty() ? "" : "\n    ") << "],\n    \"host_folded\": ";
+      json_strings(f, report.overlay.host_folded);
+      f << ",\n    \"compile_ms\": " << report.stats.compile_ms << ",\n    \"trace_ms\": " << report.trace_ms
+        << ",\n    \"build_ms\": " << report.build_ms << ",\n    \"traces\": " << report.traces
+        << ",\n    \"first_call_ms\": " << report.first_ms << ",\n    \"runs_ms\": [";
+      for (size_t i = 0; i < report.times.size(); ++i) f << (i ? ", " : "") << report.times[i];
+      f << "],\n    \"median_ms\": " << compiled_median << ",\n    \"min_ms\": " << compiled_min
+        << ",\n    \"pays_off_after\": ";
+      if (payoff) f << *payoff;
+      else f << "null";
+      f << ",\n    \"bit_equal\": " << (report.mismatches.empty() ? "true" : "false") << "\n  }";
+    }
+    f << "\n}\n";
     if (!f) throw InvalidArgument("cannot write '" + o.json + "'");
   }
-  return 0;
+  return report.mismatches.empty() ? 0 : 1;
 #endif
 }
 

@@ -1,6 +1,7 @@
 // Devices: the CPU and CUDA GPUs, and the process-wide default device.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace smelt {
@@ -17,11 +18,18 @@ struct Device {
   std::string str() const;
 };
 
-/// CUDA when the build has CUDA and a GPU is present at run time, else the CPU.
+/// The device of arrays made without inputs (zeros, arange, ...). The CPU unless
+/// SMELT_DEFAULT_DEVICE=cuda (or auto) and a GPU is present: CUDA becomes the default once every
+/// primitive has a CUDA kernel (docs/cuda.md).
 Device default_device();
 /// Changes the default device for arrays created afterwards.
 void set_default_device(Device device);
 /// True when this build includes the CUDA backend and a GPU is visible.
 bool cuda_available();
+/// Number of visible GPUs (0 without the CUDA backend, a driver or a GPU).
+int cuda_device_count();
+/// Waits until every kernel and copy queued on `device` has finished (a no-op for the CPU,
+/// whose kernels run inside eval). For timing; reads of device arrays wait by themselves.
+void synchronize(Device device);
 
 }  // namespace smelt

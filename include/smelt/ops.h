@@ -126,6 +126,11 @@ Array clip(const Array& a, const std::optional<Array>& lo, const std::optional<A
 Array astype(const Array& a, Dtype dtype);
 /// A contiguous copy.
 Array copy(const Array& a);
+/// `a` on `device`: `a` itself when it is already there, else a contiguous copy made there when
+/// evaluated (host<->GPU transfers). Ops combine host arrays with arrays of any device, so
+/// moving the inputs of a computation is enough. Raises DeviceError for a device this build or
+/// machine does not have.
+Array to_device(const Array& a, Device device);
 
 // Operators. A C++ scalar operand is weakly typed: it takes the array's dtype when its kind
 // (bool < integer < float) is not above the array's, else float32 / int32.

@@ -1,12 +1,33 @@
 // Fused kernels: building them for a device, and their identity as primitive parameters.
 #include "src/codegen/fused_kernel.h"
 
+#include <cstdio>
+#include <functional>
+#include <string>
+
 #include "smelt/errors.h"
+#include "src/codegen/cuda_emitter.h"
 #include "src/codegen/kernel_builder.h"
 
 namespace smelt::codegen {
 
 std::shared_ptr<const FusedKernel> make_fused_kernel(FusedProgram program, Device device) {
+#if SMELT_HAS_CUDA
+  if (device.type == Device::Type::Cuda) {
+    // The GPU kernel is built by NVRTC on first use (src/backend/cuda/fused.cpp), per layout.
+    const size_t nargs = program.input_dtypes.size() + program.outputs.size();
+    if (nargs > static_cast<size_t>(kCudaFusedMaxArgs))
+      throw UnsupportedError("fuse: a fused CUDA kernel takes at most " + std::to_string(kCudaFusedMaxArgs) +
+                             " inputs and outputs; this group has " + std::to_string(nargs));
+    auto k = std::make_shared<FusedKernel>();
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>()(emit_cuda_kernel(program, "strided")));
+    k->program = std::move(program);
+    k->device = device;
+    k->hash = std::string("cuda-") + hex;
+    return k;
+  }
+#endif
   if (device.type != Device::Type::Cpu)
     throw UnsupportedError("fuse: no fused-kernel code generator for " + device.str() + " yet");
   auto k = std::make_shared<FusedKernel>();

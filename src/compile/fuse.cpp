@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "smelt/errors.h"
+#include "smelt/ops.h"
 #include "smelt/telemetry.h"
 #include "src/codegen/fused_kernel.h"
 #include "src/codegen/kernel_builder.h"
@@ -150,7 +151,10 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
         codegen::Instr k{};
         k.kind = codegen::InstrKind::Constant;
         k.dtype = tape.values[value].dtype;
-        k.value = Scalar::load(c->second->data(), k.dtype);
+        // A captured scalar may live on the GPU: its value is read through the host.
+        Array host = c->second->device().type == Device::Type::Cpu ? *c->second : to_device(*c->second, Device::cpu());
+        host.eval();
+        k.value = Scalar::load(host.data(), k.dtype);
         prog.instrs.push_back(k);
         int idx = static_cast<int>(prog.instrs.size()) - 1;
         instr_of[value] = idx;

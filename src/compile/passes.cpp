@@ -6,6 +6,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "smelt/ops.h"
 #include "src/compile/fuse.h"
 #include "src/core/node.h"
 
@@ -107,8 +108,11 @@ void merge_scalar_constants(Tape& tape) {
   std::vector<std::pair<int, Array>> kept;
   for (auto& [id, a] : tape.constants) {
     if (a.ndim() == 0) {
-      Array c = a;
+      // A constant on the GPU is compared through a host copy of its one element.
+      Array c = a.device().type == Device::Type::Cpu ? a : to_device(a, Device::cpu());
+      c.eval();
       std::string key(1, static_cast<char>(c.dtype()));
+      key.append(a.device().str());
       key.append(static_cast<const char*>(c.data()), c.itemsize());
       auto [it, inserted] = seen.emplace(key, id);
       if (!inserted) {

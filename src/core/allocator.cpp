@@ -6,6 +6,10 @@
 
 #include "smelt/errors.h"
 
+#if SMELT_HAS_CUDA
+#include "src/backend/cuda/cuda.h"
+#endif
+
 namespace smelt {
 
 Buffer::~Buffer() {
@@ -114,6 +118,9 @@ CpuAllocator& cpu_allocator() {
 
 Allocator& allocator_for(Device device) {
   if (device.type == Device::Type::Cpu) return cpu_allocator();
+#if SMELT_HAS_CUDA
+  return cuda::allocator(device);
+#endif
   throw UnsupportedError("allocate: device " + device.str() + " is not available in this build");
 }
 

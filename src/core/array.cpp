@@ -257,8 +257,8 @@ void Array::copy_converted(void* out, Dtype out_dtype, int64_t count, const char
   // A traced array: fail on it, so the error names its operation rather than the copy below.
   if (node_->tracer) eval();
   Array converted = copy(astype(*this, out_dtype));
-  if (converted.device().type != Device::Type::Cpu)
-    throw UnsupportedError(std::string(what) + ": arrays on " + device().str() + " are not readable yet");
+  // Device arrays convert there, then come to the host.
+  if (converted.device().type != Device::Type::Cpu) converted = to_device(converted, Device::cpu());
   converted.eval();
   if (count) std::memcpy(out, converted.data(), static_cast<size_t>(count) * size_of(out_dtype));
 }
@@ -297,10 +297,10 @@ std::string format_element(T v) {
 
 std::string Array::to_string() const {
   check_valid(node_, "to_string");
-  Array c = *this;
+  Array c = node_->device.type == Device::Type::Cpu ? *this : to_device(*this, Device::cpu());
   c.eval();
   if (!c.is_contiguous()) {
-    c = copy(*this);
+    c = copy(c);
     c.eval();
   }
   const Dtype dt = dtype();

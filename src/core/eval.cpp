@@ -7,6 +7,10 @@
 #include "src/backend/backend.h"
 #include "src/core/node.h"
 
+#if SMELT_HAS_CUDA
+#include "src/backend/cuda/cuda.h"
+#endif
+
 namespace smelt {
 
 namespace {
@@ -49,7 +53,16 @@ void run_node(Node* n) {
     // would defeat buffer donation, which looks at use counts.
     outputs.emplace_back(std::shared_ptr<Node>(std::shared_ptr<Node>{}, n));
   }
-  backend_for(n->device).eval(n->prim, n->inputs, outputs);
+  if (n->prim.kind == PrimKind::Copy && !(n->inputs[0].device() == n->device)) {
+    // to_device: a Copy whose input lives elsewhere is a transfer between devices.
+#if SMELT_HAS_CUDA
+    cuda::transfer(n->inputs[0], outputs[0]);
+#else
+    throw UnsupportedError("to_device: no device other than the CPU in this build");
+#endif
+  } else {
+    backend_for(n->device).eval(n->prim, n->inputs, outputs);
+  }
   for (auto& o : outputs) {
     Node& on = o.node();
     SMELT_ASSERT(on.buffer != nullptr, "eval: " + n->prim.str() + " produced no buffer");

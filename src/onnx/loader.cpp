@@ -24,6 +24,8 @@ namespace {
 // The IR versions smelt reads: 3 introduced opset imports; 13 is the newest the node suite uses.
 constexpr int64_t kMinIrVersion = 3;
 constexpr int64_t kMaxIrVersion = 13;
+// The largest dense tensor a sparse one may expand to (1 GiB).
+constexpr int64_t kMaxSparseDenseBytes = int64_t{1} << 30;
 
 std::string shape_text(const Shape& s) {
   std::string t = "[";
@@ -106,6 +108,10 @@ std::string Loader::external_bytes(const pb::TensorProto& t, const std::string& 
     throw OnnxError(what + ": external data location '" + location +
                     "' must be a relative path inside the model's folder");
   std::filesystem::path full = std::filesystem::path(base_dir_) / rel;
+  std::error_code ec;
+  // A folder opens as a stream on Linux and reports a nonsense size: only regular files count.
+  if (std::filesystem::exists(full, ec) && !std::filesystem::is_regular_file(full, ec))
+    throw OnnxError(what + ": external data location '" + location + "' is not a regular file");
   std::ifstream f(full, std::ios::binary);
   if (!f) throw OnnxError(what + ": external data file '" + location + "' not found in '" + base_dir_ + "'");
   f.seekg(0, std::ios::end);
@@ -159,6 +165,29 @@ Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const
   Dtype sd = *storage_dtype(et);
   const int bits = bits_of(et);
   const size_t item = size_of(sd);
+  const int64_t packed_count = bits >= 8 ? n : (n * bits + 7) / 8;
+  // The sizes are checked before anything is allocated: the buffer is then bounded by the
+  // input's size, whatever the dims claim.
+  if (raw) {
+    int64_t need = bits >= 8 ? n * static_cast<int64_t>(item) : packed_count;
+    if (static_cast<int64_t>(raw->size()) != need)
+      throw OnnxError(what + ": raw data has " + std::to_string(raw->size()) + " bytes; " + type_desc +
+                      " needs " + std::to_string(need));
+  } else {
+    int count = 0;
+    const char* field = "int32_data";
+    switch (et) {
+      case ElemType::Float: count = t.float_data_size(); field = "float_data"; break;
+      case ElemType::Double: count = t.double_data_size(); field = "double_data"; break;
+      case ElemType::Int64: count = t.int64_data_size(); field = "int64_data"; break;
+      case ElemType::UInt32:
+      case ElemType::UInt64: count = t.uint64_data_size(); field = "uint64_data"; break;
+      default: count = t.int32_data_size(); break;
+    }
+    if (count != packed_count)
+      throw OnnxError(what + ": " + std::to_string(count) + " values in " + field + "; " + type_desc +
+                      " needs " + std::to_string(packed_count));
+  }
   std::vector<uint8_t> buf(static_cast<size_t>(n) * item);
   // Sub-byte types come packed, lowest bits first; smelt holds one (sign-extended) element a byte.
   auto unpack = [&](auto byte_at) {
@@ -171,49 +200,33 @@ Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const
       buf[static_cast<size_t>(i)] = static_cast<uint8_t>(v);
     }
   };
-  const int64_t packed_count = bits >= 8 ? n : (n * bits + 7) / 8;
   if (raw) {
-    int64_t need = bits >= 8 ? n * static_cast<int64_t>(item) : packed_count;
-    if (static_cast<int64_t>(raw->size()) != need)
-      throw OnnxError(what + ": raw data has " + std::to_string(raw->size()) + " bytes; " + type_desc +
-                      " needs " + std::to_string(need));
     if (bits >= 8) {
       if (!buf.empty()) std::memcpy(buf.data(), raw->data(), buf.size());
     } else {
       unpack([&](int64_t i) { return static_cast<uint8_t>((*raw)[static_cast<size_t>(i)]); });
     }
   } else {
-    auto check_count = [&](int count, const char* field) {
-      if (count != packed_count)
-        throw OnnxError(what + ": " + std::to_string(count) + " values in " + field + "; " + type_desc +
-                        " needs " + std::to_string(packed_count));
-    };
     auto store = [&](auto value, int64_t i) { std::memcpy(buf.data() + i * item, &value, item); };
     switch (et) {
       case ElemType::Float:
-        check_count(t.float_data_size(), "float_data");
         for (int64_t i = 0; i < n; ++i) store(t.float_data(static_cast<int>(i)), i);
         break;
       case ElemType::Double:
-        check_count(t.double_data_size(), "double_data");
         for (int64_t i = 0; i < n; ++i) store(t.double_data(static_cast<int>(i)), i);
         break;
       case ElemType::Int64:
-        check_count(t.int64_data_size(), "int64_data");
         for (int64_t i = 0; i < n; ++i) store(static_cast<int64_t>(t.int64_data(static_cast<int>(i))), i);
         break;
       case ElemType::UInt32:
-        check_count(t.uint64_data_size(), "uint64_data");
         for (int64_t i = 0; i < n; ++i) store(static_cast<uint32_t>(t.uint64_data(static_cast<int>(i))), i);
         break;
       case ElemType::UInt64:
-        check_count(t.uint64_data_size(), "uint64_data");
         for (int64_t i = 0; i < n; ++i) store(static_cast<uint64_t>(t.uint64_data(static_cast<int>(i))), i);
         break;
       default: {
         // Everything else travels in int32_data: one element per entry (16-bit floats and
         // float8 as their bits), or one packed byte per entry for the sub-byte types.
-        check_count(t.int32_data_size(), "int32_data");
         if (bits < 8) {
           unpack([&](int64_t i) { return static_cast<uint8_t>(t.int32_data(static_cast<int>(i))); });
           break;
@@ -243,11 +256,25 @@ Value Loader::sparse_tensor(const pb::SparseTensorProto& s, const std::string& w
   if (!indices.is_tensor() || indices.elem_type() != ElemType::Int64)
     throw OnnxError(what + ": sparse indices must be int64, got " + indices.describe());
   int64_t nnz = values.shape()[0];
+  // The dense form is limited to kMaxSparseDenseBytes: unlike a dense tensor's, its size is not
+  // bounded by the file's, so a few bytes of dims could otherwise ask for any amount of memory.
   int64_t total = 1;
-  for (auto d : dims) {
+  for (auto d : dims)
     if (d < 0) throw OnnxError(what + ": negative dimension in sparse shape " + shape_text(dims));
+  for (auto d : dims) {
+    if (d == 0) {
+      total = 0;
+      break;
+    }
+    if (total > kMaxSparseDenseBytes / d) {
+      total = -1;
+      break;
+    }
     total *= d;
   }
+  if (total < 0 || total * static_cast<int64_t>(values.array().itemsize()) > kMaxSparseDenseBytes)
+    throw OnnxError(what + ": the dense form of sparse shape " + shape_text(dims) + " is larger than " +
+                    std::to_string(kMaxSparseDenseBytes >> 20) + " MiB");
   auto idx = indices.array().to_vector<int64_t>();
   const Shape& ishape = indices.shape();
   bool linear = ishape.size() == 1;

@@ -160,6 +160,8 @@ const OpRegistry& OpRegistry::global() {
     register_resize_ops(r);
     register_attention_ops(r);
     register_control_ops(r);
+    register_ml_ops(r);
+    register_signal_ops(r);
     return r;
   }();
   return registry;

@@ -107,6 +107,8 @@ void register_string_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_attention_ops(OpRegistry& r);
 void register_control_ops(OpRegistry& r);
+void register_ml_ops(OpRegistry& r);
+void register_signal_ops(OpRegistry& r);
 
 // Helpers shared by the op families.
 /// A tensor value from an array (the element type is the dtype).

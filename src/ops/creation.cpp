@@ -19,7 +19,8 @@ void check_shape(const Shape& shape, const char* op) {
 Array full(Shape shape, Array value, Dtype dtype) {
   check_shape(shape, "full");
   check_valid(value, "full");
-  if (value.ndim() == 0 && value.is_evaluated() && !value.node().tracer) {
+  // Read on the host only: a device value's data_ptr is a device address.
+  if (value.ndim() == 0 && value.is_evaluated() && !value.node().tracer && value.device().type == Device::Type::Cpu) {
     Scalar s = Scalar::load(value.node().data_ptr(), value.dtype());
     return full_value(shape, s, dtype, default_device());
   }

@@ -70,8 +70,14 @@ Device common_device(const std::vector<Array>& arrays, const char* op) {
 }
 
 Array to_device(const Array& a, Device device) {
+  check_valid(a, "to_device");
   if (a.device() == device) return a;
-  throw UnsupportedError("to_device: moving arrays to " + device.str() + " is not available in this build");
+  if (device.type == Device::Type::Cuda && (device.index < 0 || device.index >= cuda_device_count()))
+    throw DeviceError("to_device: " + device.str() + " is not available (" +
+                      std::to_string(cuda_device_count()) + " GPUs visible; " +
+                      (cuda_available() ? "" : "no CUDA in this build or no GPU; ") + "array " + describe(a) + ")");
+  // A Copy across devices: eval runs it as a transfer.
+  return make_array(a.shape(), a.dtype(), device, make_prim(PrimKind::Copy, NoParams{}), {a});
 }
 
 Array full_value(const Shape& shape, const Scalar& value, Dtype dtype, Device device) {

@@ -3,6 +3,10 @@
 #include "src/backend/cpu/kernels.h"
 #include "smelt/errors.h"
 
+#if SMELT_HAS_CUDA
+#include "src/backend/cuda/cuda.h"
+#endif
+
 namespace smelt {
 
 namespace {
@@ -29,6 +33,9 @@ class CpuBackend final : public Backend {
 Backend& backend_for(Device device) {
   static CpuBackend cpu;
   if (device.type == Device::Type::Cpu) return cpu;
+#if SMELT_HAS_CUDA
+  return cuda::backend(device);
+#endif
   throw UnsupportedError("eval: no backend for device " + device.str() + " in this build");
 }
 

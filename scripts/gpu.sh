@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# One command for the GPU: builds smelt with CUDA, runs the GPU tests, then the GPU benchmark
+# (W1, W3 eager and the copy floor) with PyTorch in the same run. docs/cuda.md explains it.
+#
+# Needs an NVIDIA GPU with its driver, the CUDA toolkit, cmake, ninja, a C++20 compiler; for the
+# tests GoogleTest (Debian/Ubuntu libgtest-dev, or a source tree in /usr/src/googletest); for the
+# peers python3 with torch. Needs none of Debian's other -dev packages and no network: ONNX is off
+# and, without OpenBLAS's headers, the CPU GEMM is smelt's portable one.
+#
+# Environment: SMELT_GPU_BUILD (build folder, default build/gpu), OUT (reports, default
+# $SMELT_GPU_BUILD/report), SMELT_GPU_REPS (benchmark repetitions, default 50), SMELT_GPU_TESTS
+# (a regular expression picking test binaries, default all),
+# SMELT_GPU_SKIP_BENCH=1 (tests only). Exit status: non-zero when a build or a test failed.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${SMELT_GPU_BUILD:-$ROOT/build/gpu}
+OUT=${OUT:-$BUILD/report}
+REPS=${SMELT_GPU_REPS:-50}
+mkdir -p "$BUILD" "$OUT"
+# Kernels built by NVRTC are cached with the build: a second run builds none.
+export SMELT_CACHE_DIR=${SMELT_CACHE_DIR:-$BUILD/kernel-cache}
+
+say() { printf '\n== %s\n' "$*"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not found"
+
+# GoogleTest: the system's, else a source tree built in this build folder.
+GTEST_ARGS=()
+if [ ! -e /usr/include/gtest/gtest.h ] && [ -d /usr/src/googletest ]; then
+  say "building GoogleTest from /usr/src/googletest"
+  cmake -S /usr/src/googletest -B "$BUILD/googletest" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX="$BUILD/gtest-install" -DBUILD_GMOCK=OFF >/dev/null &&
+    cmake --build "$BUILD/googletest" --target install >/dev/null &&
+    GTEST_ARGS=(-DCMAKE_PREFIX_PATH="$BUILD/gtest-install")
+fi
+TESTS=ON
+if [ ! -e /usr/include/gtest/gtest.h ] && [ ${#GTEST_ARGS[@]} -eq 0 ]; then
+  echo "GoogleTest not found: building without the tests"
+  TESTS=OFF
+fi
+
+say "configure ($BUILD)"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_CUDA=ON -DSMELT_ONNX=OFF \
+  -DSMELT_TESTS=$TESTS "${GTEST_ARGS[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+grep -E "smelt:" "$OUT/configure.log"
+
+TARGETS=(smelt bench_gpu)
+if [ "$TESTS" = ON ]; then
+  mapfile -t GPU_TESTS < <(ninja -C "$BUILD" -t targets all | sed -n 's/^\(backend_cuda_[a-z_]*_test\): .*/\1/p' |
+    grep -E "${SMELT_GPU_TESTS:-.}" | sort -u)
+  TARGETS+=("${GPU_TESTS[@]}")
+fi
+say "build: ${TARGETS[*]}"
+ninja -C "$BUILD" -k 0 -j"$(nproc)" "${TARGETS[@]}" >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$OUT/build.log" | head -60; exit 1; }
+
+STATUS=0
+if [ "$TESTS" = ON ]; then
+  say "GPU tests"
+  : >"$OUT/gpu_tests.log"
+  total=0
+  failed=0
+  for t in "${GPU_TESTS[@]}"; do
+    start=$(date +%s%N)
+    if "$BUILD/tests/$t" --gtest_brief=1 >>"$OUT/gpu_tests.log" 2>&1; then result=ok; else result=FAILED; STATUS=1; fi
+    n=$("$BUILD/tests/$t" --gtest_list_tests | grep -c '^  ')
+    total=$((total + n))
+    [ $result = FAILED ] && failed=$((failed + 1))
+    printf '%-34s %3d tests  %-6s %6d ms\n' "$t" "$n" "$result" $((($(date +%s%N) - start) / 1000000))
+  done
+  echo "total: $total tests in ${#GPU_TESTS[@]} binaries, $failed binaries failed; skipped lines: $(grep -c SKIPPED "$OUT/gpu_tests.log" || true)"
+  [ $STATUS -ne 0 ] && grep -E "Failure|FAILED|error" -A6 "$OUT/gpu_tests.log" | head -80
+fi
+
+if [ "${SMELT_GPU_SKIP_BENCH:-0}" != 1 ]; then
+  say "GPU benchmark (median of $REPS)"
+  "$BUILD/bench_gpu" "$OUT/smelt_gpu.json" "$REPS" || STATUS=1
+  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    python3 "$ROOT/bench/gpu/peers_gpu.py" "$OUT/smelt_gpu.json" "$OUT/gpu_bench.json" "$REPS" "$OUT/gpu_bench.txt" || STATUS=1
+  else
+    echo "python3 with CUDA torch not found: smelt's rows only ($OUT/smelt_gpu.json)"
+  fi
+fi
+say "reports in $OUT"
+exit $STATUS

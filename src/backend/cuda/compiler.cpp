@@ -1,0 +1,184 @@
+// NVRTC builds of the CUDA kernels with an in-memory and an on-disk cache.
+//
+// Why NVRTC and not nvcc at build time: the fused kernels of the compile layer must be built at
+// run time anyway, and one compilation path for both keeps unfused and fused math identical;
+// kernels are specialized to the exact op, dtypes and layout (no template explosion in the
+// library build, which CI compiles without a GPU); and the code is SASS for the GPU that runs,
+// whatever it is. The disk cache makes the cost a one-time one per machine.
+#include "src/backend/cuda/compiler.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include "smelt/errors.h"
+#include "smelt/telemetry.h"
+#include "src/codegen/kernel_builder.h"
+
+namespace smelt::cuda {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+uint64_t fnv1a(const std::string& s, uint64_t h = 0xcbf29ce484222325ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+struct KernelCache {
+  std::mutex mutex;
+  std::unordered_map<std::string, CUfunction> by_key;  // "<device>|<key>" -> function
+};
+
+KernelCache& kernel_cache() {
+  static KernelCache* c = new KernelCache();  // never destroyed: modules stay loaded
+  return *c;
+}
+
+// Bit-exact IEEE arithmetic as on the CPU: no FMA contraction, IEEE division and square root,
+// denormals kept. Matches the CPU build's -ffp-contract=off -fno-fast-math.
+std::vector<std::string> nvrtc_options(const DeviceState& s, bool sass) {
+  const std::string cc = std::to_string(s.cc_major * 10 + s.cc_minor);
+  return {sass ? "--gpu-architecture=sm_" + cc : "--gpu-architecture=compute_" + cc,
+          "--std=c++17", "--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false",
+          "-default-device"};
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) return {};
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// Compiles `source`; returns a cubin (sass) or PTX image. Throws DeviceError with NVRTC's log.
+std::string nvrtc_compile(const DeviceState& s, const std::string& source, bool sass, const std::string& what) {
+  const NvrtcApi& n = nvrtc();
+  nvrtcProgram prog = nullptr;
+  check_nvrtc(n.nvrtcCreateProgram(&prog, source.c_str(), "smelt_kernel.cu", 0, nullptr, nullptr),
+              "nvrtcCreateProgram", what);
+  struct Destroy {
+    const NvrtcApi& n;
+    nvrtcProgram* p;
+    ~Destroy() { n.nvrtcDestroyProgram(p); }
+  } destroy{n, &prog};
+  auto opts = nvrtc_options(s, sass);
+  std::vector<const char*> argv;
+  for (auto& o : opts) argv.push_back(o.c_str());
+  nvrtcResult r = n.nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  if (r != NVRTC_SUCCESS) {
+    size_t log_size = 0;
+    n.nvrtcGetProgramLogSize(prog, &log_size);
+    std::string log(log_size, '\0');
+    if (log_size) n.nvrtcGetProgramLog(prog, log.data());
+    throw DeviceError(what + ": NVRTC could not compile the kernel: " + n.nvrtcGetErrorString(r) + "\n" + log);
+  }
+  std::string image;
+  size_t size = 0;
+  if (sass) {
+    check_nvrtc(n.nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize", what);
+    image.resize(size);
+    check_nvrtc(n.nvrtcGetCUBIN(prog, image.data()), "nvrtcGetCUBIN", what);
+  } else {
+    check_nvrtc(n.nvrtcGetPTXSize(prog, &size), "nvrtcGetPTXSize", what);
+    image.resize(size);
+    check_nvrtc(n.nvrtcGetPTX(prog, image.data()), "nvrtcGetPTX", what);
+  }
+  return image;
+}
+
+}  // namespace
+
+CUfunction get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
+                      const std::string& what) {
+  const std::string full_key = std::to_string(device) + "|" + key;
+  auto& c = kernel_cache();
+  {
+    std::lock_guard lock(c.mutex);
+    if (auto it = c.by_key.find(full_key); it != c.by_key.end()) return it->second;
+  }
+  DeviceState& s = device_state(device);
+  const DriverApi& d = *driver();
+  auto t0 = std::chrono::steady_clock::now();
+  const std::string source = std::string(device_preamble()) + body();
+  int nvrtc_major = 0, nvrtc_minor = 0;
+  nvrtc().nvrtcVersion(&nvrtc_major, &nvrtc_minor);
+  uint64_t h = fnv1a(source);
+  h = fnv1a(SMELT_VERSION, h);
+  h = fnv1a("sm_" + std::to_string(s.cc_major * 10 + s.cc_minor) + " nvrtc " + std::to_string(nvrtc_major) + "." +
+                std::to_string(nvrtc_minor),
+            h);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+
+  const fs::path dir = fs::path(codegen::kernel_cache_dir()) / "cuda";
+  const fs::path bin = dir / (std::string(hex) + ".cubin");
+  std::string image = read_file(bin);
+  const bool on_disk = !image.empty();
+  CUmodule module = nullptr;
+  if (on_disk && d.cuModuleLoadData(&module, image.data()) != CUDA_SUCCESS) module = nullptr;  // damaged: rebuild
+  if (!module) {
+    bool sass = true;
+    try {
+      image = nvrtc_compile(s, source, true, what);
+    } catch (const DeviceError&) {
+      // An NVRTC older than the GPU cannot emit its SASS: PTX for the driver to finish.
+      sass = false;
+      image = nvrtc_compile(s, source, false, what);
+    }
+    check(d.cuModuleLoadData(&module, image.data()), "cuModuleLoadData", what);
+    if (sass) {  // best effort: a read-only or full disk only costs a rebuild next time
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      const std::string tag = "." + std::to_string(::getpid()) + ".tmp";
+      {
+        std::ofstream f(dir / (std::string(hex) + ".cu"));
+        f << source;
+      }
+      {
+        std::ofstream f(bin.string() + tag, std::ios::binary);
+        f.write(image.data(), static_cast<std::streamsize>(image.size()));
+      }
+      fs::rename(bin.string() + tag, bin, ec);  // atomic: readers never see half a file
+    }
+  }
+  CUfunction fn = nullptr;
+  check(d.cuModuleGetFunction(&fn, module, "k"), "cuModuleGetFunction", what);
+  if (telemetry::enabled()) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    telemetry::emit({"compile.kernel.build",
+                     ms,
+                     {{"device", "cuda:" + std::to_string(device)},
+                      {"hash", hex},
+                      {"cached_on_disk", on_disk ? "true" : "false"},
+                      {"program", key}}});
+  }
+  std::lock_guard lock(c.mutex);
+  c.by_key.emplace(full_key, fn);
+  return fn;
+}
+
+void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what) {
+  const DriverApi& d = *driver();
+  void* params[] = {args};
+  // Grids past the x limit fold into y; kernels compute their linear block id from both.
+  const uint64_t kMaxX = 0x7fffffffull;
+  unsigned gx = static_cast<unsigned>(grid < kMaxX ? grid : kMaxX);
+  unsigned gy = static_cast<unsigned>((grid + kMaxX - 1) / kMaxX);
+  if (gy > 65535) throw UnsupportedError(what + ": the launch needs more than 2^46 blocks");
+  check(d.cuLaunchKernel(fn, gx, gy, 1, block, 1, 1, 0, s.stream, params, nullptr), "cuLaunchKernel", what);
+}
+
+}  // namespace smelt::cuda

@@ -1,0 +1,32 @@
+// Run-time kernel builds: NVRTC for the running GPU's architecture, cached in memory and on disk.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "src/backend/cuda/runtime.h"
+
+namespace smelt::cuda {
+
+/// The device-side preamble pasted in front of every kernel: element types, conversions with
+/// astype's rules, the scalar math of every operator, reduction operators (device_math.cpp).
+const char* device_preamble();
+
+/// The kernel `k` of `body` (CUDA C++ after the preamble) on GPU `device`. `key` names the kernel
+/// uniquely among those of the process (op, dtypes, layout): found in memory by key without
+/// building the source; else the source is built, looked up on disk under
+/// $SMELT_CACHE_DIR/cuda/<hash>.cubin (source beside it as .cu), else compiled by NVRTC to SASS
+/// for the device's compute capability. `what` names the op in error messages.
+CUfunction get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
+                      const std::string& what);
+
+/// Launches `fn` with one by-value argument struct (`args`, `size` bytes) on the device stream.
+void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what);
+
+/// Blocks of `block` threads covering n items (at least 1).
+inline uint64_t blocks_for(int64_t n, int64_t per_block) {
+  return n <= 0 ? 1 : static_cast<uint64_t>((n + per_block - 1) / per_block);
+}
+
+}  // namespace smelt::cuda

@@ -1,0 +1,24 @@
+// The CUDA backend's entry points for the core (eval, allocators, devices); built with SMELT_HAS_CUDA.
+#pragma once
+
+#include "smelt/array.h"
+
+namespace smelt {
+class Backend;
+class Allocator;
+}  // namespace smelt
+
+namespace smelt::cuda {
+
+/// Number of visible GPUs; 0 when the driver (libcuda.so.1) cannot be loaded or has none.
+int device_count();
+/// The backend that evaluates nodes of `device` (a GPU that exists).
+Backend& backend(Device device);
+/// The caching allocator of `device`.
+Allocator& allocator(Device device);
+/// Waits for the device's stream.
+void synchronize(Device device);
+/// Evaluates a Copy node whose input lives on another device: host<->device transfers.
+void transfer(const Array& in, Array& out);
+
+}  // namespace smelt::cuda

@@ -1,0 +1,183 @@
+// The CUDA backend: routes each primitive to its kernel, views, and host<->device transfers.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "smelt/errors.h"
+#include "smelt/ops.h"
+#include "src/backend/backend.h"
+#include "src/backend/cpu/kernels.h"
+#include "src/backend/cuda/allocator.h"
+#include "src/backend/cuda/cuda.h"
+#include "src/backend/cuda/kernels.h"
+#include "src/core/allocator.h"
+
+namespace smelt::cuda {
+
+namespace {
+
+[[noreturn]] void no_cuda_kernel(const Primitive& prim, Device device) {
+  throw UnsupportedError("eval: " + std::string(prim_name(prim.kind)) + " has no CUDA kernel yet (on " +
+                         device.str() + "); move its inputs to the CPU with to_device(x, Device::cpu())");
+}
+
+/// Strides that view `old_shape`/`old_strides` as `new_shape` without moving data, when such
+/// strides exist (NumPy's attempt_nocopy_reshape; the same rule as the CPU's Reshape).
+bool reshape_view_strides(const Shape& old_shape, const Strides& old_strides, const Shape& new_shape, Strides& out) {
+  Shape od;
+  Strides ost;
+  for (size_t i = 0; i < old_shape.size(); ++i) {
+    if (old_shape[i] == 0) return false;
+    if (old_shape[i] != 1) {
+      od.push_back(old_shape[i]);
+      ost.push_back(old_strides[i]);
+    }
+  }
+  const size_t on = od.size(), nn = new_shape.size();
+  out.assign(nn, 1);
+  size_t oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nn && oi < on) {
+    int64_t np = new_shape[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) np *= new_shape[nj++];
+      else op *= od[oj++];
+    }
+    for (size_t ok = oi; ok + 1 < oj; ++ok)
+      if (ost[ok] != od[ok + 1] * ost[ok + 1]) return false;
+    out[nj - 1] = ost[oj - 1];
+    for (size_t nk = nj - 1; nk > ni; --nk) out[nk - 1] = out[nk] * new_shape[nk];
+    ni = nj++;
+    oi = oj++;
+  }
+  return true;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  void eval(const Primitive& prim, const std::vector<Array>& inputs, std::vector<Array>& outputs) override {
+    Array& out = outputs[0];
+    const Device dev = out.device();
+    switch (prim.kind) {
+      case PrimKind::None: SMELT_ASSERT(false, "eval: a leaf has no kernel"); return;
+      case PrimKind::Full: eval_full(prim.get<FullParams>(), out); return;
+      case PrimKind::Arange: eval_arange(prim.get<ArangeParams>(), out); return;
+      case PrimKind::Unary: eval_unary(prim.get<UnaryParams>(), inputs, out); return;
+      case PrimKind::Binary: eval_binary(prim.get<BinaryParams>(), inputs, out); return;
+      case PrimKind::Select: eval_select(inputs, out); return;
+      case PrimKind::Cast: eval_cast(prim.get<CastParams>(), inputs, out); return;
+      case PrimKind::Copy: eval_copy(inputs, out); return;
+      case PrimKind::Reshape: eval_reshape(prim.get<ShapeParams>(), inputs, out); return;
+      // Views only compute strides: the CPU's code is device-independent metadata.
+      case PrimKind::Transpose: cpu::eval_Transpose(prim.get<PermParams>(), inputs, outputs); return;
+      case PrimKind::Broadcast: cpu::eval_Broadcast(prim.get<ShapeParams>(), inputs, outputs); return;
+      case PrimKind::Slice: cpu::eval_Slice(prim.get<SliceParams>(), inputs, outputs); return;
+      case PrimKind::Reduce: eval_reduce(prim.get<ReduceParams>(), inputs, out); return;
+      case PrimKind::ArgReduce: eval_argreduce(prim.get<ArgReduceParams>(), inputs, out); return;
+      case PrimKind::Matmul: eval_matmul(inputs, out); return;
+      case PrimKind::SliceUpdate:
+      case PrimKind::Concatenate:
+      case PrimKind::Pad:
+      case PrimKind::Scan:
+      case PrimKind::Gather:
+      case PrimKind::GatherElements:
+      case PrimKind::GatherND:
+      case PrimKind::Scatter:
+      case PrimKind::ScatterND:
+      case PrimKind::Sort:
+      case PrimKind::ArgSort:
+      case PrimKind::TopK:
+      case PrimKind::Conv:
+      case PrimKind::ConvTranspose:
+      case PrimKind::Pool:
+      case PrimKind::RandomBits: no_cuda_kernel(prim, dev);
+      case PrimKind::Fused: eval_fused(prim.get<FusedParams>(), inputs, outputs); return;
+    }
+  }
+  Array nonzero(const Array& a) override {
+    throw UnsupportedError("nonzero: no CUDA kernel yet (on " + a.device().str() +
+                           "); move the array to the CPU with to_device(x, Device::cpu())");
+  }
+};
+
+}  // namespace
+
+void eval_reshape(const ShapeParams& p, const std::vector<Array>& inputs, Array& out) {
+  const auto& in = inputs[0].node();
+  auto& o = out.node();
+  Strides view;
+  if (is_row_contiguous(in.shape, in.strides)) {
+    view = row_major_strides(p.shape);
+  } else if (!reshape_view_strides(in.shape, in.strides, p.shape, view)) {
+    alloc_output(out);
+    copy_to_contiguous(inputs[0], out);
+    return;
+  }
+  o.buffer = in.buffer;
+  o.strides = std::move(view);
+  o.offset = in.offset;
+}
+
+Backend& backend(Device device) {
+  static CudaBackend* b = new CudaBackend();  // stateless; never destroyed
+  device_state(device.index);                 // DeviceError for a GPU that does not exist
+  return *b;
+}
+
+void synchronize(Device device) {
+  DeviceState& s = device_state(device.index);
+  check(driver()->cuStreamSynchronize(s.stream), "cuStreamSynchronize", "synchronize");
+}
+
+void transfer(const Array& in, Array& out) {
+  const Device src = in.device(), dst = out.device();
+  auto& o = out.node();
+  const size_t bytes = static_cast<size_t>(in.size()) * in.itemsize();
+  if (src.type == Device::Type::Cpu && dst.type == Device::Type::Cuda) {
+    alloc_output(out);
+    if (bytes == 0) return;
+    const auto& n = in.node();
+    if (in.size() == 1) {
+      // A single value (scalar operands of every op): a fill, queued without a host wait.
+      uint64_t bits = 0;
+      std::memcpy(&bits, n.data_ptr(), n.itemsize());
+      fill_bits(out, bits);
+      return;
+    }
+    Array host = in;
+    if (!is_row_contiguous(n.shape, n.strides)) {
+      host = copy(in);
+      host.eval();
+    }
+    DeviceState& s = state_of(out);
+    const DriverApi& d = *driver();
+    check(d.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(dptr(out)), host.node().data_ptr(), bytes, s.stream),
+          "cuMemcpyHtoDAsync", "to_device");
+    // The host buffer may be freed as soon as this returns.
+    check(d.cuStreamSynchronize(s.stream), "cuStreamSynchronize", "to_device");
+    return;
+  }
+  if (src.type == Device::Type::Cuda && dst.type == Device::Type::Cpu) {
+    Array dev = in;
+    if (!is_row_contiguous(in.node().shape, in.node().strides)) {
+      dev = make_array(in.shape(), in.dtype(), src, make_prim(PrimKind::Copy, NoParams{}), {in});
+      dev.eval();
+    }
+    o.buffer = cpu_allocator().allocate(bytes);
+    o.strides = row_major_strides(o.shape);
+    o.offset = 0;
+    if (bytes == 0) return;
+    DeviceState& s = state_of(dev);
+    const DriverApi& d = *driver();
+    check(d.cuMemcpyDtoHAsync(o.buffer->ptr, static_cast<CUdeviceptr>(dptr(dev)), bytes, s.stream),
+          "cuMemcpyDtoHAsync", "to_device");
+    check(d.cuStreamSynchronize(s.stream), "cuStreamSynchronize", "to_device");
+    return;
+  }
+  // GPU to another GPU: through the host (correct; peer copies are a later optimization).
+  Array host = to_device(in, Device::cpu());
+  host.eval();
+  transfer(host, out);
+}
+
+}  // namespace smelt::cuda

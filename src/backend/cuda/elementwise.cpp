@@ -1,0 +1,404 @@
+// CUDA kernels for the element-wise primitives (Unary, Binary, Select, Cast), Copy, Full, Arange.
+//
+// Each kernel is generated as source for its exact op, dtypes and layout and built by NVRTC
+// (compiler.cpp). Two layouts: *flat*, where every input is contiguous or one broadcast value
+// (4 elements per thread, loads issued before the stores so in-place outputs stay correct),
+// and *strided*, where collapsed shape and strides are passed and each thread decomposes its
+// index. Outputs are always row-major.
+#include <cstring>
+#include <string>
+
+#include "smelt/errors.h"
+#include "src/backend/cuda/allocator.h"
+#include "src/backend/cuda/cuda.h"
+#include "src/backend/cuda/kernels.h"
+#include "src/backend/cpu/kernel_utils.h"
+
+namespace smelt::cuda {
+
+namespace {
+
+/// Mirrors the device struct EwArgs of element-wise kernels.
+struct EwArgs {
+  uint64_t in[3] = {};
+  uint64_t out = 0;
+  int64_t n = 0;
+  Layout layout;
+};
+
+const char* kEwArgsSource = "struct EwArgs { u64 in[3]; u64 out; i64 n; Layout L; };\n";
+
+bool all_zero(const Strides& s) {
+  for (auto v : s)
+    if (v != 0) return false;
+  return true;
+}
+
+/// 1: contiguous; 0: one value broadcast; -1: needs the strided path.
+int flat_kind(const detail::Node& n) {
+  if (is_row_contiguous(n.shape, n.strides)) return 1;
+  if (all_zero(n.strides)) return 0;
+  return -1;
+}
+
+constexpr unsigned kBlock = 256;
+constexpr int kPerThread = 4;
+
+}  // namespace
+
+const char* device_type(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::Bool: return "bool";
+    case Dtype::Int8: return "i8";
+    case Dtype::Int16: return "i16";
+    case Dtype::Int32: return "i32";
+    case Dtype::Int64: return "i64";
+    case Dtype::UInt8: return "u8";
+    case Dtype::UInt16: return "u16";
+    case Dtype::UInt32: return "u32";
+    case Dtype::UInt64: return "u64";
+    case Dtype::Float16: return "f16";
+    case Dtype::BFloat16: return "bf16";
+    case Dtype::Float32: return "float";
+    case Dtype::Float64: return "double";
+  }
+  return "void";
+}
+
+const char* bits_type(Dtype dtype) {
+  switch (size_of(dtype)) {
+    case 1: return "u8";
+    case 2: return "u16";
+    case 4: return "u32";
+    default: return "u64";
+  }
+}
+
+DeviceState& state_of(const Array& a) { return device_state(a.device().index); }
+
+void alloc_output(Array& out) {
+  auto& n = out.node();
+  n.buffer = allocator(n.device).allocate(static_cast<size_t>(n.size()) * n.itemsize());
+  n.strides = row_major_strides(n.shape);
+  n.offset = 0;
+}
+
+Layout collapse_layout(const Shape& shape, const std::vector<const Strides*>& strides, const std::string& what) {
+  Layout l;
+  const size_t k = strides.size();
+  int64_t nd = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    bool merge = nd > 0;
+    for (size_t o = 0; o < k && merge; ++o) merge = l.st[o][nd - 1] == (*strides[o])[i] * shape[i];
+    if (merge) {
+      l.shape[nd - 1] *= shape[i];
+      for (size_t o = 0; o < k; ++o) l.st[o][nd - 1] = (*strides[o])[i];
+      continue;
+    }
+    if (nd == kMaxDims)
+      throw UnsupportedError(what + ": CUDA kernels take at most " + std::to_string(kMaxDims) +
+                             " non-mergeable axes, shape " + shape_to_string(shape) + " has more");
+    l.shape[nd] = shape[i];
+    for (size_t o = 0; o < k; ++o) l.st[o][nd] = (*strides[o])[i];
+    ++nd;
+  }
+  l.nd = nd;
+  return l;
+}
+
+void run_elementwise(const std::string& key, const std::vector<Array>& inputs, Array& out, const std::string& expr,
+                     const std::string& what) {
+  if (!out.node().buffer) alloc_output(out);
+  const int64_t n = out.size();
+  if (n == 0) return;
+  DeviceState& s = state_of(out);
+  EwArgs args;
+  args.out = dptr(out);
+  args.n = n;
+  std::string mode;
+  bool flat = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    args.in[i] = dptr(inputs[i]);
+    const int f = flat_kind(inputs[i].node());
+    if (f < 0) flat = false;
+    mode += f == 1 ? 'c' : (f == 0 ? 's' : 'x');
+  }
+  std::vector<std::string> types;
+  std::string type_key;
+  for (auto& in : inputs) {
+    types.push_back(device_type(in.dtype()));
+    type_key += types.back() + ",";
+  }
+  const std::string out_type = device_type(out.dtype());
+  if (!flat) {
+    // Walk the inputs' shape (a reshaping copy has another output shape, the same size): the
+    // row-major output is written in the same linear order.
+    std::vector<const Strides*> st;
+    for (auto& in : inputs) st.push_back(&in.node().strides);
+    args.layout = collapse_layout(inputs[0].shape(), st, what);
+    mode = "strided";
+  }
+  const std::string full_key = "ew|" + key + "|" + type_key + out_type + "|" + mode;
+  CUfunction fn = get_kernel(s.index, full_key, [&] {
+    std::string b = kEwArgsSource;
+    b += "extern \"C\" __global__ void k(EwArgs a) {\n";
+    for (size_t i = 0; i < inputs.size(); ++i)
+      b += "  const " + types[i] + "* x" + std::to_string(i) + " = (const " + types[i] + "*)a.in[" +
+           std::to_string(i) + "];\n";
+    b += "  " + out_type + "* y = (" + out_type + "*)a.out;\n";
+    if (flat) {
+      b += "  const i64 base = bid() * (i64)(blockDim.x * " + std::to_string(kPerThread) + ") + threadIdx.x;\n";
+      for (size_t i = 0; i < inputs.size(); ++i) b += "  " + types[i] + " v" + std::to_string(i) + "[" + std::to_string(kPerThread) + "];\n";
+      b += "  #pragma unroll\n  for (int j = 0; j < " + std::to_string(kPerThread) +
+           "; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n    if (i < a.n) {\n";
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const std::string id = std::to_string(i);
+        b += "      v" + id + "[j] = x" + id + (mode[i] == 'c' ? "[i];\n" : "[0];\n");
+      }
+      b += "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < " + std::to_string(kPerThread) +
+           "; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n    if (i < a.n) {\n";
+      std::string e = expr;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        // v0 -> v0[j] in the expression (names are v0..v2, never prefixes of one another)
+        const std::string from = "v" + std::to_string(i);
+        for (size_t pos = e.find(from); pos != std::string::npos; pos = e.find(from, pos + from.size() + 3))
+          e.replace(pos, from.size(), from + "[j]");
+      }
+      b += "      y[i] = " + e + ";\n    }\n  }\n}\n";
+    } else {
+      b += "  const i64 i = gid();\n  if (i >= a.n) return;\n  i64 r = i";
+      for (size_t i = 0; i < inputs.size(); ++i) b += ", o" + std::to_string(i) + " = 0";
+      b += ";\n  for (int d = (int)a.L.nd - 1; d >= 0; --d) {\n    const i64 c = r % a.L.shape[d];\n    r /= a.L.shape[d];\n";
+      for (size_t i = 0; i < inputs.size(); ++i)
+        b += "    o" + std::to_string(i) + " += c * a.L.st[" + std::to_string(i) + "][d];\n";
+      b += "  }\n";
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const std::string id = std::to_string(i);
+        b += "  const " + types[i] + " v" + id + " = x" + id + "[o" + id + "];\n";
+      }
+      b += "  y[i] = " + expr + ";\n}\n";
+    }
+    return b;
+  }, what);
+  const uint64_t grid = flat ? blocks_for(n, kBlock * kPerThread) : blocks_for(n, kBlock);
+  launch(s, fn, grid, kBlock, &args, what);
+}
+
+void copy_to_contiguous(const Array& in, Array& out) {
+  if (!out.node().buffer) alloc_output(out);
+  const auto& n = in.node();
+  const size_t bytes = static_cast<size_t>(n.size()) * n.itemsize();
+  if (bytes == 0) return;
+  if (is_row_contiguous(n.shape, n.strides)) {
+    DeviceState& s = state_of(out);
+    check(driver()->cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(dptr(out)), static_cast<CUdeviceptr>(dptr(in)), bytes,
+                                      s.stream),
+          "cuMemcpyDtoDAsync", "Copy");
+    return;
+  }
+  run_elementwise("copy", {in}, out, "v0", "Copy");
+}
+
+// ---- Full, Arange ------------------------------------------------------------------------------
+
+void eval_full(const FullParams& p, Array& out) {
+  alloc_output(out);
+  uint64_t bits = 0;
+  p.value.cast(out.dtype()).store(&bits);
+  fill_bits(out, bits);
+}
+
+void fill_bits(Array& out, uint64_t bits) {
+  const int64_t n = out.size();
+  if (n == 0) return;
+  DeviceState& s = state_of(out);
+  const CUdeviceptr d = static_cast<CUdeviceptr>(dptr(out));
+  const DriverApi& api = *driver();
+  switch (size_of(out.dtype())) {
+    case 1: check(api.cuMemsetD8Async(d, static_cast<unsigned char>(bits), static_cast<size_t>(n), s.stream), "cuMemsetD8Async", "Full"); return;
+    case 2: check(api.cuMemsetD16Async(d, static_cast<unsigned short>(bits), static_cast<size_t>(n), s.stream), "cuMemsetD16Async", "Full"); return;
+    case 4: check(api.cuMemsetD32Async(d, static_cast<unsigned>(bits), static_cast<size_t>(n), s.stream), "cuMemsetD32Async", "Full"); return;
+    default: break;
+  }
+  struct FillArgs {
+    uint64_t out;
+    int64_t n;
+    uint64_t value;
+  } args{dptr(out), n, bits};
+  CUfunction fn = get_kernel(s.index, "fill64", [] {
+    return std::string(
+        "struct FillArgs { u64 out; i64 n; u64 value; };\n"
+        "extern \"C\" __global__ void k(FillArgs a) { const i64 i = gid(); if (i < a.n) ((u64*)a.out)[i] = a.value; }\n");
+  }, "Full");
+  launch(s, fn, blocks_for(n, 256), 256, &args, "Full");
+}
+
+void eval_arange(const ArangeParams& p, Array& out) {
+  alloc_output(out);
+  const int64_t n = out.size();
+  if (n == 0) return;
+  DeviceState& s = state_of(out);
+  const Dtype dt = out.dtype();
+  const std::string t = device_type(dt);
+  // Integers count exactly when start and step are integers (as the CPU kernel does).
+  const int64_t istart = static_cast<int64_t>(p.start), istep = static_cast<int64_t>(p.step);
+  const bool exact = is_integral(dt) && static_cast<double>(istart) == p.start && static_cast<double>(istep) == p.step;
+  struct ArangeArgs {
+    uint64_t out;
+    int64_t n;
+    double start, step;
+    int64_t istart, istep;
+  } args{dptr(out), n, p.start, p.step, istart, istep};
+  CUfunction fn = get_kernel(s.index, std::string("arange|") + t + (exact ? "|exact" : "|float"), [&] {
+    std::string b =
+        "struct ArangeArgs { u64 out; i64 n; double start, step; i64 istart, istep; };\n"
+        "extern \"C\" __global__ void k(ArangeArgs a) {\n  const i64 i = gid();\n  if (i >= a.n) return;\n";
+    if (exact)
+      b += "  ((" + t + "*)a.out)[i] = (" + t + ")(u64)((u64)a.istart + (u64)i * (u64)a.istep);\n}\n";
+    else
+      b += "  ((" + t + "*)a.out)[i] = cvt<" + t + ", double>(a.start + (double)i * a.step);\n}\n";
+    return b;
+  }, "Arange");
+  launch(s, fn, blocks_for(n, 256), 256, &args, "Arange");
+}
+
+// ---- Unary, Binary, Select, Cast, Copy ---------------------------------------------------------
+
+namespace {
+
+[[noreturn]] void no_kernel(const std::string& what, Dtype dtype) {
+  throw DtypeError(what + ": no CUDA kernel for dtype " + dtype_name(dtype));
+}
+
+/// Reuses the input's buffer for the output when nothing else sees it (as the CPU kernels do).
+void maybe_donate(Array& out, const Array& in) {
+  if (in.device() == out.device()) cpu::try_donate(out, in);
+}
+
+}  // namespace
+
+void eval_unary(const UnaryParams& p, const std::vector<Array>& inputs, Array& out) {
+  const Dtype dt = inputs[0].dtype();
+  const bool f = is_floating(dt), i = is_integral(dt), b = dt == Dtype::Bool;
+  const char* fn = nullptr;
+  bool ok = false;
+  switch (p.op) {
+#define SMELT_CASE(name, snake, accepted) \
+  case UnaryOp::name:                     \
+    fn = snake;                           \
+    ok = accepted;                        \
+    break;
+    SMELT_CASE(Abs, "abs", f || i)
+    SMELT_CASE(Negative, "negative", f || i)
+    SMELT_CASE(Sign, "sign", f || i)
+    SMELT_CASE(Square, "square", f || i)
+    SMELT_CASE(Reciprocal, "reciprocal", f)
+    SMELT_CASE(Sqrt, "sqrt", f)
+    SMELT_CASE(Rsqrt, "rsqrt", f)
+    SMELT_CASE(Exp, "exp", f)
+    SMELT_CASE(Exp2, "exp2", f)
+    SMELT_CASE(Expm1, "expm1", f)
+    SMELT_CASE(Log, "log", f)
+    SMELT_CASE(Log2, "log2", f)
+    SMELT_CASE(Log10, "log10", f)
+    SMELT_CASE(Log1p, "log1p", f)
+    SMELT_CASE(Sin, "sin", f)
+    SMELT_CASE(Cos, "cos", f)
+    SMELT_CASE(Tan, "tan", f)
+    SMELT_CASE(Asin, "asin", f)
+    SMELT_CASE(Acos, "acos", f)
+    SMELT_CASE(Atan, "atan", f)
+    SMELT_CASE(Sinh, "sinh", f)
+    SMELT_CASE(Cosh, "cosh", f)
+    SMELT_CASE(Tanh, "tanh", f)
+    SMELT_CASE(Asinh, "asinh", f)
+    SMELT_CASE(Acosh, "acosh", f)
+    SMELT_CASE(Atanh, "atanh", f)
+    SMELT_CASE(Erf, "erf", f)
+    SMELT_CASE(ErfInv, "erfinv", f)
+    SMELT_CASE(Sigmoid, "sigmoid", f)
+    SMELT_CASE(Relu, "relu", f || i)
+    SMELT_CASE(Floor, "floor", f)
+    SMELT_CASE(Ceil, "ceil", f)
+    SMELT_CASE(Round, "round", f)
+    SMELT_CASE(IsNan, "isnan", true)
+    SMELT_CASE(IsInf, "isinf", true)
+    SMELT_CASE(IsFinite, "isfinite", true)
+    SMELT_CASE(LogicalNot, "logical_not", true)
+    SMELT_CASE(BitwiseNot, "bitwise_not", i || b)
+#undef SMELT_CASE
+  }
+  const std::string what = std::string("Unary(") + unary_op_name(p.op) + ")";
+  if (!ok) no_kernel(what, dt);
+  if (out.dtype() == dt) maybe_donate(out, inputs[0]);
+  run_elementwise(std::string("unary_") + fn, inputs, out,
+                  std::string("op_") + fn + "<" + device_type(dt) + ">(v0)", what);
+}
+
+void eval_binary(const BinaryParams& p, const std::vector<Array>& inputs, Array& out) {
+  const Dtype dt = inputs[0].dtype();
+  const bool f = is_floating(dt), i = is_integral(dt), b = dt == Dtype::Bool;
+  const char* fn = nullptr;
+  bool ok = false;
+  switch (p.op) {
+#define SMELT_CASE(name, snake, accepted) \
+  case BinaryOp::name:                    \
+    fn = snake;                           \
+    ok = accepted;                        \
+    break;
+    SMELT_CASE(Add, "add", true)
+    SMELT_CASE(Subtract, "subtract", f || i)
+    SMELT_CASE(Multiply, "multiply", true)
+    SMELT_CASE(Divide, "divide", f)
+    SMELT_CASE(FloorDivide, "floor_divide", f || i)
+    SMELT_CASE(Remainder, "remainder", f || i)
+    SMELT_CASE(Fmod, "fmod", f || i)
+    SMELT_CASE(Power, "power", f || i)
+    SMELT_CASE(Maximum, "maximum", true)
+    SMELT_CASE(Minimum, "minimum", true)
+    SMELT_CASE(Atan2, "atan2", f)
+    SMELT_CASE(Equal, "equal", true)
+    SMELT_CASE(NotEqual, "not_equal", true)
+    SMELT_CASE(Less, "less", true)
+    SMELT_CASE(LessEqual, "less_equal", true)
+    SMELT_CASE(Greater, "greater", true)
+    SMELT_CASE(GreaterEqual, "greater_equal", true)
+    SMELT_CASE(LogicalAnd, "logical_and", true)
+    SMELT_CASE(LogicalOr, "logical_or", true)
+    SMELT_CASE(LogicalXor, "logical_xor", true)
+    SMELT_CASE(BitwiseAnd, "bitwise_and", i || b)
+    SMELT_CASE(BitwiseOr, "bitwise_or", i || b)
+    SMELT_CASE(BitwiseXor, "bitwise_xor", i || b)
+    SMELT_CASE(LeftShift, "left_shift", i)
+    SMELT_CASE(RightShift, "right_shift", i)
+#undef SMELT_CASE
+  }
+  const std::string what = std::string("Binary(") + binary_op_name(p.op) + ")";
+  if (!ok) no_kernel(what, dt);
+  if (out.dtype() == dt) {
+    maybe_donate(out, inputs[0]);
+    if (!out.node().buffer) maybe_donate(out, inputs[1]);
+  }
+  run_elementwise(std::string("binary_") + fn, inputs, out,
+                  std::string("op_") + fn + "<" + device_type(dt) + ">(v0, v1)", what);
+}
+
+void eval_select(const std::vector<Array>& inputs, Array& out) {
+  // The chosen value's bits move unchanged (no arithmetic on them).
+  if (inputs[1].dtype() == out.dtype()) maybe_donate(out, inputs[1]);
+  run_elementwise("select", {inputs[0], inputs[1], inputs[2]}, out, "(v0 ? v1 : v2)", "Select");
+}
+
+void eval_cast(const CastParams& p, const std::vector<Array>& inputs, Array& out) {
+  const std::string from = device_type(inputs[0].dtype()), to = device_type(p.to);
+  if (size_of(inputs[0].dtype()) == size_of(p.to)) maybe_donate(out, inputs[0]);
+  run_elementwise("cast", inputs, out, "cvt<" + to + ", " + from + ">(v0)", "Cast");
+}
+
+void eval_copy(const std::vector<Array>& inputs, Array& out) {
+  alloc_output(out);
+  copy_to_contiguous(inputs[0], out);
+}
+
+}  // namespace smelt::cuda

@@ -1,0 +1,65 @@
+// The CUDA kernels by family (one eval_<Primitive> each) and the helpers they share.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "smelt/array.h"
+#include "src/backend/cuda/compiler.h"
+#include "src/core/node.h"
+#include "src/primitives/primitive.h"
+
+namespace smelt::cuda {
+
+inline constexpr int kMaxDims = 10;
+
+/// Mirrors the device struct `Layout` (all fields 8 bytes: identical layout on both sides).
+struct Layout {
+  int64_t nd = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t st[4][kMaxDims] = {};
+};
+
+/// Device type name of a dtype in kernel source ("float", "f16", "i64", ...).
+const char* device_type(Dtype dtype);
+/// Unsigned type name of a dtype's size ("u8" ... "u64"): data moved without arithmetic.
+const char* bits_type(Dtype dtype);
+
+/// The device state of an array's GPU.
+DeviceState& state_of(const Array& a);
+/// Gives `out` a fresh row-major device buffer.
+void alloc_output(Array& out);
+/// Device address of an evaluated array's first element.
+inline uint64_t dptr(const Array& a) { return reinterpret_cast<uint64_t>(a.node().data_ptr()); }
+
+/// Axes of `shape` merged where every operand's strides allow (size-1 axes dropped). Throws
+/// UnsupportedError naming `what` when more than kMaxDims axes remain.
+Layout collapse_layout(const Shape& shape, const std::vector<const Strides*>& strides, const std::string& what);
+
+/// out = expr(v0, v1, v2) element-wise over equal-shaped inputs of any strides into `out`
+/// (row-major, the inputs' size, any shape; allocated here unless `out` already has a buffer).
+/// `key` names op and types.
+void run_elementwise(const std::string& key, const std::vector<Array>& inputs, Array& out, const std::string& expr,
+                     const std::string& what);
+
+/// Copies `in` (any strides) into `out`'s row-major device buffer (same dtype, same device).
+void copy_to_contiguous(const Array& in, Array& out);
+
+/// Fills `out` (allocated, row-major) with one element's bits (the low size_of(dtype) bytes).
+void fill_bits(Array& out, uint64_t bits);
+
+void eval_full(const FullParams& p, Array& out);
+void eval_arange(const ArangeParams& p, Array& out);
+void eval_unary(const UnaryParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_binary(const BinaryParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_select(const std::vector<Array>& inputs, Array& out);
+void eval_cast(const CastParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_copy(const std::vector<Array>& inputs, Array& out);
+void eval_reshape(const ShapeParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_reduce(const ReduceParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_argreduce(const ArgReduceParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_matmul(const std::vector<Array>& inputs, Array& out);
+void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs);
+
+}  // namespace smelt::cuda

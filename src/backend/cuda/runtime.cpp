@@ -1,0 +1,223 @@
+// The CUDA runtime layer: dlopen of the driver, NVRTC and cuBLASLt, error messages, device state.
+//
+// Nothing here is linked against a CUDA library: a build with CUDA must load on machines without a
+// GPU, a driver or the toolkit's libraries. A missing driver means "no GPU"; a missing NVRTC or
+// cuBLASLt is an error only when a kernel needs it.
+#include "src/backend/cuda/runtime.h"
+
+#include <dlfcn.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "smelt/errors.h"
+#include "src/backend/cuda/cuda.h"
+
+#ifndef SMELT_CUDA_MAJOR
+#define SMELT_CUDA_MAJOR 13
+#endif
+#ifndef SMELT_CUDA_LIB_DIR
+#define SMELT_CUDA_LIB_DIR "/usr/local/cuda/lib64"
+#endif
+
+namespace smelt::cuda {
+
+namespace {
+
+#define SMELT_STR2(x) #x
+#define SMELT_STR(x) SMELT_STR2(x)
+
+/// dlopen of the first name that loads (plain names first: the loader's path, then the
+/// toolkit's library folder seen at build time).
+void* open_first(const std::vector<std::string>& names) {
+  for (const auto& n : names)
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  return nullptr;
+}
+
+std::vector<std::string> toolkit_names(const std::string& stem) {
+  const std::string major = SMELT_STR(SMELT_CUDA_MAJOR);
+  return {stem + ".so." + major, std::string(SMELT_CUDA_LIB_DIR) + "/" + stem + ".so." + major,
+          "/usr/local/cuda/lib64/" + stem + ".so." + major, stem + ".so"};
+}
+
+struct DriverHolder {
+  std::unique_ptr<DriverApi> api;  // null: no usable driver
+  std::string why;                 // why not, for DeviceError messages
+};
+
+DriverHolder load_driver() {
+  DriverHolder h;
+  void* lib = open_first({"libcuda.so.1"});
+  if (!lib) {
+    h.why = "the CUDA driver (libcuda.so.1) could not be loaded";
+    return h;
+  }
+  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto get = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+  if (!get) {
+    h.why = "the CUDA driver is too old (no cuGetProcAddress_v2)";
+    return h;
+  }
+  auto api = std::make_unique<DriverApi>();
+  std::string missing;
+#define X(name)                                                                              \
+  {                                                                                          \
+    void* p = nullptr;                                                                       \
+    CUdriverProcAddressQueryResult q{};                                                      \
+    if (get(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !p) \
+      missing += std::string(missing.empty() ? "" : ", ") + #name;                           \
+    api->name = reinterpret_cast<decltype(api->name)>(p);                                    \
+  }
+  SMELT_CU_FNS(X)
+#undef X
+  if (!missing.empty()) {
+    h.why = "the CUDA driver lacks " + missing + " (driver older than CUDA " SMELT_STR(SMELT_CUDA_MAJOR) "?)";
+    return h;
+  }
+  if (CUresult r = api->cuInit(0); r != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    api->cuGetErrorName(r, &name);
+    h.why = std::string("cuInit failed: ") + (name ? name : "unknown error");
+    return h;
+  }
+  h.api = std::move(api);
+  return h;
+}
+
+DriverHolder& driver_holder() {
+  static DriverHolder* h = new DriverHolder(load_driver());  // never destroyed (used at exit)
+  return *h;
+}
+
+template <class Api>
+std::unique_ptr<Api> load_library(const std::vector<std::string>& names, const char* label,
+                                  void (*fill)(void*, Api&, std::string&), std::string& why) {
+  void* lib = open_first(names);
+  if (!lib) {
+    why = std::string(label) + " could not be loaded (tried " + names.front() + ")";
+    return nullptr;
+  }
+  auto api = std::make_unique<Api>();
+  std::string missing;
+  fill(lib, *api, missing);
+  if (!missing.empty()) {
+    why = std::string(label) + " lacks " + missing;
+    return nullptr;
+  }
+  return api;
+}
+
+void fill_nvrtc(void* lib, NvrtcApi& api, std::string& missing) {
+#define X(name)                                                         \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));   \
+  if (!api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+  SMELT_NVRTC_FNS(X)
+#undef X
+}
+
+void fill_cublaslt(void* lib, CublasLtApi& api, std::string& missing) {
+#define X(name)                                                         \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));   \
+  if (!api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+  SMELT_CUBLASLT_FNS(X)
+#undef X
+}
+
+}  // namespace
+
+const DriverApi* driver() { return driver_holder().api.get(); }
+
+const DriverApi& require_driver(const char* what) {
+  auto& h = driver_holder();
+  if (!h.api) throw DeviceError(std::string(what) + ": no CUDA GPU is usable: " + h.why);
+  return *h.api;
+}
+
+const NvrtcApi& nvrtc() {
+  static std::string why;
+  static std::unique_ptr<NvrtcApi> api = load_library<NvrtcApi>(toolkit_names("libnvrtc"), "NVRTC", fill_nvrtc, why);
+  if (!api) throw DeviceError("cuda kernel build: " + why);
+  return *api;
+}
+
+const CublasLtApi& cublaslt() {
+  static std::string why;
+  static std::unique_ptr<CublasLtApi> api =
+      load_library<CublasLtApi>(toolkit_names("libcublasLt"), "cuBLASLt", fill_cublaslt, why);
+  if (!api) throw DeviceError("matmul: " + why);
+  return *api;
+}
+
+void check(CUresult r, const char* call, const std::string& what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  const char* desc = nullptr;
+  if (const DriverApi* d = driver()) {
+    d->cuGetErrorName(r, &name);
+    d->cuGetErrorString(r, &desc);
+  }
+  std::string msg = what + ": " + call + " failed: " + (name ? name : "CUDA error " + std::to_string(r)) +
+                    (desc ? std::string(" (") + desc + ")" : "");
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) throw OutOfMemory(msg);
+  throw DeviceError(msg);
+}
+
+void check_nvrtc(nvrtcResult r, const char* call, const std::string& what) {
+  if (r == NVRTC_SUCCESS) return;
+  throw DeviceError(what + ": " + call + " failed: " + nvrtc().nvrtcGetErrorString(r));
+}
+
+void check_cublas(cublasStatus_t r, const char* call, const std::string& what) {
+  if (r == CUBLAS_STATUS_SUCCESS) return;
+  throw DeviceError(what + ": " + call + " failed: " + cublaslt().cublasLtGetStatusString(r));
+}
+
+int device_count() {
+  const DriverApi* d = driver();
+  if (!d) return 0;
+  int n = 0;
+  if (d->cuDeviceGetCount(&n) != CUDA_SUCCESS) return 0;
+  return n;
+}
+
+DeviceState& device_state(int index) {
+  static std::mutex m;
+  static std::vector<std::unique_ptr<DeviceState>>* states = new std::vector<std::unique_ptr<DeviceState>>();
+  const std::string what = "cuda:" + std::to_string(index);
+  const DriverApi& d = require_driver(what.c_str());
+  DeviceState* s = nullptr;
+  {
+    std::lock_guard lock(m);
+    const int n = device_count();
+    if (index < 0 || index >= n)
+      throw DeviceError(what + ": no such GPU (" + std::to_string(n) + " visible)");
+    if (states->empty()) states->resize(static_cast<size_t>(n));
+    auto& slot = (*states)[static_cast<size_t>(index)];
+    if (!slot) {
+      auto st = std::make_unique<DeviceState>();
+      st->index = index;
+      check(d.cuDeviceGet(&st->dev, index), "cuDeviceGet", what);
+      check(d.cuDevicePrimaryCtxRetain(&st->ctx, st->dev), "cuDevicePrimaryCtxRetain", what);
+      check(d.cuCtxSetCurrent(st->ctx), "cuCtxSetCurrent", what);
+      check(d.cuStreamCreate(&st->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", what);
+      check(d.cuDeviceGetAttribute(&st->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, st->dev),
+            "cuDeviceGetAttribute", what);
+      check(d.cuDeviceGetAttribute(&st->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, st->dev),
+            "cuDeviceGetAttribute", what);
+      check(d.cuDeviceGetAttribute(&st->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev),
+            "cuDeviceGetAttribute", what);
+      char name[256] = {};
+      check(d.cuDeviceGetName(name, sizeof name, st->dev), "cuDeviceGetName", what);
+      st->name = name;
+      slot = std::move(st);
+    }
+    s = slot.get();
+  }
+  // Contexts are current per thread: make it current on every use (cheap when it already is).
+  check(d.cuCtxSetCurrent(s->ctx), "cuCtxSetCurrent", what);
+  return *s;
+}
+
+}  // namespace smelt::cuda

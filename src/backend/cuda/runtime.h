@@ -1,0 +1,77 @@
+// The CUDA runtime layer: the driver, NVRTC and cuBLASLt opened with dlopen, devices, streams.
+#pragma once
+
+#include <cuda.h>
+#include <cublasLt.h>
+#include <nvrtc.h>
+
+#include <string>
+
+namespace smelt::cuda {
+
+/// Driver entry points, resolved through cuGetProcAddress for the header's CUDA version.
+struct DriverApi {
+#define SMELT_CU_FNS(X)                                                                            \
+  X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)          \
+  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuGetErrorString)           \
+  X(cuGetErrorName) X(cuStreamCreate) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree)            \
+  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)                \
+  X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction)               \
+  X(cuLaunchKernel) X(cuMemGetInfo) X(cuOccupancyMaxPotentialBlockSize) X(cuDriverGetVersion)
+#define X(name) decltype(&::name) name = nullptr;
+  SMELT_CU_FNS(X)
+#undef X
+};
+
+struct NvrtcApi {
+#define SMELT_NVRTC_FNS(X)                                                                       \
+  X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) \
+  X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetPTXSize) X(nvrtcGetPTX)  \
+  X(nvrtcGetErrorString) X(nvrtcVersion)
+#define X(name) decltype(&::name) name = nullptr;
+  SMELT_NVRTC_FNS(X)
+#undef X
+};
+
+struct CublasLtApi {
+#define SMELT_CUBLASLT_FNS(X)                                                                         \
+  X(cublasLtCreate) X(cublasLtMatmul) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)        \
+  X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)      \
+  X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)                               \
+  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                          \
+  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtGetStatusString)
+#define X(name) decltype(&::name) name = nullptr;
+  SMELT_CUBLASLT_FNS(X)
+#undef X
+};
+
+/// The driver, or null when libcuda.so.1 is missing or cuInit fails (no GPU: not an error).
+const DriverApi* driver();
+/// The driver; throws DeviceError when there is none.
+const DriverApi& require_driver(const char* what);
+/// NVRTC; throws DeviceError naming the library when it cannot be loaded.
+const NvrtcApi& nvrtc();
+/// cuBLASLt; throws DeviceError naming the library when it cannot be loaded.
+const CublasLtApi& cublaslt();
+
+/// Throws DeviceError "<what>: <call> failed: <CUDA_ERROR_NAME> (<description>)" unless CUDA_SUCCESS.
+void check(CUresult r, const char* call, const std::string& what);
+void check_nvrtc(nvrtcResult r, const char* call, const std::string& what);
+void check_cublas(cublasStatus_t r, const char* call, const std::string& what);
+
+/// Per-GPU state: the primary context (made current on the calling thread by `activate`), one
+/// stream on which every kernel and copy of the device runs in order, and its properties.
+struct DeviceState {
+  int index = 0;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::string name;
+};
+
+/// The state of GPU `index`, initialized on first use and made current on this thread.
+DeviceState& device_state(int index);
+
+}  // namespace smelt::cuda

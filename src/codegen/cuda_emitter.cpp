@@ -1,0 +1,205 @@
+// The CUDA source emitter for fused GPU kernels: one SSA line per instruction of the program.
+#include "src/codegen/cuda_emitter.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace smelt::codegen {
+
+namespace {
+
+const char* dev_type(Dtype d) {
+  switch (d) {
+    case Dtype::Bool: return "bool";
+    case Dtype::Int8: return "i8";
+    case Dtype::Int16: return "i16";
+    case Dtype::Int32: return "i32";
+    case Dtype::Int64: return "i64";
+    case Dtype::UInt8: return "u8";
+    case Dtype::UInt16: return "u16";
+    case Dtype::UInt32: return "u32";
+    case Dtype::UInt64: return "u64";
+    case Dtype::Float16: return "f16";
+    case Dtype::BFloat16: return "bf16";
+    case Dtype::Float32: return "float";
+    case Dtype::Float64: return "double";
+  }
+  return "void";
+}
+
+// The device preamble's names (src/backend/cuda/device_math.cpp), scalar_math.h's spelling.
+const char* unary_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Negative: return "negative";
+    case UnaryOp::Sign: return "sign";
+    case UnaryOp::Square: return "square";
+    case UnaryOp::Reciprocal: return "reciprocal";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Rsqrt: return "rsqrt";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Exp2: return "exp2";
+    case UnaryOp::Expm1: return "expm1";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Log2: return "log2";
+    case UnaryOp::Log10: return "log10";
+    case UnaryOp::Log1p: return "log1p";
+    case UnaryOp::Sin: return "sin";
+    case UnaryOp::Cos: return "cos";
+    case UnaryOp::Tan: return "tan";
+    case UnaryOp::Asin: return "asin";
+    case UnaryOp::Acos: return "acos";
+    case UnaryOp::Atan: return "atan";
+    case UnaryOp::Sinh: return "sinh";
+    case UnaryOp::Cosh: return "cosh";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Asinh: return "asinh";
+    case UnaryOp::Acosh: return "acosh";
+    case UnaryOp::Atanh: return "atanh";
+    case UnaryOp::Erf: return "erf";
+    case UnaryOp::ErfInv: return "erfinv";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Floor: return "floor";
+    case UnaryOp::Ceil: return "ceil";
+    case UnaryOp::Round: return "round";
+    case UnaryOp::IsNan: return "isnan";
+    case UnaryOp::IsInf: return "isinf";
+    case UnaryOp::IsFinite: return "isfinite";
+    case UnaryOp::LogicalNot: return "logical_not";
+    case UnaryOp::BitwiseNot: return "bitwise_not";
+  }
+  return "?";
+}
+
+const char* binary_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Subtract: return "subtract";
+    case BinaryOp::Multiply: return "multiply";
+    case BinaryOp::Divide: return "divide";
+    case BinaryOp::FloorDivide: return "floor_divide";
+    case BinaryOp::Remainder: return "remainder";
+    case BinaryOp::Fmod: return "fmod";
+    case BinaryOp::Power: return "power";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::Atan2: return "atan2";
+    case BinaryOp::Equal: return "equal";
+    case BinaryOp::NotEqual: return "not_equal";
+    case BinaryOp::Less: return "less";
+    case BinaryOp::LessEqual: return "less_equal";
+    case BinaryOp::Greater: return "greater";
+    case BinaryOp::GreaterEqual: return "greater_equal";
+    case BinaryOp::LogicalAnd: return "logical_and";
+    case BinaryOp::LogicalOr: return "logical_or";
+    case BinaryOp::LogicalXor: return "logical_xor";
+    case BinaryOp::BitwiseAnd: return "bitwise_and";
+    case BinaryOp::BitwiseOr: return "bitwise_or";
+    case BinaryOp::BitwiseXor: return "bitwise_xor";
+    case BinaryOp::LeftShift: return "left_shift";
+    case BinaryOp::RightShift: return "right_shift";
+  }
+  return "?";
+}
+
+std::string hex(uint64_t v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string literal(const Instr& in) {
+  uint64_t bits = 0;
+  in.value.cast(in.dtype).store(&bits);
+  switch (in.dtype) {
+    case Dtype::Bool: return bits & 1 ? "true" : "false";
+    case Dtype::Float16: return "f16{(u16)" + hex(bits & 0xffff, 4) + "}";
+    case Dtype::BFloat16: return "bf16{(u16)" + hex(bits & 0xffff, 4) + "}";
+    case Dtype::Float32: return "__uint_as_float(opaque32(" + hex(bits & 0xffffffffu, 8) + "u))";
+    case Dtype::Float64: return "__longlong_as_double((long long)opaque64(" + hex(bits, 16) + "ull))";
+    case Dtype::Int8:
+    case Dtype::Int16:
+    case Dtype::Int32:
+    case Dtype::Int64:
+    case Dtype::UInt8:
+    case Dtype::UInt16:
+    case Dtype::UInt32:
+    case Dtype::UInt64: {
+      const uint64_t mask = size_of(in.dtype) == 8 ? ~0ull : ((1ull << (8 * size_of(in.dtype))) - 1);
+      return std::string("(") + dev_type(in.dtype) + ")" + hex(bits & mask, 1) + "ull";
+    }
+  }
+  return "0";
+}
+
+}  // namespace
+
+std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout) {
+  const bool flat = layout != "strided";
+  const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
+  std::ostringstream os;
+  os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
+        "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n"
+        "struct FusedArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 n; i64 nd; i64 shape[MAXD]; i64 st["
+     << kCudaFusedMaxArgs << "][MAXD]; };\n"
+        "extern \"C\" __global__ void k(FusedArgs a) {\n";
+  for (size_t i = 0; i < nin; ++i)
+    os << "  const " << dev_type(p.input_dtypes[i]) << "* x" << i << " = (const " << dev_type(p.input_dtypes[i])
+       << "*)a.p[" << i << "];\n";
+  for (size_t o = 0; o < nout; ++o)
+    os << "  " << dev_type(p.output_dtype(o)) << "* y" << o << " = (" << dev_type(p.output_dtype(o)) << "*)a.p["
+       << nin + o << "];\n";
+  // Constants once, before the loops.
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    if (p.instrs[i].kind == InstrKind::Constant)
+      os << "  const " << dev_type(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
+  std::string body;
+  {
+    std::ostringstream b;
+    for (size_t i = 0; i < p.instrs.size(); ++i) {
+      const Instr& in = p.instrs[i];
+      if (in.kind == InstrKind::Constant) continue;
+      auto opt = [&](size_t k) { return dev_type(p.instrs[in.operands[k]].dtype); };
+      b << "    const " << dev_type(in.dtype) << " v" << i << " = ";
+      switch (in.kind) {
+        case InstrKind::Input: b << "in" << in.index; break;
+        case InstrKind::Constant: break;
+        case InstrKind::Unary: b << "op_" << unary_name(in.unary) << "<" << opt(0) << ">(v" << in.operands[0] << ")"; break;
+        case InstrKind::Binary:
+          b << "op_" << binary_name(in.binary) << "<" << opt(0) << ">(v" << in.operands[0] << ", v" << in.operands[1] << ")";
+          break;
+        case InstrKind::Select: b << "(v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2] << ")"; break;
+        case InstrKind::Cast: b << "cvt<" << dev_type(in.dtype) << ", " << opt(0) << ">(v" << in.operands[0] << ")"; break;
+      }
+      b << ";\n";
+    }
+    for (size_t o = 0; o < nout; ++o) b << "    y" << o << "[i] = v" << p.outputs[o] << ";\n";
+    body = b.str();
+  }
+  if (flat) {
+    // Four elements a thread, blockDim apart (coalesced); every load before any store, so an
+    // output that reuses an input's buffer is safe and the loads are in flight together.
+    os << "  const i64 base = bid() * (i64)(blockDim.x * 4) + threadIdx.x;\n";
+    for (size_t i = 0; i < nin; ++i) os << "  " << dev_type(p.input_dtypes[i]) << " l" << i << "[4];\n";
+    os << "  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
+          "    if (i < a.n) {\n";
+    for (size_t i = 0; i < nin; ++i) os << "      l" << i << "[j] = x" << i << (layout[i] == 'c' ? "[i];\n" : "[0];\n");
+    os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
+          "    if (i >= a.n) break;\n";
+    for (size_t i = 0; i < nin; ++i) os << "    const " << dev_type(p.input_dtypes[i]) << " in" << i << " = l" << i << "[j];\n";
+    os << body << "  }\n}\n";
+  } else {
+    os << "  const i64 i = gid();\n  if (i >= a.n) return;\n  i64 r = i";
+    for (size_t k = 0; k < nin; ++k) os << ", o" << k << " = 0";
+    os << ";\n  for (int d = (int)a.nd - 1; d >= 0; --d) {\n    const i64 c = r % a.shape[d];\n    r /= a.shape[d];\n";
+    for (size_t k = 0; k < nin; ++k) os << "    o" << k << " += c * a.st[" << k << "][d];\n";
+    os << "  }\n  {\n";
+    for (size_t k = 0; k < nin; ++k)
+      os << "    const " << dev_type(p.input_dtypes[k]) << " in" << k << " = x" << k << "[o" << k << "];\n";
+    os << body << "  }\n}\n";
+  }
+  return os.str();
+}
+
+}  // namespace smelt::codegen

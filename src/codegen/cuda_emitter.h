@@ -1,0 +1,21 @@
+// The CUDA source emitter for fused GPU kernels (built by NVRTC in src/backend/cuda).
+#pragma once
+
+#include <string>
+
+#include "src/codegen/fused_program.h"
+
+namespace smelt::codegen {
+
+/// At most this many inputs plus outputs in one fused CUDA kernel (its argument struct is fixed).
+inline constexpr int kCudaFusedMaxArgs = 16;
+
+/// CUDA C++ of the kernel `k(FusedArgs)` for `program`, to be compiled after the CUDA backend's
+/// device preamble (the same scalar math as the unfused GPU kernels, so results are bit-equal).
+/// `layout` has one letter per input: 'c' contiguous at the output's index, 's' one broadcast
+/// value; or is "strided" (inputs read through collapsed strides in the output's index space).
+/// Float constants are exact bit patterns behind an opaque move, so the compiler cannot fold
+/// them into the math differently from the unfused kernels that read them from memory.
+std::string emit_cuda_kernel(const FusedProgram& program, const std::string& layout);
+
+}  // namespace smelt::codegen

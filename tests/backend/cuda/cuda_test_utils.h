@@ -1,0 +1,125 @@
+// Helpers of the CUDA tests: skipping without a GPU, inputs with special values, and comparing a
+// GPU result with the CPU's bit for bit or within an ulp bound.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "smelt/smelt.h"
+#include "test_utils.h"
+
+namespace smelt::test {
+
+/// Skips the test on machines without a GPU (CI): the CUDA tests run for real on the device.
+#define SMELT_REQUIRE_GPU() \
+  if (!::smelt::cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine"
+
+inline Device gpu() { return Device::cuda(0); }
+inline Array on_gpu(const Array& a) { return to_device(a, gpu()); }
+inline Array on_cpu(const Array& a) { return to_device(a, Device::cpu()); }
+
+inline const std::vector<Dtype>& all_dtypes() {
+  static const std::vector<Dtype> d = {bool_,  int8,    int16,    int32,   int64,   uint8,  uint16,
+                                       uint32, uint64,  float16,  bfloat16, float32, float64};
+  return d;
+}
+
+/// Random values of `dtype` in [lo, hi); floats get NaN, ±inf, ±0 sprinkled in (every 7th
+/// element from position 3) so that special values go through every kernel.
+inline Array special_array(const Shape& shape, Dtype dtype, double lo = -3.0, double hi = 3.0, uint32_t seed = 1) {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  auto v = random_values(static_cast<size_t>(n), lo, hi, seed);
+  if (is_floating(dtype)) {
+    const double specials[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                               -std::numeric_limits<double>::infinity(), 0.0, -0.0, 1.0, -1.0};
+    for (size_t i = 3, j = 0; i < v.size(); i += 7, ++j) v[i] = specials[j % 7];
+  } else {
+    for (auto& x : v) x = std::floor(x);
+  }
+  Array a(v, shape);
+  Array r = astype(a, dtype);
+  r.eval();
+  return r;
+}
+
+/// Ordinal of a float's bits (monotonic in the value), for ulp distances; `nan` set for NaN.
+inline int64_t float_ordinal(const uint8_t* p, Dtype dtype, bool* nan) {
+  uint64_t bits = 0, sign = 0, mag = 0;
+  switch (size_of(dtype)) {
+    case 2: {
+      uint16_t b;
+      std::memcpy(&b, p, 2);
+      bits = b;
+      sign = bits >> 15;
+      mag = bits & 0x7fff;
+      *nan = dtype == float16 ? mag > 0x7c00 : mag > 0x7f80;
+      break;
+    }
+    case 4: {
+      uint32_t b;
+      std::memcpy(&b, p, 4);
+      bits = b;
+      sign = bits >> 31;
+      mag = bits & 0x7fffffffu;
+      *nan = mag > 0x7f800000u;
+      break;
+    }
+    default: {
+      std::memcpy(&bits, p, 8);
+      sign = bits >> 63;
+      mag = bits & 0x7fffffffffffffffull;
+      *nan = mag > 0x7ff0000000000000ull;
+      break;
+    }
+  }
+  return sign ? -static_cast<int64_t>(mag) : static_cast<int64_t>(mag);
+}
+
+/// The GPU result equals the CPU's: same shape and dtype; integers and bool bit for bit; floats
+/// within `ulps` (0: bit for bit; NaN matches any NaN, since NaN payloads differ between the CPU
+/// and the GPU and NumPy does not define them).
+inline ::testing::AssertionResult same_as_cpu(const Array& gpu_result, const Array& cpu_result, int64_t ulps = 0) {
+  if (gpu_result.device() != gpu())
+    return ::testing::AssertionFailure() << "the result lives on " << gpu_result.device().str() << ", not the GPU";
+  if (gpu_result.shape() != cpu_result.shape())
+    return ::testing::AssertionFailure() << "shape " << shape_to_string(gpu_result.shape()) << " != CPU's "
+                                         << shape_to_string(cpu_result.shape());
+  if (gpu_result.dtype() != cpu_result.dtype())
+    return ::testing::AssertionFailure() << "dtype " << dtype_name(gpu_result.dtype()) << " != CPU's "
+                                         << dtype_name(cpu_result.dtype());
+  const auto g = raw_bytes(on_cpu(gpu_result)), c = raw_bytes(cpu_result);
+  const Dtype dt = cpu_result.dtype();
+  const size_t isz = size_of(dt);
+  for (size_t i = 0; i * isz < c.size(); ++i) {
+    const uint8_t *pg = g.data() + i * isz, *pc = c.data() + i * isz;
+    if (!is_floating(dt)) {
+      if (std::memcmp(pg, pc, isz) != 0)
+        return ::testing::AssertionFailure() << "element " << i << " differs (GPU " << as_doubles(on_cpu(gpu_result))[i]
+                                             << ", CPU " << as_doubles(cpu_result)[i] << ")";
+      continue;
+    }
+    bool ng = false, nc = false;
+    const int64_t og = float_ordinal(pg, dt, &ng), oc = float_ordinal(pc, dt, &nc);
+    if (ng || nc) {
+      if (ng != nc)
+        return ::testing::AssertionFailure() << "element " << i << ": NaN on one device only (GPU "
+                                             << as_doubles(on_cpu(gpu_result))[i] << ", CPU "
+                                             << as_doubles(cpu_result)[i] << ")";
+      continue;
+    }
+    const int64_t d = og > oc ? og - oc : oc - og;
+    if (d > ulps)
+      return ::testing::AssertionFailure() << "element " << i << " differs by " << d << " ulps (bound " << ulps
+                                           << "): GPU " << as_doubles(on_cpu(gpu_result))[i] << ", CPU "
+                                           << as_doubles(cpu_result)[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace smelt::test

@@ -1,0 +1,266 @@
+// CUDA element-wise kernels against the CPU: every unary and binary operator on every dtype it
+// accepts, select, casts between all dtype pairs, full, arange and copies, on random inputs with
+// NaN, ±inf and ±0, contiguous, strided, broadcast and empty layouts.
+#include <functional>
+
+#include "tests/backend/cuda/cuda_test_utils.h"
+
+namespace smelt {
+namespace {
+
+using namespace smelt::test;
+
+// Transcendental functions: CUDA's libdevice against the CPU's math (glibc or smelt's vector
+// math), each within a few ulps of the exact result; docs/cuda.md gives this bound.
+constexpr int64_t kMathUlps = 16;
+
+struct UnaryCase {
+  const char* name;
+  std::function<Array(const Array&)> fn;
+  int64_t ulps;  // 0: bit for bit
+};
+
+const std::vector<UnaryCase>& unary_cases() {
+  static const std::vector<UnaryCase> c = {
+      {"abs", [](const Array& a) { return abs(a); }, 0},
+      {"negative", [](const Array& a) { return negative(a); }, 0},
+      {"sign", [](const Array& a) { return sign(a); }, 0},
+      {"square", [](const Array& a) { return square(a); }, 0},
+      {"reciprocal", [](const Array& a) { return reciprocal(a); }, 0},
+      {"sqrt", [](const Array& a) { return sqrt(a); }, 0},
+      {"rsqrt", [](const Array& a) { return rsqrt(a); }, 0},
+      {"exp", [](const Array& a) { return exp(a); }, kMathUlps},
+      {"exp2", [](const Array& a) { return exp2(a); }, kMathUlps},
+      {"expm1", [](const Array& a) { return expm1(a); }, kMathUlps},
+      {"log", [](const Array& a) { return log(a); }, kMathUlps},
+      {"log2", [](const Array& a) { return log2(a); }, kMathUlps},
+      {"log10", [](const Array& a) { return log10(a); }, kMathUlps},
+      {"log1p", [](const Array& a) { return log1p(a); }, kMathUlps},
+      {"sin", [](const Array& a) { return sin(a); }, kMathUlps},
+      {"cos", [](const Array& a) { return cos(a); }, kMathUlps},
+      {"tan", [](const Array& a) { return tan(a); }, kMathUlps},
+      {"arcsin", [](const Array& a) { return arcsin(a); }, kMathUlps},
+      {"arccos", [](const Array& a) { return arccos(a); }, kMathUlps},
+      {"arctan", [](const Array& a) { return arctan(a); }, kMathUlps},
+      {"sinh", [](const Array& a) { return sinh(a); }, kMathUlps},
+      {"cosh", [](const Array& a) { return cosh(a); }, kMathUlps},
+      {"tanh", [](const Array& a) { return tanh(a); }, kMathUlps},
+      {"arcsinh", [](const Array& a) { return arcsinh(a); }, kMathUlps},
+      {"arccosh", [](const Array& a) { return arccosh(a); }, kMathUlps},
+      {"arctanh", [](const Array& a) { return arctanh(a); }, kMathUlps},
+      {"erf", [](const Array& a) { return erf(a); }, kMathUlps},
+      {"erfinv", [](const Array& a) { return erfinv(a); }, kMathUlps},
+      {"sigmoid", [](const Array& a) { return sigmoid(a); }, kMathUlps},
+      {"relu", [](const Array& a) { return relu(a); }, 0},
+      {"floor", [](const Array& a) { return floor(a); }, 0},
+      {"ceil", [](const Array& a) { return ceil(a); }, 0},
+      {"round", [](const Array& a) { return round(a); }, 0},
+      {"isnan", [](const Array& a) { return isnan(a); }, 0},
+      {"isinf", [](const Array& a) { return isinf(a); }, 0},
+      {"isfinite", [](const Array& a) { return isfinite(a); }, 0},
+      {"logical_not", [](const Array& a) { return logical_not(a); }, 0},
+      {"bitwise_not", [](const Array& a) { return bitwise_not(a); }, 0},
+  };
+  return c;
+}
+
+/// Runs `f` on the CPU; true when the op accepts these inputs (else it must fail on the GPU too).
+bool cpu_accepts(const std::function<Array()>& f, Array* out) {
+  try {
+    *out = f();
+    out->eval();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+TEST(CudaElementwise, UnaryEveryOpEveryDtype) {
+  SMELT_REQUIRE_GPU();
+  int checked = 0;
+  for (Dtype dt : all_dtypes()) {
+    Array x = special_array({1000}, dt, -3.0, 3.0, 11);
+    if (dt == float16 || dt == bfloat16 || dt == float32 || dt == float64)
+      x = concatenate({x, special_array({200}, dt, -0.999, 0.999, 12)}, 0);  // erfinv's, arctanh's domain
+    Array g = on_gpu(x);
+    for (auto& c : unary_cases()) {
+      SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt));
+      Array expected;
+      if (!cpu_accepts([&] { return c.fn(x); }, &expected)) {
+        EXPECT_THROW(c.fn(g).eval(), Error);
+        continue;
+      }
+      EXPECT_TRUE(same_as_cpu(c.fn(g), expected, c.ulps));
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 200);
+}
+
+TEST(CudaElementwise, UnaryNonContiguousAndEmpty) {
+  SMELT_REQUIRE_GPU();
+  Array x = special_array({40, 30}, float32);
+  Array g = on_gpu(x);
+  EXPECT_TRUE(same_as_cpu(exp(transpose(g)), exp(transpose(x)), kMathUlps));
+  EXPECT_TRUE(same_as_cpu(negative(slice(g, {39, 29}, {-41, -31}, {-3, -2})),
+                          negative(slice(x, {39, 29}, {-41, -31}, {-3, -2}))));
+  EXPECT_TRUE(same_as_cpu(abs(broadcast_to(slice(g, {0, 0}, {1, 30}), {5, 30})),
+                          abs(broadcast_to(slice(x, {0, 0}, {1, 30}), {5, 30}))));
+  Array e = on_gpu(zeros({0, 3}, float32));
+  EXPECT_EQ(sqrt(e).shape(), (Shape{0, 3}));
+  EXPECT_TRUE(same_as_cpu(sqrt(e), sqrt(zeros({0, 3}, float32))));
+  EXPECT_TRUE(same_as_cpu(sqrt(on_gpu(Array(2.0f))), sqrt(Array(2.0f))));
+}
+
+struct BinaryCase {
+  const char* name;
+  std::function<Array(const Array&, const Array&)> fn;
+  int64_t ulps;
+};
+
+const std::vector<BinaryCase>& binary_cases() {
+  static const std::vector<BinaryCase> c = {
+      {"add", [](const Array& a, const Array& b) { return add(a, b); }, 0},
+      {"subtract", [](const Array& a, const Array& b) { return subtract(a, b); }, 0},
+      {"multiply", [](const Array& a, const Array& b) { return multiply(a, b); }, 0},
+      {"divide", [](const Array& a, const Array& b) { return divide(a, b); }, 0},
+      {"floor_divide", [](const Array& a, const Array& b) { return floor_divide(a, b); }, 0},
+      {"remainder", [](const Array& a, const Array& b) { return remainder(a, b); }, 0},
+      {"fmod", [](const Array& a, const Array& b) { return fmod(a, b); }, 0},
+      {"power", [](const Array& a, const Array& b) { return power(a, b); }, kMathUlps},
+      {"maximum", [](const Array& a, const Array& b) { return maximum(a, b); }, 0},
+      {"minimum", [](const Array& a, const Array& b) { return minimum(a, b); }, 0},
+      {"arctan2", [](const Array& a, const Array& b) { return arctan2(a, b); }, kMathUlps},
+      {"equal", [](const Array& a, const Array& b) { return equal(a, b); }, 0},
+      {"not_equal", [](const Array& a, const Array& b) { return not_equal(a, b); }, 0},
+      {"less", [](const Array& a, const Array& b) { return less(a, b); }, 0},
+      {"less_equal", [](const Array& a, const Array& b) { return less_equal(a, b); }, 0},
+      {"greater", [](const Array& a, const Array& b) { return greater(a, b); }, 0},
+      {"greater_equal", [](const Array& a, const Array& b) { return greater_equal(a, b); }, 0},
+      {"logical_and", [](const Array& a, const Array& b) { return logical_and(a, b); }, 0},
+      {"logical_or", [](const Array& a, const Array& b) { return logical_or(a, b); }, 0},
+      {"logical_xor", [](const Array& a, const Array& b) { return logical_xor(a, b); }, 0},
+      {"bitwise_and", [](const Array& a, const Array& b) { return bitwise_and(a, b); }, 0},
+      {"bitwise_or", [](const Array& a, const Array& b) { return bitwise_or(a, b); }, 0},
+      {"bitwise_xor", [](const Array& a, const Array& b) { return bitwise_xor(a, b); }, 0},
+      {"left_shift", [](const Array& a, const Array& b) { return left_shift(a, b); }, 0},
+      {"right_shift", [](const Array& a, const Array& b) { return right_shift(a, b); }, 0},
+  };
+  return c;
+}
+
+TEST(CudaElementwise, BinaryEveryOpEveryDtype) {
+  SMELT_REQUIRE_GPU();
+  int checked = 0;
+  for (Dtype dt : all_dtypes()) {
+    // Integers include zero divisors, negative and over-wide shift counts, and wraparound.
+    const double lo = is_floating(dt) ? -5.0 : (is_unsigned_integral(dt) ? 0.0 : -70.0);
+    const double hi = is_floating(dt) ? 5.0 : 70.0;
+    Array x = special_array({777}, dt, lo, hi, 21), y = special_array({777}, dt, lo, hi, 22);
+    Array gx = on_gpu(x), gy = on_gpu(y);
+    for (auto& c : binary_cases()) {
+      SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt));
+      Array expected;
+      if (!cpu_accepts([&] { return c.fn(x, y); }, &expected)) {
+        EXPECT_THROW(c.fn(gx, gy).eval(), Error);
+        continue;
+      }
+      EXPECT_TRUE(same_as_cpu(c.fn(gx, gy), expected, c.ulps));
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 200);
+}
+
+TEST(CudaElementwise, BinaryBroadcastStridedAndScalars) {
+  SMELT_REQUIRE_GPU();
+  for (Dtype dt : {int32, float16, float32, float64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Array a = special_array({17, 1, 9}, dt, -4, 4, 31), b = special_array({5, 9}, dt, -4, 4, 32);
+    Array ga = on_gpu(a), gb = on_gpu(b);
+    EXPECT_TRUE(same_as_cpu(add(ga, gb), add(a, b)));
+    EXPECT_TRUE(same_as_cpu(multiply(transpose(gb), reshape(slice(gb, {0, 8}, {1, -10}, {1, -1}), {9, 1})),
+                            multiply(transpose(b), reshape(slice(b, {0, 8}, {1, -10}, {1, -1}), {9, 1}))));
+    EXPECT_TRUE(same_as_cpu(subtract(ga, 2), subtract(a, 2)));
+    EXPECT_TRUE(same_as_cpu(maximum(3.5, gb), maximum(3.5, b)));
+  }
+  Array big = random_array({1 << 20}, float32, -1, 1, 33);  // several blocks, a partial last one
+  Array gbig = on_gpu(big);
+  EXPECT_TRUE(same_as_cpu(add(multiply(gbig, gbig), 1.0f), add(multiply(big, big), 1.0f)));
+  EXPECT_TRUE(same_as_cpu(add(on_gpu(zeros({4, 0}, int8)), on_gpu(zeros({1, 0}, int8))),
+                          add(zeros({4, 0}, int8), zeros({1, 0}, int8))));
+}
+
+TEST(CudaElementwise, IntegerWraparoundAndDivisionByZero) {
+  SMELT_REQUIRE_GPU();
+  Array a = Array({int8_t{127}, int8_t{-128}, int8_t{-128}, int8_t{7}, int8_t{-7}});
+  Array b = Array({int8_t{1}, int8_t{-1}, int8_t{0}, int8_t{0}, int8_t{2}});
+  for (auto& c : binary_cases()) {
+    SCOPED_TRACE(c.name);
+    Array expected;
+    if (!cpu_accepts([&] { return c.fn(a, b); }, &expected)) continue;
+    EXPECT_TRUE(same_as_cpu(c.fn(on_gpu(a), on_gpu(b)), expected));
+  }
+}
+
+TEST(CudaElementwise, Select) {
+  SMELT_REQUIRE_GPU();
+  for (Dtype dt : all_dtypes()) {
+    SCOPED_TRACE(dtype_name(dt));
+    Array c = greater(random_array({6, 7}, float32, -1, 1, 41), 0.0f);
+    Array x = special_array({6, 7}, dt, -9, 9, 42), y = special_array({1, 7}, dt, -9, 9, 43);
+    EXPECT_TRUE(same_as_cpu(where(on_gpu(c), on_gpu(x), on_gpu(y)), where(c, x, y)));
+    EXPECT_TRUE(same_as_cpu(where(on_gpu(transpose(reshape(c, {7, 6}))), on_gpu(x), y),
+                            where(transpose(reshape(c, {7, 6})), x, y)));
+  }
+}
+
+TEST(CudaElementwise, CastEveryPair) {
+  SMELT_REQUIRE_GPU();
+  for (Dtype from : all_dtypes()) {
+    // Values past every integer range and NaN/inf: astype's wrap and x86 rules must match.
+    Array x = concatenate({special_array({300}, from, -3.0e5, 3.0e5, 51), special_array({300}, from, -300, 300, 52)}, 0);
+    Array g = on_gpu(x);
+    for (Dtype to : all_dtypes()) {
+      SCOPED_TRACE(std::string(dtype_name(from)) + " -> " + dtype_name(to));
+      EXPECT_TRUE(same_as_cpu(astype(g, to), astype(x, to)));
+    }
+    EXPECT_TRUE(same_as_cpu(astype(transpose(on_gpu(reshape(x, {20, 30}))), float16),
+                            astype(transpose(reshape(x, {20, 30})), float16)));
+  }
+}
+
+TEST(CudaElementwise, FullArangeCopy) {
+  SMELT_REQUIRE_GPU();
+  set_default_device(gpu());
+  for (Dtype dt : all_dtypes()) {
+    SCOPED_TRACE(dtype_name(dt));
+    Array f = full({3, 5}, Array(-2.5), dt);
+    EXPECT_EQ(f.device(), gpu());
+    set_default_device(Device::cpu());
+    Array fc = full({3, 5}, Array(-2.5), dt);
+    set_default_device(gpu());
+    EXPECT_TRUE(same_as_cpu(f, fc));
+    if (dt != bool_) {
+      Array r = arange(-3.0, 40.0, 1.0, dt);
+      Array r2 = arange(0.5, 9.0, 0.75, dt);
+      set_default_device(Device::cpu());
+      Array rc = arange(-3.0, 40.0, 1.0, dt), rc2 = arange(0.5, 9.0, 0.75, dt);
+      set_default_device(gpu());
+      EXPECT_TRUE(same_as_cpu(r, rc));
+      EXPECT_TRUE(same_as_cpu(r2, rc2));
+    }
+    Array x = special_array({4, 6, 5}, dt);
+    Array g = on_gpu(x);
+    EXPECT_TRUE(same_as_cpu(copy(transpose(g, {2, 0, 1})), copy(transpose(x, {2, 0, 1}))));
+    EXPECT_TRUE(same_as_cpu(copy(slice(g, {3, 5, 4}, {-5, -7, -6}, {-1, -2, -3})),
+                            copy(slice(x, {3, 5, 4}, {-5, -7, -6}, {-1, -2, -3}))));
+    EXPECT_TRUE(same_as_cpu(copy(broadcast_to(slice(g, {0, 0, 0}, {4, 1, 5}), {4, 6, 5})),
+                            copy(broadcast_to(slice(x, {0, 0, 0}, {4, 1, 5}), {4, 6, 5}))));
+    EXPECT_TRUE(same_as_cpu(reshape(transpose(g), {5, 24}), reshape(transpose(x), {5, 24})));
+  }
+  set_default_device(Device::cpu());
+}
+
+}  // namespace
+}  // namespace smelt

@@ -128,6 +128,23 @@ void ew_tanh(benchmark::State& s) {
   auto& in = inputs();
   run_elementwise(s, [&] { return tanh(in.x); }, 2 * kF32 * kElems);
 }
+// log of y (in [0.5, 2)): positive, as log needs; the others take x.
+void ew_log(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return log(in.y); }, 2 * kF32 * kElems);
+}
+void ew_sin(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return sin(in.x); }, 2 * kF32 * kElems);
+}
+void ew_sigmoid(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return sigmoid(in.x); }, 2 * kF32 * kElems);
+}
+void ew_erf(benchmark::State& s) {
+  auto& in = inputs();
+  run_elementwise(s, [&] { return erf(in.x); }, 2 * kF32 * kElems);
+}
 void ew_where(benchmark::State& s) {
   auto& in = inputs();
   run_elementwise(s, [&] { return where(in.cond, in.x, in.y); }, (1 + 3 * kF32) * kElems);
@@ -237,6 +254,10 @@ BENCHMARK(ew_add)->Name("add_16Mi_f32/smelt")->Apply(configure);
 BENCHMARK(ew_multiply)->Name("multiply_16Mi_f32/smelt")->Apply(configure);
 BENCHMARK(ew_exp)->Name("exp_16Mi_f32/smelt")->Apply(configure);
 BENCHMARK(ew_tanh)->Name("tanh_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(ew_log)->Name("log_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(ew_sin)->Name("sin_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(ew_sigmoid)->Name("sigmoid_16Mi_f32/smelt")->Apply(configure);
+BENCHMARK(ew_erf)->Name("erf_16Mi_f32/smelt")->Apply(configure);
 BENCHMARK(ew_where)->Name("where_16Mi_f32/smelt")->Apply(configure);
 BENCHMARK(matmul_smelt)->Name("matmul_1024_f32/smelt")->Apply(configure);
 BENCHMARK(matmul_cblas)->Name("matmul_1024_f32/cblas_sgemm")->Apply(configure);

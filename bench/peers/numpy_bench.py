@@ -67,6 +67,19 @@ def w3_chain(x, y):
     return t / (x * x + np.float32(1.0))
 
 
+def sigmoid(x):
+    return np.float32(1.0) / (np.float32(1.0) + np.exp(-x))
+
+
+def erf_peer():
+    """SciPy's erf where SciPy is installed (NumPy has none); else no erf row."""
+    try:
+        from scipy.special import erf
+    except ImportError:
+        return None
+    return erf
+
+
 def main():
     rng = np.random.default_rng(0)
     x = rng.uniform(-3.0, 3.0, ELEMS).astype(np.float32)
@@ -83,10 +96,17 @@ def main():
         ("multiply_16Mi_f32", lambda: np.multiply(x, y), 3 * F32 * ELEMS, 0),
         ("exp_16Mi_f32", lambda: np.exp(x), 2 * F32 * ELEMS, 0),
         ("tanh_16Mi_f32", lambda: np.tanh(x), 2 * F32 * ELEMS, 0),
+        ("log_16Mi_f32", lambda: np.log(y), 2 * F32 * ELEMS, 0),
+        ("sin_16Mi_f32", lambda: np.sin(x), 2 * F32 * ELEMS, 0),
+        # NumPy has no sigmoid: the expression a NumPy user writes (three passes over memory).
+        ("sigmoid_16Mi_f32", lambda: sigmoid(x), 2 * F32 * ELEMS, 0),
         ("where_16Mi_f32", lambda: np.where(cond, x, y), (1 + 3 * F32) * ELEMS, 0),
         ("matmul_1024_f32", lambda: a @ b, 0, 2 * MAT_N**3),
         ("W3_chain16_16Mi_f32", lambda: w3_chain(x, y), 3 * F32 * ELEMS, 0),
     ]
+    erf = erf_peer()
+    if erf is not None:
+        works.append(("erf_16Mi_f32", lambda: erf(x), 2 * F32 * ELEMS, 0))
     only = set(filter(None, ARGS.only.split(",")))
     rows = []
     for name, fn, nbytes, flops in works:

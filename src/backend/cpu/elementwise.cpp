@@ -4,9 +4,12 @@
 // operands of a Binary one dtype, so each kernel sees equal shapes. Dispatch on the dtype and the
 // operator happens once per call, outside the loops; each operator is instantiated only for the
 // dtypes the ops can hand it, which keeps this file's compile time in check.
+#include <array>
 #include <string>
+#include <utility>
 
 #include "smelt/errors.h"
+#include "src/backend/cpu/elementwise_math.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
 #include "src/backend/cpu/scalar_math.h"
@@ -34,12 +37,7 @@ int64_t flat_stride(const detail::Node& n) {
 // elements with given strides and is what the compiler vectorizes. An untyped *driver* (one in
 // total) splits the work over threads and walks strided layouts, calling the run through a
 // function pointer once per chunk or row. Instantiating the drivers per operator and dtype would
-// multiply this file's compile time for no speed.
-
-/// d[i] = f(s[i*st]) for i < n, into contiguous `d`.
-using UnaryRun = void (*)(const void* s, int64_t st, void* d, int64_t n);
-/// d[i] = f(x[i*xs], y[i*ys]) for i < n, into contiguous `d`.
-using BinaryRun = void (*)(const void* x, int64_t xs, const void* y, int64_t ys, void* d, int64_t n);
+// multiply this file's compile time for no speed. (UnaryRun and BinaryRun: elementwise_math.h.)
 
 template <class In, class Out, class F>
 void unary_run(const void* sv, int64_t st, void* dv, int64_t n) {
@@ -137,6 +135,94 @@ void binary_loop(const Array& a, const Array& b, Array& out, F) {
   binary_drive(a, b, out, &binary_run<T, Out, F>);
 }
 
+// ---- Float math with per-ISA kernels ----------------------------------------------------------
+
+/// The per-ISA kernel of a float unary op (elementwise_math.h), or -1 for an op without one.
+int math_fn(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Sqrt: return static_cast<int>(MathFn::Sqrt);
+    case UnaryOp::Rsqrt: return static_cast<int>(MathFn::Rsqrt);
+    case UnaryOp::Exp: return static_cast<int>(MathFn::Exp);
+    case UnaryOp::Exp2: return static_cast<int>(MathFn::Exp2);
+    case UnaryOp::Expm1: return static_cast<int>(MathFn::Expm1);
+    case UnaryOp::Log: return static_cast<int>(MathFn::Log);
+    case UnaryOp::Log2: return static_cast<int>(MathFn::Log2);
+    case UnaryOp::Log10: return static_cast<int>(MathFn::Log10);
+    case UnaryOp::Log1p: return static_cast<int>(MathFn::Log1p);
+    case UnaryOp::Sin: return static_cast<int>(MathFn::Sin);
+    case UnaryOp::Cos: return static_cast<int>(MathFn::Cos);
+    case UnaryOp::Tan: return static_cast<int>(MathFn::Tan);
+    case UnaryOp::Asin: return static_cast<int>(MathFn::Asin);
+    case UnaryOp::Acos: return static_cast<int>(MathFn::Acos);
+    case UnaryOp::Atan: return static_cast<int>(MathFn::Atan);
+    case UnaryOp::Sinh: return static_cast<int>(MathFn::Sinh);
+    case UnaryOp::Cosh: return static_cast<int>(MathFn::Cosh);
+    case UnaryOp::Tanh: return static_cast<int>(MathFn::Tanh);
+    case UnaryOp::Erf: return static_cast<int>(MathFn::Erf);
+    case UnaryOp::Sigmoid: return static_cast<int>(MathFn::Sigmoid);
+    case UnaryOp::Abs:
+    case UnaryOp::Negative:
+    case UnaryOp::Sign:
+    case UnaryOp::Square:
+    case UnaryOp::Reciprocal:
+    case UnaryOp::Asinh:
+    case UnaryOp::Acosh:
+    case UnaryOp::Atanh:
+    case UnaryOp::ErfInv:
+    case UnaryOp::Relu:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::IsNan:
+    case UnaryOp::IsInf:
+    case UnaryOp::IsFinite:
+    case UnaryOp::LogicalNot:
+    case UnaryOp::BitwiseNot:
+      return -1;
+  }
+  return -1;
+}
+
+/// A 16-bit float math run: widen a block to float32, run the float32 kernel, round back. The
+/// same as the scalar function, which also computes in float32 and rounds once.
+template <class T, int F>
+void half_math_run(const void* sv, int64_t st, void* dv, int64_t n) {
+  const T* s = static_cast<const T*>(sv);
+  T* d = static_cast<T*>(dv);
+  const UnaryRun run = math_kernels().unary[F];
+  constexpr int64_t kBlock = 512;
+  float in[kBlock], res[kBlock];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = n - b < kBlock ? n - b : kBlock;
+    for (int64_t j = 0; j < m; ++j) in[j] = scalar::up(s[(b + j) * st]);
+    run(in, 1, res, m);
+    for (int64_t j = 0; j < m; ++j) d[b + j] = scalar::down<T>(res[j]);
+  }
+}
+
+template <class T, size_t... I>
+constexpr std::array<UnaryRun, sizeof...(I)> half_math_runs(std::index_sequence<I...>) {
+  return {&half_math_run<T, static_cast<int>(I)>...};
+}
+
+/// Runs `op` through the per-ISA float math kernels when it has one; returns whether it did.
+template <class T>
+bool unary_math(UnaryOp op, const Array& in, Array& out) {
+  if constexpr (std::is_same_v<T, float> || scalar::half_v<T>) {
+    const int f = math_fn(op);
+    if (f < 0) return false;
+    if constexpr (std::is_same_v<T, float>) {
+      unary_drive(in, out, math_kernels().unary[f]);
+    } else {
+      static constexpr auto runs =
+          half_math_runs<T>(std::make_index_sequence<static_cast<size_t>(MathFn::Count)>());
+      unary_drive(in, out, runs[f]);
+    }
+    return true;
+  }
+  return false;
+}
+
 // ---- Unary ------------------------------------------------------------------------------------
 
 [[noreturn]] void no_kernel(const std::string& what, Dtype dtype) {
@@ -148,6 +234,7 @@ void unary_typed(UnaryOp op, const Array& in, Array& out) {
   constexpr bool kFloat = scalar::float_v<T>;
   constexpr bool kInt = scalar::int_v<T>;
   constexpr bool kBool = scalar::bool_v<T>;
+  if (unary_math<T>(op, in, out)) return;
   switch (op) {
 #define SMELT_UNARY_CASE(name, fn, accepted, Out)                                 \
   case UnaryOp::name:                                                            \
@@ -206,6 +293,12 @@ void binary_typed(BinaryOp op, const Array& a, const Array& b, Array& out) {
   constexpr bool kFloat = scalar::float_v<T>;
   constexpr bool kInt = scalar::int_v<T>;
   constexpr bool kBool = scalar::bool_v<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    if (op == BinaryOp::Atan2) {
+      binary_drive(a, b, out, math_kernels().atan2);
+      return;
+    }
+  }
   switch (op) {
 #define SMELT_BINARY_CASE(name, fn, accepted, Out)                                          \
   case BinaryOp::name:                                                                     \

@@ -18,6 +18,9 @@
 //    base -1 -> ±1 (NumPy raises instead).
 //  - Functions that need a float type (exp, sqrt, ...) accept float types only; the ops promote
 //    integer inputs before a kernel runs.
+//  - The float32 transcendentals (and so the 16-bit floats') are smelt's own, in vector_math.h:
+//    loops over them vectorize and they give the same bits on every x86-64 ISA. float64 calls
+//    the C library.
 #pragma once
 
 #include <cmath>
@@ -26,6 +29,7 @@
 #include <type_traits>
 
 #include "smelt/dtype.h"
+#include "src/backend/cpu/vector_math.h"
 
 namespace smelt::scalar {
 
@@ -210,27 +214,9 @@ inline T reciprocal(T x) {
     return down<T>(expr);                                 \
   }
 SMELT_SCALAR_FLOAT_FN(sqrt, std::sqrt(x))
-SMELT_SCALAR_FLOAT_FN(rsqrt, C(1) / std::sqrt(x))
-SMELT_SCALAR_FLOAT_FN(exp, std::exp(x))
-SMELT_SCALAR_FLOAT_FN(exp2, std::exp2(x))
-SMELT_SCALAR_FLOAT_FN(expm1, std::expm1(x))
-SMELT_SCALAR_FLOAT_FN(log, std::log(x))
-SMELT_SCALAR_FLOAT_FN(log2, std::log2(x))
-SMELT_SCALAR_FLOAT_FN(log10, std::log10(x))
-SMELT_SCALAR_FLOAT_FN(log1p, std::log1p(x))
-SMELT_SCALAR_FLOAT_FN(sin, std::sin(x))
-SMELT_SCALAR_FLOAT_FN(cos, std::cos(x))
-SMELT_SCALAR_FLOAT_FN(tan, std::tan(x))
-SMELT_SCALAR_FLOAT_FN(asin, std::asin(x))
-SMELT_SCALAR_FLOAT_FN(acos, std::acos(x))
-SMELT_SCALAR_FLOAT_FN(atan, std::atan(x))
-SMELT_SCALAR_FLOAT_FN(sinh, std::sinh(x))
-SMELT_SCALAR_FLOAT_FN(cosh, std::cosh(x))
-SMELT_SCALAR_FLOAT_FN(tanh, std::tanh(x))
 SMELT_SCALAR_FLOAT_FN(asinh, std::asinh(x))
 SMELT_SCALAR_FLOAT_FN(acosh, std::acosh(x))
 SMELT_SCALAR_FLOAT_FN(atanh, std::atanh(x))
-SMELT_SCALAR_FLOAT_FN(erf, std::erf(x))
 // NaN is returned as it is: the SSE4.1 rounding instruction quiets a signaling NaN and the
 // baseline x86-64 code does not, so without the test results would depend on the build flags
 // (the library and the fused kernels are built for different vector ISAs).
@@ -240,6 +226,63 @@ SMELT_SCALAR_FLOAT_FN(ceil, x != x ? x : std::ceil(x))
 SMELT_SCALAR_FLOAT_FN(round, x != x ? x : std::nearbyint(x))
 #undef SMELT_SCALAR_FLOAT_FN
 
+namespace detail {
+// The float64 versions: the C library's.
+#define SMELT_LIBM(name) \
+  inline double libm_##name(double x) { return std::name(x); }
+SMELT_LIBM(exp)
+SMELT_LIBM(exp2)
+SMELT_LIBM(expm1)
+SMELT_LIBM(log)
+SMELT_LIBM(log2)
+SMELT_LIBM(log10)
+SMELT_LIBM(log1p)
+SMELT_LIBM(sin)
+SMELT_LIBM(cos)
+SMELT_LIBM(tan)
+SMELT_LIBM(asin)
+SMELT_LIBM(acos)
+SMELT_LIBM(atan)
+SMELT_LIBM(sinh)
+SMELT_LIBM(cosh)
+SMELT_LIBM(tanh)
+SMELT_LIBM(erf)
+#undef SMELT_LIBM
+inline double libm_rsqrt(double x) { return 1.0 / std::sqrt(x); }
+}  // namespace detail
+
+// Float functions with a float32 version in vector_math.h; float64 takes the C library's.
+#define SMELT_SCALAR_VMATH_FN(name)                         \
+  template <class T>                                        \
+  inline T name(T x_) {                                     \
+    static_assert(float_v<T>, #name " needs a float type"); \
+    using C = calc_t<T>;                                    \
+    const C x = up(x_);                                     \
+    if constexpr (std::is_same_v<C, float>)                 \
+      return down<T>(vmath::name(x));                       \
+    else                                                    \
+      return down<T>(detail::libm_##name(x));               \
+  }
+SMELT_SCALAR_VMATH_FN(rsqrt)
+SMELT_SCALAR_VMATH_FN(exp)
+SMELT_SCALAR_VMATH_FN(exp2)
+SMELT_SCALAR_VMATH_FN(expm1)
+SMELT_SCALAR_VMATH_FN(log)
+SMELT_SCALAR_VMATH_FN(log2)
+SMELT_SCALAR_VMATH_FN(log10)
+SMELT_SCALAR_VMATH_FN(log1p)
+SMELT_SCALAR_VMATH_FN(sin)
+SMELT_SCALAR_VMATH_FN(cos)
+SMELT_SCALAR_VMATH_FN(tan)
+SMELT_SCALAR_VMATH_FN(asin)
+SMELT_SCALAR_VMATH_FN(acos)
+SMELT_SCALAR_VMATH_FN(atan)
+SMELT_SCALAR_VMATH_FN(sinh)
+SMELT_SCALAR_VMATH_FN(cosh)
+SMELT_SCALAR_VMATH_FN(tanh)
+SMELT_SCALAR_VMATH_FN(erf)
+#undef SMELT_SCALAR_VMATH_FN
+
 /// Inverse error function; computed in float64 for every float type and rounded once.
 template <class T>
 inline T erfinv(T x) {
@@ -247,12 +290,13 @@ inline T erfinv(T x) {
   return static_cast<T>(detail::erfinv_f64(static_cast<double>(up(x))));
 }
 
-/// 1 / (1 + exp(-x)) without overflow: exp is only taken of a non-positive argument.
+/// 1 / (1 + exp(-x)); in float64 without overflow: exp is only taken of a non-positive argument.
 template <class T>
 inline T sigmoid(T x_) {
   static_assert(float_v<T>, "sigmoid needs a float type");
   using C = calc_t<T>;
   const C x = up(x_);
+  if constexpr (std::is_same_v<C, float>) return down<T>(vmath::sigmoid(x));
   if (x >= 0) return down<T>(C(1) / (C(1) + std::exp(-x)));
   const C e = std::exp(x);  // NaN lands here and stays NaN
   return down<T>(e / (C(1) + e));
@@ -450,7 +494,9 @@ template <class T>
 inline T maximum(T a, T b) {
   if constexpr (float_v<T>) {
     const calc_t<T> x = up(a), y = up(b);
-    return (x >= y || x != x) ? a : b;
+    // `|`, not `||`: no branch, so loops over it vectorize into a compare and a blend.
+    const bool take_a = (x >= y) | (x != x);
+    return take_a ? a : b;
   } else {
     return a >= b ? a : b;
   }
@@ -460,7 +506,8 @@ template <class T>
 inline T minimum(T a, T b) {
   if constexpr (float_v<T>) {
     const calc_t<T> x = up(a), y = up(b);
-    return (x <= y || x != x) ? a : b;
+    const bool take_a = (x <= y) | (x != x);
+    return take_a ? a : b;
   } else {
     return a <= b ? a : b;
   }
@@ -469,7 +516,8 @@ inline T minimum(T a, T b) {
 template <class T>
 inline T atan2(T a, T b) {
   static_assert(float_v<T>, "atan2 needs a float type");
-  return down<T>(std::atan2(up(a), up(b)));
+  if constexpr (std::is_same_v<calc_t<T>, float>) return down<T>(vmath::atan2(up(a), up(b)));
+  else return down<T>(std::atan2(up(a), up(b)));
 }
 
 template <class T>

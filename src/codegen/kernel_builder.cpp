@@ -30,8 +30,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // Flags are part of the key. No fast math and no FMA contraction: the kernels must round exactly
-// as the unfused kernels do.
-constexpr const char* kBaseFlags = "-std=c++20 -O3 -ffp-contract=off -fno-fast-math -fPIC -shared -w";
+// as the unfused kernels do. Without math errno a square root is the plain instruction (the same
+// correctly rounded result) rather than a conditional library call, so loops with sqrt vectorize.
+constexpr const char* kBaseFlags = "-std=c++20 -O3 -ffp-contract=off -fno-fast-math -fno-math-errno -fPIC -shared -w";
 
 // The vector ISA from the running CPU: AVX2 when it has AVX2 and FMA, else SSE4.2, else the
 // x86-64 baseline. AVX-512 is left out on purpose: fused kernels call the C library's scalar

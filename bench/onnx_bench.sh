@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Times the bundled ONNX models: smelt's eager runner (`smelt run`) against ONNX Runtime's CPU
-# provider, on the same inputs and thread count; prints a table and writes bench/results/onnx.json.
+# Times the bundled ONNX models: smelt's eager runner (`smelt run`), smelt compiled (`smelt run
+# --compile`: smelt::onnx::compile) and ONNX Runtime's CPU provider, on the same inputs and thread
+# count, and smelt's compile cost with a cold and a warm kernel cache; prints two tables and
+# writes bench/results/onnx.json.
 #
 #   bench/onnx_bench.sh              every core, 21 timed runs per system (median reported)
 #   THREADS=2 REPS=30 bench/onnx_bench.sh
@@ -10,9 +12,15 @@
 # SMELT_NUM_THREADS (smelt's kernels and its OpenBLAS) for smelt, intra_op_num_threads = THREADS
 # and inter_op_num_threads = 1 for ONNX Runtime. Each system does one untimed warm-up run, then
 # REPS timed runs of the whole model (inputs in memory, outputs materialized); the median is
-# reported, the minimum kept in the JSON. ONNX Runtime runs twice: with its default graph
-# optimizations ("ort": fusions, constant folding) and with none ("ort-noopt": the graph as
-# written, the closer match to an eager runner). ratio = ORT's median / smelt's (> 1: smelt faster).
+# reported, the minimum kept in the JSON. smelt runs as `smelt run --compile --repeat REPS`: its
+# eager runs and compiled calls alternate (drift hits both alike) and the first compiled call's
+# outputs are checked bit for bit against the eager ones. It runs twice with SMELT_CACHE_DIR set
+# to a fresh empty folder: the first run's compile cost is cold (every fused kernel goes through
+# the C++ compiler), the second's is warm (kernels load from that disk cache); the times per
+# call are the warm run's. ONNX Runtime runs twice: with its default graph optimizations ("ort":
+# fusions, constant folding) and with none ("ort-noopt": the graph as written, the closer match
+# to an eager runner); its set-up cost (session construction + the first run) is in the JSON.
+# Ratios are of medians, > 1: the second system is slower (eager/compiled > 1: compiling helps).
 # ONNX Runtime lives in bench/.venv (created here); the library never needs Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,9 +70,13 @@ rng = np.random.default_rng(0)
 x = rng.integers(0, 1000, size=shape, dtype=np.int64) if kind == "ids" else rng.uniform(-1, 1, size=shape).astype(np.float32)
 np.save(path, x)
 EOF
-  echo "== $work: smelt"
-  "$SMELT" run "$model" --input "$input=$RAW/$work.$input.npy" --repeat "$REPS" --threads "$THREADS" \
-    --json "$RAW/$work.smelt.json" | tail -n 1
+  cache="$(mktemp -d)"
+  for state in cold warm; do
+    echo "== $work: smelt eager and compiled ($state kernel cache)"
+    SMELT_CACHE_DIR="$cache" "$SMELT" run "$model" --input "$input=$RAW/$work.$input.npy" --repeat "$REPS" \
+      --threads "$THREADS" --compile --json "$RAW/$work.smelt-$state.json" | grep -E '^(segments|check|compile|payoff)'
+  done
+  rm -rf "$cache"
   echo "== $work: onnxruntime"
   "$PY" bench/peers/ort_bench.py "$model" --input "$input=$RAW/$work.$input.npy" --threads "$THREADS" \
     --reps "$REPS" --opt all >"$RAW/$work.ort.json"
@@ -73,7 +85,7 @@ EOF
 done
 
 "$PY" - "$RAW" "$THREADS" "$REPS" "$SMELT" "${WORKLOADS[@]}" <<'EOF'
-import json, os, platform, subprocess, sys, time
+import json, math, os, platform, subprocess, sys, time
 raw, threads, reps, smelt_bin, workloads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
 
 def cpu_model():
@@ -85,36 +97,70 @@ def cpu_model():
         pass
     return platform.processor()
 
+def pays_off_after(compile_ms, eager_ms, compiled_ms):
+    # As `smelt run` computes it: calls after which the compile cost is won back, None: never.
+    return None if not compiled_ms < eager_ms else math.ceil(compile_ms / (eager_ms - compiled_ms))
+
 rows = []
 for w in workloads:
     work, model, input_name, shape, kind = w.split()
-    smelt = json.load(open(os.path.join(raw, work + ".smelt.json")))
+    smelt = json.load(open(os.path.join(raw, work + ".smelt-warm.json")))
+    cold = json.load(open(os.path.join(raw, work + ".smelt-cold.json")))
     ort = json.load(open(os.path.join(raw, work + ".ort.json")))
     noopt = json.load(open(os.path.join(raw, work + ".ort-noopt.json")))
+    comp, comp_cold = smelt["compile"], cold["compile"]
+    kinds = [s.get("kind", "compiled" if s["compiled"] else "eager") for s in comp["segments"]]
     rows.append({"work": work, "model": model, "input": f"{input_name}[{shape}]",
                  "smelt_ms": smelt["median_ms"], "smelt_min_ms": smelt["min_ms"], "smelt_first_ms": smelt["first_ms"],
+                 "compiled_ms": comp["median_ms"], "compiled_min_ms": comp["min_ms"],
+                 "compile_cold_ms": comp_cold["compile_ms"], "compile_warm_ms": comp["compile_ms"],
+                 "first_call_cold_ms": comp_cold["first_call_ms"], "first_call_warm_ms": comp["first_call_ms"],
+                 # Both from the warm run's medians, so that they differ by the compile cost only.
+                 "pays_off_after_warm": pays_off_after(comp["compile_ms"], smelt["median_ms"], comp["median_ms"]),
+                 "pays_off_after_cold": pays_off_after(comp_cold["compile_ms"], smelt["median_ms"], comp["median_ms"]),
+                 "segments": len(kinds), "compiled_segments": kinds.count("compiled"),
+                 "fused_kernels": sum(len(s["fused"]) for s in comp["segments"]),
+                 "bit_equal": comp["bit_equal"] and comp_cold["bit_equal"],
                  "ort_ms": ort["median_ms"], "ort_min_ms": ort["min_ms"],
                  "ort_noopt_ms": noopt["median_ms"], "ort_noopt_min_ms": noopt["min_ms"],
+                 "ort_session_ms": ort.get("session_ms"), "ort_first_run_ms": ort.get("first_run_ms"),
                  "ratio_vs_ort": ort["median_ms"] / smelt["median_ms"],
-                 "ratio_vs_ort_noopt": noopt["median_ms"] / smelt["median_ms"]})
+                 "ratio_vs_ort_noopt": noopt["median_ms"] / smelt["median_ms"],
+                 "ratio_eager_vs_compiled": smelt["median_ms"] / comp["median_ms"],
+                 "ratio_ort_vs_compiled": ort["median_ms"] / comp["median_ms"],
+                 "ratio_ort_noopt_vs_compiled": noopt["median_ms"] / comp["median_ms"]})
 result = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu_model(), "threads": threads,
           "smelt": smelt_bin, "load_average": os.getloadavg(),
           "reps": reps, "ort_version": ort["ort_version"],
-          "method": "median of reps timed runs after one warm-up; same .npy inputs; smelt eager (smelt run) vs "
-                    "ONNX Runtime CPU provider (intra_op = threads, inter_op = 1), default and no graph optimizations; "
-                    "ratio = ORT median / smelt median (> 1: smelt faster)",
+          "method": "median of reps timed runs after one warm-up; same .npy inputs; smelt eager and compiled "
+                    "(smelt run --compile --repeat: alternating calls; compile cost with a cold and a warm kernel "
+                    "cache, times per call from the warm run) vs ONNX Runtime CPU provider (intra_op = threads, "
+                    "inter_op = 1), default and no graph optimizations; ratio_vs_ort = ORT median / smelt eager "
+                    "median, ratio_eager_vs_compiled = eager / compiled, ratio_ort_vs_compiled = ORT / compiled "
+                    "(> 1: the system named second is faster)",
           "rows": rows}
 with open("bench/results/onnx.json", "w") as f:
     json.dump(result, f, indent=2)
 load = ", ".join(f"{x:.1f}" for x in result["load_average"])
 print(f"\n{result['cpu']}, {threads} threads, median of {reps} runs, onnxruntime {result['ort_version']}, "
       f"smelt {smelt_bin}, load average {load}")
-print(f"{'workload':<22}{'smelt ms':>10}{'ort ms':>10}{'ort-noopt ms':>14}{'ort/smelt':>11}{'noopt/smelt':>13}"
-      f"   {'min: smelt':>10}{'ort':>8}{'noopt':>8}")
+print(f"{'workload':<22}{'eager ms':>10}{'compiled':>10}{'ort ms':>10}{'ort-noopt':>11}"
+      f"{'eager/comp':>12}{'ort/comp':>10}{'noopt/comp':>12}{'ort/eager':>11}{'noopt/eager':>13}")
 for r in rows:
-    print(f"{r['work']:<22}{r['smelt_ms']:>10.3f}{r['ort_ms']:>10.3f}{r['ort_noopt_ms']:>14.3f}"
-          f"{r['ratio_vs_ort']:>11.2f}{r['ratio_vs_ort_noopt']:>13.2f}"
-          f"   {r['smelt_min_ms']:>10.3f}{r['ort_min_ms']:>8.3f}{r['ort_noopt_min_ms']:>8.3f}")
-print("medians, then minimums (ms); ratio = ORT median / smelt median, > 1: smelt is faster; "
-      "wrote bench/results/onnx.json")
+    print(f"{r['work']:<22}{r['smelt_ms']:>10.3f}{r['compiled_ms']:>10.3f}{r['ort_ms']:>10.3f}{r['ort_noopt_ms']:>11.3f}"
+          f"{r['ratio_eager_vs_compiled']:>12.2f}{r['ratio_ort_vs_compiled']:>10.2f}"
+          f"{r['ratio_ort_noopt_vs_compiled']:>12.2f}{r['ratio_vs_ort']:>11.2f}{r['ratio_vs_ort_noopt']:>13.2f}")
+print("medians (ms); a ratio a/b > 1: b is faster")
+print(f"\n{'workload':<22}{'segments':>9}{'kernels':>9}{'compile cold':>14}{'warm':>9}{'payoff cold':>13}{'warm':>7}"
+      f"{'ort session':>13}{'+1st run':>10}{'bit-equal':>11}")
+def calls(n):
+    return "never" if n is None else str(n)
+for r in rows:
+    print(f"{r['work']:<22}{r['compiled_segments']:>4}/{r['segments']:<4}{r['fused_kernels']:>9}"
+          f"{r['compile_cold_ms']:>14.1f}{r['compile_warm_ms']:>9.1f}{calls(r['pays_off_after_cold']):>13}"
+          f"{calls(r['pays_off_after_warm']):>7}{r['ort_session_ms']:>13.1f}{r['ort_first_run_ms']:>10.1f}"
+          f"{'yes' if r['bit_equal'] else 'NO':>11}")
+print("segments: compiled/all; compile: trace + build of every segment (ms), cold: empty kernel cache; payoff: "
+      "calls after which compiling pays off (compile / (eager - compiled), warm medians); ort: session construction and first "
+      "run (ms); wrote bench/results/onnx.json")
 EOF

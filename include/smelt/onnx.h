@@ -338,18 +338,39 @@ struct CompiledModelStats {
   std::vector<SegmentStats> segments;  // by position
 };
 
+/// How an overlay segment ran.
+enum class SegmentKind : uint8_t {
+  Compiled,    // traced and replayed compiled
+  EagerSmall,  // traced, but fewer than eager_below nodes next to a break: its nodes ran eagerly
+  Break,       // one break node, run eagerly on real values
+};
+
+/// A fused kernel of a compiled segment and the ONNX nodes its element-wise steps came from.
+struct FusedGroup {
+  /// Labels of the nodes ("Mul 'm1'"), in execution order, each once.
+  std::vector<std::string> nodes;
+  /// The kernel's own description (its root expression), for debugging.
+  std::string kernel;
+  /// "Fused[Mul 'm1', Add 'a1', Erf 'e1']".
+  std::string str() const;
+};
+
 /// One part of a call's path through the top-level graph, in execution order.
 struct OverlaySegment {
   size_t start = 0;            // first position (execution order of the top-level graph)
   size_t stop = 0;             // one past the last position
   std::string start_node;      // labels of the first and last nodes
   std::string stop_node;
-  bool compiled = false;       // false: ran eagerly (a break node, or fewer than eager_below nodes)
-  /// Why it ends (compiled and small segments: the break that follows, or "end of graph") or,
-  /// for a break node, why it could not be traced.
+  SegmentKind kind = SegmentKind::Break;
+  bool compiled = false;       // kind == SegmentKind::Compiled
+  /// Compiled and small segments: why it ends ("break: NonZero 'nz'" or "end of graph"; small
+  /// ones add "(fewer than eager_below = 20 nodes)"). A break node: why it could not be traced,
+  /// from the node's point of view ("NonZero 'nz': output shape depends on the values of its
+  /// input", "Reshape 'r': needs the values of input 'shape' on the host"); the evaluation error
+  /// behind it is the `break_error` field of the segment.compile.stop event.
   std::string reason;
   std::vector<std::string> host_values;  // host values static in its key ("n=[3]")
-  std::vector<std::string> fused;        // fused kernels of its tape
+  std::vector<FusedGroup> fused;         // fused kernels of its tape
 };
 
 struct Overlay {
@@ -357,8 +378,7 @@ struct Overlay {
   /// Nodes of compiled segments whose outputs were known at trace time (shape arithmetic on
   /// known shapes, constants): they cost nothing at run time.
   std::vector<std::string> host_folded;
-  /// Element-wise groups fused into generated kernels, "segment K: Fused(...)". The tape does
-  /// not record which ONNX node each fused step came from.
+  /// Every segment's fused kernels, "segment K: Fused[Mul 'm1', Add 'a1']".
   std::vector<std::string> fused;
 };
 

@@ -23,7 +23,8 @@ bool is_scalar_broadcast(const Node& n) {
 
 }  // namespace
 
-Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>& outputs, Device device) {
+Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>& outputs, Device device,
+                std::vector<const Node*>* step_nodes) {
   Tape tape;
   tape.device = device;
   std::unordered_map<const Node*, int> ids;
@@ -79,6 +80,7 @@ Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>
         step.outputs.push_back(id);
       }
       tape.steps.push_back(std::move(step));
+      if (step_nodes) step_nodes->push_back(&n);
       stack.pop_back();
     }
   };

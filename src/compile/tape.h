@@ -8,6 +8,10 @@
 #include "smelt/array.h"
 #include "src/primitives/primitive.h"
 
+namespace smelt::detail {
+struct Node;
+}
+
 namespace smelt::compiler {
 
 /// The static type of a value on the tape.
@@ -41,7 +45,10 @@ struct Tape {
 
 /// Records the graph between `placeholders` and `outputs` (a worklist walk; graphs can be deep).
 /// Arrays that do not depend on a placeholder become constants and are evaluated now.
-Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>& outputs, Device device);
+/// `step_nodes`, when given, receives per step the graph node it was recorded from (callers that
+/// know where nodes came from map steps back to their source: ONNX nodes for compiled models).
+Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>& outputs, Device device,
+                std::vector<const detail::Node*>* step_nodes = nullptr);
 
 /// Checks the tape's invariants (each value defined once, before use; arities; shapes of
 /// element-wise steps); throws an internal error naming the pass that broke them.

@@ -110,6 +110,76 @@ std::string first_sentence(const std::string& s) {
   return s.substr(0, end);
 }
 
+/// The formal names of the inputs an operator reads on the host (shapes, counts, bounds), by
+/// index; nullptr for inputs it computes on. Used to say which input made a node a break.
+const std::vector<const char*>* host_input_names(const Node& n) {
+  static const std::map<std::string, std::vector<const char*>> table = [] {
+    std::map<std::string, std::vector<const char*>> t{
+        {"Reshape", {nullptr, "shape"}},
+        {"Expand", {nullptr, "shape"}},
+        {"Tile", {nullptr, "repeats"}},
+        {"ConstantOfShape", {"input"}},
+        {"Range", {"start", "limit", "delta"}},
+        {"Slice", {nullptr, "starts", "ends", "axes", "steps"}},
+        {"TopK", {nullptr, "K"}},
+        {"Pad", {nullptr, "pads", "constant_value", "axes"}},
+        {"OneHot", {nullptr, "depth"}},
+        {"Split", {nullptr, "split"}},
+        {"Squeeze", {nullptr, "axes"}},
+        {"Unsqueeze", {nullptr, "axes"}},
+        {"CumSum", {nullptr, "axis"}},
+        {"Resize", {nullptr, "roi", "scales", "sizes"}},
+        {"Upsample", {nullptr, "scales"}},
+        {"Trilu", {nullptr, "k"}},
+        {"CenterCropPad", {nullptr, "shape"}},
+        {"Col2Im", {nullptr, "image_shape", "block_shape"}},
+        {"AffineGrid", {nullptr, "size"}},
+        {"DFT", {nullptr, "dft_length", "axis"}},
+        {"STFT", {nullptr, "frame_step", nullptr, "frame_length"}},
+        {"HannWindow", {"size"}},
+        {"HammingWindow", {"size"}},
+        {"BlackmanWindow", {"size"}},
+        {"MelWeightMatrix", {"num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"}},
+        {"Loop", {"M", "cond"}},
+        {"If", {"cond"}},
+    };
+    for (const char* r : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                          "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
+      t[r] = {nullptr, "axes"};
+    return t;
+  }();
+  if (!normalize_domain(n.domain).empty()) return nullptr;
+  auto it = table.find(n.op_type);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+/// Why a node whose trace raised UnknownValueError is a break, from the node's point of view:
+/// "NonZero 'nz': output shape depends on the values of its input", "Reshape 'r': needs the
+/// values of input 'shape' on the host". `traced[i]`: input i holds a traced value.
+std::string break_reason(const Node& n, const std::vector<bool>& traced) {
+  const std::string who = n.label() + ": ";
+  const bool standard = normalize_domain(n.domain).empty();
+  if (standard && (n.op_type == "NonZero" || n.op_type == "Unique" || n.op_type == "NonMaxSuppression"))
+    return who + "output shape depends on the values of its input" + (n.inputs.size() > 1 ? "s" : "");
+  if (standard && n.op_type == "Compress") return who + "output shape depends on the values of input 'condition'";
+  if (standard && n.op_type == "If") return who + "which branch runs depends on the value of input 'cond'";
+  std::vector<std::string> names;
+  if (const auto* formal = host_input_names(n))
+    for (size_t i = 0; i < formal->size() && i < traced.size(); ++i)
+      if ((*formal)[i] && traced[i]) names.push_back(std::string("'") + (*formal)[i] + "'");
+  if (names.empty() && standard && n.op_type == "Loop")
+    return who + "runs eagerly: a Loop evaluates its condition and state on the host after every iteration";
+  if (names.empty()) {
+    // An operator without a table entry: name its traced inputs by their values.
+    for (size_t i = 0; i < traced.size(); ++i)
+      if (traced[i] && i < n.inputs.size()) names.push_back(std::to_string(i) + " ('" + n.inputs[i] + "')");
+    if (names.empty()) return who + "needs the values of a traced value on the host";
+  }
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
+  return who + "needs the values of input" + (names.size() > 1 ? "s " : " ") + list + " on the host";
+}
+
 /// Random operators without a seed draw new values on every run: they never enter a trace.
 bool is_unseeded_random(const Node& n) {
   static const std::set<std::string> ops{"RandomNormal", "RandomUniform", "RandomNormalLike",
@@ -150,14 +220,18 @@ struct SegmentEntry {
   std::string key_text;
   size_t stop = 0;            // the break's position, or the node count at the end of the graph
   std::string reason;         // why it ends
-  std::string break_error;    // why the break node could not be traced
+  std::string break_reason;   // why the break node could not be traced, phrased for the node
+  std::string break_error;    // the error behind it (telemetry only)
   bool compiled = false;
   std::vector<std::string> args;  // live names passed as the tape's inputs, in order
   std::vector<std::string> host_static;
   compiler::Tape tape;
   std::vector<OutputSlot> outputs;
   std::vector<std::string> folded;
-  std::vector<std::string> fused;
+  std::vector<FusedGroup> fused;
+  /// Per step of the tape as traced (before the passes): the position of the ONNX node that
+  /// made it, or -1. Cleared once the fused groups have their nodes.
+  std::vector<int> step_position;
 };
 using EntryPtr = std::shared_ptr<const SegmentEntry>;
 
@@ -179,6 +253,67 @@ struct TraceResult {
   std::set<std::string> need_static;
 };
 
+/// The fused kernels of `e`'s optimized tape and the ONNX nodes each came from. The passes keep
+/// value ids (they forward or drop values, never renumber), so walking back from a kernel's
+/// outputs through the tape as traced, until values that the optimized tape still defines (the
+/// kernel's arguments, constants, other steps' results), finds the steps it replaced.
+/// The wiring of a tape as traced, kept across the passes: which step made each value, and what
+/// each step read (flat: step i read reads[read_begin[i] .. read_begin[i + 1])).
+struct TracedWiring {
+  std::vector<int> producer;
+  std::vector<int> read_begin;
+  std::vector<int> reads;
+
+  explicit TracedWiring(const compiler::Tape& tape) : producer(tape.values.size(), -1) {
+    read_begin.reserve(tape.steps.size() + 1);
+    for (size_t i = 0; i < tape.steps.size(); ++i) {
+      read_begin.push_back(static_cast<int>(reads.size()));
+      reads.insert(reads.end(), tape.steps[i].inputs.begin(), tape.steps[i].inputs.end());
+      for (int o : tape.steps[i].outputs) producer[static_cast<size_t>(o)] = static_cast<int>(i);
+    }
+    read_begin.push_back(static_cast<int>(reads.size()));
+  }
+};
+
+template <class LabelOf>
+std::vector<FusedGroup> fused_groups(const SegmentEntry& e, const TracedWiring& traced, LabelOf label_of) {
+  const compiler::Tape& tape = e.tape;
+  std::vector<FusedGroup> groups;
+  const std::vector<int>& producer = traced.producer;
+  std::vector<char> defined(tape.values.size(), 0);
+  for (int i = 0; i < tape.num_inputs; ++i) defined[static_cast<size_t>(i)] = 1;
+  for (const auto& c : tape.constants) defined[static_cast<size_t>(c.first)] = 1;
+  for (const auto& st : tape.steps)
+    for (int o : st.outputs) defined[static_cast<size_t>(o)] = 1;
+  for (const auto& st : tape.steps) {
+    if (st.prim.kind != PrimKind::Fused) continue;
+    std::set<int> positions;
+    std::vector<char> seen(tape.values.size(), 0);
+    std::vector<int> work;
+    for (int o : st.outputs) {
+      seen[static_cast<size_t>(o)] = 1;
+      if (producer[static_cast<size_t>(o)] >= 0) work.push_back(producer[static_cast<size_t>(o)]);
+    }
+    while (!work.empty()) {
+      const int step = work.back();
+      work.pop_back();
+      const size_t si = static_cast<size_t>(step);
+      if (si < e.step_position.size() && e.step_position[si] >= 0) positions.insert(e.step_position[si]);
+      for (int r = traced.read_begin[si]; r < traced.read_begin[si + 1]; ++r) {
+        const size_t v = static_cast<size_t>(traced.reads[static_cast<size_t>(r)]);
+        if (seen[v] || defined[v]) continue;
+        seen[v] = 1;
+        if (producer[v] >= 0) work.push_back(producer[v]);
+      }
+    }
+    FusedGroup g;
+    g.kernel = st.prim.str();
+    for (int p : positions) g.nodes.push_back(label_of(static_cast<size_t>(p)));
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
 /// A live value of the call: its value and kind.
 struct Live {
   Value value;
@@ -195,11 +330,17 @@ struct CompiledModelImpl {
   std::vector<std::vector<std::string>> reads;          // per position
   std::unordered_map<std::string, size_t> last_use;     // name -> last position reading it
   std::unordered_set<std::string> graph_outputs;
-  std::unordered_map<std::string, Value> constants;     // initializers and static inputs
+  Scope constants;  // initializers and static inputs: the parent scope of every call
   std::vector<std::string> dynamic_inputs;              // graph inputs that are not static
   std::map<size_t, Site> sites;
   CompiledModelStats totals;
-  Overlay last;
+  /// The latest call's path: the overlay is made from it when asked for, not on every call.
+  struct PathStep {
+    size_t pos;       // where the segment (or the break node) starts
+    EntryPtr entry;   // kept alive even if evicted since
+    bool is_break;    // the break node after `entry`'s segment
+  };
+  std::vector<PathStep> last;
   mutable std::mutex mutex;
 
   CompiledModelImpl(const Model& m, CompileModelOptions o) : model(m), options(std::move(o)), exec(model) {}
@@ -209,6 +350,7 @@ struct CompiledModelImpl {
 
   void prepare();
   std::vector<Value> call(std::unordered_map<std::string, Value> given);
+  Overlay overlay() const;
 
  private:
   Site& site_at(size_t pos);
@@ -232,7 +374,7 @@ void CompiledModelImpl::prepare() {
     for (const auto& r : reads[p]) last_use[r] = p;
   }
   for (const auto& o : g.outputs) graph_outputs.insert(o.name);
-  for (const auto& [name, v] : g.initializers) constants[name] = v;
+  for (const auto& [name, v] : g.initializers) constants.values[name] = v;
   for (const auto& [name, v] : options.static_inputs) {
     auto it = std::find_if(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == name; });
     if (it == g.inputs.end()) {
@@ -241,7 +383,7 @@ void CompiledModelImpl::prepare() {
       throw OnnxError("compile: static input '" + name + "' is not a graph input (the model's inputs are: " + names + ")");
     }
     check_input(*it, v);
-    constants[name] = v;
+    constants.values[name] = v;
   }
   for (const auto& in : g.inputs)
     if (!options.static_inputs.count(in.name)) dynamic_inputs.push_back(in.name);
@@ -350,10 +492,13 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
   auto entry = std::make_shared<SegmentEntry>();
   entry->key_text = key_text(key);
   entry->key = std::move(key);
+  // The trace's own values (placeholders, then what nodes make) shadow the call's: no copy of it.
   Scope t;
-  t.values = scope.values;
+  t.parent = &scope;
   std::unordered_map<std::string, Lineage> lineage;
   std::vector<Array> placeholders;
+  // Which ONNX node (position) made each graph node of the trace: fused groups name their nodes.
+  std::unordered_map<const smelt::detail::Node*, int> made_by;
   for (const auto& [name, l] : live) {
     if (l.kind == Kind::Constant) continue;
     if (l.kind == Kind::Host) lineage[name].host.insert(name);
@@ -371,6 +516,7 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
     n->id = smelt::detail::next_node_id();
     n->tracer = true;
     Array ph(std::move(n));
+    made_by[&ph.node()] = -1;
     placeholders.push_back(ph);
     entry->args.push_back(name);
     t.values[name] = Value::tensor(ph, l.value.elem_type());
@@ -391,16 +537,17 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
         runtime_non_tensor = true;
     }
     if (is_unseeded_random(node)) {
-      entry->break_error = "a random operator without a seed draws new values on every run";
+      entry->break_reason = node.label() + ": a random operator without a seed draws new values on every run";
       break;
     }
     if (runtime_non_tensor) {
-      entry->break_error = "it reads a non-tensor value that is only known at run time";
+      entry->break_reason = node.label() + ": reads a non-tensor value that is only known at run time";
       break;
     }
+    std::vector<Value> inputs = Executor::gather_inputs(node, t);
     std::vector<Value> outputs;
     try {
-      outputs = exec.run_node(node, Executor::gather_inputs(node, t), t, exec.model_opsets());
+      outputs = exec.run_node(node, inputs, t, exec.model_opsets());
     } catch (const UnknownValueError& e) {
       // A host value entered as an argument but a node needs it on the host: make it static.
       std::set<std::string> need;
@@ -411,11 +558,15 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
           if (!site.host_static.count(h)) need.insert(h);
       }
       if (!need.empty()) return {nullptr, need};
+      std::vector<bool> traced;
+      for (const auto& v : inputs) traced.push_back(has_tracer(v));
+      entry->break_reason = break_reason(node, traced);
       entry->break_error = first_sentence(e.what());
       break;
     } catch (const Error& e) {
       // Anything else a trace cannot do runs eagerly, which also raises a real error again.
       entry->break_error = first_sentence(e.what());
+      entry->break_reason = node.label() + ": could not be traced (" + entry->break_error + ")";
       break;
     }
     bool all_known = true;
@@ -426,8 +577,20 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
       traced_non_tensor = traced_non_tensor || (traced && !o.is_tensor());
     }
     if (traced_non_tensor) {
-      entry->break_error = "it makes a sequence, map or optional of traced values";
+      entry->break_reason = node.label() + ": makes a sequence, map or optional of traced values";
       break;
+    }
+    // Credit the graph nodes this node made (walking back to those made earlier) to it.
+    std::vector<const smelt::detail::Node*> work;
+    for (const auto& o : outputs) {
+      if (!o.is_tensor() || !smelt::detail::is_tracer(o.array())) continue;
+      work.push_back(&o.array().node());
+    }
+    while (!work.empty()) {
+      const smelt::detail::Node* gn = work.back();
+      work.pop_back();
+      if (!made_by.emplace(gn, static_cast<int>(k)).second || !gn->tracer) continue;
+      for (const auto& in : gn->inputs) work.push_back(&in.node());
     }
     Executor::bind_outputs(node, std::move(outputs), t, {});
     for (const auto& o : node.outputs)
@@ -463,7 +626,13 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
     }
   }
   eval(frozen);
-  entry->tape = compiler::build_tape(placeholders, traced_outputs, options.device);
+  std::vector<const smelt::detail::Node*> step_nodes;
+  entry->tape = compiler::build_tape(placeholders, traced_outputs, options.device, &step_nodes);
+  entry->step_position.reserve(step_nodes.size());
+  for (const auto* gn : step_nodes) {
+    auto it = made_by.find(gn);
+    entry->step_position.push_back(it == made_by.end() ? -1 : it->second);
+  }
   return {entry, {}};
 }
 
@@ -504,10 +673,13 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
     return *found->second;
   }
   site.stats.misses++;
-  std::string reason = explain_miss(site, key);
+  // The reason compares the key with every cached one: only worth it when someone listens.
   if (telemetry::enabled())
     telemetry::emit({"segment.cache.miss", 0.0,
-                     {{"segment", seg}, {"position", std::to_string(pos)}, {"start", site.stats.start_node}, {"reason", reason}}});
+                     {{"segment", seg},
+                      {"position", std::to_string(pos)},
+                      {"start", site.stats.start_node},
+                      {"reason", explain_miss(site, key)}}});
   auto t0 = std::chrono::steady_clock::now();
   for (;;) {
     site.stats.traces++;
@@ -535,9 +707,10 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
       compiler::PassOptions po;
       po.fuse = options.fuse;
       po.function = "onnx segment " + std::to_string(pos);
+      const TracedWiring traced(entry->tape);  // before the passes
       compiler::run_passes(entry->tape, po);
-      for (const auto& s : entry->tape.steps)
-        if (s.prim.kind == PrimKind::Fused) entry->fused.push_back(s.prim.str());
+      entry->fused = fused_groups(*entry, traced, [&](size_t p) { return node_at(p).label(); });
+      entry->step_position = {};
       entry->compiled = true;
       build_ms = ms_since(t1);
     }
@@ -556,6 +729,7 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
                         {"stop", entry->stop < order.size() ? node_at(entry->stop).label() : "end of graph"},
                         {"nodes", std::to_string(nodes)},
                         {"reason", entry->reason},
+                        {"break_reason", entry->break_reason},
                         {"break_error", entry->break_error},
                         {"compiled", entry->compiled ? "true" : "false"},
                         {"host_values", hv},
@@ -578,13 +752,13 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
   auto t0 = std::chrono::steady_clock::now();
   const Graph& g = graph();
   Scope scope;
-  for (const auto& [name, v] : constants) scope.values[name] = v;
+  scope.parent = &constants;  // read-only while calls run (they hold the mutex)
   std::map<std::string, Kind> kinds;  // live values that are not constants of the model
   for (const auto& in : g.inputs) {
     if (options.static_inputs.count(in.name)) continue;
     auto it = given.find(in.name);
     if (it == given.end()) {
-      if (constants.count(in.name)) continue;  // an initializer's default
+      if (constants.values.count(in.name)) continue;  // an initializer's default
       if (in.type.kind == TypeInfo::Kind::Optional) {
         scope.values[in.name] = Value();
         kinds[in.name] = Kind::Dynamic;
@@ -597,7 +771,7 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
     kinds[in.name] = Kind::Dynamic;
   }
   totals.calls++;
-  Overlay path;
+  std::vector<PathStep> path;
   const size_t count = order.size();
   auto live_at = [&](size_t pos) {
     std::map<std::string, Live> live;
@@ -646,20 +820,7 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
         kinds[s.name] = v.is_tensor() ? (!s.dynamic && is_host_candidate(v) ? Kind::Host : Kind::Dynamic)
                                       : (s.dynamic ? Kind::Dynamic : Kind::Constant);
       }
-      OverlaySegment os;
-      os.start = pos;
-      os.stop = e->stop;
-      os.start_node = node_at(pos).label();
-      os.stop_node = node_at(e->stop - 1).label();
-      os.compiled = e->compiled;
-      os.reason = e->stop < count ? "break: " + e->reason : e->reason;
-      if (!e->compiled)
-        os.reason += " (fewer than eager_below = " + std::to_string(options.eager_below) + " nodes)";
-      os.host_values = e->host_static;
-      os.fused = e->fused;
-      for (const auto& f : e->fused) path.fused.push_back("segment " + std::to_string(segment) + ": " + f);
-      if (e->compiled) path.host_folded.insert(path.host_folded.end(), e->folded.begin(), e->folded.end());
-      path.segments.push_back(std::move(os));
+      path.push_back({pos, e, false});
       ++segment;
     }
     if (e->stop < count) {
@@ -672,13 +833,7 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
         kinds[o] = is_host_candidate(v) ? Kind::Host : Kind::Dynamic;
       }
       totals.break_runs++;
-      OverlaySegment os;
-      os.start = e->stop;
-      os.stop = e->stop + 1;
-      os.start_node = os.stop_node = n.label();
-      os.compiled = false;
-      os.reason = e->break_error;
-      path.segments.push_back(std::move(os));
+      path.push_back({e->stop, e, true});
       ++segment;
     }
     pos = e->stop + 1;
@@ -696,8 +851,39 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
   last = std::move(path);
   if (telemetry::enabled())
     telemetry::emit({"segment.call", ms_since(t0),
-                     {{"segments", std::to_string(last.segments.size())}, {"call", std::to_string(totals.calls)}}});
+                     {{"segments", std::to_string(last.size())}, {"call", std::to_string(totals.calls)}}});
   return out;
+}
+
+Overlay CompiledModelImpl::overlay() const {
+  Overlay ov;
+  const size_t count = order.size();
+  for (size_t k = 0; k < last.size(); ++k) {
+    const PathStep& p = last[k];
+    const SegmentEntry& e = *p.entry;
+    OverlaySegment os;
+    os.start = p.pos;
+    if (p.is_break) {
+      os.stop = p.pos + 1;
+      os.start_node = os.stop_node = node_at(p.pos).label();
+      os.kind = SegmentKind::Break;
+      os.reason = e.break_reason;
+    } else {
+      os.stop = e.stop;
+      os.start_node = node_at(p.pos).label();
+      os.stop_node = node_at(e.stop - 1).label();
+      os.compiled = e.compiled;
+      os.kind = e.compiled ? SegmentKind::Compiled : SegmentKind::EagerSmall;
+      os.reason = e.stop < count ? "break: " + e.reason : e.reason;
+      if (!e.compiled) os.reason += " (fewer than eager_below = " + std::to_string(options.eager_below) + " nodes)";
+      os.host_values = e.host_static;
+      os.fused = e.fused;
+      for (const auto& f : e.fused) ov.fused.push_back("segment " + std::to_string(k) + ": " + f.str());
+      if (e.compiled) ov.host_folded.insert(ov.host_folded.end(), e.folded.begin(), e.folded.end());
+    }
+    ov.segments.push_back(std::move(os));
+  }
+  return ov;
 }
 
 }  // namespace detail
@@ -763,10 +949,16 @@ CompiledModelStats CompiledModel::stats() const {
 
 Overlay CompiledModel::overlay() const {
   std::lock_guard lock(impl_->mutex);
-  return impl_->last;
+  return impl_->overlay();
 }
 
 const Model& CompiledModel::model() const { return impl_->model; }
+
+std::string FusedGroup::str() const {
+  std::string s = "Fused[";
+  for (size_t i = 0; i < nodes.size(); ++i) s += (i ? ", " : "") + nodes[i];
+  return s + "]";
+}
 
 CompiledModel compile(const Model& model, const std::vector<Value>& example_inputs, CompileModelOptions options) {
   CompiledModel cm;

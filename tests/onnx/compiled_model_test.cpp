@@ -1,5 +1,7 @@
 // Compiled ONNX models: segments at breaks, host values, static inputs, per-segment caches.
 #include <filesystem>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "smelt/onnx.h"
@@ -35,13 +37,37 @@ std::vector<Value> check_call(const onnx::CompiledModel& cm, const std::vector<V
   return got;
 }
 
+const char* kind_text(onnx::SegmentKind k) {
+  switch (k) {
+    case onnx::SegmentKind::Compiled: return "compiled ";
+    case onnx::SegmentKind::EagerSmall: return "eager ";
+    case onnx::SegmentKind::Break: return "break ";
+  }
+  return "? ";
+}
+
 /// One line per segment, for failure messages.
 std::string describe(const onnx::Overlay& ov) {
   std::string s;
-  for (const auto& seg : ov.segments)
-    s += "[" + std::to_string(seg.start) + "," + std::to_string(seg.stop) + ") " + (seg.compiled ? "compiled " : "eager ") +
+  for (const auto& seg : ov.segments) {
+    s += "[" + std::to_string(seg.start) + "," + std::to_string(seg.stop) + ") " + kind_text(seg.kind) +
          seg.start_node + " .. " + seg.stop_node + ": " + seg.reason + "\n";
+    for (const auto& f : seg.fused) s += "    " + f.str() + "\n";
+  }
   return s;
+}
+
+/// Every break's reason is phrased for its node: it starts with the node's label and carries
+/// no evaluation error; `compiled` agrees with the kind.
+void expect_phrased_breaks(const onnx::Overlay& ov) {
+  for (const auto& seg : ov.segments) {
+    EXPECT_EQ(seg.compiled, seg.kind == onnx::SegmentKind::Compiled) << describe(ov);
+    if (seg.kind != onnx::SegmentKind::Break) continue;
+    EXPECT_EQ(seg.stop, seg.start + 1) << describe(ov);
+    EXPECT_EQ(seg.reason.rfind(seg.start_node + ": ", 0), 0u) << describe(ov);
+    EXPECT_EQ(seg.reason.find("eval"), std::string::npos) << describe(ov);
+    EXPECT_EQ(seg.reason.find("compiled function"), std::string::npos) << describe(ov);
+  }
 }
 
 [[maybe_unused]] const onnx::SegmentStats& site(const onnx::CompiledModelStats& s, size_t position) {
@@ -146,6 +172,12 @@ TEST(CompiledModel, DetectionPipelineMatchesEagerForEveryBoxCount) {
   EXPECT_TRUE(ov.segments[2].compiled);
   EXPECT_EQ(ov.segments[2].reason, "break: NonMaxSuppression 'NonMaxSuppression_0'");
   EXPECT_FALSE(ov.segments[3].compiled);
+  EXPECT_EQ(ov.segments[1].kind, onnx::SegmentKind::Break);
+  EXPECT_EQ(ov.segments[1].reason, "NonZero 'NonZero_0': output shape depends on the values of its input");
+  EXPECT_EQ(ov.segments[3].kind, onnx::SegmentKind::Break);
+  EXPECT_EQ(ov.segments[3].reason,
+            "NonMaxSuppression 'NonMaxSuppression_0': output shape depends on the values of its inputs");
+  expect_phrased_breaks(ov);
   // NonZero's positions enter as an argument, not as a key value: once per count of positions.
   EXPECT_TRUE(ov.segments[2].host_values.empty());
   EXPECT_TRUE(ov.segments[4].compiled);
@@ -282,6 +314,8 @@ TEST(CompiledModel, IfOnADataValueIsABreak) {
   EXPECT_EQ(ov.segments[1].start_node, "If 'If_0'");
   EXPECT_FALSE(ov.segments[1].compiled);
   EXPECT_EQ(ov.segments[0].reason, "break: If 'If_0'");
+  EXPECT_EQ(ov.segments[1].reason, "If 'If_0': which branch runs depends on the value of input 'cond'");
+  expect_phrased_breaks(ov);
 }
 
 TEST(CompiledModel, LoopWithADataDependentTripCountIsABreak) {
@@ -308,6 +342,22 @@ TEST(CompiledModel, LoopWithADataDependentTripCountIsABreak) {
   onnx::Overlay ov = cm.overlay();
   ASSERT_EQ(ov.segments.size(), 3u) << describe(ov);
   EXPECT_EQ(ov.segments[1].start_node, "Loop 'Loop_0'");
+  EXPECT_EQ(ov.segments[1].reason, "Loop 'Loop_0': needs the values of input 'M' on the host");
+  expect_phrased_breaks(ov);
+
+  // A constant trip count: the Loop still runs eagerly, and says why.
+  GraphBuilder b2;
+  auto x2 = b2.input("x", ElemType::Float, 1);
+  auto start2 = b2.node("Mul", {x2, b2.float_scalar("half", 0.5f)});
+  auto loop2 = b2.node("Loop", {b2.int64_scalar("three", 3), b2.constant("true", Array(true)), start2},
+                       {attr_graph("body", body.graph())});
+  b2.output(b2.node("Neg", {loop2}));
+  auto cm2 = onnx::compile(make_model(b2.graph()), {}, o);
+  check_call(cm2, {tensor(random_array({5}, float32, -3, 3, 8))});
+  ov = cm2.overlay();
+  ASSERT_EQ(ov.segments.size(), 3u) << describe(ov);
+  EXPECT_EQ(ov.segments[1].reason,
+            "Loop 'Loop_0': runs eagerly: a Loop evaluates its condition and state on the host after every iteration");
 }
 
 TEST(CompiledModel, LruOfTwoCountsEvictionsAndRecompilesExactly) {
@@ -385,9 +435,13 @@ TEST(CompiledModel, SegmentCompileEventsCarryReasonsHostValuesAndDurations) {
   EXPECT_EQ(stops[0].field("start"), "Greater 'Greater_0'");
   EXPECT_EQ(stops[0].field("reason"), "Range 'Range_0'");
   EXPECT_EQ(stops[0].field("compiled"), "true");
+  // Why the break could not be traced: phrased for the node, and the evaluation error behind it.
+  EXPECT_EQ(stops[0].field("break_reason"), "Range 'Range_0': needs the values of input 'limit' on the host");
+  EXPECT_EQ(stops[0].field("break_error").rfind("eval: ", 0), 0u) << stops[0].field("break_error");
   EXPECT_EQ(stops[0].field("host_values"), "");
   EXPECT_EQ(stops[1].field("segment"), "2");
   EXPECT_EQ(stops[1].field("reason"), "end of graph");
+  EXPECT_EQ(stops[1].field("break_reason"), "");
   EXPECT_EQ(stops[1].field("host_values"), "Range_0:0=[0,1]");
   EXPECT_GE(stops[1].duration_ms, 0.0);
   EXPECT_FALSE(stops[1].field("trace_ms").empty());
@@ -409,6 +463,10 @@ TEST(CompiledModel, SmallSegmentsNextToBreaksRunEagerly) {
   onnx::Overlay ov = cm.overlay();
   for (const auto& s : ov.segments) EXPECT_FALSE(s.compiled) << describe(ov);
   EXPECT_NE(ov.segments[0].reason.find("fewer than eager_below = 20 nodes"), std::string::npos);
+  ASSERT_EQ(ov.segments.size(), 5u) << describe(ov);
+  for (size_t i : {0, 2, 4}) EXPECT_EQ(ov.segments[i].kind, onnx::SegmentKind::EagerSmall) << describe(ov);
+  for (size_t i : {1, 3}) EXPECT_EQ(ov.segments[i].kind, onnx::SegmentKind::Break) << describe(ov);
+  expect_phrased_breaks(ov);
   auto st = cm.stats();
   EXPECT_EQ(site(st, 0).compiled_runs, 0u);
   EXPECT_EQ(site(st, 0).eager_runs, 2u);
@@ -417,6 +475,79 @@ TEST(CompiledModel, SmallSegmentsNextToBreaksRunEagerly) {
   EXPECT_EQ(site(st, 0).misses, 1u);
   EXPECT_EQ(site(st, 0).hits, 0u);
   EXPECT_EQ(site(st, 0).cached, 0u);
+}
+
+TEST(CompiledModel, BreakReasonsNameTheInputNeededOnTheHost) {
+  // Reshape, TopK and Range on graph inputs (data): each breaks and says which of its inputs it
+  // needs on the host, by the operator's own input name.
+  GraphBuilder b;
+  auto x = b.input("x", ElemType::Float, 1);
+  auto shape = b.input("target", ElemType::Int64, 1);
+  auto k = b.input("k", ElemType::Int64, 1);
+  auto n = b.input("n", ElemType::Int64, 0);
+  auto y = b.node("Mul", {x, b.float_scalar("two", 2.0f)});
+  auto r = b.node("Reshape", {y, shape});
+  auto top = b.node_n("TopK", {b.node("Neg", {x}), k}, 2);
+  auto rg = b.node("Range", {b.int64_scalar("zero", 0), n, b.int64_scalar("one", 1)});
+  b.output(r);
+  b.output(top[0]);
+  b.output(rg);
+  auto m = make_model(b.graph());
+  CompileModelOptions o;
+  o.eager_below = 0;
+  auto cm = onnx::compile(m, {}, o);
+  Value xs = tensor(random_array({6}, float32, -3, 3, 4));
+  check_call(cm, {xs, tensor(Array(std::vector<int64_t>{2, 3}, Shape{2})), tensor(Array(std::vector<int64_t>{4}, Shape{1})),
+                  tensor(Array(int64_t{5}))});
+  onnx::Overlay ov = cm.overlay();
+  expect_phrased_breaks(ov);
+  std::map<std::string, std::string> reasons;
+  for (const auto& s : ov.segments)
+    if (s.kind == onnx::SegmentKind::Break) reasons[s.start_node] = s.reason;
+  ASSERT_EQ(reasons.size(), 3u) << describe(ov);
+  EXPECT_EQ(reasons["Reshape 'Reshape_0'"], "Reshape 'Reshape_0': needs the values of input 'shape' on the host");
+  EXPECT_EQ(reasons["TopK 'TopK_0'"], "TopK 'TopK_0': needs the values of input 'K' on the host");
+  EXPECT_EQ(reasons["Range 'Range_0'"], "Range 'Range_0': needs the values of input 'limit' on the host");
+}
+
+TEST(CompiledModel, FusedGroupsNameTheOnnxNodesTheyCameFrom) {
+  onnx::Model m = chain_model();
+  std::string fallbacks;
+  telemetry::Subscription sub("compile.fallback", [&](const telemetry::Event& e) { fallbacks += e.field("reason") + "\n"; });
+  auto cm = onnx::compile(m, {tensor(random_array({4, 8}, float32, -3, 3, 1))});
+  if (!fallbacks.empty()) GTEST_SKIP() << "no fused kernels here: " << fallbacks;
+  onnx::Overlay ov = cm.overlay();
+  ASSERT_EQ(ov.segments.size(), 1u);
+  ASSERT_EQ(ov.segments[0].fused.size(), 1u) << describe(ov);
+  const onnx::FusedGroup& g = ov.segments[0].fused[0];
+  // Mul by a constant, Tanh, Add, Exp: in execution order, each once; ReduceSum is not element-wise.
+  EXPECT_EQ(g.nodes, (std::vector<std::string>{"Mul 'Mul_0'", "Tanh 'Tanh_0'", "Add 'Add_0'", "Exp 'Exp_0'"}));
+  EXPECT_EQ(g.str(), "Fused[Mul 'Mul_0', Tanh 'Tanh_0', Add 'Add_0', Exp 'Exp_0']");
+  EXPECT_FALSE(g.kernel.empty());
+  ASSERT_EQ(ov.fused.size(), 1u);
+  EXPECT_EQ(ov.fused[0], "segment 0: Fused[Mul 'Mul_0', Tanh 'Tanh_0', Add 'Add_0', Exp 'Exp_0']");
+
+  // Two independent chains and a node that makes several steps (HardSigmoid: multiply, add,
+  // clip): two kernels, each naming only its own nodes, a node once however many steps it made.
+  GraphBuilder b;
+  auto x = b.input("x", ElemType::Float, 2);
+  auto z = b.input("z", ElemType::Float, 2);
+  auto p = b.node("HardSigmoid", {b.node("Sin", {x})});
+  auto q = b.node("Sqrt", {b.node("Abs", {z})});
+  auto both = b.node("MatMul", {p, b.node("Transpose", {q}, {attr_ints("perm", {1, 0})})});
+  b.output(both);
+  auto m2 = make_model(b.graph());
+  Value xv = tensor(random_array({3, 5}, float32, -2, 2, 2));
+  Value zv = tensor(random_array({4, 5}, float32, -2, 2, 3));
+  auto cm2 = onnx::compile(m2);
+  check_call(cm2, {xv, zv});
+  ov = cm2.overlay();
+  ASSERT_EQ(ov.segments.size(), 1u);
+  std::set<std::string> groups;
+  for (const auto& f : ov.segments[0].fused) groups.insert(f.str());
+  EXPECT_EQ(groups, (std::set<std::string>{"Fused[Sin 'Sin_0', HardSigmoid 'HardSigmoid_0']",
+                                             "Fused[Abs 'Abs_0', Sqrt 'Sqrt_0']"}))
+      << describe(ov);
 }
 
 TEST(CompiledModel, CallsFromSeveralThreadsMatchEager) {
@@ -557,6 +688,7 @@ TEST(CompiledModel, NodeSuiteModelsMatchEager) {
     }
     auto cm = onnx::compile(m, {}, o);
     auto got = cm(inputs);
+    expect_phrased_breaks(cm.overlay());
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       ASSERT_EQ(got[i].kind(), want[i].kind());

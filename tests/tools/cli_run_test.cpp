@@ -343,15 +343,23 @@ TEST_F(CliRun, CompileListsSegmentsAtBreaks) {
   CliResult r = run({breaks(), "--compile", "--repeat", "3"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_TRUE(has(r.out, "segments 5 (1 compiled, 4 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "segments 5 (1 compiled, 2 eager, 2 breaks)\n")) << r.out;
   EXPECT_TRUE(has(r.out, "  0  eager     position 0  Greater 'above'\n     reason   break: NonZero 'positions' (fewer than"))
       << r.out;
-  EXPECT_TRUE(has(r.out, "  1  eager     position 1  NonZero 'positions' (break)\n     reason   ")) << r.out;
+  // A break's reason is phrased for its node, without the evaluation error behind it.
+  EXPECT_TRUE(has(r.out, "  1  break     position 1  NonZero 'positions'\n"
+                         "     reason   output shape depends on the values of its input\n"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, "eval:")) << r.out;
   EXPECT_TRUE(has(r.out,
                   "  2  compiled  positions 2-24  Reshape 'flat_positions' .. ReduceSum 'sum' (23 nodes)\n"
-                  "     reason   break: If 'maybe_double'\n"))
+                  "     reason   break: If 'maybe_double'\n"
+                  "     fused    Fused[Mul 'chain_0_mul', Add 'chain_1_add', Tanh 'chain_2_tanh', ..., "
+                  "Mul 'chain_19_mul'] (20 nodes)\n"))
       << r.out;
-  EXPECT_TRUE(has(r.out, "  3  eager     position 25  If 'maybe_double' (break)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  3  break     position 25  If 'maybe_double'\n"
+                         "     reason   which branch runs depends on the value of input 'cond'\n"))
+      << r.out;
   EXPECT_TRUE(has(r.out, "  4  eager     positions 26-27  Mul 'scale' .. Reshape 'to_grid' (2 nodes)\n"
                          "     reason   end of graph (fewer than"))
       << r.out;
@@ -372,7 +380,7 @@ TEST_F(CliRun, CompileWithoutRepeat) {
   CliResult r = run({breaks(), "--compile", "--eager-below", "0"});
   ASSERT_EQ(r.status, 0) << r.err;
   // eager_below 0 compiles the short segments too: only the two breaks run eagerly.
-  EXPECT_TRUE(has(r.out, "segments 5 (3 compiled, 2 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "segments 5 (3 compiled, 0 eager, 2 breaks)\n")) << r.out;
   EXPECT_TRUE(has(r.out, "  0  compiled  position 0  Greater 'above'\n     reason   break: NonZero 'positions'\n"))
       << r.out;
   EXPECT_TRUE(has(r.out, "check    compiled outputs equal eager outputs bit for bit (3 outputs)\n")) << r.out;
@@ -395,7 +403,7 @@ TEST_F(CliRun, CompileWithStaticInputs) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, "  use_double           bool[]                 static [true]\n")) << r.out;
   EXPECT_TRUE(has(r.out, "  grid_shape           int64[2]               static [8, 4]\n")) << r.out;
-  EXPECT_TRUE(has(r.out, "segments 3 (1 compiled, 2 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "segments 3 (1 compiled, 1 eager, 1 break)\n")) << r.out;
   EXPECT_TRUE(has(r.out, "  2  compiled  positions 2-27  Reshape 'flat_positions' .. Reshape 'to_grid' (26 nodes)\n"
                          "     reason   end of graph\n"))
       << r.out;
@@ -430,9 +438,11 @@ TEST_F(CliRun, CompileReshapeOnDataBreaks) {
   save(path("shape.npy"), Array({int64_t{4}, int64_t{8}}));
   CliResult r = run({breaks(), "--compile", "--static", "use_double=false", "--input", "grid_shape=" + path("shape.npy")});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "segments 4 (1 compiled, 3 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "segments 4 (1 compiled, 1 eager, 2 breaks)\n")) << r.out;
   EXPECT_TRUE(has(r.out, "     reason   break: Reshape 'to_grid'\n")) << r.out;
-  EXPECT_TRUE(has(r.out, "  3  eager     position 27  Reshape 'to_grid' (break)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  3  break     position 27  Reshape 'to_grid'\n"
+                         "     reason   needs the values of input 'shape' on the host\n"))
+      << r.out;
   EXPECT_TRUE(has(r.out, "bit for bit")) << r.out;
 }
 
@@ -449,7 +459,7 @@ TEST_F(CliRun, CompileWholeModelAndStaticTypes) {
                      "half=" + halves, "--static", "brain=" + halves, "--static", "bytes=" + bytes, "--output-dir",
                      path("o")});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "segments 1 (1 compiled, 0 eager)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "segments 1 (1 compiled, 0 eager, 0 breaks)\n")) << r.out;
   EXPECT_TRUE(has(r.out, "     reason   end of graph\n")) << r.out;
   EXPECT_TRUE(has(r.out, "check    compiled outputs equal eager outputs bit for bit (9 outputs)\n")) << r.out;
   // x:0 is [batch, height]: batch from --dim, height from the 6 values.
@@ -507,10 +517,14 @@ TEST_F(CliRun, CompileJsonReport) {
   EXPECT_TRUE(has(json, "\"median_ms\": ")) << json;
   for (const std::string key :
        {"\"compile\": {\n    \"static_inputs\": [\"use_double\"],\n    \"segments\": [\n      {\"start\": 0, \"stop\": 1, "
-        "\"start_node\": \"Greater 'above'\", \"stop_node\": \"Greater 'above'\", \"compiled\": false, \"reason\": "
-        "\"break: NonZero 'positions' (fewer than",
+        "\"start_node\": \"Greater 'above'\", \"stop_node\": \"Greater 'above'\", \"kind\": \"eager\", \"compiled\": "
+        "false, \"reason\": \"break: NonZero 'positions' (fewer than",
+        "{\"start\": 1, \"stop\": 2, \"start_node\": \"NonZero 'positions'\", \"stop_node\": \"NonZero 'positions'\", "
+        "\"kind\": \"break\", \"compiled\": false, \"reason\": \"NonZero 'positions': output shape depends on the "
+        "values of its input\", \"host_values\": [], \"fused\": []}",
         "{\"start\": 2, \"stop\": 28, \"start_node\": \"Reshape 'flat_positions'\", \"stop_node\": \"Reshape "
-        "'to_grid'\", \"compiled\": true, \"reason\": \"end of graph\", \"host_values\": [], \"fused\": [",
+        "'to_grid'\", \"kind\": \"compiled\", \"compiled\": true, \"reason\": \"end of graph\", \"host_values\": [], "
+        "\"fused\": [{\"nodes\": [\"Mul 'chain_0_mul'\", \"Add 'chain_1_add'\", ",
         "\"host_folded\": [", "\"compile_ms\": ", "\"trace_ms\": ", "\"build_ms\": ", "\"traces\": 2,",
         "\"first_call_ms\": ", "\"runs_ms\": [", "\"pays_off_after\": ", "\"bit_equal\": true\n  }\n}\n"})
     EXPECT_TRUE(has(json, key)) << key << "\n" << json;

@@ -793,17 +793,19 @@ struct CompileReport {
   std::vector<std::string> mismatches;  // "output 'y': ..."
 };
 
-/// Whether an overlay segment is a break node run eagerly: its reason is why it could not be
-/// traced, where other segments' reasons name what ends them ("break: ...", "end of graph ...").
-bool is_break_node(const onnx::OverlaySegment& s) {
-  return !s.compiled && s.reason.rfind("break: ", 0) != 0 && s.reason.rfind("end of graph", 0) != 0;
+const char* kind_name(onnx::SegmentKind k) {
+  switch (k) {
+    case onnx::SegmentKind::Compiled: return "compiled";
+    case onnx::SegmentKind::EagerSmall: return "eager";
+    case onnx::SegmentKind::Break: return "break";
+  }
+  return "?";
 }
 
-/// "positions 2-9  Add 'a' .. Mul 'b' (8 nodes)" or "position 1  NonZero 'nz' (break)".
+/// "positions 2-9  Add 'a' .. Mul 'b' (8 nodes)" or "position 1  NonZero 'nz'".
 std::string segment_span(const onnx::OverlaySegment& s) {
   size_t nodes = s.stop - s.start;
-  if (nodes == 1)
-    return "position " + std::to_string(s.start) + "  " + s.start_node + (is_break_node(s) ? " (break)" : "");
+  if (nodes == 1) return "position " + std::to_string(s.start) + "  " + s.start_node;
   return "positions " + std::to_string(s.start) + "-" + std::to_string(s.stop - 1) + "  " + s.start_node + " .. " +
          s.stop_node + " (" + std::to_string(nodes) + " nodes)";
 }
@@ -816,17 +818,34 @@ std::string list_text(const std::vector<std::string>& items, size_t shown) {
   return s;
 }
 
+/// "Fused[Mul 'a', Add 'b']", past `shown` nodes "Fused[Mul 'a', ..., Erf 'e'] (9 nodes)".
+std::string fused_text(const onnx::FusedGroup& g, size_t shown) {
+  if (g.nodes.size() <= shown) return g.str();
+  std::string s = "Fused[";
+  for (size_t i = 0; i + 1 < shown; ++i) s += g.nodes[i] + ", ";
+  return s + "..., " + g.nodes.back() + "] (" + std::to_string(g.nodes.size()) + " nodes)";
+}
+
 void print_segments(const CompileReport& c) {
   const auto& segs = c.overlay.segments;
-  size_t compiled = 0;
-  for (const auto& s : segs) compiled += s.compiled ? 1 : 0;
-  std::printf("segments %zu (%zu compiled, %zu eager)\n", segs.size(), compiled, segs.size() - compiled);
+  size_t count[3] = {0, 0, 0};
+  for (const auto& s : segs) count[static_cast<int>(s.kind)]++;
+  std::printf("segments %zu (%zu compiled, %zu eager, %zu break%s)\n", segs.size(), count[0], count[1], count[2],
+              count[2] == 1 ? "" : "s");
+  constexpr size_t kKernelsShown = 6;
   for (size_t k = 0; k < segs.size(); ++k) {
     const auto& s = segs[k];
-    std::printf("  %-2zu %-9s %s\n", k, s.compiled ? "compiled" : "eager", segment_span(s).c_str());
-    if (!s.reason.empty()) std::printf("     reason   %s\n", s.reason.c_str());
+    std::printf("  %-2zu %-9s %s\n", k, kind_name(s.kind), segment_span(s).c_str());
+    // A break's reason starts with its node's label, which the line above shows.
+    std::string reason = s.reason;
+    if (s.kind == onnx::SegmentKind::Break && reason.rfind(s.start_node + ": ", 0) == 0)
+      reason = reason.substr(s.start_node.size() + 2);
+    if (!reason.empty()) std::printf("     reason   %s\n", reason.c_str());
     if (!s.host_values.empty()) std::printf("     host     %s\n", list_text(s.host_values, 8).c_str());
-    if (!s.fused.empty()) std::printf("     fused    %s\n", list_text(s.fused, 4).c_str());
+    for (size_t i = 0; i < s.fused.size() && i < kKernelsShown; ++i)
+      std::printf("     fused    %s\n", fused_text(s.fused[i], 4).c_str());
+    if (s.fused.size() > kKernelsShown)
+      std::printf("     fused    ... (%zu kernels in all)\n", s.fused.size());
   }
   if (!c.overlay.host_folded.empty())
     std::printf("folded   %zu nodes known at trace time: %s\n", c.overlay.host_folded.size(),
@@ -1127,12 +1146,16 @@ int run_model(const std::vector<std::string>& args) {
         const auto& s = report.overlay.segments[k];
         f << (k ? ",\n" : "\n") << "      {\"start\": " << s.start << ", \"stop\": " << s.stop << ", \"start_node\": \""
           << json_escape(s.start_node) << "\", \"stop_node\": \"" << json_escape(s.stop_node)
-          << "\", \"compiled\": " << (s.compiled ? "true" : "false") << ", \"reason\": \"" << json_escape(s.reason)
-          << "\", \"host_values\": ";
+          << "\", \"kind\": \"" << kind_name(s.kind) << "\", \"compiled\": " << (s.compiled ? "true" : "false")
+          << ", \"reason\": \"" << json_escape(s.reason) << "\", \"host_values\": ";
         json_strings(f, s.host_values);
-        f << ", \"fused\": ";
-        json_strings(f, s.fused);
-        f << "}";
+        f << ", \"fused\": [";
+        for (size_t i = 0; i < s.fused.size(); ++i) {
+          f << (i ? ", " : "") << "{\"nodes\": ";
+          json_strings(f, s.fused[i].nodes);
+          f << ", \"kernel\": \"" << json_escape(s.fused[i].kernel) << "\"}";
+        }
+        f << "]}";
       }
       f << (report.overlay.segments.empty() ? "" : "\n    ") << "],\n    \"host_folded\": ";
       json_strings(f, report.overlay.host_folded);

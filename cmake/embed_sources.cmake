@@ -1,6 +1,6 @@
 # Writes OUTPUT: a C++ file defining smelt::codegen::embedded_kernel_preamble() as the text of
 # INPUTS (a ;-list) with their `#pragma once` and smelt-internal #include lines removed.
-set(text "#include <bit>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include <limits>\n#include <string>\n#include <type_traits>\n")
+set(text "#include <bit>\n#include <cmath>\n#include <cstdint>\n#include <cstring>\n#include <limits>\n#include <type_traits>\n")
 foreach(f ${INPUTS})
   file(READ ${f} content)
   string(REGEX REPLACE "#pragma once[^\n]*\n" "" content "${content}")

@@ -3,8 +3,9 @@
 
 namespace smelt::codegen {
 
-/// dtype.h, convert.h and scalar_math.h as one self-contained block of C++ (their smelt includes
-/// removed), so that fused kernels compute with exactly the functions the CPU kernels use.
+/// half.h, convert.h, vector_math.h and scalar_math.h as one self-contained block of C++ (their
+/// smelt includes removed), so that fused kernels compute with exactly the functions the CPU
+/// kernels use. The list is SMELT_EMBED_INPUTS in CMakeLists.txt.
 const char* embedded_kernel_preamble();
 
 }  // namespace smelt::codegen

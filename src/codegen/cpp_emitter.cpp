@@ -80,81 +80,6 @@ std::string cpp_literal(const Scalar& s) {
 
 namespace {
 
-const char* unary_fn(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Abs: return "abs";
-    case UnaryOp::Negative: return "negative";
-    case UnaryOp::Sign: return "sign";
-    case UnaryOp::Square: return "square";
-    case UnaryOp::Reciprocal: return "reciprocal";
-    case UnaryOp::Sqrt: return "sqrt";
-    case UnaryOp::Rsqrt: return "rsqrt";
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Exp2: return "exp2";
-    case UnaryOp::Expm1: return "expm1";
-    case UnaryOp::Log: return "log";
-    case UnaryOp::Log2: return "log2";
-    case UnaryOp::Log10: return "log10";
-    case UnaryOp::Log1p: return "log1p";
-    case UnaryOp::Sin: return "sin";
-    case UnaryOp::Cos: return "cos";
-    case UnaryOp::Tan: return "tan";
-    case UnaryOp::Asin: return "asin";
-    case UnaryOp::Acos: return "acos";
-    case UnaryOp::Atan: return "atan";
-    case UnaryOp::Sinh: return "sinh";
-    case UnaryOp::Cosh: return "cosh";
-    case UnaryOp::Tanh: return "tanh";
-    case UnaryOp::Asinh: return "asinh";
-    case UnaryOp::Acosh: return "acosh";
-    case UnaryOp::Atanh: return "atanh";
-    case UnaryOp::Erf: return "erf";
-    case UnaryOp::ErfInv: return "erfinv";
-    case UnaryOp::Sigmoid: return "sigmoid";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::Floor: return "floor";
-    case UnaryOp::Ceil: return "ceil";
-    case UnaryOp::Round: return "round";
-    case UnaryOp::IsNan: return "isnan";
-    case UnaryOp::IsInf: return "isinf";
-    case UnaryOp::IsFinite: return "isfinite";
-    case UnaryOp::LogicalNot: return "logical_not";
-    case UnaryOp::BitwiseNot: return "bitwise_not";
-  }
-  return "?";
-}
-
-const char* binary_fn(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Subtract: return "subtract";
-    case BinaryOp::Multiply: return "multiply";
-    case BinaryOp::Divide: return "divide";
-    case BinaryOp::FloorDivide: return "floor_divide";
-    case BinaryOp::Remainder: return "remainder";
-    case BinaryOp::Fmod: return "fmod";
-    case BinaryOp::Power: return "power";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-    case BinaryOp::Atan2: return "atan2";
-    case BinaryOp::Equal: return "equal";
-    case BinaryOp::NotEqual: return "not_equal";
-    case BinaryOp::Less: return "less";
-    case BinaryOp::LessEqual: return "less_equal";
-    case BinaryOp::Greater: return "greater";
-    case BinaryOp::GreaterEqual: return "greater_equal";
-    case BinaryOp::LogicalAnd: return "logical_and";
-    case BinaryOp::LogicalOr: return "logical_or";
-    case BinaryOp::LogicalXor: return "logical_xor";
-    case BinaryOp::BitwiseAnd: return "bitwise_and";
-    case BinaryOp::BitwiseOr: return "bitwise_or";
-    case BinaryOp::BitwiseXor: return "bitwise_xor";
-    case BinaryOp::LeftShift: return "left_shift";
-    case BinaryOp::RightShift: return "right_shift";
-  }
-  return "?";
-}
-
 // Constants, once per call before the loops. Float constants are read through a volatile so
 // the compiler cannot fold them into the math: it would rewrite pow(x, 2) as x * x and
 // pow(x, -1) as 1 / x, which round differently from the C library's pow that the unfused
@@ -208,10 +133,10 @@ void emit_body(std::ostringstream& os, const FusedProgram& p, const char* indent
       case InstrKind::Input: os << load(in.index); break;
       case InstrKind::Constant: break;
       case InstrKind::Unary:
-        os << "smelt::scalar::" << unary_fn(in.unary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ")";
+        os << "smelt::scalar::" << scalar_fn_name(in.unary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ")";
         break;
       case InstrKind::Binary:
-        os << "smelt::scalar::" << binary_fn(in.binary) << "<" << operand_type(0) << ">(v" << in.operands[0]
+        os << "smelt::scalar::" << scalar_fn_name(in.binary) << "<" << operand_type(0) << ">(v" << in.operands[0]
            << ", v" << in.operands[1] << ")";
         break;
       case InstrKind::Select:
@@ -284,8 +209,8 @@ std::string describe_program(const FusedProgram& p) {
     switch (in.kind) {
       case InstrKind::Input: expr[i] = "in" + std::to_string(in.index); break;
       case InstrKind::Constant: expr[i] = in.value.str(); break;
-      case InstrKind::Unary: expr[i] = std::string(unary_fn(in.unary)) + "(" + op(0) + ")"; break;
-      case InstrKind::Binary: expr[i] = std::string(binary_fn(in.binary)) + "(" + op(0) + ", " + op(1) + ")"; break;
+      case InstrKind::Unary: expr[i] = std::string(scalar_fn_name(in.unary)) + "(" + op(0) + ")"; break;
+      case InstrKind::Binary: expr[i] = std::string(scalar_fn_name(in.binary)) + "(" + op(0) + ", " + op(1) + ")"; break;
       case InstrKind::Select: expr[i] = "where(" + op(0) + ", " + op(1) + ", " + op(2) + ")"; break;
       case InstrKind::Cast: expr[i] = std::string(dtype_name(in.dtype)) + "(" + op(0) + ")"; break;
     }

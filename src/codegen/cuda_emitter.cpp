@@ -6,9 +6,7 @@
 
 namespace smelt::codegen {
 
-namespace {
-
-const char* dev_type(Dtype d) {
+const char* cuda_type_name(Dtype d) {
   switch (d) {
     case Dtype::Bool: return "bool";
     case Dtype::Int8: return "i8";
@@ -27,81 +25,8 @@ const char* dev_type(Dtype d) {
   return "void";
 }
 
-// The device preamble's names (src/backend/cuda/device_math.cpp), scalar_math.h's spelling.
-const char* unary_name(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Abs: return "abs";
-    case UnaryOp::Negative: return "negative";
-    case UnaryOp::Sign: return "sign";
-    case UnaryOp::Square: return "square";
-    case UnaryOp::Reciprocal: return "reciprocal";
-    case UnaryOp::Sqrt: return "sqrt";
-    case UnaryOp::Rsqrt: return "rsqrt";
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Exp2: return "exp2";
-    case UnaryOp::Expm1: return "expm1";
-    case UnaryOp::Log: return "log";
-    case UnaryOp::Log2: return "log2";
-    case UnaryOp::Log10: return "log10";
-    case UnaryOp::Log1p: return "log1p";
-    case UnaryOp::Sin: return "sin";
-    case UnaryOp::Cos: return "cos";
-    case UnaryOp::Tan: return "tan";
-    case UnaryOp::Asin: return "asin";
-    case UnaryOp::Acos: return "acos";
-    case UnaryOp::Atan: return "atan";
-    case UnaryOp::Sinh: return "sinh";
-    case UnaryOp::Cosh: return "cosh";
-    case UnaryOp::Tanh: return "tanh";
-    case UnaryOp::Asinh: return "asinh";
-    case UnaryOp::Acosh: return "acosh";
-    case UnaryOp::Atanh: return "atanh";
-    case UnaryOp::Erf: return "erf";
-    case UnaryOp::ErfInv: return "erfinv";
-    case UnaryOp::Sigmoid: return "sigmoid";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::Floor: return "floor";
-    case UnaryOp::Ceil: return "ceil";
-    case UnaryOp::Round: return "round";
-    case UnaryOp::IsNan: return "isnan";
-    case UnaryOp::IsInf: return "isinf";
-    case UnaryOp::IsFinite: return "isfinite";
-    case UnaryOp::LogicalNot: return "logical_not";
-    case UnaryOp::BitwiseNot: return "bitwise_not";
-  }
-  return "?";
-}
+namespace {
 
-const char* binary_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Subtract: return "subtract";
-    case BinaryOp::Multiply: return "multiply";
-    case BinaryOp::Divide: return "divide";
-    case BinaryOp::FloorDivide: return "floor_divide";
-    case BinaryOp::Remainder: return "remainder";
-    case BinaryOp::Fmod: return "fmod";
-    case BinaryOp::Power: return "power";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-    case BinaryOp::Atan2: return "atan2";
-    case BinaryOp::Equal: return "equal";
-    case BinaryOp::NotEqual: return "not_equal";
-    case BinaryOp::Less: return "less";
-    case BinaryOp::LessEqual: return "less_equal";
-    case BinaryOp::Greater: return "greater";
-    case BinaryOp::GreaterEqual: return "greater_equal";
-    case BinaryOp::LogicalAnd: return "logical_and";
-    case BinaryOp::LogicalOr: return "logical_or";
-    case BinaryOp::LogicalXor: return "logical_xor";
-    case BinaryOp::BitwiseAnd: return "bitwise_and";
-    case BinaryOp::BitwiseOr: return "bitwise_or";
-    case BinaryOp::BitwiseXor: return "bitwise_xor";
-    case BinaryOp::LeftShift: return "left_shift";
-    case BinaryOp::RightShift: return "right_shift";
-  }
-  return "?";
-}
 
 std::string hex(uint64_t v, int digits) {
   char buf[32];
@@ -127,7 +52,7 @@ std::string literal(const Instr& in) {
     case Dtype::UInt32:
     case Dtype::UInt64: {
       const uint64_t mask = size_of(in.dtype) == 8 ? ~0ull : ((1ull << (8 * size_of(in.dtype))) - 1);
-      return std::string("(") + dev_type(in.dtype) + ")" + hex(bits & mask, 1) + "ull";
+      return std::string("(") + cuda_type_name(in.dtype) + ")" + hex(bits & mask, 1) + "ull";
     }
   }
   return "0";
@@ -145,32 +70,32 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout) {
      << kCudaFusedMaxArgs << "][MAXD]; };\n"
         "extern \"C\" __global__ void k(FusedArgs a) {\n";
   for (size_t i = 0; i < nin; ++i)
-    os << "  const " << dev_type(p.input_dtypes[i]) << "* x" << i << " = (const " << dev_type(p.input_dtypes[i])
+    os << "  const " << cuda_type_name(p.input_dtypes[i]) << "* x" << i << " = (const " << cuda_type_name(p.input_dtypes[i])
        << "*)a.p[" << i << "];\n";
   for (size_t o = 0; o < nout; ++o)
-    os << "  " << dev_type(p.output_dtype(o)) << "* y" << o << " = (" << dev_type(p.output_dtype(o)) << "*)a.p["
+    os << "  " << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
        << nin + o << "];\n";
   // Constants once, before the loops.
   for (size_t i = 0; i < p.instrs.size(); ++i)
     if (p.instrs[i].kind == InstrKind::Constant)
-      os << "  const " << dev_type(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
+      os << "  const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
   std::string body;
   {
     std::ostringstream b;
     for (size_t i = 0; i < p.instrs.size(); ++i) {
       const Instr& in = p.instrs[i];
       if (in.kind == InstrKind::Constant) continue;
-      auto opt = [&](size_t k) { return dev_type(p.instrs[in.operands[k]].dtype); };
-      b << "    const " << dev_type(in.dtype) << " v" << i << " = ";
+      auto opt = [&](size_t k) { return cuda_type_name(p.instrs[in.operands[k]].dtype); };
+      b << "    const " << cuda_type_name(in.dtype) << " v" << i << " = ";
       switch (in.kind) {
         case InstrKind::Input: b << "in" << in.index; break;
         case InstrKind::Constant: break;
-        case InstrKind::Unary: b << "op_" << unary_name(in.unary) << "<" << opt(0) << ">(v" << in.operands[0] << ")"; break;
+        case InstrKind::Unary: b << "op_" << scalar_fn_name(in.unary) << "<" << opt(0) << ">(v" << in.operands[0] << ")"; break;
         case InstrKind::Binary:
-          b << "op_" << binary_name(in.binary) << "<" << opt(0) << ">(v" << in.operands[0] << ", v" << in.operands[1] << ")";
+          b << "op_" << scalar_fn_name(in.binary) << "<" << opt(0) << ">(v" << in.operands[0] << ", v" << in.operands[1] << ")";
           break;
         case InstrKind::Select: b << "(v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2] << ")"; break;
-        case InstrKind::Cast: b << "cvt<" << dev_type(in.dtype) << ", " << opt(0) << ">(v" << in.operands[0] << ")"; break;
+        case InstrKind::Cast: b << "cvt<" << cuda_type_name(in.dtype) << ", " << opt(0) << ">(v" << in.operands[0] << ")"; break;
       }
       b << ";\n";
     }
@@ -181,13 +106,13 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout) {
     // Four elements a thread, blockDim apart (coalesced); every load before any store, so an
     // output that reuses an input's buffer is safe and the loads are in flight together.
     os << "  const i64 base = bid() * (i64)(blockDim.x * 4) + threadIdx.x;\n";
-    for (size_t i = 0; i < nin; ++i) os << "  " << dev_type(p.input_dtypes[i]) << " l" << i << "[4];\n";
+    for (size_t i = 0; i < nin; ++i) os << "  " << cuda_type_name(p.input_dtypes[i]) << " l" << i << "[4];\n";
     os << "  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
           "    if (i < a.n) {\n";
     for (size_t i = 0; i < nin; ++i) os << "      l" << i << "[j] = x" << i << (layout[i] == 'c' ? "[i];\n" : "[0];\n");
     os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
           "    if (i >= a.n) break;\n";
-    for (size_t i = 0; i < nin; ++i) os << "    const " << dev_type(p.input_dtypes[i]) << " in" << i << " = l" << i << "[j];\n";
+    for (size_t i = 0; i < nin; ++i) os << "    const " << cuda_type_name(p.input_dtypes[i]) << " in" << i << " = l" << i << "[j];\n";
     os << body << "  }\n}\n";
   } else {
     os << "  const i64 i = gid();\n  if (i >= a.n) return;\n  i64 r = i";
@@ -196,7 +121,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout) {
     for (size_t k = 0; k < nin; ++k) os << "    o" << k << " += c * a.st[" << k << "][d];\n";
     os << "  }\n  {\n";
     for (size_t k = 0; k < nin; ++k)
-      os << "    const " << dev_type(p.input_dtypes[k]) << " in" << k << " = x" << k << "[o" << k << "];\n";
+      os << "    const " << cuda_type_name(p.input_dtypes[k]) << " in" << k << " = x" << k << "[o" << k << "];\n";
     os << body << "  }\n}\n";
   }
   return os.str();

@@ -7,6 +7,9 @@
 
 namespace smelt::codegen {
 
+/// The device preamble's name of a dtype's element type ("float", "bf16", "i64", ...).
+const char* cuda_type_name(Dtype dtype);
+
 /// At most this many inputs plus outputs in one fused CUDA kernel (its argument struct is fixed).
 inline constexpr int kCudaFusedMaxArgs = 16;
 

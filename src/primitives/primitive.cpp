@@ -25,6 +25,81 @@ const char* binary_op_name(BinaryOp op) {
   return "?";
 }
 
+const char* scalar_fn_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Negative: return "negative";
+    case UnaryOp::Sign: return "sign";
+    case UnaryOp::Square: return "square";
+    case UnaryOp::Reciprocal: return "reciprocal";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Rsqrt: return "rsqrt";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Exp2: return "exp2";
+    case UnaryOp::Expm1: return "expm1";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Log2: return "log2";
+    case UnaryOp::Log10: return "log10";
+    case UnaryOp::Log1p: return "log1p";
+    case UnaryOp::Sin: return "sin";
+    case UnaryOp::Cos: return "cos";
+    case UnaryOp::Tan: return "tan";
+    case UnaryOp::Asin: return "asin";
+    case UnaryOp::Acos: return "acos";
+    case UnaryOp::Atan: return "atan";
+    case UnaryOp::Sinh: return "sinh";
+    case UnaryOp::Cosh: return "cosh";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Asinh: return "asinh";
+    case UnaryOp::Acosh: return "acosh";
+    case UnaryOp::Atanh: return "atanh";
+    case UnaryOp::Erf: return "erf";
+    case UnaryOp::ErfInv: return "erfinv";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Floor: return "floor";
+    case UnaryOp::Ceil: return "ceil";
+    case UnaryOp::Round: return "round";
+    case UnaryOp::IsNan: return "isnan";
+    case UnaryOp::IsInf: return "isinf";
+    case UnaryOp::IsFinite: return "isfinite";
+    case UnaryOp::LogicalNot: return "logical_not";
+    case UnaryOp::BitwiseNot: return "bitwise_not";
+  }
+  return "?";
+}
+
+const char* scalar_fn_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Subtract: return "subtract";
+    case BinaryOp::Multiply: return "multiply";
+    case BinaryOp::Divide: return "divide";
+    case BinaryOp::FloorDivide: return "floor_divide";
+    case BinaryOp::Remainder: return "remainder";
+    case BinaryOp::Fmod: return "fmod";
+    case BinaryOp::Power: return "power";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::Atan2: return "atan2";
+    case BinaryOp::Equal: return "equal";
+    case BinaryOp::NotEqual: return "not_equal";
+    case BinaryOp::Less: return "less";
+    case BinaryOp::LessEqual: return "less_equal";
+    case BinaryOp::Greater: return "greater";
+    case BinaryOp::GreaterEqual: return "greater_equal";
+    case BinaryOp::LogicalAnd: return "logical_and";
+    case BinaryOp::LogicalOr: return "logical_or";
+    case BinaryOp::LogicalXor: return "logical_xor";
+    case BinaryOp::BitwiseAnd: return "bitwise_and";
+    case BinaryOp::BitwiseOr: return "bitwise_or";
+    case BinaryOp::BitwiseXor: return "bitwise_xor";
+    case BinaryOp::LeftShift: return "left_shift";
+    case BinaryOp::RightShift: return "right_shift";
+  }
+  return "?";
+}
+
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum: return "sum";

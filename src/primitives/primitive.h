@@ -50,6 +50,10 @@ enum class PoolKind : uint8_t { Max, Avg };
 
 const char* unary_op_name(UnaryOp op);
 const char* binary_op_name(BinaryOp op);
+/// The op's function in scalar_math.h ("exp", "floor_divide", ...), which the CPU and CUDA code
+/// generators call by name.
+const char* scalar_fn_name(UnaryOp op);
+const char* scalar_fn_name(BinaryOp op);
 const char* reduce_op_name(ReduceOp op);
 /// True for the comparisons and logical ops, whose output is bool.
 bool binary_op_returns_bool(BinaryOp op);

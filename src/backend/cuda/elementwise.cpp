@@ -12,6 +12,7 @@
 #include "src/backend/cuda/allocator.h"
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
+#include "src/codegen/cuda_emitter.h"
 #include "src/backend/cpu/kernel_utils.h"
 
 namespace smelt::cuda {
@@ -46,24 +47,7 @@ constexpr int kPerThread = 4;
 
 }  // namespace
 
-const char* device_type(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::Bool: return "bool";
-    case Dtype::Int8: return "i8";
-    case Dtype::Int16: return "i16";
-    case Dtype::Int32: return "i32";
-    case Dtype::Int64: return "i64";
-    case Dtype::UInt8: return "u8";
-    case Dtype::UInt16: return "u16";
-    case Dtype::UInt32: return "u32";
-    case Dtype::UInt64: return "u64";
-    case Dtype::Float16: return "f16";
-    case Dtype::BFloat16: return "bf16";
-    case Dtype::Float32: return "float";
-    case Dtype::Float64: return "double";
-  }
-  return "void";
-}
+const char* device_type(Dtype dtype) { return codegen::cuda_type_name(dtype); }
 
 const char* bits_type(Dtype dtype) {
   switch (size_of(dtype)) {

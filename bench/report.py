@@ -41,14 +41,18 @@ def cpu_model():
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--smelt", required=True)
+    p.add_argument("--smelt", required=True, nargs="+", help="Google Benchmark JSON files of smelt")
     p.add_argument("--peers", nargs="*", default=[])
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--reps", type=int, required=True)
     p.add_argument("--out", required=True)
     args = p.parse_args()
 
-    rows, context = load_smelt(args.smelt)
+    rows, context = [], {}
+    for path in args.smelt:
+        more, ctx = load_smelt(path)
+        rows += more
+        context = context or ctx
     peer_meta = {}
     for path in args.peers:
         with open(path) as f:
@@ -59,10 +63,10 @@ def main():
     for r in rows:
         r["GBps"] = r["bytes"] / (r["time_us"] * 1e3) if r["bytes"] else None
         r["GFLOPs"] = r["flops"] / (r["time_us"] * 1e3) if r["flops"] else None
-    copy_floor = max(r["GBps"] for r in rows if r["work"].startswith("copy_"))
+    copy_floor = max((r["GBps"] for r in rows if r["work"].startswith("copy_")), default=None)
     matrix_floor = max((r["GFLOPs"] for r in rows if r["GFLOPs"]), default=None)
     for r in rows:
-        if r["GBps"] is not None:
+        if r["GBps"] is not None and copy_floor:
             r["fraction_of_floor"] = r["GBps"] / copy_floor
         elif r["GFLOPs"] is not None:
             r["fraction_of_floor"] = r["GFLOPs"] / matrix_floor
@@ -97,14 +101,15 @@ def main():
         return "-".rjust(width) if v is None else format(v, spec)
 
     print(f"\n{meta['cpu']}, {args.threads} threads, median of {args.reps} runs; "
-          f"copy floor {copy_floor:.1f} GB/s (read + write), matrix rate {fmt(matrix_floor, '.1f')} GFLOP/s")
-    header = f"{'work':<24} {'system':<16} {'time_us':>12} {'GB/s':>8} {'GFLOP/s':>8} {'floor':>6} {'vs best peer':>13}"
+          f"copy floor {fmt(copy_floor, '.1f')} GB/s (read + write), matrix rate {fmt(matrix_floor, '.1f')} GFLOP/s")
+    header = f"{'work':<28} {'system':<28} {'time_us':>12} {'GB/s':>8} {'GFLOP/s':>8} {'floor':>6} {'vs best peer':>13}"
     print(header)
     print("-" * len(header))
     order = {w: i for i, w in enumerate(dict.fromkeys(r["work"] for r in out_rows))}
     for r in sorted(out_rows, key=lambda r: (order[r["work"]], not r["system"].startswith("smelt"), r["system"])):
         ratio = r["ratio_vs_best_peer"]
-        print(f"{r['work']:<24} {r['system']:<16} {r['time_us']:>12,.0f} {fmt(r['GBps'], '8.2f')} "
+        time_spec = ">12,.1f" if r["time_us"] < 1000 else ">12,.0f"
+        print(f"{r['work']:<28} {r['system']:<28} {format(r['time_us'], time_spec)} {fmt(r['GBps'], '8.2f')} "
               f"{fmt(r['GFLOPs'], '8.1f')} {fmt(r['fraction_of_floor'], '6.2f')} "
               f"{'-' if ratio is None else format(ratio, '12.2f') + 'x':>13}")
 

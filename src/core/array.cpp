@@ -1,4 +1,5 @@
 // Array handles and nodes: construction from host data, metadata, element reads and printing.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -94,7 +95,13 @@ Strides row_major_strides(const Shape& shape) {
   int64_t acc = 1;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     s[i] = acc;
-    acc *= shape[i];
+    if (__builtin_mul_overflow(acc, shape[i], &acc)) {
+      // Overflow is undefined behaviour in plain arithmetic. An empty array ([0, 2^40, 2^40])
+      // is fine: its strides never address memory. Anything else cannot exist.
+      if (std::find(shape.begin(), shape.end(), 0) == shape.end())
+        throw ShapeError("shape " + shape_to_string(shape) + " has more elements than an int64 can count");
+      acc = 0;
+    }
   }
   return s;
 }

@@ -376,7 +376,9 @@ void CompiledModelImpl::prepare() {
   for (const auto& o : g.outputs) graph_outputs.insert(o.name);
   for (const auto& [name, v] : g.initializers) constants.values[name] = v;
   for (const auto& [name, v] : options.static_inputs) {
-    auto it = std::find_if(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == name; });
+    // A plain reference for the lambda: clang before 16 cannot capture structured bindings.
+    const std::string& wanted = name;
+    auto it = std::find_if(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == wanted; });
     if (it == g.inputs.end()) {
       std::string names;
       for (const auto& in : g.inputs) names += (names.empty() ? "" : ", ") + in.name;
@@ -919,7 +921,8 @@ std::map<std::string, Value> CompiledModel::run_named(const std::map<std::string
   const Graph& g = impl.graph();
   std::unordered_map<std::string, Value> given;
   for (const auto& [name, v] : inputs) {
-    bool known = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == name; });
+    const std::string& wanted = name;  // clang before 16 cannot capture structured bindings
+    bool known = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == wanted; });
     if (!known) {
       std::string names;
       for (const auto& in : g.inputs) names += (names.empty() ? "" : ", ") + in.name;

@@ -135,10 +135,12 @@ Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const
   auto et = static_cast<ElemType>(t.data_type());
   Shape shape(t.dims().begin(), t.dims().end());
   int64_t n = 1;
+  int64_t nonzero = 1;  // bounded too: a zero dim must not hide others whose strides overflow
   for (auto d : shape) {
     if (d < 0) throw OnnxError(what + ": negative dimension in shape " + shape_text(shape));
-    if (d != 0 && n > (int64_t{1} << 48) / d)
+    if (d != 0 && nonzero > (int64_t{1} << 48) / d)
       throw OnnxError(what + ": shape " + shape_text(shape) + " is too large");
+    if (d != 0) nonzero *= d;
     n *= d;
   }
   std::string type_desc = "tensor(" + elem_type_name(et) + ")" + shape_text(shape);

@@ -445,5 +445,17 @@ TEST(ShapeHelpers, StridesSizesContiguity) {
   EXPECT_EQ(shape_to_string({2, 3}), "[2,3]");
 }
 
+// Shapes whose element count overflows int64: an error when the array would hold elements,
+// harmless strides when it is empty (the fuzzer found the overflow through an ONNX tensor).
+TEST(ShapeHelpers, StridesThatOverflowInt64) {
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_THROW_MSG(row_major_strides({big, big}), ShapeError,
+                   "shape [1099511627776,1099511627776] has more elements than an int64 can count");
+  Strides s = row_major_strides({0, big, big});
+  EXPECT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[2], 1);
+  EXPECT_EQ(s[1], big);
+}
+
 }  // namespace
 }  // namespace smelt

@@ -33,6 +33,17 @@ TEST(OnnxLoaderFuzz, DimsFarLargerThanTheData) {
   EXPECT_THROW_MSG(parse_tensor(t), OnnxError, "0 values in int32_data; tensor(int4)[1099511627776] needs 549755813888");
 }
 
+TEST(OnnxLoaderFuzz, ZeroDimBesideDimsWhoseProductOverflows) {
+  // Found by the fuzz preset (a LabelEncoder attribute tensor): dims [0, 2^40, 2^40] hold no
+  // elements, so the size check passed, and computing the strides overflowed int64.
+  pb::TensorProto t;
+  t.set_data_type(pb::TensorProto::FLOAT);
+  t.add_dims(0);
+  t.add_dims(int64_t{1} << 40);
+  t.add_dims(int64_t{1} << 40);
+  EXPECT_THROW_MSG(parse_tensor(t), OnnxError, "test tensor: shape [0,1099511627776,1099511627776] is too large");
+}
+
 TEST(OnnxLoaderFuzz, SparseShapeWhoseDenseFormOverflows) {
   // A model whose sparse initializer has no values and dims [2^40, 2^40]: the element count
   // overflowed int64 (undefined behaviour) before the dense buffer was sized from it.

@@ -125,6 +125,39 @@ bool is_row_contiguous(const Shape& shape, const Strides& strides) {
   return true;
 }
 
+// Strides that view `old_shape`/`old_strides` as `new_shape` without moving data, when such
+// strides exist (NumPy's attempt_nocopy_reshape): groups of old and new axes with equal
+// products map onto each other when each old group is itself one strided run.
+bool reshape_view_strides(const Shape& old_shape, const Strides& old_strides, const Shape& new_shape,
+                          Strides& out) {
+  Shape od;
+  Strides ost;
+  for (size_t i = 0; i < old_shape.size(); ++i) {
+    if (old_shape[i] == 0) return false;  // empty arrays go through the contiguous path
+    if (old_shape[i] != 1) {
+      od.push_back(old_shape[i]);
+      ost.push_back(old_strides[i]);
+    }
+  }
+  const size_t on = od.size(), nn = new_shape.size();
+  out.assign(nn, 1);
+  size_t oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nn && oi < on) {
+    int64_t np = new_shape[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) np *= new_shape[nj++];
+      else op *= od[oj++];
+    }
+    for (size_t ok = oi; ok + 1 < oj; ++ok)
+      if (ost[ok] != od[ok + 1] * ost[ok + 1]) return false;
+    out[nj - 1] = ost[oj - 1];
+    for (size_t nk = nj - 1; nk > ni; --nk) out[nk - 1] = out[nk] * new_shape[nk];
+    ni = nj++;
+    oi = oj++;
+  }
+  return true;  // trailing new axes have size 1; any stride serves
+}
+
 std::string shape_to_string(const Shape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);

@@ -81,5 +81,9 @@ Strides row_major_strides(const Shape& shape);
 int64_t shape_size(const Shape& shape);
 /// True when `strides` walk `shape` in row-major order without gaps (size-1 axes ignored).
 bool is_row_contiguous(const Shape& shape, const Strides& strides);
+/// Strides that view `old_shape`/`old_strides` as `new_shape` without moving data, when such
+/// strides exist (NumPy's attempt_nocopy_reshape); false when the reshape needs a copy. Every
+/// backend's Reshape uses it, so views are the same on every device.
+bool reshape_view_strides(const Shape& old_shape, const Strides& old_strides, const Shape& new_shape, Strides& out);
 
 }  // namespace smelt

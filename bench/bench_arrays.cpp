@@ -12,11 +12,14 @@
 
 #include "smelt/compile.h"
 #include "smelt/smelt.h"
+#include "bench/workloads.h"
 #include "src/core/thread_pool.h"
 
 namespace {
 
 using namespace smelt;
+using bench::gelu_tanh;
+using bench::w3_chain;
 
 constexpr int64_t kCopyBytes = int64_t{256} << 20;
 constexpr int64_t kElems = int64_t{16} << 20;  // 16 Mi float32 = 64 MiB per array
@@ -152,11 +155,6 @@ void ew_where(benchmark::State& s) {
 
 // ---- SUITE workloads W1 and W3 (uncompiled: one kernel per op) ------------------------------
 
-Array gelu_tanh(const Array& x) {
-  Array inner = multiply(add(x, multiply(multiply(multiply(x, x), x), 0.044715f)), 0.79788456f);
-  return multiply(multiply(x, 0.5f), add(tanh(inner), 1.0f));
-}
-
 const Array& gelu_input() {
   static Array x = uniform_input(4, kGeluElems, -4.0, 4.0);
   return x;
@@ -172,18 +170,6 @@ void w1_gelu_compiled(benchmark::State& s) {
   static auto f = compile([](const Array& x) { return gelu_tanh(x); }, CompileOptions{}, "bench_w1");
   const Array& x = gelu_input();
   run_elementwise(s, [&] { return f(x); }, 2 * kF32 * kGeluElems);
-}
-
-Array w3_chain(const Array& x, const Array& y) {
-  Array t = add(multiply(x, 1.5f), y);
-  t = exp(negative(multiply(t, t)));
-  t = subtract(multiply(t, y), 0.25f);
-  t = add(sin(t), cos(x));
-  t = add(abs(t), 1.0f);
-  t = multiply(log(t), 0.5f);
-  t = sqrt(add(t, 1.0f));
-  t = maximum(t, y);
-  return divide(t, add(multiply(x, x), 1.0f));
 }
 
 void w3_chain16(benchmark::State& s) {

@@ -20,30 +20,14 @@
 
 #include "smelt/compile.h"
 #include "smelt/smelt.h"
+#include "bench/workloads.h"
 
 namespace {
 
 using namespace smelt;
+using bench::w3_chain;
+using bench::w8_chain;
 namespace fs = std::filesystem;
-
-Array w3_chain(const Array& x, const Array& y) {
-  Array t = add(multiply(x, 1.5f), y);
-  t = exp(negative(multiply(t, t)));
-  t = subtract(multiply(t, y), 0.25f);
-  t = add(sin(t), cos(x));
-  t = add(abs(t), 1.0f);
-  t = multiply(log(t), 0.5f);
-  t = sqrt(add(t, 1.0f));
-  t = maximum(t, y);
-  return divide(t, add(multiply(x, x), 1.0f));
-}
-
-// 32 element-wise ops: 8 times tanh(1.01x + 0.5) - 0.1.
-Array w8_chain(const Array& x) {
-  Array t = x;
-  for (int i = 0; i < 8; ++i) t = subtract(tanh(add(multiply(t, 1.01f), 0.5f)), 0.1f);
-  return t;
-}
 
 Array uniform_input(uint64_t seed, int64_t n) {
   Array a = random::uniform(random::key(seed), {n}, -2.0, 2.0);

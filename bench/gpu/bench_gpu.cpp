@@ -15,8 +15,11 @@
 
 #include "smelt/compile.h"
 #include "smelt/smelt.h"
+#include "bench/workloads.h"
 
 using namespace smelt;
+using bench::gelu_tanh;
+using bench::w3_chain;
 
 namespace {
 
@@ -26,11 +29,6 @@ Array uniform(int64_t n, float lo, float hi, uint32_t seed) {
   std::uniform_real_distribution<float> d(lo, hi);
   for (auto& x : v) x = d(rng);
   return Array(v, Shape{n});
-}
-
-Array gelu_tanh(const Array& x) {
-  Array inner = multiply(add(x, multiply(multiply(multiply(x, x), x), 0.044715f)), 0.79788456f);
-  return multiply(multiply(x, 0.5f), add(tanh(inner), 1.0f));
 }
 
 // The compiled variants take the scalars as 0-d device arguments: the compile layer cannot yet
@@ -58,18 +56,6 @@ std::vector<Array> device_scalars(const std::vector<float>& v, Device d) {
   for (float x : v) out.push_back(to_device(Array(x), d));
   eval(out);
   return out;
-}
-
-Array w3_chain(const Array& x, const Array& y) {
-  Array t = add(multiply(x, 1.5f), y);
-  t = exp(negative(multiply(t, t)));
-  t = subtract(multiply(t, y), 0.25f);
-  t = add(sin(t), cos(x));
-  t = add(abs(t), 1.0f);
-  t = multiply(log(t), 0.5f);
-  t = sqrt(add(t, 1.0f));
-  t = maximum(t, y);
-  return divide(t, add(multiply(x, x), 1.0f));
 }
 
 double median_us(const std::function<Array()>& f, Device dev, int reps) {

@@ -60,24 +60,41 @@ void check_output_size(int64_t out, size_t axis, const std::string& op, const Ar
                      " for input " + describe(input) + " (" + detail + ")");
 }
 
-Array conv_impl(const Array& input, const Array& weight, const ConvOptions& o, const std::string& op, int want) {
+/// What convolution and transposed convolution check alike: valid handles, one device, the
+/// ranks, the dtype, groups, and the per-axis options expanded to the spatial rank.
+struct ConvSetup {
+  Device device;
+  size_t k = 0;  // spatial rank
+  Dtype dtype;
+  std::vector<int64_t> strides, lo, hi, dil;
+};
+
+template <class Options>
+ConvSetup conv_setup(const Array& input, const Array& weight, const Options& o, const std::string& op, int want,
+                     const char* weight_layout) {
   check_valid(input, op.c_str());
   check_valid(weight, op.c_str());
-  Device device = common_device({input, weight}, op.c_str());
-  size_t k = spatial_rank(input, op, want);
+  ConvSetup c;
+  c.device = common_device({input, weight}, op.c_str());
+  c.k = spatial_rank(input, op, want);
   if (weight.ndim() != input.ndim())
     throw ShapeError(op + ": weight " + describe(weight) + " must have the rank of input " + describe(input) +
-                     " ([O, C/groups, K...])");
-  Dtype dtype = conv_dtype(input, weight, op);
+                     " (" + weight_layout + ")");
+  c.dtype = conv_dtype(input, weight, op);
   if (o.groups < 1) throw InvalidArgument(op + ": groups must be positive, got " + std::to_string(o.groups));
-  auto strides = option(o.strides, k, 1, op, "strides", input);
-  auto lo = option(o.padding_lo, k, 0, op, "padding_lo", input);
-  auto hi = option(o.padding_hi, k, 0, op, "padding_hi", input);
-  auto dil = option(o.dilations, k, 1, op, "dilations", input);
-  check_positive(strides, op, "strides");
-  check_positive(dil, op, "dilations");
-  check_non_negative(lo, op, "padding_lo");
-  check_non_negative(hi, op, "padding_hi");
+  c.strides = option(o.strides, c.k, 1, op, "strides", input);
+  c.lo = option(o.padding_lo, c.k, 0, op, "padding_lo", input);
+  c.hi = option(o.padding_hi, c.k, 0, op, "padding_hi", input);
+  c.dil = option(o.dilations, c.k, 1, op, "dilations", input);
+  check_positive(c.strides, op, "strides");
+  check_positive(c.dil, op, "dilations");
+  check_non_negative(c.lo, op, "padding_lo");
+  check_non_negative(c.hi, op, "padding_hi");
+  return c;
+}
+
+Array conv_impl(const Array& input, const Array& weight, const ConvOptions& o, const std::string& op, int want) {
+  auto [device, k, dtype, strides, lo, hi, dil] = conv_setup(input, weight, o, op, want, "[O, C/groups, K...]");
 
   const Shape& is = input.shape();
   const Shape& ws = weight.shape();
@@ -166,24 +183,8 @@ Array conv2d(const Array& input, const Array& weight, std::pair<int64_t, int64_t
 
 Array conv_transpose(const Array& input, const Array& weight, const ConvTransposeOptions& o) {
   const std::string op = "conv_transpose";
-  check_valid(input, op.c_str());
-  check_valid(weight, op.c_str());
-  Device device = common_device({input, weight}, op.c_str());
-  size_t k = spatial_rank(input, op, 0);
-  if (weight.ndim() != input.ndim())
-    throw ShapeError(op + ": weight " + describe(weight) + " must have the rank of input " + describe(input) +
-                     " ([C, O/groups, K...])");
-  Dtype dtype = conv_dtype(input, weight, op);
-  if (o.groups < 1) throw InvalidArgument(op + ": groups must be positive, got " + std::to_string(o.groups));
-  auto strides = option(o.strides, k, 1, op, "strides", input);
-  auto lo = option(o.padding_lo, k, 0, op, "padding_lo", input);
-  auto hi = option(o.padding_hi, k, 0, op, "padding_hi", input);
-  auto dil = option(o.dilations, k, 1, op, "dilations", input);
+  auto [device, k, dtype, strides, lo, hi, dil] = conv_setup(input, weight, o, op, 0, "[C, O/groups, K...]");
   auto outpad = option(o.output_padding, k, 0, op, "output_padding", input);
-  check_positive(strides, op, "strides");
-  check_positive(dil, op, "dilations");
-  check_non_negative(lo, op, "padding_lo");
-  check_non_negative(hi, op, "padding_hi");
   check_non_negative(outpad, op, "output_padding");
 
   const Shape& is = input.shape();

@@ -265,56 +265,55 @@ void maybe_donate(Array& out, const Array& in) {
 void eval_unary(const UnaryParams& p, const std::vector<Array>& inputs, Array& out) {
   const Dtype dt = inputs[0].dtype();
   const bool f = is_floating(dt), i = is_integral(dt), b = dt == Dtype::Bool;
-  const char* fn = nullptr;
   bool ok = false;
   switch (p.op) {
-#define SMELT_CASE(name, snake, accepted) \
-  case UnaryOp::name:                     \
-    fn = snake;                           \
-    ok = accepted;                        \
+#define SMELT_CASE(name, accepted) \
+  case UnaryOp::name:                \
+    ok = accepted;                 \
     break;
-    SMELT_CASE(Abs, "abs", f || i)
-    SMELT_CASE(Negative, "negative", f || i)
-    SMELT_CASE(Sign, "sign", f || i)
-    SMELT_CASE(Square, "square", f || i)
-    SMELT_CASE(Reciprocal, "reciprocal", f)
-    SMELT_CASE(Sqrt, "sqrt", f)
-    SMELT_CASE(Rsqrt, "rsqrt", f)
-    SMELT_CASE(Exp, "exp", f)
-    SMELT_CASE(Exp2, "exp2", f)
-    SMELT_CASE(Expm1, "expm1", f)
-    SMELT_CASE(Log, "log", f)
-    SMELT_CASE(Log2, "log2", f)
-    SMELT_CASE(Log10, "log10", f)
-    SMELT_CASE(Log1p, "log1p", f)
-    SMELT_CASE(Sin, "sin", f)
-    SMELT_CASE(Cos, "cos", f)
-    SMELT_CASE(Tan, "tan", f)
-    SMELT_CASE(Asin, "asin", f)
-    SMELT_CASE(Acos, "acos", f)
-    SMELT_CASE(Atan, "atan", f)
-    SMELT_CASE(Sinh, "sinh", f)
-    SMELT_CASE(Cosh, "cosh", f)
-    SMELT_CASE(Tanh, "tanh", f)
-    SMELT_CASE(Asinh, "asinh", f)
-    SMELT_CASE(Acosh, "acosh", f)
-    SMELT_CASE(Atanh, "atanh", f)
-    SMELT_CASE(Erf, "erf", f)
-    SMELT_CASE(ErfInv, "erfinv", f)
-    SMELT_CASE(Sigmoid, "sigmoid", f)
-    SMELT_CASE(Relu, "relu", f || i)
-    SMELT_CASE(Floor, "floor", f)
-    SMELT_CASE(Ceil, "ceil", f)
-    SMELT_CASE(Round, "round", f)
-    SMELT_CASE(IsNan, "isnan", true)
-    SMELT_CASE(IsInf, "isinf", true)
-    SMELT_CASE(IsFinite, "isfinite", true)
-    SMELT_CASE(LogicalNot, "logical_not", true)
-    SMELT_CASE(BitwiseNot, "bitwise_not", i || b)
+    SMELT_CASE(Abs, f || i)
+    SMELT_CASE(Negative, f || i)
+    SMELT_CASE(Sign, f || i)
+    SMELT_CASE(Square, f || i)
+    SMELT_CASE(Reciprocal, f)
+    SMELT_CASE(Sqrt, f)
+    SMELT_CASE(Rsqrt, f)
+    SMELT_CASE(Exp, f)
+    SMELT_CASE(Exp2, f)
+    SMELT_CASE(Expm1, f)
+    SMELT_CASE(Log, f)
+    SMELT_CASE(Log2, f)
+    SMELT_CASE(Log10, f)
+    SMELT_CASE(Log1p, f)
+    SMELT_CASE(Sin, f)
+    SMELT_CASE(Cos, f)
+    SMELT_CASE(Tan, f)
+    SMELT_CASE(Asin, f)
+    SMELT_CASE(Acos, f)
+    SMELT_CASE(Atan, f)
+    SMELT_CASE(Sinh, f)
+    SMELT_CASE(Cosh, f)
+    SMELT_CASE(Tanh, f)
+    SMELT_CASE(Asinh, f)
+    SMELT_CASE(Acosh, f)
+    SMELT_CASE(Atanh, f)
+    SMELT_CASE(Erf, f)
+    SMELT_CASE(ErfInv, f)
+    SMELT_CASE(Sigmoid, f)
+    SMELT_CASE(Relu, f || i)
+    SMELT_CASE(Floor, f)
+    SMELT_CASE(Ceil, f)
+    SMELT_CASE(Round, f)
+    SMELT_CASE(IsNan, true)
+    SMELT_CASE(IsInf, true)
+    SMELT_CASE(IsFinite, true)
+    SMELT_CASE(LogicalNot, true)
+    SMELT_CASE(BitwiseNot, i || b)
 #undef SMELT_CASE
   }
   const std::string what = std::string("Unary(") + unary_op_name(p.op) + ")";
   if (!ok) no_kernel(what, dt);
+  const char* fn = scalar_fn_name(p.op);
   if (out.dtype() == dt) maybe_donate(out, inputs[0]);
   run_elementwise(std::string("unary_") + fn, inputs, out,
                   std::string("op_") + fn + "<" + device_type(dt) + ">(v0)", what);
@@ -323,43 +322,42 @@ void eval_unary(const UnaryParams& p, const std::vector<Array>& inputs, Array& o
 void eval_binary(const BinaryParams& p, const std::vector<Array>& inputs, Array& out) {
   const Dtype dt = inputs[0].dtype();
   const bool f = is_floating(dt), i = is_integral(dt), b = dt == Dtype::Bool;
-  const char* fn = nullptr;
   bool ok = false;
   switch (p.op) {
-#define SMELT_CASE(name, snake, accepted) \
-  case BinaryOp::name:                    \
-    fn = snake;                           \
-    ok = accepted;                        \
+#define SMELT_CASE(name, accepted) \
+  case BinaryOp::name:                \
+    ok = accepted;                 \
     break;
-    SMELT_CASE(Add, "add", true)
-    SMELT_CASE(Subtract, "subtract", f || i)
-    SMELT_CASE(Multiply, "multiply", true)
-    SMELT_CASE(Divide, "divide", f)
-    SMELT_CASE(FloorDivide, "floor_divide", f || i)
-    SMELT_CASE(Remainder, "remainder", f || i)
-    SMELT_CASE(Fmod, "fmod", f || i)
-    SMELT_CASE(Power, "power", f || i)
-    SMELT_CASE(Maximum, "maximum", true)
-    SMELT_CASE(Minimum, "minimum", true)
-    SMELT_CASE(Atan2, "atan2", f)
-    SMELT_CASE(Equal, "equal", true)
-    SMELT_CASE(NotEqual, "not_equal", true)
-    SMELT_CASE(Less, "less", true)
-    SMELT_CASE(LessEqual, "less_equal", true)
-    SMELT_CASE(Greater, "greater", true)
-    SMELT_CASE(GreaterEqual, "greater_equal", true)
-    SMELT_CASE(LogicalAnd, "logical_and", true)
-    SMELT_CASE(LogicalOr, "logical_or", true)
-    SMELT_CASE(LogicalXor, "logical_xor", true)
-    SMELT_CASE(BitwiseAnd, "bitwise_and", i || b)
-    SMELT_CASE(BitwiseOr, "bitwise_or", i || b)
-    SMELT_CASE(BitwiseXor, "bitwise_xor", i || b)
-    SMELT_CASE(LeftShift, "left_shift", i)
-    SMELT_CASE(RightShift, "right_shift", i)
+    SMELT_CASE(Add, true)
+    SMELT_CASE(Subtract, f || i)
+    SMELT_CASE(Multiply, true)
+    SMELT_CASE(Divide, f)
+    SMELT_CASE(FloorDivide, f || i)
+    SMELT_CASE(Remainder, f || i)
+    SMELT_CASE(Fmod, f || i)
+    SMELT_CASE(Power, f || i)
+    SMELT_CASE(Maximum, true)
+    SMELT_CASE(Minimum, true)
+    SMELT_CASE(Atan2, f)
+    SMELT_CASE(Equal, true)
+    SMELT_CASE(NotEqual, true)
+    SMELT_CASE(Less, true)
+    SMELT_CASE(LessEqual, true)
+    SMELT_CASE(Greater, true)
+    SMELT_CASE(GreaterEqual, true)
+    SMELT_CASE(LogicalAnd, true)
+    SMELT_CASE(LogicalOr, true)
+    SMELT_CASE(LogicalXor, true)
+    SMELT_CASE(BitwiseAnd, i || b)
+    SMELT_CASE(BitwiseOr, i || b)
+    SMELT_CASE(BitwiseXor, i || b)
+    SMELT_CASE(LeftShift, i)
+    SMELT_CASE(RightShift, i)
 #undef SMELT_CASE
   }
   const std::string what = std::string("Binary(") + binary_op_name(p.op) + ")";
   if (!ok) no_kernel(what, dt);
+  const char* fn = scalar_fn_name(p.op);
   if (out.dtype() == dt) {
     maybe_donate(out, inputs[0]);
     if (!out.node().buffer) maybe_donate(out, inputs[1]);

@@ -48,8 +48,8 @@ KernelCache& kernel_cache() {
 
 // Bit-exact IEEE arithmetic as on the CPU: no FMA contraction, IEEE division and square root,
 // denormals kept. Matches the CPU build's -ffp-contract=off -fno-fast-math.
-std::vector<std::string> nvrtc_options(const DeviceState& s, bool sass) {
-  const std::string cc = std::to_string(s.cc_major * 10 + s.cc_minor);
+std::vector<std::string> nvrtc_options(int compute_capability, bool sass) {
+  const std::string cc = std::to_string(compute_capability);
   return {sass ? "--gpu-architecture=sm_" + cc : "--gpu-architecture=compute_" + cc,
           "--std=c++17", "--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false",
           "-default-device"};
@@ -63,8 +63,9 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-/// Compiles `source`; returns a cubin (sass) or PTX image. Throws DeviceError with NVRTC's log.
-std::string nvrtc_compile(const DeviceState& s, const std::string& source, bool sass, const std::string& what) {
+}  // namespace
+
+std::string nvrtc_compile(int compute_capability, const std::string& source, bool sass, const std::string& what) {
   const NvrtcApi& n = nvrtc();
   nvrtcProgram prog = nullptr;
   check_nvrtc(n.nvrtcCreateProgram(&prog, source.c_str(), "smelt_kernel.cu", 0, nullptr, nullptr),
@@ -74,7 +75,7 @@ std::string nvrtc_compile(const DeviceState& s, const std::string& source, bool 
     nvrtcProgram* p;
     ~Destroy() { n.nvrtcDestroyProgram(p); }
   } destroy{n, &prog};
-  auto opts = nvrtc_options(s, sass);
+  auto opts = nvrtc_options(compute_capability, sass);
   std::vector<const char*> argv;
   for (auto& o : opts) argv.push_back(o.c_str());
   nvrtcResult r = n.nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
@@ -98,8 +99,6 @@ std::string nvrtc_compile(const DeviceState& s, const std::string& source, bool 
   }
   return image;
 }
-
-}  // namespace
 
 CUfunction get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
                       const std::string& what) {
@@ -132,11 +131,11 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
   if (!module) {
     bool sass = true;
     try {
-      image = nvrtc_compile(s, source, true, what);
+      image = nvrtc_compile(s.cc_major * 10 + s.cc_minor, source, true, what);
     } catch (const DeviceError&) {
       // An NVRTC older than the GPU cannot emit its SASS: PTX for the driver to finish.
       sass = false;
-      image = nvrtc_compile(s, source, false, what);
+      image = nvrtc_compile(s.cc_major * 10 + s.cc_minor, source, false, what);
     }
     check(d.cuModuleLoadData(&module, image.data()), "cuModuleLoadData", what);
     if (sass) {  // best effort: a read-only or full disk only costs a rebuild next time

@@ -13,6 +13,12 @@ namespace smelt::cuda {
 /// astype's rules, the scalar math of every operator, reduction operators (device_math.cpp).
 const char* device_preamble();
 
+/// Compiles `source` (the whole translation unit, preamble included) with NVRTC for compute
+/// capability `compute_capability` (90 for sm_90) and smelt's options; returns a cubin (`sass`)
+/// or PTX. Needs NVRTC but no GPU: tests use it to check kernel sources on machines without one.
+/// Throws DeviceError with NVRTC's log.
+std::string nvrtc_compile(int compute_capability, const std::string& source, bool sass, const std::string& what);
+
 /// The kernel `k` of `body` (CUDA C++ after the preamble) on GPU `device`. `key` names the kernel
 /// uniquely among those of the process (op, dtypes, layout): found in memory by key without
 /// building the source; else the source is built, looked up on disk under

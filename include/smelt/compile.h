@@ -125,6 +125,64 @@ auto compile(F f, CompileOptions options = {}, std::string name = "compiled") {
   }(static_cast<Fn*>(nullptr));
 }
 
+/// A compiled stateful step `Out f(State&, const In&)` (compile_mut): the state's array leaves
+/// are traced inputs and outputs, so a replay reads the current state and the caller's state is
+/// rebuilt from the step's results after the call.
+template <class State, class In, class Out>
+class CompiledMut {
+ public:
+  CompiledMut(std::function<Out(State&, const In&)> f, CompileOptions options, std::string name)
+      : f_(std::move(f)), engine_(detail::make_engine(std::move(options), std::move(name))) {}
+
+  /// Runs one step. On an exception `state` is unchanged.
+  Out operator()(State& state, const In& in) const {
+    FlatTree flat = flatten_tree(std::tuple<State, In>(state, in));
+    bool nested = false;
+    for (const auto& a : flat.leaves) nested = nested || detail::is_tracer(a);
+    if (nested || !compile_enabled()) {
+      State next = state;  // the caller's state changes only once the step has succeeded
+      Out out = f_(next, in);
+      state = std::move(next);
+      return out;
+    }
+    detail::TraceFn trace = [&](const std::vector<Array>& placeholders, std::string& out_structure) {
+      auto traced = unflatten_tree<std::tuple<State, In>>(placeholders, flat.structure);
+      Out out = f_(std::get<0>(traced), std::get<1>(traced));
+      FlatTree result = flatten_tree(std::pair<Out, State>(std::move(out), std::move(std::get<0>(traced))));
+      out_structure = std::move(result.structure);
+      return std::move(result.leaves);
+    };
+    std::string out_structure;
+    std::vector<Array> outs = detail::engine_call(*engine_, flat.leaves, flat.structure, trace, out_structure);
+    auto [out, next] = unflatten_tree<std::pair<Out, State>>(outs, out_structure);
+    state = std::move(next);
+    return std::move(out);
+  }
+
+  CompileStats stats() const { return detail::engine_stats(*engine_); }
+
+ private:
+  std::function<Out(State&, const In&)> f_;
+  std::shared_ptr<detail::CompileEngine> engine_;
+};
+
+/// Compiles a stateful step `Out f(State& state, const In& input)` (a training step over model
+/// and optimizer state). State, In and Out are trees. The state's array leaves are inputs and
+/// outputs of the trace: `f` assigns new arrays to them (`s.m = b1 * s.m + ...`) and after each
+/// call the caller's state holds the new values. Static leaves of the state (numbers, strings)
+/// are part of the key, so keep counters that change every step as arrays. Random keys are
+/// explicit in smelt: keep the key in the state and replace it inside `f` with one split from it
+/// (random::split), so every step draws new values.
+template <class F>
+auto compile_mut(F f, CompileOptions options = {}, std::string name = "compiled_mut") {
+  using Fn = decltype(std::function{f});
+  return [&]<class Out, class State, class In>(std::function<Out(State&, In)>*) {
+    using InT = std::decay_t<In>;
+    return CompiledMut<State, InT, Out>(std::function<Out(State&, const InT&)>(std::move(f)), std::move(options),
+                                        std::move(name));
+  }(static_cast<Fn*>(nullptr));
+}
+
 /// Compiles a function over a flat list of arrays.
 inline Compiled<std::vector<Array>, const std::vector<Array>&> compile_flat(
     std::function<std::vector<Array>(const std::vector<Array>&)> f, CompileOptions options = {},

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command for the GPU: builds smelt with CUDA, runs the GPU tests, then the GPU benchmark
-# (W1, W3 eager and the copy floor) with PyTorch in the same run. docs/cuda.md explains it.
+# (SUITE.md's W1, W2, W3, W7, W8, W12 and the copy floor) with PyTorch and JAX in the same run. docs/cuda.md explains it.
 #
 # Needs an NVIDIA GPU with its driver, the CUDA toolkit, cmake, ninja, a C++20 compiler; for the
 # tests GoogleTest (Debian/Ubuntu libgtest-dev, or a source tree in /usr/src/googletest); for the
@@ -75,8 +75,19 @@ fi
 if [ "${SMELT_GPU_SKIP_BENCH:-0}" != 1 ]; then
   say "GPU benchmark (median of $REPS)"
   "$BUILD/bench_gpu" "$OUT/smelt_gpu.json" "$REPS" || STATUS=1
+  # W12: the first call of compiled W3 in new processes, three with an empty kernel cache, then
+  # three with the cache the first one filled.
+  : >"$OUT/w12.jsonl"
+  for i in 1 2 3; do
+    rm -rf "$BUILD/w12-cache-$i"
+    SMELT_CACHE_DIR="$BUILD/w12-cache-$i" "$BUILD/bench_gpu" --w12 empty_cache >>"$OUT/w12.jsonl" || STATUS=1
+  done
+  for i in 1 2 3; do
+    SMELT_CACHE_DIR="$BUILD/w12-cache-1" "$BUILD/bench_gpu" --w12 warm_disk_cache >>"$OUT/w12.jsonl" || STATUS=1
+  done
+  cat "$OUT/w12.jsonl"
   if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    python3 "$ROOT/bench/gpu/peers_gpu.py" "$OUT/smelt_gpu.json" "$OUT/gpu_bench.json" "$REPS" "$OUT/gpu_bench.txt" || STATUS=1
+    python3 "$ROOT/bench/gpu/peers_gpu.py" "$OUT/smelt_gpu.json" "$OUT/gpu_bench.json" "$REPS" "$OUT/gpu_bench.txt" "$OUT/w12.jsonl" || STATUS=1
   else
     echo "python3 with CUDA torch not found: smelt's rows only ($OUT/smelt_gpu.json)"
   fi

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""GPU peers for scripts/gpu.sh: PyTorch eager and torch.compile on W1 and W3 and the copy floor, joined with
-smelt's rows (bench_gpu's JSON) into one JSON report and a table (SUITE.md's fields).
+"""GPU peers for scripts/gpu.sh: PyTorch eager, torch.compile and jax.jit on SUITE.md's W1, W2, W3,
+W7 and W8 and the copy floor, joined with smelt's rows (bench_gpu's JSON, plus W12 rows given as
+extra JSON lines) into one JSON report and a table (SUITE.md's fields).
 
-Usage: peers_gpu.py SMELT_JSON OUT_JSON [reps]. CUDA events around each call, warm-up first,
-median of reps (default 50), the same input sizes and ranges as bench_gpu.cpp.
+Usage: peers_gpu.py SMELT_JSON OUT_JSON [reps] [TABLE_TXT] [W12_JSONL]. CUDA events around each
+call for the bandwidth workloads (warm-up first, median of reps, default 50); host time per call
+over back-to-back calls for W8; the same sizes and value ranges as bench_gpu.cpp.
 """
 import json
+import os
 import platform
 import sys
 import time
@@ -15,6 +18,8 @@ def main():
     smelt_json, out_json = sys.argv[1], sys.argv[2]
     reps = int(sys.argv[3]) if len(sys.argv) > 3 else 50
     rows = json.load(open(smelt_json))
+    if len(sys.argv) > 5 and os.path.exists(sys.argv[5]):
+        rows += [json.loads(line) for line in open(sys.argv[5]) if line.strip()]
     import torch
 
     dev = torch.device("cuda")
@@ -35,66 +40,188 @@ def main():
         times.sort()
         return times[len(times) // 2]
 
+    def host_per_call(fn, sync):
+        for _ in range(50):
+            fn()
+        sync()
+        t = []
+        for _ in range(7):
+            calls = 2000
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            sync()
+            t.append((time.perf_counter() - t0) / calls * 1e6)
+        t.sort()
+        return t[len(t) // 2]
+
+    def add(work, system, fn, nbytes):
+        try:
+            rows.append({"work": work, "system": system, "time_us": bench(fn), "bytes": nbytes})
+        except Exception as e:  # a peer that fails is reported, not fatal
+            print(f"{system} {work}: {type(e).__name__}: {e}")
+
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax_ok = any(d.platform == "gpu" for d in jax.devices())
+    except Exception as e:
+        print("jax: not usable:", e)
+        jax_ok = False
+
+    def add_jax(work, fn, args, nbytes):
+        if not jax_ok:
+            return
+        try:
+            jf = jax.jit(fn)
+            jargs = [jax.dlpack.from_dlpack(a) for a in args]
+            out = None
+
+            def call():
+                nonlocal out
+                out = jf(*jargs)
+            for _ in range(3):
+                call()
+            out.block_until_ready() if not isinstance(out, tuple) else [o.block_until_ready() for o in out]
+            # jax.jit runs on its own stream: time with the host clock around block_until_ready.
+            t = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                call()
+                jax.block_until_ready(out)
+                t.append((time.perf_counter() - t0) * 1e6)
+            t.sort()
+            rows.append({"work": work, "system": "jax_jit", "time_us": t[len(t) // 2], "bytes": nbytes})
+        except Exception as e:
+            print(f"jax {work}: {type(e).__name__}: {e}")
+
     src = torch.empty(1 << 28, device=dev).uniform_(-1, 1)
-    rows.append({"work": "copy_1GiB", "system": "torch_eager", "time_us": bench(lambda: src.clone()),
-                 "bytes": 2.0 * 4 * (1 << 28)})
+    add("copy_1GiB", "torch_eager", lambda: src.clone(), 2.0 * 4 * (1 << 28))
     del src
 
-    def gelu(x):
-        return 0.5 * x * (1 + torch.tanh(0.79788456 * (x + 0.044715 * x * x * x)))
+    def gelu(x, tanh=torch.tanh):
+        return 0.5 * x * (1 + tanh(0.79788456 * (x + 0.044715 * x * x * x)))
 
-    def w3(x, y):
+    def w3(x, y, m=torch):
         t = x * 1.5 + y
-        t = torch.exp(-(t * t))
+        t = m.exp(-(t * t))
         t = t * y - 0.25
-        t = torch.sin(t) + torch.cos(x)
-        t = torch.abs(t) + 1.0
-        t = torch.log(t) * 0.5
-        t = torch.sqrt(t + 1.0)
-        t = torch.maximum(t, y)
+        t = m.sin(t) + m.cos(x)
+        t = m.abs(t) + 1.0
+        t = m.log(t) * 0.5
+        t = m.sqrt(t + 1.0)
+        t = m.maximum(t, y)
         return t / (x * x + 1.0)
 
     n1 = 64 << 20
     x1 = torch.empty(n1, device=dev).uniform_(-4, 4)
-    rows.append({"work": "W1_gelu_tanh_64Mi_f32", "system": "torch_eager", "time_us": bench(lambda: gelu(x1)),
-                 "bytes": 2.0 * 4 * n1})
-    try:
-        cg = torch.compile(gelu)
-        rows.append({"work": "W1_gelu_tanh_64Mi_f32", "system": "torch_compile", "time_us": bench(lambda: cg(x1)),
-                     "bytes": 2.0 * 4 * n1})
-    except Exception as e:  # a peer that fails is reported, not fatal
-        print("torch.compile W1:", e)
+    add("W1_gelu_tanh_64Mi_f32", "torch_eager", lambda: gelu(x1), 2.0 * 4 * n1)
+    cg = torch.compile(gelu)
+    add("W1_gelu_tanh_64Mi_f32", "torch_compile", lambda: cg(x1), 2.0 * 4 * n1)
+    if jax_ok:
+        add_jax("W1_gelu_tanh_64Mi_f32", lambda x: gelu(x, jnp.tanh), [x1], 2.0 * 4 * n1)
     del x1
+
+    g2 = torch.empty(8192, 14336, device=dev).uniform_(-4, 4).bfloat16()
+    u2 = torch.empty(8192, 14336, device=dev).uniform_(-2, 2).bfloat16()
+    n2 = g2.numel()
+
+    def swiglu(g, u, sig=torch.sigmoid):
+        return g * sig(g) * u
+    add("W2_swiglu_8192x14336_bf16", "torch_eager", lambda: swiglu(g2, u2), 3.0 * 2 * n2)
+    cs = torch.compile(swiglu)
+    add("W2_swiglu_8192x14336_bf16", "torch_compile", lambda: cs(g2, u2), 3.0 * 2 * n2)
+    if jax_ok:
+        add_jax("W2_swiglu_8192x14336_bf16", lambda g, u: swiglu(g, u, jax.nn.sigmoid), [g2, u2], 3.0 * 2 * n2)
+    del g2, u2
+
     n3 = 16 << 20
     x3 = torch.empty(n3, device=dev).uniform_(-1, 1)
     y3 = torch.empty(n3, device=dev).uniform_(0.5, 2.0)
-    rows.append({"work": "W3_chain16_16Mi_f32", "system": "torch_eager", "time_us": bench(lambda: w3(x3, y3)),
-                 "bytes": 3.0 * 4 * n3})
+    add("W3_chain16_16Mi_f32", "torch_eager", lambda: w3(x3, y3), 3.0 * 4 * n3)
+    c3 = torch.compile(w3)
+    add("W3_chain16_16Mi_f32", "torch_compile", lambda: c3(x3, y3), 3.0 * 4 * n3)
+    if jax_ok:
+        add_jax("W3_chain16_16Mi_f32", lambda x, y: w3(x, y, jnp), [x3, y3], 3.0 * 4 * n3)
+    del x3, y3
+
+    # W7: Adam, the same formula as bench_gpu's adam_step, in place on the state.
+    n7 = 64 << 20
+    p7 = torch.empty(n7, device=dev).uniform_(-1, 1)
+    m7 = torch.empty(n7, device=dev).uniform_(-0.1, 0.1)
+    v7 = torch.empty(n7, device=dev).uniform_(0, 0.01)
+    g7 = torch.empty(n7, device=dev).uniform_(-1, 1)
+    step7 = torch.tensor(10.0, device=dev)
+
+    def adam(p, m, v, g, step, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+        step += 1
+        m.mul_(b1).add_(g * (1 - b1))
+        v.mul_(b2).add_(g * g * (1 - b2))
+        mhat = m / (1 - b1 ** step)
+        vhat = v / (1 - b2 ** step)
+        p.sub_(mhat / (torch.sqrt(vhat) + eps) * lr)
+    b7 = 7.0 * 4 * n7
+    add("W7_adam_64Mi_f32", "torch_eager", lambda: adam(p7, m7, v7, g7, step7), b7)
+    ca = torch.compile(adam)
+    add("W7_adam_64Mi_f32", "torch_compile", lambda: ca(p7, m7, v7, g7, step7), b7)
     try:
-        c3 = torch.compile(w3)
-        rows.append({"work": "W3_chain16_16Mi_f32", "system": "torch_compile", "time_us": bench(lambda: c3(x3, y3)),
-                     "bytes": 3.0 * 4 * n3})
+        param = torch.nn.Parameter(p7)
+        param.grad = g7
+        opt = torch.optim.Adam([param], lr=1e-3, fused=True)
+        add("W7_adam_64Mi_f32", "torch_fused_adam", lambda: opt.step(), b7)
     except Exception as e:
-        print("torch.compile W3:", e)
+        print("fused Adam:", e)
+    del p7, m7, v7, g7
+
+    # W8: host time per call of 32 element-wise ops on 16 elements.
+    x8 = torch.empty(16, device=dev).uniform_(-1, 1)
+
+    def w8(x, tanh=torch.tanh):
+        t = x
+        for _ in range(8):
+            t = tanh(t * 1.01 + 0.5) - 0.1
+        return t
+    sync = torch.cuda.synchronize
+    rows.append({"work": "W8_dispatch_32ops_16_f32", "system": "torch_eager",
+                 "time_us": host_per_call(lambda: w8(x8), sync), "bytes": 0})
+    c8 = torch.compile(w8)
+    rows.append({"work": "W8_dispatch_32ops_16_f32", "system": "torch_compile",
+                 "time_us": host_per_call(lambda: c8(x8), sync), "bytes": 0})
+    if jax_ok:
+        j8 = jax.jit(lambda x: w8(x, jnp.tanh))
+        jx8 = jax.dlpack.from_dlpack(x8)
+        last = [None]
+
+        def call8():
+            last[0] = j8(jx8)
+        rows.append({"work": "W8_dispatch_32ops_16_f32", "system": "jax_jit",
+                     "time_us": host_per_call(call8, lambda: last[0].block_until_ready()), "bytes": 0})
 
     # Floor: the best copy bandwidth measured in this run.
     copy_gbps = max(r["bytes"] / r["time_us"] / 1e3 for r in rows if r["work"] == "copy_1GiB")
     for r in rows:
-        r["GBps"] = r["bytes"] / r["time_us"] / 1e3
-        r["fraction_of_floor"] = r["GBps"] / copy_gbps
+        if r.get("bytes"):
+            r["GBps"] = r["bytes"] / r["time_us"] / 1e3
+            r["fraction_of_floor"] = r["GBps"] / copy_gbps
+        else:
+            r["GBps"] = r["fraction_of_floor"] = None
     for r in rows:
         if r["system"].startswith("smelt"):
             peers = [p["time_us"] for p in rows if p["work"] == r["work"] and not p["system"].startswith("smelt")]
             r["ratio_vs_best_peer"] = min(peers) / r["time_us"] if peers else None
     report = {"machine": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                          "jax": jax.__version__ if jax_ok else None,
                           "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
               "copy_GBps": copy_gbps, "rows": rows}
     json.dump(report, open(out_json, "w"), indent=1)
-    lines = [f"{'work':<24} {'system':<12} {'time_us':>10} {'GB/s':>8} {'floor':>6} {'vs peer':>8}"]
-    for r in rows:
+    lines = [f"{'work':<26} {'system':<19} {'time_us':>11} {'GB/s':>8} {'floor':>6} {'vs best peer':>12}"]
+    for r in sorted(rows, key=lambda r: (r["work"], not r["system"].startswith("smelt"), r["system"])):
         ratio = r.get("ratio_vs_best_peer")
-        lines.append(f"{r['work']:<24} {r['system']:<12} {r['time_us']:>10.1f} {r['GBps']:>8.1f} "
-                     f"{r['fraction_of_floor']:>6.2f} {'' if ratio is None else f'{ratio:.2f}x':>8}")
+        gb = "" if r["GBps"] is None else f"{r['GBps']:.1f}"
+        fl = "" if r["fraction_of_floor"] is None else f"{r['fraction_of_floor']:.2f}"
+        lines.append(f"{r['work']:<26} {r['system']:<19} {r['time_us']:>11.1f} {gb:>8} {fl:>6} "
+                     f"{'' if ratio is None else f'{ratio:.2f}x':>12}")
+    lines.append("W8: host µs per call (2000 back-to-back calls); W12: µs for the first call in a new process.")
     print("\n".join(lines))
     return lines
 

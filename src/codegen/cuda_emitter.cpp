@@ -1,7 +1,9 @@
 // The CUDA source emitter for fused GPU kernels: one SSA line per instruction of the program.
 #include "src/codegen/cuda_emitter.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 namespace smelt::codegen {
@@ -60,8 +62,18 @@ std::string literal(const Instr& in) {
 
 }  // namespace
 
-std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout) {
+int cuda_vector_width(const FusedProgram& p, const std::string& layout) {
+  if (layout == "strided") return 1;
+  size_t smallest = 16;
+  for (size_t i = 0; i < p.input_dtypes.size(); ++i)
+    if (layout[i] == 'c') smallest = std::min(smallest, size_of(p.input_dtypes[i]));
+  for (size_t o = 0; o < p.outputs.size(); ++o) smallest = std::min(smallest, size_of(p.output_dtype(o)));
+  return static_cast<int>(16 / smallest);
+}
+
+std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, bool vectorized) {
   const bool flat = layout != "strided";
+  const int vector_width = flat && vectorized ? cuda_vector_width(p, layout) : 1;
   const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
   std::ostringstream os;
   os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
@@ -79,14 +91,15 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout) {
   for (size_t i = 0; i < p.instrs.size(); ++i)
     if (p.instrs[i].kind == InstrKind::Constant)
       os << "  const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
-  std::string body;
-  {
+  // The program's lines for one element: inputs read as in<k>, outputs assigned through
+  // `store(o, value)`, which the layouts define.
+  auto body = [&](const std::string& indent, const std::function<std::string(size_t, const std::string&)>& store) {
     std::ostringstream b;
     for (size_t i = 0; i < p.instrs.size(); ++i) {
       const Instr& in = p.instrs[i];
       if (in.kind == InstrKind::Constant) continue;
       auto opt = [&](size_t k) { return cuda_type_name(p.instrs[in.operands[k]].dtype); };
-      b << "    const " << cuda_type_name(in.dtype) << " v" << i << " = ";
+      b << indent << "const " << cuda_type_name(in.dtype) << " v" << i << " = ";
       switch (in.kind) {
         case InstrKind::Input: b << "in" << in.index; break;
         case InstrKind::Constant: break;
@@ -99,10 +112,53 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout) {
       }
       b << ";\n";
     }
-    for (size_t o = 0; o < nout; ++o) b << "    y" << o << "[i] = v" << p.outputs[o] << ";\n";
-    body = b.str();
-  }
-  if (flat) {
+    for (size_t o = 0; o < nout; ++o) b << indent << store(o, "v" + std::to_string(p.outputs[o])) << ";\n";
+    return b.str();
+  };
+  auto store_direct = [](size_t o, const std::string& v) { return "y" + std::to_string(o) + "[i] = " + v; };
+  if (flat && vector_width > 1) {
+    // Each thread owns `vector_width` consecutive elements, moved as 16-byte vectors (every
+    // contiguous pointer is 16-byte aligned: the host checks). All loads come before any
+    // store, so an output that reuses an input's buffer is safe. The tail of the last thread
+    // goes element by element.
+    const int w = vector_width;
+    os << "  const i64 base = gid() * " << w << ";\n  if (base >= a.n) return;\n";
+    for (size_t i = 0; i < nin; ++i) {
+      const char* t = cuda_type_name(p.input_dtypes[i]);
+      if (layout[i] == 's') {
+        os << "  const " << t << " s" << i << " = x" << i << "[0];\n";
+        continue;
+      }
+      os << "  __align__(16) " << t << " l" << i << "[" << w << "];\n";
+    }
+    for (size_t o = 0; o < nout; ++o)
+      os << "  __align__(16) " << cuda_type_name(p.output_dtype(o)) << " r" << o << "[" << w << "];\n";
+    os << "  const bool whole = base + " << w << " <= a.n;\n  if (whole) {\n";
+    for (size_t i = 0; i < nin; ++i) {
+      if (layout[i] == 's') continue;
+      const int vecs = w * static_cast<int>(size_of(p.input_dtypes[i])) / 16;
+      os << "    #pragma unroll\n    for (int q = 0; q < " << vecs << "; ++q) ((uint4*)l" << i << ")[q] = ((const uint4*)(x" << i
+         << " + base))[q];\n";
+    }
+    // Constant trip counts everywhere: a runtime index into l/r would put them in local memory.
+    os << "  } else {\n    #pragma unroll\n    for (int j = 0; j < " << w << "; ++j) {\n      if (base + j >= a.n) break;\n";
+    for (size_t i = 0; i < nin; ++i)
+      if (layout[i] != 's') os << "      l" << i << "[j] = x" << i << "[base + j];\n";
+    os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < " << w << "; ++j) {\n";
+    for (size_t i = 0; i < nin; ++i)
+      os << "    const " << cuda_type_name(p.input_dtypes[i]) << " in" << i << " = " << (layout[i] == 's' ? "s" : "l") << i
+         << (layout[i] == 's' ? "" : "[j]") << ";\n";
+    os << body("    ", [](size_t o, const std::string& v) { return "r" + std::to_string(o) + "[j] = " + v; }) << "  }\n";
+    os << "  if (whole) {\n";
+    for (size_t o = 0; o < nout; ++o) {
+      const int vecs = w * static_cast<int>(size_of(p.output_dtype(o))) / 16;
+      os << "    #pragma unroll\n    for (int q = 0; q < " << vecs << "; ++q) ((uint4*)(y" << o << " + base))[q] = ((const uint4*)r"
+         << o << ")[q];\n";
+    }
+    os << "  } else {\n    #pragma unroll\n    for (int j = 0; j < " << w << "; ++j) {\n      if (base + j >= a.n) break;\n";
+    for (size_t o = 0; o < nout; ++o) os << "      y" << o << "[base + j] = r" << o << "[j];\n";
+    os << "    }\n  }\n}\n";
+  } else if (flat) {
     // Four elements a thread, blockDim apart (coalesced); every load before any store, so an
     // output that reuses an input's buffer is safe and the loads are in flight together.
     os << "  const i64 base = bid() * (i64)(blockDim.x * 4) + threadIdx.x;\n";
@@ -113,7 +169,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout) {
     os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
           "    if (i >= a.n) break;\n";
     for (size_t i = 0; i < nin; ++i) os << "    const " << cuda_type_name(p.input_dtypes[i]) << " in" << i << " = l" << i << "[j];\n";
-    os << body << "  }\n}\n";
+    os << body("    ", store_direct) << "  }\n}\n";
   } else {
     os << "  const i64 i = gid();\n  if (i >= a.n) return;\n  i64 r = i";
     for (size_t k = 0; k < nin; ++k) os << ", o" << k << " = 0";
@@ -122,7 +178,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout) {
     os << "  }\n  {\n";
     for (size_t k = 0; k < nin; ++k)
       os << "    const " << cuda_type_name(p.input_dtypes[k]) << " in" << k << " = x" << k << "[o" << k << "];\n";
-    os << body << "  }\n}\n";
+    os << body("    ", store_direct) << "  }\n}\n";
   }
   return os.str();
 }

@@ -19,6 +19,13 @@ inline constexpr int kCudaFusedMaxArgs = 16;
 /// value; or is "strided" (inputs read through collapsed strides in the output's index space).
 /// Float constants are exact bit patterns behind an opaque move, so the compiler cannot fold
 /// them into the math differently from the unfused kernels that read them from memory.
-std::string emit_cuda_kernel(const FusedProgram& program, const std::string& layout);
+/// With `vectorized` (flat layouts only) each thread owns cuda_vector_width() consecutive
+/// elements moved as 16-byte vectors: the caller must have checked that every contiguous input
+/// and every output is 16-byte aligned.
+std::string emit_cuda_kernel(const FusedProgram& program, const std::string& layout, bool vectorized = false);
+
+/// Elements per thread of the vectorized flat layout: 16 bytes of the narrowest contiguous
+/// operand (4 for float32, 8 for bfloat16), so every operand moves in whole 16-byte vectors.
+int cuda_vector_width(const FusedProgram& program, const std::string& layout);
 
 }  // namespace smelt::codegen

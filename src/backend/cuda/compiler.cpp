@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -167,6 +168,19 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
   std::lock_guard lock(c.mutex);
   c.by_key.emplace(full_key, fn);
   return fn;
+}
+
+unsigned occupancy_block_size(CUfunction fn) {
+  static std::mutex mutex;
+  static auto* sizes = new std::unordered_map<CUfunction, unsigned>();  // kernels are never unloaded
+  std::lock_guard lock(mutex);
+  if (auto it = sizes->find(fn); it != sizes->end()) return it->second;
+  int min_grid = 0, block = 0;
+  check(driver()->cuOccupancyMaxPotentialBlockSize(&min_grid, &block, fn, nullptr, 0, 0),
+        "cuOccupancyMaxPotentialBlockSize", "kernel launch");
+  const unsigned b = static_cast<unsigned>(std::clamp(block, 128, 1024));
+  sizes->emplace(fn, b);
+  return b;
 }
 
 void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what) {

@@ -30,6 +30,11 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
 /// Launches `fn` with one by-value argument struct (`args`, `size` bytes) on the device stream.
 void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what);
 
+/// The block size that gives `fn` the most resident threads per SM (the driver's occupancy
+/// calculator, asked once per kernel), between 128 and 1024. Kernels whose launches use it must
+/// work for any block size.
+unsigned occupancy_block_size(CUfunction fn);
+
 /// Blocks of `block` threads covering n items (at least 1).
 inline uint64_t blocks_for(int64_t n, int64_t per_block) {
   return n <= 0 ? 1 : static_cast<uint64_t>((n + per_block - 1) / per_block);

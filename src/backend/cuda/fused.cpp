@@ -82,9 +82,17 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
     }
     args.nd = cnd;
   }
-  CUfunction fn = get_kernel(s.index, "fused|" + k.hash + "|" + layout,
-                             [&] { return codegen::emit_cuda_kernel(k.program, layout); }, what);
-  launch(s, fn, flat ? blocks_for(args.n, 256 * 4) : blocks_for(args.n, 256), 256, &args, what);
+  // 16-byte vectors on the flat layout when every contiguous operand allows them (buffers are
+  // 256-byte aligned; a view's offset may not be).
+  bool vectorized = flat;
+  for (size_t i = 0; i < nin && vectorized; ++i)
+    if (layout[i] == 'c') vectorized = args.p[i] % 16 == 0;
+  for (size_t o = 0; o < outputs.size() && vectorized; ++o) vectorized = args.p[nin + o] % 16 == 0;
+  CUfunction fn = get_kernel(s.index, "fused|" + k.hash + "|" + layout + (vectorized ? "|v" : ""),
+                             [&] { return codegen::emit_cuda_kernel(k.program, layout, vectorized); }, what);
+  const unsigned block = occupancy_block_size(fn);
+  const int64_t per_thread = vectorized ? codegen::cuda_vector_width(k.program, layout) : (flat ? 4 : 1);
+  launch(s, fn, blocks_for(args.n, static_cast<int64_t>(block) * per_thread), block, &args, what);
 }
 
 }  // namespace smelt::cuda

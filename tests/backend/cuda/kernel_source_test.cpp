@@ -5,8 +5,9 @@
 #include <string>
 
 #if SMELT_HAS_CUDA
-#include "src/backend/cuda/compiler.h"
 #include "smelt/errors.h"
+#include "src/backend/cuda/compiler.h"
+#include "src/codegen/cuda_emitter.h"
 #endif
 
 #include "test_utils.h"
@@ -49,6 +50,56 @@ TEST(CudaKernelSource, ASyntaxErrorIsReportedWithNvrtcsLog) {
     EXPECT_NE(m.find("my_op: NVRTC could not compile the kernel"), std::string::npos) << m;
     EXPECT_NE(m.find("oops"), std::string::npos) << m;
   }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+#if SMELT_HAS_CUDA
+/// y0 = exp(float(in0) + in1) (in0 of `narrow` dtype), y1 = cast of y0 to `narrow`.
+codegen::FusedProgram mixed_program(Dtype narrow) {
+  using codegen::Instr;
+  using codegen::InstrKind;
+  codegen::FusedProgram p;
+  p.input_dtypes = {narrow, float32};
+  Instr in0{InstrKind::Input, narrow, {}, 0};
+  Instr in1{InstrKind::Input, float32, {}, 1};
+  Instr cast{InstrKind::Cast, float32, {0}};
+  Instr add{InstrKind::Binary, float32, {2, 1}};
+  add.binary = BinaryOp::Add;
+  Instr ex{InstrKind::Unary, float32, {3}};
+  ex.unary = UnaryOp::Exp;
+  Instr back{InstrKind::Cast, narrow, {4}};
+  p.instrs = {in0, in1, cast, add, ex, back};
+  p.outputs = {4, 5};
+  return p;
+}
+#endif
+
+TEST(CudaKernelSource, FusedKernelsCompileInEveryLayout) {
+#if SMELT_HAS_CUDA
+  for (Dtype narrow : {bfloat16, float16, uint8, bool_, float64, float32}) {
+    const codegen::FusedProgram p = mixed_program(narrow);
+    for (const std::string layout : {"cc", "cs", "sc", "strided"}) {
+      for (bool vectorized : {false, true}) {
+        SCOPED_TRACE(std::string(dtype_name(narrow)) + " " + layout + (vectorized ? " vectorized" : ""));
+        expect_compiles(codegen::emit_cuda_kernel(p, layout, vectorized));
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+TEST(CudaKernelSource, VectorWidthMovesSixteenBytesOfTheNarrowestOperand) {
+#if SMELT_HAS_CUDA
+  EXPECT_EQ(codegen::cuda_vector_width(mixed_program(bfloat16), "cc"), 8);
+  EXPECT_EQ(codegen::cuda_vector_width(mixed_program(uint8), "cc"), 16);
+  EXPECT_EQ(codegen::cuda_vector_width(mixed_program(float64), "cc"), 4);  // the float32 operand
+  // A broadcast input is read once, not as vectors; the outputs still count.
+  EXPECT_EQ(codegen::cuda_vector_width(mixed_program(float64), "sc"), 4);
+  EXPECT_EQ(codegen::cuda_vector_width(mixed_program(float32), "strided"), 1);
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif

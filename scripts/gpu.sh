@@ -57,6 +57,8 @@ ninja -C "$BUILD" -k 0 -j"$(nproc)" "${TARGETS[@]}" >"$OUT/build.log" 2>&1 || { 
 STATUS=0
 if [ "$TESTS" = ON ]; then
   say "GPU tests"
+  # Tests make their reference arrays on the CPU; they move to the GPU explicitly.
+  export SMELT_DEFAULT_DEVICE=cpu
   : >"$OUT/gpu_tests.log"
   total=0
   failed=0

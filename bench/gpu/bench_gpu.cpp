@@ -11,12 +11,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "smelt/compile.h"
 #include "smelt/smelt.h"
+#include "smelt/telemetry.h"
 #include "bench/workloads.h"
 
 using namespace smelt;
@@ -112,12 +114,20 @@ double host_us_per_call(const std::function<Array()>& call, Device dev) {
 
 /// W12: the first call of compiled W3 in this process (trace, code generation, kernel build or
 /// disk-cache load, run), in ms; the caller picks the cache folder (SMELT_CACHE_DIR).
-int w12(const char* label) {
+int w12(const char* label, int argc, char** argv) {
   const Device g = Device::cuda(0);
   const int64_t n = int64_t{16} << 20;
   Array x = to_device(uniform(n, -1, 1, 3), g), y = to_device(uniform(n, 0.5f, 2.0f, 4), g);
   eval({x, y});
   synchronize(g);  // the GPU is started and the inputs are there: only the first call is timed
+  // With --events, every telemetry event of the call goes to stderr (where the time goes).
+  std::optional<telemetry::Subscription> events;
+  if (argc > 3 && std::string(argv[3]) == "--events")
+    events.emplace("*", [](const telemetry::Event& e) {
+      std::fprintf(stderr, "  event %-24s %8.3f ms", e.name.c_str(), e.duration_ms);
+      for (auto& [k, v] : e.fields) std::fprintf(stderr, " %s=%s", k.c_str(), v.substr(0, 60).c_str());
+      std::fprintf(stderr, "\n");
+    });
   auto t0 = std::chrono::steady_clock::now();
   CompileOptions o;
   o.fallback = CompileFallback::Raise;
@@ -136,7 +146,7 @@ int w12(const char* label) {
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--w12") {
     if (!cuda_available()) return 1;
-    return w12(argv[2]);
+    return w12(argv[2], argc, argv);
   }
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_gpu OUT.json [reps]\n");

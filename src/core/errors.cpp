@@ -24,11 +24,16 @@ namespace {
 // SMELT_DEFAULT_DEVICE=cuda (or auto) picks the GPU when one is present. The default stays the
 // CPU until every primitive has a CUDA kernel (docs/cuda.md): the ONNX layer and the CLI use ops
 // that the GPU cannot run yet.
+// The first GPU when one is present, unless SMELT_DEFAULT_DEVICE=cpu.
 Device initial_default_device() {
   const char* env = std::getenv("SMELT_DEFAULT_DEVICE");
-  const bool want_cuda = env && (std::strcmp(env, "cuda") == 0 || std::strcmp(env, "auto") == 0);
-  return want_cuda && cuda_available() ? Device::cuda(0) : Device::cpu();
+  if (env && std::strcmp(env, "cpu") == 0) return Device::cpu();
+  return cuda_available() ? Device::cuda(0) : Device::cpu();
 }
+
+// The innermost DefaultDeviceScope of this thread, if any.
+thread_local bool scoped = false;
+thread_local Device scoped_device;
 
 Device& default_device_ref() {
   static Device d = initial_default_device();
@@ -55,7 +60,19 @@ int cuda_device_count() {
 #endif
 }
 
-Device default_device() { return default_device_ref(); }
+Device default_device() { return scoped ? scoped_device : default_device_ref(); }
+
+DefaultDeviceScope::DefaultDeviceScope(Device device) : had_previous_(scoped), previous_(scoped_device) {
+  if (device.type == Device::Type::Cuda && !cuda_available())
+    throw DeviceError("DefaultDeviceScope: " + device.str() + " is not available (no CUDA in this build or no GPU)");
+  scoped = true;
+  scoped_device = device;
+}
+
+DefaultDeviceScope::~DefaultDeviceScope() {
+  scoped = had_previous_;
+  scoped_device = previous_;
+}
 
 void set_default_device(Device device) {
   if (device.type == Device::Type::Cuda && !cuda_available())

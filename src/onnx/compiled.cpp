@@ -750,6 +750,8 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
 }
 
 std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given) {
+  // Arrays the model makes from nothing (ConstantOfShape, Range, ...) live on its device.
+  DefaultDeviceScope device_scope(options.device);
   std::lock_guard lock(mutex);
   auto t0 = std::chrono::steady_clock::now();
   const Graph& g = graph();

@@ -264,6 +264,10 @@ using namespace detail;
 
 std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string, Value> given) {
   if (!model.graph) throw OnnxError("run: the model has no graph");
+  // The eager runner makes arrays on the CPU whatever the process default is (a GPU when one is
+  // present): its operators read shapes and indices on the host. GPU inputs still run their
+  // element-wise and matrix work on the GPU, where the inputs are.
+  DefaultDeviceScope device_scope(Device::cpu());
   const Graph& g = *model.graph;
   Executor exec(model);
   Scope scope;

@@ -122,8 +122,9 @@ Array conv_impl(const Array& input, const Array& weight, const ConvOptions& o, c
     out.push_back(n);
   }
   ConvParams p{strides, lo, hi, dil, o.groups};
+  // A host operand beside a GPU one moves to the GPU (as in matmul).
   return make_array(std::move(out), dtype, device, make_prim(PrimKind::Conv, std::move(p)),
-                    {astype(input, dtype), astype(weight, dtype)});
+                    {to_device(astype(input, dtype), device), to_device(astype(weight, dtype), device)});
 }
 
 Array pool_impl(const Array& input, const PoolOptions& o, PoolKind kind) {
@@ -211,7 +212,7 @@ Array conv_transpose(const Array& input, const Array& weight, const ConvTranspos
   }
   ConvTransposeParams p{strides, lo, hi, dil, outpad, o.groups};
   return make_array(std::move(out), dtype, device, make_prim(PrimKind::ConvTranspose, std::move(p)),
-                    {astype(input, dtype), astype(weight, dtype)});
+                    {to_device(astype(input, dtype), device), to_device(astype(weight, dtype), device)});
 }
 
 Array max_pool(const Array& input, const PoolOptions& options) { return pool_impl(input, options, PoolKind::Max); }

@@ -101,6 +101,13 @@ std::string nvrtc_compile(int compute_capability, const std::string& source, boo
   return image;
 }
 
+CUfunction find_kernel(int device, const std::string& key) {
+  auto& c = kernel_cache();
+  std::lock_guard lock(c.mutex);
+  auto it = c.by_key.find(std::to_string(device) + "|" + key);
+  return it == c.by_key.end() ? nullptr : it->second;
+}
+
 CUfunction get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
                       const std::string& what) {
   const std::string full_key = std::to_string(device) + "|" + key;
@@ -113,13 +120,12 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
   const DriverApi& d = *driver();
   auto t0 = std::chrono::steady_clock::now();
   const std::string source = std::string(device_preamble()) + body();
-  int nvrtc_major = 0, nvrtc_minor = 0;
-  nvrtc().nvrtcVersion(&nvrtc_major, &nvrtc_minor);
+  // The toolkit version the library was built with, not NVRTC's own: asking NVRTC would load
+  // it (several ms) on the warm path, which only reads the disk cache. A cubin is SASS for one
+  // architecture and stays valid whichever NVRTC built it.
   uint64_t h = fnv1a(source);
   h = fnv1a(SMELT_VERSION, h);
-  h = fnv1a("sm_" + std::to_string(s.cc_major * 10 + s.cc_minor) + " nvrtc " + std::to_string(nvrtc_major) + "." +
-                std::to_string(nvrtc_minor),
-            h);
+  h = fnv1a("sm_" + std::to_string(s.cc_major * 10 + s.cc_minor) + " cuda " + std::to_string(CUDA_VERSION), h);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
 

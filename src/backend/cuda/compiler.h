@@ -27,6 +27,10 @@ std::string nvrtc_compile(int compute_capability, const std::string& source, boo
 CUfunction get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
                       const std::string& what);
 
+/// The kernel of `key` on GPU `device` if this process has it already (no build, no disk), else
+/// null: lets hot paths skip preparing get_kernel's arguments.
+CUfunction find_kernel(int device, const std::string& key);
+
 /// Launches `fn` with one by-value argument struct (`args`, `size` bytes) on the device stream.
 void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what);
 

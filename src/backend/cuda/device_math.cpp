@@ -251,11 +251,12 @@ __device__ inline double erfinv_f64(double y) {
   return y < 0 ? -x : x;
 }
 template <class T> __device__ inline T op_erfinv(T x) { return cvt<T, double>(erfinv_f64((double)up(x))); }
+// 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: both as e/(1+e) with e = e^-|x|, the same
+// operations on the same values without a branch (warps with both signs run one exp, not two).
 template <class T> __device__ inline T op_sigmoid(T x_) {
   typedef calc<T> C; const C x = up(x_);
-  if (x >= 0) return down<T>(C(1) / (C(1) + m_exp(-x)));
-  const C e = m_exp(x);
-  return down<T>(e / (C(1) + e));
+  const C e = m_exp(-fabs(x));
+  return down<T>((x >= 0 ? C(1) : e) / (C(1) + e));
 }
 template <class T> __device__ inline T op_relu(T x) {
   if constexpr (tr<T>::is_int) return x > 0 ? x : T(0);

@@ -26,8 +26,9 @@ struct FusedArgs {
 
 void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
   const codegen::FusedKernel& k = *p.kernel;
-  const std::string what = "Fused(" + codegen::describe_program(k.program) + ")";
-  if (k.device.type != Device::Type::Cuda) throw UnsupportedError(what + ": the kernel was made for " + k.device.str());
+  // Error messages name the program; describing it costs more than a launch, so only on demand.
+  auto describe = [&] { return "Fused(" + codegen::describe_program(k.program) + ")"; };
+  if (k.device.type != Device::Type::Cuda) throw UnsupportedError(describe() + ": the kernel was made for " + k.device.str());
   const Shape& shape = outputs[0].shape();
   const int nd = static_cast<int>(shape.size());
   const size_t nin = inputs.size();
@@ -74,7 +75,7 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
         continue;
       }
       if (cnd == kMaxDims)
-        throw UnsupportedError(what + ": more than " + std::to_string(kMaxDims) + " non-mergeable axes in shape " +
+        throw UnsupportedError(describe() + ": more than " + std::to_string(kMaxDims) + " non-mergeable axes in shape " +
                                shape_to_string(shape));
       args.shape[cnd] = shape[d];
       for (size_t i = 0; i < nin; ++i) args.st[i][cnd] = strides[i][d];
@@ -88,11 +89,13 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   for (size_t i = 0; i < nin && vectorized; ++i)
     if (layout[i] == 'c') vectorized = args.p[i] % 16 == 0;
   for (size_t o = 0; o < outputs.size() && vectorized; ++o) vectorized = args.p[nin + o] % 16 == 0;
-  CUfunction fn = get_kernel(s.index, "fused|" + k.hash + "|" + layout + (vectorized ? "|v" : ""),
-                             [&] { return codegen::emit_cuda_kernel(k.program, layout, vectorized); }, what);
+  const std::string key = "fused|" + k.hash + "|" + layout + (vectorized ? "|v" : "");
+  CUfunction fn = find_kernel(s.index, key);
+  if (!fn)
+    fn = get_kernel(s.index, key, [&] { return codegen::emit_cuda_kernel(k.program, layout, vectorized); }, describe());
   const unsigned block = occupancy_block_size(fn);
   const int64_t per_thread = vectorized ? codegen::cuda_vector_width(k.program, layout) : (flat ? 4 : 1);
-  launch(s, fn, blocks_for(args.n, static_cast<int64_t>(block) * per_thread), block, &args, what);
+  launch(s, fn, blocks_for(args.n, static_cast<int64_t>(block) * per_thread), block, &args, "Fused");
 }
 
 }  // namespace smelt::cuda

@@ -26,10 +26,41 @@ TEST(CudaRuntime, WithoutGpuTransfersFailWithAMessage) {
   EXPECT_EQ(to_device(x, Device::cpu()).to_vector<float>(), (std::vector<float>{1.0f, 2.0f}));
 }
 
-TEST(CudaRuntime, DefaultDeviceStaysCpuUnlessAsked) {
+// The process default follows DESIGN.md's rule: the GPU when one is present, unless
+// SMELT_DEFAULT_DEVICE=cpu (the test runners set it, so that CPU tests stay on the CPU).
+TEST(CudaRuntime, ProcessDefaultFollowsTheRule) {
   const char* env = std::getenv("SMELT_DEFAULT_DEVICE");
-  if (env && std::string(env) != "cpu") GTEST_SKIP() << "SMELT_DEFAULT_DEVICE is set";
-  EXPECT_EQ(default_device(), Device::cpu());
+  if (env && std::string(env) == "cpu") {
+    EXPECT_EQ(default_device(), Device::cpu());
+  } else {
+    EXPECT_EQ(default_device(), cuda_available() ? Device::cuda(0) : Device::cpu());
+  }
+}
+
+TEST(CudaRuntime, ProcessDefaultWithoutTheEnvironmentVariable) {
+  // This binary again, with the variable unset, running the test above.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const int rc = std::system(("env -u SMELT_DEFAULT_DEVICE '" + self +
+                              "' --gtest_filter=CudaRuntime.ProcessDefaultFollowsTheRule >/dev/null 2>&1")
+                                 .c_str());
+  EXPECT_EQ(rc, 0);
+}
+
+TEST(CudaRuntime, DefaultDeviceScopesNestAndRestore) {
+  const Device before = default_device();
+  {
+    DefaultDeviceScope cpu(Device::cpu());
+    EXPECT_EQ(zeros({2}).device(), Device::cpu());
+    if (cuda_available()) {
+      DefaultDeviceScope g(gpu());
+      EXPECT_EQ(zeros({2}).device(), gpu());
+      EXPECT_EQ(arange(0.0, 4.0, 1.0).device(), gpu());
+    }
+    EXPECT_EQ(default_device(), Device::cpu());
+  }
+  EXPECT_EQ(default_device(), before);
+  if (!cuda_available())
+    EXPECT_THROW_MSG(DefaultDeviceScope(Device::cuda(0)), DeviceError, "DefaultDeviceScope: cuda:0 is not available");
 }
 
 TEST(CudaRuntime, DeviceCountAndBadIndex) {

@@ -253,10 +253,19 @@ __device__ inline double erfinv_f64(double y) {
 template <class T> __device__ inline T op_erfinv(T x) { return cvt<T, double>(erfinv_f64((double)up(x))); }
 // 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below: both as e/(1+e) with e = e^-|x|, the same
 // operations on the same values without a branch (warps with both signs run one exp, not two).
+// 16-bit results keep 8 or 11 bits: the hardware's exp2 and division (relative error below
+// 2^-20) round to the same 16-bit value as the exact ones except within 2^-20 of a tie, so
+// float16/bfloat16 take them (SwiGLU's sigmoid is the whole cost of W2). Fused and unfused
+// kernels call this one function, so they stay bit-equal.
 template <class T> __device__ inline T op_sigmoid(T x_) {
   typedef calc<T> C; const C x = up(x_);
-  const C e = m_exp(-fabs(x));
-  return down<T>((x >= 0 ? C(1) : e) / (C(1) + e));
+  if constexpr (tr<T>::is_half) {
+    const float e = __expf(-fabsf(x));
+    return down<T>(__fdividef(x >= 0 ? 1.0f : e, 1.0f + e));
+  } else {
+    const C e = m_exp(-fabs(x));
+    return down<T>((x >= 0 ? C(1) : e) / (C(1) + e));
+  }
 }
 template <class T> __device__ inline T op_relu(T x) {
   if constexpr (tr<T>::is_int) return x > 0 ? x : T(0);

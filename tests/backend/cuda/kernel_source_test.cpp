@@ -92,6 +92,28 @@ TEST(CudaKernelSource, FusedKernelsCompileInEveryLayout) {
 #endif
 }
 
+TEST(CudaKernelSource, FloatUnaryOpsCompileForEveryFloatType) {
+#if SMELT_HAS_CUDA
+  using codegen::Instr;
+  using codegen::InstrKind;
+  for (Dtype dt : {float16, bfloat16, float32, float64}) {
+    codegen::FusedProgram p;
+    p.input_dtypes = {dt};
+    p.instrs = {Instr{InstrKind::Input, dt, {}, 0}};
+    for (UnaryOp op : {UnaryOp::Sigmoid, UnaryOp::Tanh, UnaryOp::Exp, UnaryOp::Log, UnaryOp::Erf}) {
+      Instr u{InstrKind::Unary, dt, {static_cast<int>(p.instrs.size()) - 1}};
+      u.unary = op;
+      p.instrs.push_back(u);
+    }
+    p.outputs = {static_cast<int>(p.instrs.size()) - 1};
+    SCOPED_TRACE(dtype_name(dt));
+    expect_compiles(codegen::emit_cuda_kernel(p, "c", true));
+  }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
 TEST(CudaKernelSource, VectorWidthMovesSixteenBytesOfTheNarrowestOperand) {
 #if SMELT_HAS_CUDA
   EXPECT_EQ(codegen::cuda_vector_width(mixed_program(bfloat16), "cc"), 8);

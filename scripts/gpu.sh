@@ -59,16 +59,28 @@ if [ "$TESTS" = ON ]; then
   say "GPU tests"
   # Tests make their reference arrays on the CPU; they move to the GPU explicitly.
   export SMELT_DEFAULT_DEVICE=cpu
+  # The binaries run side by side (most of their time is NVRTC building kernels on the CPU);
+  # each writes its own log, and the kernel cache takes concurrent writers.
+  mkdir -p "$OUT/tests"
+  for t in "${GPU_TESTS[@]}"; do
+    (
+      start=$(date +%s%N)
+      if "$BUILD/tests/$t" --gtest_brief=1 >"$OUT/tests/$t.log" 2>&1; then result=ok; else result=FAILED; fi
+      echo "$result $((($(date +%s%N) - start) / 1000000))" >"$OUT/tests/$t.status"
+    ) &
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do sleep 0.2; done
+  done
+  wait
   : >"$OUT/gpu_tests.log"
   total=0
   failed=0
   for t in "${GPU_TESTS[@]}"; do
-    start=$(date +%s%N)
-    if "$BUILD/tests/$t" --gtest_brief=1 >>"$OUT/gpu_tests.log" 2>&1; then result=ok; else result=FAILED; STATUS=1; fi
+    read -r result ms <"$OUT/tests/$t.status"
+    cat "$OUT/tests/$t.log" >>"$OUT/gpu_tests.log"
     n=$("$BUILD/tests/$t" --gtest_list_tests | grep -c '^  ')
     total=$((total + n))
-    [ $result = FAILED ] && failed=$((failed + 1))
-    printf '%-34s %3d tests  %-6s %6d ms\n' "$t" "$n" "$result" $((($(date +%s%N) - start) / 1000000))
+    if [ "$result" = FAILED ]; then failed=$((failed + 1)); STATUS=1; fi
+    printf '%-34s %3d tests  %-6s %6d ms\n' "$t" "$n" "$result" "$ms"
   done
   echo "total: $total tests in ${#GPU_TESTS[@]} binaries, $failed binaries failed; skipped lines: $(grep -c SKIPPED "$OUT/gpu_tests.log" || true)"
   [ $STATUS -ne 0 ] && grep -E "Failure|FAILED|error" -A6 "$OUT/gpu_tests.log" | head -80

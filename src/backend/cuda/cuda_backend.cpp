@@ -17,16 +17,10 @@ namespace smelt::cuda {
 
 namespace {
 
-[[noreturn]] void no_cuda_kernel(const Primitive& prim, Device device) {
-  throw UnsupportedError("eval: " + std::string(prim_name(prim.kind)) + " has no CUDA kernel yet (on " +
-                         device.str() + "); move its inputs to the CPU with to_device(x, Device::cpu())");
-}
-
 class CudaBackend final : public Backend {
  public:
   void eval(const Primitive& prim, const std::vector<Array>& inputs, std::vector<Array>& outputs) override {
     Array& out = outputs[0];
-    const Device dev = out.device();
     switch (prim.kind) {
       case PrimKind::None: SMELT_ASSERT(false, "eval: a leaf has no kernel"); return;
       case PrimKind::Full: eval_full(prim.get<FullParams>(), out); return;
@@ -44,29 +38,26 @@ class CudaBackend final : public Backend {
       case PrimKind::Reduce: eval_reduce(prim.get<ReduceParams>(), inputs, out); return;
       case PrimKind::ArgReduce: eval_argreduce(prim.get<ArgReduceParams>(), inputs, out); return;
       case PrimKind::Matmul: eval_matmul(inputs, out); return;
-      case PrimKind::SliceUpdate:
-      case PrimKind::Concatenate:
-      case PrimKind::Pad:
-      case PrimKind::Scan:
-      case PrimKind::Gather:
-      case PrimKind::GatherElements:
-      case PrimKind::GatherND:
-      case PrimKind::Scatter:
-      case PrimKind::ScatterND:
-      case PrimKind::Sort:
-      case PrimKind::ArgSort:
-      case PrimKind::TopK:
-      case PrimKind::Conv:
-      case PrimKind::ConvTranspose:
-      case PrimKind::Pool:
-      case PrimKind::RandomBits: no_cuda_kernel(prim, dev);
+      case PrimKind::Conv: eval_conv(prim.get<ConvParams>(), inputs, out); return;
+      case PrimKind::ConvTranspose: eval_conv_transpose(prim.get<ConvTransposeParams>(), inputs, out); return;
+      case PrimKind::Pool: eval_pool(prim.get<PoolParams>(), inputs, out); return;
+      case PrimKind::SliceUpdate: eval_slice_update(prim.get<SliceParams>(), inputs, out); return;
+      case PrimKind::Concatenate: eval_concatenate(prim.get<AxisParams>(), inputs, out); return;
+      case PrimKind::Pad: eval_pad(prim.get<PadParams>(), inputs, out); return;
+      case PrimKind::Gather: eval_gather(prim.get<AxisParams>(), inputs, out); return;
+      case PrimKind::GatherElements: eval_gather_elements(prim.get<AxisParams>(), inputs, out); return;
+      case PrimKind::GatherND: eval_gather_nd(prim.get<GatherNDParams>(), inputs, out); return;
+      case PrimKind::Scatter: eval_scatter(prim.get<ScatterParams>(), inputs, out); return;
+      case PrimKind::ScatterND: eval_scatter_nd(prim.get<ScatterParams>(), inputs, out); return;
+      case PrimKind::Scan: eval_scan(prim.get<ScanParams>(), inputs, out); return;
+      case PrimKind::Sort: eval_sort(prim.get<SortParams>(), inputs, out); return;
+      case PrimKind::ArgSort: eval_argsort(prim.get<SortParams>(), inputs, out); return;
+      case PrimKind::TopK: eval_topk(prim.get<TopKParams>(), inputs, outputs); return;
+      case PrimKind::RandomBits: eval_random_bits(inputs, out); return;
       case PrimKind::Fused: eval_fused(prim.get<FusedParams>(), inputs, outputs); return;
     }
   }
-  Array nonzero(const Array& a) override {
-    throw UnsupportedError("nonzero: no CUDA kernel yet (on " + a.device().str() +
-                           "); move the array to the CPU with to_device(x, Device::cpu())");
-  }
+  Array nonzero(const Array& a) override { return eval_nonzero(a); }
 };
 
 }  // namespace

@@ -62,4 +62,28 @@ void eval_argreduce(const ArgReduceParams& p, const std::vector<Array>& inputs, 
 void eval_matmul(const std::vector<Array>& inputs, Array& out);
 void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs);
 
+// Sorting, scans and random bits (sort.cpp, scan.cpp, random.cpp).
+void eval_sort(const SortParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_argsort(const SortParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_topk(const TopKParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs);
+void eval_scan(const ScanParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_random_bits(const std::vector<Array>& inputs, Array& out);
+
+// Convolution and pooling (conv.cpp: cuDNN or a direct kernel; pool.cpp)
+void eval_conv(const ConvParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_conv_transpose(const ConvTransposeParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_pool(const PoolParams& p, const std::vector<Array>& inputs, Array& out);
+
+// Indexing and data movement (index.cpp; scan_util.h has the shared device int64 scan).
+void eval_gather(const AxisParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_gather_elements(const AxisParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_gather_nd(const GatherNDParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_scatter(const ScatterParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_scatter_nd(const ScatterParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_concatenate(const AxisParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_slice_update(const SliceParams& p, const std::vector<Array>& inputs, Array& out);
+void eval_pad(const PadParams& p, const std::vector<Array>& inputs, Array& out);
+/// Coordinates [ndim, count] (int64, on a's GPU) of the non-zero elements of evaluated `a`.
+Array eval_nonzero(const Array& a);
+
 }  // namespace smelt::cuda

@@ -1,0 +1,93 @@
+// Kernel sources and argument structs of the CUDA Conv, ConvTranspose and Pool kernels.
+//
+// The sources are pure functions of the dtype and mode (no GPU needed), so that
+// tests/backend/cuda/conv_source_test.cpp compiles every variant with NVRTC on machines without
+// a GPU. Each argument struct is mirrored by a device struct in its source (all fields 8 bytes:
+// identical layouts on both sides).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "smelt/dtype.h"
+#include "src/primitives/primitive.h"
+
+namespace smelt::cuda {
+
+/// The geometry of a convolution or pooling, spatial axes padded to three in front (a missing
+/// axis has size 1, kernel 1, stride 1, dilation 1, no padding), as the CPU's Geom. Strides are
+/// in elements for the axes N, C, D, H, W (any sign; 0 for broadcast or missing axes).
+struct ConvKernelArgs {
+  uint64_t x = 0, w = 0, y = 0;
+  int64_t total = 0;                     // number of outputs (row-major [N, Cout, D, H, W])
+  int64_t cout = 0, cg = 0, og = 0;      // output channels; input and output channels per group
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
+  int64_t xs[5] = {}, ws[5] = {};
+};
+
+/// Pooling: `pad` is padding_lo, `pad_hi` padding_hi; x strides as above.
+struct PoolKernelArgs {
+  uint64_t x = 0, y = 0;
+  int64_t total = 0, channels = 0;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
+  int64_t xs[5] = {};
+};
+
+/// A copy of a 5-d window: dst (row-major, dshape) at index i reads src at i + off per axis
+/// (src strides `sst`, shape `sshape`), zero outside src. Pads inputs and crops outputs around
+/// cuDNN and makes strided operands contiguous.
+struct WindowCopyArgs {
+  uint64_t src = 0, dst = 0;
+  int64_t total = 0;
+  int64_t dshape[5] = {}, sshape[5] = {}, sst[5] = {}, off[5] = {};
+};
+
+/// The arguments of the direct kernel (device addresses left 0) for input x, weight w and output
+/// `out` of any strides: Conv (weight [O, C/groups, K...]) or ConvTranspose ([C, O/groups, K...]).
+ConvKernelArgs conv_kernel_args(const Shape& x, const Strides& x_strides, const Shape& w, const Strides& w_strides,
+                                const Shape& out, const std::vector<int64_t>& strides,
+                                const std::vector<int64_t>& padding_lo, const std::vector<int64_t>& dilations,
+                                int64_t groups);
+/// The arguments of the pooling kernel (addresses left 0).
+PoolKernelArgs pool_kernel_args(const Shape& x, const Strides& x_strides, const Shape& out, const PoolParams& p);
+/// The arguments of the window copy (addresses left 0): dst (row-major `dst`) reads src at the
+/// same N and C and at spatial index + spatial_off.
+WindowCopyArgs window_copy_args(const Shape& src, const Strides& src_strides, const Shape& dst,
+                                const std::vector<int64_t>& spatial_off);
+
+/// Direct convolution (transpose = false) or transposed convolution (a gather: each output sums
+/// the inputs that reach it), one thread per output, 64-bit indexing, summing in the CPU's
+/// order (channel, then kernel offsets d, h, w): integers wrap exactly (u32/u64 arithmetic),
+/// float16/bfloat16 accumulate in float32 and round once, float32 in float32, float64 in
+/// float64. Any dtype but bool.
+std::string conv_direct_source(Dtype dtype, bool transpose);
+
+/// Max or average pooling, one thread per output, in the CPU's order (bit-exact with it): max
+/// compares in float for halves (NaN wins and stays), average sums in double (integers in
+/// wrapping 64-bit) and divides once by the window count (with or without the padding).
+std::string pool_source(Dtype dtype, PoolKind kind, bool count_include_pad);
+
+/// WindowCopyArgs's kernel for elements of `itemsize` bytes (1, 2, 4 or 8).
+std::string window_copy_source(size_t itemsize);
+
+/// How a ConvTranspose runs as cuDNN's backward data (cuDNN pads symmetrically): the padding per
+/// spatial axis, the shape of cuDNN's result, and the spatial offset at which the output reads
+/// it (zero outside it); in_place when the result is the output itself. Pure: tested on the CPU.
+struct TransposeLayout {
+  std::vector<int64_t> pad, offset;
+  Shape result;
+  bool in_place = true;
+};
+TransposeLayout cudnn_transpose_layout(const Shape& x, const Shape& w, const Shape& out, const ConvTransposeParams& p);
+
+/// How many convolutions (Conv and ConvTranspose) each path has run in this process: tests
+/// check that both the cuDNN and the direct path were exercised.
+struct ConvPathCounts {
+  int64_t cudnn = 0, direct = 0;
+};
+ConvPathCounts conv_path_counts();
+
+}  // namespace smelt::cuda

@@ -1,0 +1,104 @@
+// CUDA Pool (max and average, 1-D to 3-D): one thread per output, bit-exact with the CPU kernel.
+//
+// Each output walks its window in the CPU's order (depth, height, width offsets ascending, only
+// positions inside the input) with the CPU's arithmetic: max compares in the element's compute
+// type (float for halves) and lets NaN win and stay; average sums in double (integers in
+// wrapping 64-bit) and divides once by the count of window positions inside the input (with
+// count_include_pad: inside input and padding, never past the right padding, which a ceil_mode
+// window can overhang). Inputs of any strides are read in place.
+#include <string>
+
+#include "smelt/errors.h"
+#include "src/backend/cuda/conv_sources.h"
+#include "src/backend/cuda/cuda.h"
+#include "src/backend/cuda/kernels.h"
+
+namespace smelt::cuda {
+
+std::string pool_source(Dtype dtype, PoolKind kind, bool count_include_pad) {
+  if (dtype == Dtype::Bool) throw DtypeError("pool: bool is not supported");
+  const bool max = kind == PoolKind::Max;
+  const bool flt = is_floating(dtype);
+  std::string b =
+      "struct PoolArgs { u64 x, y; i64 total, channels; i64 in[3], out[3], k[3], stride[3], pad[3], pad_hi[3],"
+      " dil[3]; i64 xs[5]; };\n"
+      "typedef " +
+      std::string(device_type(dtype)) + " E;\ntypedef calc<E> C;\n";
+  if (!max) {
+    // Window positions t in [0, k) whose coordinate p0 + t*dil lies in [lo, hi).
+    b += "__device__ inline i64 window_count(i64 p0, i64 dil, i64 k, i64 lo, i64 hi) {\n"
+         "  i64 n = 0;\n"
+         "  for (i64 t = 0; t < k; ++t) { const i64 q = p0 + t * dil; n += (q >= lo && q < hi) ? 1 : 0; }\n"
+         "  return n;\n}\n";
+  }
+  b += "extern \"C\" __global__ void k(PoolArgs a) {\n"
+       "  const i64 idx = gid();\n"
+       "  if (idx >= a.total) return;\n"
+       "  i64 r = idx;\n"
+       "  const i64 ow = r % a.out[2]; r /= a.out[2];\n"
+       "  const i64 oh = r % a.out[1]; r /= a.out[1];\n"
+       "  const i64 od = r % a.out[0]; r /= a.out[0];\n"
+       "  const i64 c = r % a.channels, n = r / a.channels;\n"
+       "  const E* x = (const E*)a.x + n * a.xs[0] + c * a.xs[1];\n"
+       "  const i64 d0 = od * a.stride[0] - a.pad[0], h0 = oh * a.stride[1] - a.pad[1],"
+       " w0 = ow * a.stride[2] - a.pad[2];\n";
+  if (max) {
+    b += !flt ? "  C acc = tr<E>::lowest();\n" : dtype == Dtype::Float64 ? "  C acc = -d_inf();\n" : "  C acc = -f_inf();\n";
+  } else {
+    b += flt ? "  double acc = 0.0;\n" : "  u64 acc = 0;\n";
+  }
+  b += "  for (i64 i = 0; i < a.k[0]; ++i) {\n"
+       "    const i64 pd = d0 + i * a.dil[0];\n"
+       "    if (pd < 0 || pd >= a.in[0]) continue;\n"
+       "    for (i64 j = 0; j < a.k[1]; ++j) {\n"
+       "      const i64 ph = h0 + j * a.dil[1];\n"
+       "      if (ph < 0 || ph >= a.in[1]) continue;\n"
+       "      const E* row = x + pd * a.xs[2] + ph * a.xs[3];\n"
+       "      for (i64 q = 0; q < a.k[2]; ++q) {\n"
+       "        const i64 pw = w0 + q * a.dil[2];\n"
+       "        if (pw < 0 || pw >= a.in[2]) continue;\n"
+       "        const C v = up(row[pw * a.xs[4]]);\n";
+  if (max)
+    b += flt ? "        acc = (v > acc || v != v) ? v : acc;\n" : "        acc = v > acc ? v : acc;\n";
+  else
+    b += flt ? "        acc += (double)v;\n" : "        acc += (u64)v;\n";
+  b += "      }\n    }\n  }\n";
+  if (max) {
+    b += "  ((E*)a.y)[idx] = cvt<E, C>(acc);\n}\n";
+    return b;
+  }
+  if (count_include_pad)
+    b += "  const i64 cnt = window_count(d0, a.dil[0], a.k[0], -a.pad[0], a.in[0] + a.pad_hi[0]) *\n"
+         "                  window_count(h0, a.dil[1], a.k[1], -a.pad[1], a.in[1] + a.pad_hi[1]) *\n"
+         "                  window_count(w0, a.dil[2], a.k[2], -a.pad[2], a.in[2] + a.pad_hi[2]);\n";
+  else
+    b += "  const i64 cnt = window_count(d0, a.dil[0], a.k[0], 0, a.in[0]) *\n"
+         "                  window_count(h0, a.dil[1], a.k[1], 0, a.in[1]) *\n"
+         "                  window_count(w0, a.dil[2], a.k[2], 0, a.in[2]);\n";
+  if (flt)  // 0/0 is NaN for a window without a counted position, as on the CPU
+    b += "  ((E*)a.y)[idx] = cvt<E, double>(acc / (double)cnt);\n}\n";
+  else if (is_signed_integral(dtype))
+    b += "  ((E*)a.y)[idx] = cnt == 0 ? (E)0 : (E)((i64)acc / cnt);\n}\n";
+  else
+    b += "  ((E*)a.y)[idx] = cnt == 0 ? (E)0 : (E)(acc / (u64)cnt);\n}\n";
+  return b;
+}
+
+void eval_pool(const PoolParams& p, const std::vector<Array>& inputs, Array& out) {
+  const Array& x = inputs[0];
+  const std::string what = p.kind == PoolKind::Max ? "max_pool" : "avg_pool";
+  if (x.dtype() == Dtype::Bool) throw DtypeError(what + ": bool is not supported");
+  alloc_output(out);
+  if (out.size() == 0) return;
+  DeviceState& s = state_of(out);
+  PoolKernelArgs a = pool_kernel_args(x.shape(), x.node().strides, out.shape(), p);
+  a.x = x.size() > 0 ? dptr(x) : 0;  // empty input: every window holds only padding, nothing is read
+  a.y = dptr(out);
+  const bool include_pad = p.kind == PoolKind::Avg && p.count_include_pad;
+  const std::string key = std::string("pool|") + (p.kind == PoolKind::Max ? "max|" : include_pad ? "avg_pad|" : "avg|") +
+                          device_type(x.dtype());
+  CUfunction fn = get_kernel(s.index, key, [&] { return pool_source(x.dtype(), p.kind, include_pad); }, what);
+  launch(s, fn, blocks_for(a.total, 256), 256, &a, what);
+}
+
+}  // namespace smelt::cuda

@@ -76,6 +76,30 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
   const int vector_width = flat && vectorized ? cuda_vector_width(p, layout) : 1;
   const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
   std::ostringstream os;
+  // Elements of any dtype in and out of arrays of 32-bit words (the vectorized layout).
+  os << "template <class T> __device__ inline u64 to_bits(T v) {\n"
+        "  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return v.b;\n"
+        "  else if constexpr (same_t<T, float>::v) return __float_as_uint(v);\n"
+        "  else if constexpr (same_t<T, double>::v) return (u64)__double_as_longlong(v);\n"
+        "  else if constexpr (same_t<T, bool>::v) return v ? 1u : 0u;\n"
+        "  else return (u64)(typename tr<T>::unsig)v;\n}\n"
+        "template <class T> __device__ inline T from_bits(u64 b) {\n"
+        "  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return T{(u16)b};\n"
+        "  else if constexpr (same_t<T, float>::v) return __uint_as_float((u32)b);\n"
+        "  else if constexpr (same_t<T, double>::v) return __longlong_as_double((long long)b);\n"
+        "  else if constexpr (same_t<T, bool>::v) return (b & 0xffu) != 0;\n"
+        "  else return (T)(typename tr<T>::unsig)b;\n}\n"
+        "template <class T> __device__ inline T unpack(const u32* w, int j) {\n"
+        "  if constexpr (sizeof(T) == 8) return from_bits<T>((u64)w[2 * j] | ((u64)w[2 * j + 1] << 32));\n"
+        "  else if constexpr (sizeof(T) == 4) return from_bits<T>(w[j]);\n"
+        "  else if constexpr (sizeof(T) == 2) return from_bits<T>((w[j >> 1] >> ((j & 1) * 16)) & 0xffffu);\n"
+        "  else return from_bits<T>((w[j >> 2] >> ((j & 3) * 8)) & 0xffu);\n}\n"
+        "template <class T> __device__ inline void pack(u32* w, int j, T v) {\n"
+        "  const u64 b = to_bits(v);\n"
+        "  if constexpr (sizeof(T) == 8) { w[2 * j] = (u32)b; w[2 * j + 1] = (u32)(b >> 32); }\n"
+        "  else if constexpr (sizeof(T) == 4) w[j] = (u32)b;\n"
+        "  else if constexpr (sizeof(T) == 2) w[j >> 1] |= (u32)b << ((j & 1) * 16);\n"
+        "  else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);\n}\n";
   os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
         "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n"
         "struct FusedArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 n; i64 nd; i64 shape[MAXD]; i64 st["
@@ -118,45 +142,51 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
   auto store_direct = [](size_t o, const std::string& v) { return "y" + std::to_string(o) + "[i] = " + v; };
   if (flat && vector_width > 1) {
     // Each thread owns `vector_width` consecutive elements, moved as 16-byte vectors (every
-    // contiguous pointer is 16-byte aligned: the host checks). All loads come before any
-    // store, so an output that reuses an input's buffer is safe. The tail of the last thread
-    // goes element by element.
+    // contiguous pointer is 16-byte aligned: the host checks). The vectors land in arrays of
+    // 32-bit words and elements are packed and unpacked with shifts at constant positions, so
+    // everything stays in registers (an element array written through a uint4 pointer would
+    // go to local memory for 1- and 2-byte types). All loads come before any store, so an
+    // output that reuses an input's buffer is safe. The tail of the last thread goes element
+    // by element.
     const int w = vector_width;
+    auto words = [&](Dtype d) { return w * static_cast<int>(size_of(d)) / 4; };
     os << "  const i64 base = gid() * " << w << ";\n  if (base >= a.n) return;\n";
     for (size_t i = 0; i < nin; ++i) {
-      const char* t = cuda_type_name(p.input_dtypes[i]);
       if (layout[i] == 's') {
-        os << "  const " << t << " s" << i << " = x" << i << "[0];\n";
+        os << "  const " << cuda_type_name(p.input_dtypes[i]) << " s" << i << " = x" << i << "[0];\n";
         continue;
       }
-      os << "  __align__(16) " << t << " l" << i << "[" << w << "];\n";
+      os << "  u32 w" << i << "[" << words(p.input_dtypes[i]) << "] = {};\n";
     }
-    for (size_t o = 0; o < nout; ++o)
-      os << "  __align__(16) " << cuda_type_name(p.output_dtype(o)) << " r" << o << "[" << w << "];\n";
+    for (size_t o = 0; o < nout; ++o) os << "  u32 r" << o << "[" << words(p.output_dtype(o)) << "] = {};\n";
     os << "  const bool whole = base + " << w << " <= a.n;\n  if (whole) {\n";
     for (size_t i = 0; i < nin; ++i) {
       if (layout[i] == 's') continue;
-      const int vecs = w * static_cast<int>(size_of(p.input_dtypes[i])) / 16;
-      os << "    #pragma unroll\n    for (int q = 0; q < " << vecs << "; ++q) ((uint4*)l" << i << ")[q] = ((const uint4*)(x" << i
-         << " + base))[q];\n";
+      os << "    #pragma unroll\n    for (int q = 0; q < " << words(p.input_dtypes[i]) / 4 << "; ++q) {\n"
+         << "      const uint4 v = ((const uint4*)(x" << i << " + base))[q];\n"
+         << "      w" << i << "[4 * q] = v.x; w" << i << "[4 * q + 1] = v.y; w" << i << "[4 * q + 2] = v.z; w" << i
+         << "[4 * q + 3] = v.w;\n    }\n";
     }
-    // Constant trip counts everywhere: a runtime index into l/r would put them in local memory.
+    // Constant trip counts everywhere: a runtime index into the word arrays would put them in
+    // local memory.
     os << "  } else {\n    #pragma unroll\n    for (int j = 0; j < " << w << "; ++j) {\n      if (base + j >= a.n) break;\n";
     for (size_t i = 0; i < nin; ++i)
-      if (layout[i] != 's') os << "      l" << i << "[j] = x" << i << "[base + j];\n";
+      if (layout[i] != 's') os << "      pack(w" << i << ", j, x" << i << "[base + j]);\n";
     os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < " << w << "; ++j) {\n";
-    for (size_t i = 0; i < nin; ++i)
-      os << "    const " << cuda_type_name(p.input_dtypes[i]) << " in" << i << " = " << (layout[i] == 's' ? "s" : "l") << i
-         << (layout[i] == 's' ? "" : "[j]") << ";\n";
-    os << body("    ", [](size_t o, const std::string& v) { return "r" + std::to_string(o) + "[j] = " + v; }) << "  }\n";
-    os << "  if (whole) {\n";
-    for (size_t o = 0; o < nout; ++o) {
-      const int vecs = w * static_cast<int>(size_of(p.output_dtype(o))) / 16;
-      os << "    #pragma unroll\n    for (int q = 0; q < " << vecs << "; ++q) ((uint4*)(y" << o << " + base))[q] = ((const uint4*)r"
-         << o << ")[q];\n";
+    for (size_t i = 0; i < nin; ++i) {
+      const char* t = cuda_type_name(p.input_dtypes[i]);
+      if (layout[i] == 's') os << "    const " << t << " in" << i << " = s" << i << ";\n";
+      else os << "    const " << t << " in" << i << " = unpack<" << t << ">(w" << i << ", j);\n";
     }
+    os << body("    ", [](size_t o, const std::string& v) { return "pack(r" + std::to_string(o) + ", j, " + v + ")"; })
+       << "  }\n  if (whole) {\n";
+    for (size_t o = 0; o < nout; ++o)
+      os << "    #pragma unroll\n    for (int q = 0; q < " << words(p.output_dtype(o)) / 4 << "; ++q)\n"
+         << "      ((uint4*)(y" << o << " + base))[q] = make_uint4(r" << o << "[4 * q], r" << o << "[4 * q + 1], r" << o
+         << "[4 * q + 2], r" << o << "[4 * q + 3]);\n";
     os << "  } else {\n    #pragma unroll\n    for (int j = 0; j < " << w << "; ++j) {\n      if (base + j >= a.n) break;\n";
-    for (size_t o = 0; o < nout; ++o) os << "      y" << o << "[base + j] = r" << o << "[j];\n";
+    for (size_t o = 0; o < nout; ++o)
+      os << "      y" << o << "[base + j] = unpack<" << cuda_type_name(p.output_dtype(o)) << ">(r" << o << ", j);\n";
     os << "    }\n  }\n}\n";
   } else if (flat) {
     // Four elements a thread, blockDim apart (coalesced); every load before any store, so an

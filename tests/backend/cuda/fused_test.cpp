@@ -9,8 +9,8 @@ namespace {
 
 using namespace smelt::test;
 
-// W3's chain with its scalars as arguments: the compile layer cannot yet capture constants that
-// live on the GPU (it reads captured scalars on the host; docs/cuda.md).
+// W3's chain with its scalars as a 0-d argument (captured C++ scalars work too: the vectorized
+// test below uses them).
 Array chain16(const Array& x, const Array& y, const Array& c) {
   Array t = add(multiply(x, c), y);
   t = exp(negative(multiply(t, t)));
@@ -64,6 +64,32 @@ TEST(CudaFused, BroadcastStridedAndIntegerPrograms) {
   // Empty arrays run no kernel and keep their shape.
   Array e = on_gpu(zeros({0, 4}, float32));
   EXPECT_EQ(f(e, e).shape(), (Shape{0, 4}));
+}
+
+// The vectorized layout (16-byte vectors of every operand, elements packed in 32-bit words):
+// every dtype as input and output, several outputs of different widths, lengths with and
+// without a tail, and a view whose offset breaks the alignment (the unvectorized flat layout).
+TEST(CudaFused, VectorizedLayoutEveryDtypeTailsAndMisalignedViews) {
+  SMELT_REQUIRE_GPU();
+  auto fn = [](const Array& a, const Array& b) {
+    return std::make_tuple(where(greater(a, b), a, b), greater(a, b), multiply(astype(a, float32), 2.0f));
+  };
+  auto f = compile(fn, strict(), "cuda_vectorized");
+  for (Dtype dt : all_dtypes()) {
+    SCOPED_TRACE(dtype_name(dt));
+    for (int64_t n : {1, 7, 16, 33, 4099}) {
+      SCOPED_TRACE(n);
+      Array a = on_gpu(special_array({n + 1}, dt, -50, 50, 221)), b = on_gpu(special_array({n + 1}, dt, -50, 50, 222));
+      for (int64_t offset : {0, 1}) {
+        Array as = slice(a, {offset}, {offset + n}), bs = slice(b, {offset}, {offset + n});
+        auto [m, g, d] = f(as, bs);
+        auto [em, eg, ed] = fn(as, bs);
+        EXPECT_TRUE(same_as_cpu(m, on_cpu(em)));
+        EXPECT_TRUE(same_as_cpu(g, on_cpu(eg)));
+        EXPECT_TRUE(same_as_cpu(d, on_cpu(ed)));
+      }
+    }
+  }
 }
 
 }  // namespace

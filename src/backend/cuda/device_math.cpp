@@ -57,8 +57,16 @@ __device__ inline float f_inf() { return __int_as_float(0x7f800000); }
 __device__ inline double d_inf() { return __longlong_as_double(0x7ff0000000000000ll); }
 
 // ---- 16-bit floats (bit-exact ports of src/core/dtype.cpp) ----
+// The conversions below are the CPU's, bit for bit. From sm_53 (float16) and sm_80 (bfloat16)
+// the hardware's round-to-nearest-even conversions give the same values in one instruction
+// (the software forms cost about 20 integer operations, which bound bfloat16 kernels such as
+// SwiGLU); NaN keeps the CPU's sign and payload rule through a select.
 __device__ inline float h2f(u16 h) {
   u32 sign = (u32)(h & 0x8000u) << 16, ex = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
+#if __CUDA_ARCH__ >= 530
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return ex == 0x1f && mant != 0 ? __uint_as_float(sign | 0x7f800000u | mant << 13) : f;
+#else
   if (ex == 0) {
     if (mant == 0) bits = sign;
     else { int e = -1; do { ++e; mant <<= 1; } while ((mant & 0x400u) == 0);
@@ -66,8 +74,15 @@ __device__ inline float h2f(u16 h) {
   } else if (ex == 0x1f) bits = sign | 0x7f800000u | mant << 13;
   else bits = sign | (ex + 127 - 15) << 23 | mant << 13;
   return __uint_as_float(bits);
+#endif
 }
 __device__ inline u16 f2h(float f) {
+#if __CUDA_ARCH__ >= 530
+  const u32 x = __float_as_uint(f);
+  u16 r; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  const u16 nan = (u16)(((x >> 16) & 0x8000u) | 0x7e00u | ((x >> 13) & 0x3ffu));
+  return f != f ? nan : r;  // a float compare: the integer pipe is the scarce one here
+#else
   u32 x = __float_as_uint(f);
   u16 sign = (u16)((x >> 16) & 0x8000u);
   u32 absx = x & 0x7fffffffu;
@@ -86,14 +101,21 @@ __device__ inline u16 f2h(float f) {
   u32 q = (absx - 0x38000000u) >> 13, rem = absx & 0x1fffu;
   if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) ++q;
   return sign | (u16)q;
+#endif
 }
 __device__ inline float bf2f(u16 h) { return __uint_as_float((u32)h << 16); }
 __device__ inline u16 f2bf(float f) {
+#if __CUDA_ARCH__ >= 800
+  const u32 x = __float_as_uint(f);
+  u16 r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return f != f ? (u16)((x >> 16) | 0x40u) : r;
+#else
   u32 x = __float_as_uint(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x40u);
   u32 lsb = (x >> 16) & 1u;
   x += 0x7fffu + lsb;
   return (u16)(x >> 16);
+#endif
 }
 // A double rounded once to a 16-bit float (not through float): scale by the target's spacing.
 __device__ inline u16 d2small(double d, double min_normal, int mant_bits, bool half) {

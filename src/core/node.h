@@ -86,4 +86,17 @@ bool is_row_contiguous(const Shape& shape, const Strides& strides);
 /// backend's Reshape uses it, so views are the same on every device.
 bool reshape_view_strides(const Shape& old_shape, const Strides& old_strides, const Shape& new_shape, Strides& out);
 
+/// The strides of the region [start::step] of an array with strides `strides` (a SliceUpdate's
+/// target), and in `offset` the element offset of its first element.
+inline Strides slice_region(const Strides& strides, const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+                            int64_t& offset) {
+  Strides region(strides.size());
+  offset = 0;
+  for (size_t i = 0; i < strides.size(); ++i) {
+    region[i] = strides[i] * step[i];
+    offset += start[i] * strides[i];
+  }
+  return region;
+}
+
 }  // namespace smelt

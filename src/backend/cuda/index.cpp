@@ -517,13 +517,8 @@ void eval_slice_update(const SliceParams& p, const std::vector<Array>& inputs, A
   init_from(out, inputs[0]);
   const Array& update = inputs[1];
   if (update.size() == 0) return;
-  const Strides& os = out.node().strides;
-  Strides region(os.size());
   int64_t off = 0;
-  for (size_t i = 0; i < os.size(); ++i) {
-    region[i] = os[i] * p.step[i];
-    off += p.start[i] * os[i];
-  }
+  const Strides region = slice_region(out.node().strides, p.start, p.step, off);
   copy_into(update, dptr(out) + static_cast<uint64_t>(off * static_cast<int64_t>(out.itemsize())), region,
             "SliceUpdate");
 }

@@ -33,6 +33,7 @@
 #endif
 
 #include "test_utils.h"
+#include "tests/backend/cuda/cuda_test_utils.h"
 
 namespace smelt::test {
 namespace {
@@ -537,26 +538,6 @@ Array emulate_conv(const Array& x, const Array& w, const Shape& out_shape, const
   return Array(y.data(), out_shape, x.dtype());
 }
 
-/// |a - b| <= rel * bound + atol element-wise (bound: the conv of |x| and |w| in float64).
-::testing::AssertionResult within_window_bound(const Array& got, const Array& ref, const Array& bound, double rel) {
-  if (got.shape() != ref.shape()) return ::testing::AssertionFailure() << "shape differs";
-  const auto g = as_doubles(got), r = as_doubles(ref), b = as_doubles(bound);
-  for (size_t i = 0; i < r.size(); ++i) {
-    if (std::isnan(r[i]) || std::isnan(g[i])) {
-      if (std::isnan(r[i]) != std::isnan(g[i]))
-        return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", CPU " << r[i];
-      continue;
-    }
-    if (std::isinf(r[i]) || std::isinf(g[i])) {
-      if (g[i] != r[i]) return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", CPU " << r[i];
-      continue;
-    }
-    if (std::fabs(g[i] - r[i]) > rel * b[i] + rel * 1e-4)
-      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", CPU " << r[i] << ", bound "
-                                           << rel * b[i];
-  }
-  return ::testing::AssertionSuccess();
-}
 
 double rel_for(Dtype dt) {
   return dt == float16 ? 2e-3 : dt == bfloat16 ? 1e-2 : dt == float32 ? 1e-5 : 1e-12;

@@ -40,29 +40,10 @@ double rel_for(Dtype dt) { return dt == float16 ? 2e-3 : dt == bfloat16 ? 1e-2 :
 /// |gpu - cpu| <= rel * bound per element, bound = the same convolution of |x| and |w| in
 /// float64 (the sum of |w|*|x| over the window); NaN must match NaN and an infinity the same
 /// infinity. A tiny absolute term covers results that are single products near zero.
-::testing::AssertionResult within_window_bound(const Array& gpu_result, const Array& cpu_result, const Array& bound,
-                                               double rel) {
+::testing::AssertionResult on_gpu_within_window_bound(const Array& gpu_result, const Array& cpu_result,
+                                                      const Array& bound, double rel) {
   if (gpu_result.device() != gpu()) return ::testing::AssertionFailure() << "the result is not on the GPU";
-  if (gpu_result.shape() != cpu_result.shape())
-    return ::testing::AssertionFailure() << "shape " << shape_to_string(gpu_result.shape()) << " != CPU's "
-                                         << shape_to_string(cpu_result.shape());
-  if (gpu_result.dtype() != cpu_result.dtype()) return ::testing::AssertionFailure() << "dtype differs";
-  const auto g = as_doubles(on_cpu(gpu_result)), c = as_doubles(cpu_result), b = as_doubles(bound);
-  for (size_t i = 0; i < c.size(); ++i) {
-    if (std::isnan(c[i]) || std::isnan(g[i])) {
-      if (std::isnan(c[i]) != std::isnan(g[i]))
-        return ::testing::AssertionFailure() << "element " << i << ": GPU " << g[i] << ", CPU " << c[i];
-      continue;
-    }
-    if (std::isinf(c[i]) || std::isinf(g[i])) {
-      if (g[i] != c[i]) return ::testing::AssertionFailure() << "element " << i << ": GPU " << g[i] << ", CPU " << c[i];
-      continue;
-    }
-    if (std::fabs(g[i] - c[i]) > rel * b[i] + rel * 1e-4)
-      return ::testing::AssertionFailure() << "element " << i << ": GPU " << g[i] << ", CPU " << c[i]
-                                           << ", allowed " << rel * b[i];
-  }
-  return ::testing::AssertionSuccess();
+  return within_window_bound(gpu_result, cpu_result, bound, rel);
 }
 
 struct ConvCase {
@@ -121,7 +102,7 @@ TEST(CudaConv, FloatsMatchTheCpuOnBothPaths) {
                      shape_to_string(c.w));
         Array x = random_array(c.x, dt, -1, 1, ++seed), w = random_array(c.w, dt, -1, 1, ++seed);
         Array g = conv(on_gpu(x), on_gpu(w), c.o);
-        EXPECT_TRUE(within_window_bound(g, conv(x, w, c.o), conv(abs64(x), abs64(w), c.o), rel_for(dt)));
+        EXPECT_TRUE(on_gpu_within_window_bound(g, conv(x, w, c.o), conv(abs64(x), abs64(w), c.o), rel_for(dt)));
       }
   }
 #endif
@@ -222,7 +203,7 @@ TEST(CudaConv, NanAndInfinityPropagateOnBothPaths) {
       Array x = special_array({2, 4, 10, 9}, dt, -1, 1, 41), w = random_array({6, 4, 2, 2}, dt, 0.25, 1, 42);
       ConvOptions o{{1, 1}, {1, 0}, {0, 1}, {1, 1}, 1};
       Array c = conv(x, w, o);
-      EXPECT_TRUE(within_window_bound(conv(on_gpu(x), on_gpu(w), o), c, conv(abs64(x), abs64(w), o), rel_for(dt)));
+      EXPECT_TRUE(on_gpu_within_window_bound(conv(on_gpu(x), on_gpu(w), o), c, conv(abs64(x), abs64(w), o), rel_for(dt)));
     }
   }
 #endif
@@ -246,14 +227,14 @@ TEST(CudaConv, StridedAndBroadcastOperandsOnBothPaths) {
       if (dt == int32)
         EXPECT_TRUE(same_as_cpu(g, c));
       else
-        EXPECT_TRUE(within_window_bound(g, c, conv(abs64(x), abs64(w), o), rel_for(dt)));
+        EXPECT_TRUE(on_gpu_within_window_bound(g, c, conv(abs64(x), abs64(w), o), rel_for(dt)));
       Array wbc = broadcast_to(random_array({1, 3, 2, 3}, dt, lo, hi, 53), {4, 3, 2, 3});
       Array wbcg = broadcast_to(on_gpu(random_array({1, 3, 2, 3}, dt, lo, hi, 53)), {4, 3, 2, 3});
       Array c2 = conv(x, wbc, o), g2 = conv(xg, wbcg, o);
       if (dt == int32)
         EXPECT_TRUE(same_as_cpu(g2, c2));
       else
-        EXPECT_TRUE(within_window_bound(g2, c2, conv(abs64(x), abs64(wbc), o), rel_for(dt)));
+        EXPECT_TRUE(on_gpu_within_window_bound(g2, c2, conv(abs64(x), abs64(wbc), o), rel_for(dt)));
     }
   }
 #endif
@@ -291,7 +272,7 @@ TEST(CudaConv, HostOperandsAndErrorsAsOnTheCpu) {
   Array x = random_array({1, 4, 6, 6}, float32, -1, 1, 71), w = random_array({2, 4, 3, 3}, float32, -1, 1, 72);
   // A host weight moves to the GPU by itself.
   Array g = conv(on_gpu(x), w);
-  EXPECT_TRUE(within_window_bound(g, conv(x, w), conv(abs64(x), abs64(w)), rel_for(float32)));
+  EXPECT_TRUE(on_gpu_within_window_bound(g, conv(x, w), conv(abs64(x), abs64(w)), rel_for(float32)));
   // Argument errors do not depend on the device.
   EXPECT_THROW_MSG(conv(on_gpu(x), on_gpu(random_array({2, 3, 3, 3}, float32))), ShapeError,
                    "conv: weight float32[2,3,3,3] expects 3 x 1 groups = 3 input channels, input float32[1,4,6,6] "
@@ -317,7 +298,7 @@ TEST(CudaConvTranspose, FloatsMatchTheCpuOnBothPaths) {
                      shape_to_string(c.w));
         Array x = random_array(c.x, dt, -1, 1, ++seed), w = random_array(c.w, dt, -1, 1, ++seed);
         Array g = conv_transpose(on_gpu(x), on_gpu(w), c.o);
-        EXPECT_TRUE(within_window_bound(g, conv_transpose(x, w, c.o), conv_transpose(abs64(x), abs64(w), c.o),
+        EXPECT_TRUE(on_gpu_within_window_bound(g, conv_transpose(x, w, c.o), conv_transpose(abs64(x), abs64(w), c.o),
                                         rel_for(dt)));
       }
   }
@@ -363,7 +344,7 @@ TEST(CudaConvTranspose, StridedOperandsAndEmptyArrays) {
     Array w = slice(wb, {2, 0, 0, 0}, {-4, 2, 3, 3}, {-1, 1, 1, 1});                   // [3, 2, 3, 3] reversed
     Array wg = slice(on_gpu(wb), {2, 0, 0, 0}, {-4, 2, 3, 3}, {-1, 1, 1, 1});
     ConvTransposeOptions o{{2, 1}, {1, 0}, {0, 2}, {1, 2}, {1, 0}, 1};
-    EXPECT_TRUE(within_window_bound(conv_transpose(xg, wg, o), conv_transpose(x, w, o),
+    EXPECT_TRUE(on_gpu_within_window_bound(conv_transpose(xg, wg, o), conv_transpose(x, w, o),
                                     conv_transpose(abs64(x), abs64(w), o), rel_for(float32)));
     // Empty batch, no input channels (zeros), no output channels.
     Array x0 = zeros({0, 3, 4, 5}, float32);

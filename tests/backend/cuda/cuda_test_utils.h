@@ -122,4 +122,33 @@ inline ::testing::AssertionResult same_as_cpu(const Array& gpu_result, const Arr
   return ::testing::AssertionSuccess();
 }
 
+
+/// |got - ref| <= rel * bound + rel * 1e-4 per element, where `bound` is the same convolution of
+/// |x| and |w| in float64 (the sum of |w|*|x| over the window); NaN must match NaN and an
+/// infinity the same infinity. `got` may live on either device; shapes and dtypes must match.
+inline ::testing::AssertionResult within_window_bound(const Array& got, const Array& ref, const Array& bound,
+                                                      double rel) {
+  if (got.shape() != ref.shape())
+    return ::testing::AssertionFailure() << "shape " << shape_to_string(got.shape()) << " != reference's "
+                                         << shape_to_string(ref.shape());
+  if (got.dtype() != ref.dtype()) return ::testing::AssertionFailure() << "dtype differs";
+  const auto g = as_doubles(on_cpu(got)), r = as_doubles(ref), b = as_doubles(bound);
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (std::isnan(r[i]) || std::isnan(g[i])) {
+      if (std::isnan(r[i]) != std::isnan(g[i]))
+        return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", reference " << r[i];
+      continue;
+    }
+    if (std::isinf(r[i]) || std::isinf(g[i])) {
+      if (g[i] != r[i])
+        return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", reference " << r[i];
+      continue;
+    }
+    if (std::fabs(g[i] - r[i]) > rel * b[i] + rel * 1e-4)
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", reference " << r[i]
+                                           << ", allowed " << rel * b[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace smelt::test

@@ -19,6 +19,7 @@
 
 #include "smelt/errors.h"
 #include "tools/smelt/commands.h"
+#include "tools/smelt/model_inputs.h"
 #ifdef SMELT_ONNX
 #include "smelt/io.h"
 #include "smelt/memory.h"
@@ -72,21 +73,6 @@ constexpr const char* kHelp =
 
 [[noreturn]] void usage_error(const std::string& message) { throw UsageError(message + "\n" + kUsage); }
 
-/// How one input is given on the command line.
-struct InputSpec {
-  std::string name;
-  std::string file;                     // NAME=FILE.npy
-  bool random = false;                  // NAME=random or NAME=random:D0xD1...
-  std::optional<std::vector<int64_t>> shape;  // the dims after "random:" (empty: a 0-d scalar)
-};
-
-/// How one static input is given: NAME=FILE.npy or NAME=V0,V1,...
-struct StaticSpec {
-  std::string name;
-  std::string file;    // NAME=FILE.npy
-  std::string values;  // the text after '=' otherwise
-};
-
 struct RunOptions {
   std::string model;
   std::vector<InputSpec> inputs;
@@ -102,59 +88,20 @@ struct RunOptions {
   bool help = false;
 };
 
-/// A non-negative decimal integer, or nullopt.
-std::optional<int64_t> parse_count(const std::string& s) {
-  if (s.empty() || s.size() > 18) return std::nullopt;
-  int64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  return v;
-}
-
 InputSpec parse_input(const std::string& text) {
-  auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    usage_error("--input '" + text + "' is not NAME=FILE.npy or NAME=random:D0xD1...");
-  InputSpec spec;
-  spec.name = text.substr(0, eq);
-  std::string value = text.substr(eq + 1);
-  if (value == "random") {
-    spec.random = true;
-  } else if (value.rfind("random:", 0) == 0) {
-    spec.random = true;
-    std::string dims = value.substr(7);
-    std::vector<int64_t> shape;
-    size_t start = 0;
-    while (!dims.empty() && start <= dims.size()) {
-      size_t x = dims.find('x', start);
-      std::string part = dims.substr(start, x == std::string::npos ? std::string::npos : x - start);
-      auto d = parse_count(part);
-      if (!d)
-        usage_error("--input '" + text + "': the shape after 'random:' is dims joined by 'x' (2x16); '" + part +
-                    "' is not a size");
-      shape.push_back(*d);
-      if (x == std::string::npos) break;
-      start = x + 1;
-    }
-    spec.shape = shape;
-  } else {
-    spec.file = value;
+  try {
+    return parse_input_spec(text);
+  } catch (const UsageError& e) {
+    usage_error(e.what());
   }
-  return spec;
 }
 
 StaticSpec parse_static(const std::string& text) {
-  auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    usage_error("--static '" + text + "' is not NAME=FILE.npy or NAME=V0,V1,...");
-  StaticSpec spec;
-  spec.name = text.substr(0, eq);
-  std::string value = text.substr(eq + 1);
-  if (value.size() > 4 && value.compare(value.size() - 4, 4, ".npy") == 0) spec.file = value;
-  else spec.values = value;
-  return spec;
+  try {
+    return parse_static_spec(text);
+  } catch (const UsageError& e) {
+    usage_error(e.what());
+  }
 }
 
 RunOptions parse_args(const std::vector<std::string>& args) {
@@ -175,11 +122,13 @@ RunOptions parse_args(const std::vector<std::string>& args) {
     } else if (a == "--input" || a == "-i") {
       o.inputs.push_back(parse_input(value()));
     } else if (a == "--dim") {
-      std::string v = value();
-      auto eq = v.find('=');
-      auto n = eq == std::string::npos ? std::nullopt : parse_count(v.substr(eq + 1));
-      if (eq == std::string::npos || eq == 0 || !n) usage_error("--dim '" + v + "' is not SYMBOL=N (batch=4)");
-      o.dims[v.substr(0, eq)] = *n;
+      std::pair<std::string, int64_t> dim;
+      try {
+        dim = parse_dim_spec(value());
+      } catch (const UsageError& e) {
+        usage_error(e.what());
+      }
+      o.dims[dim.first] = dim.second;
     } else if (a == "--output-dir" || a == "-o") {
       o.output_dir = value();
     } else if (a == "--json") {
@@ -283,14 +232,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 /// The dtype and shape of a .npy array, the way messages show them.
 std::string array_text(const Array& a) { return std::string(dtype_name(a.dtype())) + shape_text(a.shape()); }
-
-/// One input as it will be fed, with the line the summary prints.
-struct BoundInput {
-  std::string name;
-  Value value;
-  std::string source;  // "file x.npy", "random uniform [-1, 1)", ...
-  std::string notes;   // the defaults used for symbolic dims
-};
 
 /// Binds symbolic dims to sizes: --dim first, then sizes read from input files, then defaults.
 class DimTable {
@@ -884,93 +825,10 @@ int run_model(const std::vector<std::string>& args) {
   double load_ms = ms_since(t_load);
   const onnx::Graph& g = *model.graph;
 
-  std::set<std::string> initializer_names;
-  for (const auto& [name, v] : g.initializers) initializer_names.insert(name);
-  std::set<std::string> declared_symbols;
-  for (const auto& in : g.inputs)
-    if (in.type.shape)
-      for (const auto& d : *in.type.shape)
-        if (d.value < 0 && !d.param.empty()) declared_symbols.insert(d.param);
-
-  // Every --input and --static names a graph input.
-  auto input_names = [&] {
-    std::string names;
-    for (const auto& in : g.inputs)
-      if (!initializer_names.count(in.name)) names += (names.empty() ? "" : ", ") + in.name;
-    return names;
-  };
-  auto is_input = [&](const std::string& name) {
-    return std::any_of(g.inputs.begin(), g.inputs.end(), [&](const onnx::ValueInfo& in) { return in.name == name; });
-  };
-  std::map<std::string, const InputSpec*> specs;
-  for (const auto& spec : o.inputs) {
-    if (!is_input(spec.name))
-      throw InvalidArgument("unknown input '" + spec.name + "' (the model's inputs are: " + input_names() + ")");
-    specs[spec.name] = &spec;
-  }
-  std::map<std::string, const StaticSpec*> static_specs;
-  for (const auto& spec : o.statics) {
-    if (!is_input(spec.name))
-      throw InvalidArgument("--static " + spec.name + ": unknown input '" + spec.name +
-                            "' (the model's inputs are: " + input_names() + ")");
-    static_specs[spec.name] = &spec;
-  }
-  DimTable dims(o.dims);
-  for (const auto& sym : dims.unused(declared_symbols))
-    throw InvalidArgument("--dim " + sym + ": no input of the model has a dim named '" + sym + "'");
-
-  // Files first, so that their sizes bind the symbols that static values and random inputs then share.
-  std::vector<BoundInput> bound(g.inputs.size());
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
-    const auto& in = g.inputs[i];
-    bound[i].name = in.name;
-    if (auto it = specs.find(in.name); it != specs.end() && !it->second->file.empty()) {
-      bound[i].value = input_from_file(in, it->second->file, dims);
-      bound[i].source = "file " + it->second->file;
-    }
-    if (auto it = static_specs.find(in.name); it != static_specs.end() && !it->second->file.empty()) {
-      bound[i].value = input_from_file(in, it->second->file, dims);
-      bound[i].source = "static, file " + it->second->file;
-    }
-  }
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
-    auto it = static_specs.find(g.inputs[i].name);
-    if (it == static_specs.end() || !it->second->file.empty()) continue;
-    bound[i].value = static_from_values(g.inputs[i], it->second->values, dims, bound[i].notes);
-    bound[i].source = "static " + output_values(bound[i].value);
-  }
-  Array keys = random::split(random::key(o.seed), static_cast<int>(std::max<size_t>(g.inputs.size(), 1)));
-  std::map<std::string, Value> feed;
-  std::map<std::string, Value> statics;
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
-    const auto& in = g.inputs[i];
-    if (static_specs.count(in.name)) {
-      statics[in.name] = bound[i].value;
-      feed[in.name] = bound[i].value;
-      continue;
-    }
-    auto it = specs.find(in.name);
-    if (it != specs.end() && !it->second->file.empty()) {
-      feed[in.name] = bound[i].value;
-      continue;
-    }
-    // Inputs that initializers back keep their weights; omitted optional inputs stay empty.
-    if (it == specs.end() && initializer_names.count(in.name)) continue;
-    if (it == specs.end() && in.type.kind == TypeInfo::Kind::Optional) {
-      bound[i].source = "omitted (optional)";
-      continue;
-    }
-    // Each input keeps its own key (by position), so making one input static leaves the others' values.
-    Array key = reshape(slice(keys, {static_cast<int64_t>(i), 0}, {static_cast<int64_t>(i) + 1, 2}), {2});
-    std::optional<std::vector<int64_t>> shape = it != specs.end() ? it->second->shape : std::nullopt;
-    bound[i].value = random_value(in, shape, dims, key, bound[i]);
-    feed[in.name] = bound[i].value;
-  }
-  // The inputs exist before the clock starts: random draws are not part of the run.
-  std::vector<Array> input_arrays;
-  for (const auto& [name, v] : feed)
-    if (v.is_tensor()) input_arrays.push_back(v.array());
-  eval(input_arrays);
+  ModelInputs prepared = make_model_inputs(model, o.inputs, o.statics, o.dims, o.seed);
+  const std::vector<BoundInput>& bound = prepared.bound;
+  const std::map<std::string, Value>& feed = prepared.feed;
+  const std::map<std::string, Value>& statics = prepared.statics;
 
   std::printf("model    %s (ir %lld, %s, %zu nodes, loaded in %s)\n", o.model.c_str(),
               static_cast<long long>(model.ir_version),
@@ -1175,5 +1033,164 @@ int run_model(const std::vector<std::string>& args) {
   return report.mismatches.empty() ? 0 : 1;
 #endif
 }
+
+// ---- model_inputs.h: shared with `smelt view` -------------------------------------------------
+
+std::optional<int64_t> parse_count(const std::string& s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+InputSpec parse_input_spec(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UsageError("--input '" + text + "' is not NAME=FILE.npy or NAME=random:D0xD1...");
+  InputSpec spec;
+  spec.name = text.substr(0, eq);
+  std::string value = text.substr(eq + 1);
+  if (value == "random") {
+    spec.random = true;
+  } else if (value.rfind("random:", 0) == 0) {
+    spec.random = true;
+    std::string dims = value.substr(7);
+    std::vector<int64_t> shape;
+    size_t start = 0;
+    while (!dims.empty() && start <= dims.size()) {
+      size_t x = dims.find('x', start);
+      std::string part = dims.substr(start, x == std::string::npos ? std::string::npos : x - start);
+      auto d = parse_count(part);
+      if (!d)
+        throw UsageError("--input '" + text + "': the shape after 'random:' is dims joined by 'x' (2x16); '" + part +
+                    "' is not a size");
+      shape.push_back(*d);
+      if (x == std::string::npos) break;
+      start = x + 1;
+    }
+    spec.shape = shape;
+  } else {
+    spec.file = value;
+  }
+  return spec;
+}
+
+StaticSpec parse_static_spec(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UsageError("--static '" + text + "' is not NAME=FILE.npy or NAME=V0,V1,...");
+  StaticSpec spec;
+  spec.name = text.substr(0, eq);
+  std::string value = text.substr(eq + 1);
+  if (value.size() > 4 && value.compare(value.size() - 4, 4, ".npy") == 0) spec.file = value;
+  else spec.values = value;
+  return spec;
+}
+
+std::pair<std::string, int64_t> parse_dim_spec(const std::string& v) {
+  auto eq = v.find('=');
+  auto n = eq == std::string::npos ? std::nullopt : parse_count(v.substr(eq + 1));
+  if (eq == std::string::npos || eq == 0 || !n) throw UsageError("--dim '" + v + "' is not SYMBOL=N (batch=4)");
+  return {v.substr(0, eq), *n};
+}
+
+#ifdef SMELT_ONNX
+ModelInputs make_model_inputs(const onnx::Model& model, const std::vector<InputSpec>& inputs,
+                              const std::vector<StaticSpec>& statics_given,
+                              const std::map<std::string, int64_t>& dims_given, uint64_t seed) {
+  const onnx::Graph& g = *model.graph;
+  std::set<std::string> initializer_names;
+  for (const auto& [name, v] : g.initializers) initializer_names.insert(name);
+  std::set<std::string> declared_symbols;
+  for (const auto& in : g.inputs)
+    if (in.type.shape)
+      for (const auto& d : *in.type.shape)
+        if (d.value < 0 && !d.param.empty()) declared_symbols.insert(d.param);
+
+  // Every --input and --static names a graph input.
+  auto input_names = [&] {
+    std::string names;
+    for (const auto& in : g.inputs)
+      if (!initializer_names.count(in.name)) names += (names.empty() ? "" : ", ") + in.name;
+    return names;
+  };
+  auto is_input = [&](const std::string& name) {
+    return std::any_of(g.inputs.begin(), g.inputs.end(), [&](const onnx::ValueInfo& in) { return in.name == name; });
+  };
+  std::map<std::string, const InputSpec*> specs;
+  for (const auto& spec : inputs) {
+    if (!is_input(spec.name))
+      throw InvalidArgument("unknown input '" + spec.name + "' (the model's inputs are: " + input_names() + ")");
+    specs[spec.name] = &spec;
+  }
+  std::map<std::string, const StaticSpec*> static_specs;
+  for (const auto& spec : statics_given) {
+    if (!is_input(spec.name))
+      throw InvalidArgument("--static " + spec.name + ": unknown input '" + spec.name +
+                            "' (the model's inputs are: " + input_names() + ")");
+    static_specs[spec.name] = &spec;
+  }
+  DimTable dims(dims_given);
+  for (const auto& sym : dims.unused(declared_symbols))
+    throw InvalidArgument("--dim " + sym + ": no input of the model has a dim named '" + sym + "'");
+
+  // Files first, so that their sizes bind the symbols that static values and random inputs then share.
+  std::vector<BoundInput> bound(g.inputs.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const auto& in = g.inputs[i];
+    bound[i].name = in.name;
+    if (auto it = specs.find(in.name); it != specs.end() && !it->second->file.empty()) {
+      bound[i].value = input_from_file(in, it->second->file, dims);
+      bound[i].source = "file " + it->second->file;
+    }
+    if (auto it = static_specs.find(in.name); it != static_specs.end() && !it->second->file.empty()) {
+      bound[i].value = input_from_file(in, it->second->file, dims);
+      bound[i].source = "static, file " + it->second->file;
+    }
+  }
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    auto it = static_specs.find(g.inputs[i].name);
+    if (it == static_specs.end() || !it->second->file.empty()) continue;
+    bound[i].value = static_from_values(g.inputs[i], it->second->values, dims, bound[i].notes);
+    bound[i].source = "static " + output_values(bound[i].value);
+  }
+  Array keys = random::split(random::key(seed), static_cast<int>(std::max<size_t>(g.inputs.size(), 1)));
+  std::map<std::string, Value> feed;
+  std::map<std::string, Value> statics;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const auto& in = g.inputs[i];
+    if (static_specs.count(in.name)) {
+      statics[in.name] = bound[i].value;
+      feed[in.name] = bound[i].value;
+      continue;
+    }
+    auto it = specs.find(in.name);
+    if (it != specs.end() && !it->second->file.empty()) {
+      feed[in.name] = bound[i].value;
+      continue;
+    }
+    // Inputs that initializers back keep their weights; omitted optional inputs stay empty.
+    if (it == specs.end() && initializer_names.count(in.name)) continue;
+    if (it == specs.end() && in.type.kind == TypeInfo::Kind::Optional) {
+      bound[i].source = "omitted (optional)";
+      continue;
+    }
+    // Each input keeps its own key (by position), so making one input static leaves the others' values.
+    Array key = reshape(slice(keys, {static_cast<int64_t>(i), 0}, {static_cast<int64_t>(i) + 1, 2}), {2});
+    std::optional<std::vector<int64_t>> shape = it != specs.end() ? it->second->shape : std::nullopt;
+    bound[i].value = random_value(in, shape, dims, key, bound[i]);
+    feed[in.name] = bound[i].value;
+  }
+  // The inputs exist before the clock starts: random draws are not part of the run.
+  std::vector<Array> input_arrays;
+  for (const auto& [name, v] : feed)
+    if (v.is_tensor()) input_arrays.push_back(v.array());
+  eval(input_arrays);
+  return {std::move(bound), std::move(feed), std::move(statics)};
+}
+#endif
 
 }  // namespace smelt::cli

@@ -27,6 +27,8 @@ const Command kCommands[] = {
      smelt::cli::run_model},
     {"check", "DIR", "run ONNX backend-format test cases in DIR and compare their outputs", smelt::cli::run_check},
     {"info", "MODEL", "summarize an ONNX model: inputs, outputs, opsets, operators", smelt::cli::run_info},
+    {"view", "MODEL", "write an offline HTML view of an ONNX model's graph (--compile: colored by compiled segment)",
+     smelt::cli::run_view},
     {"help", "", "show this help", run_help},
     {"version", "", "print the version (also --version)", run_version},
 };

@@ -1,0 +1,150 @@
+// `smelt view MODEL`: writes the offline HTML graph view of an ONNX model, with --compile its overlay.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "smelt/errors.h"
+#include "tools/smelt/commands.h"
+#include "tools/smelt/model_inputs.h"
+#include "tools/smelt/onnx_commands.h"
+#ifdef SMELT_ONNX
+#include "smelt/onnx.h"
+#include "smelt/view.h"
+#endif
+
+namespace smelt::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: smelt view MODEL [-o FILE.html] [--title TEXT]\n"
+    "                  [--compile [--input NAME=FILE.npy | NAME=random[:D0xD1...]]... [--dim SYMBOL=N]...\n"
+    "                             [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N] [--seed S]]";
+
+constexpr const char* kHelp =
+    "\n"
+    "Writes one self-contained HTML file (no network needed) drawing the model's top-level graph; click a\n"
+    "node for its inputs, outputs, types and attributes. Default output: MODEL's stem + .html here.\n"
+    "\n"
+    "  -o, --output FILE.html  where to write the view\n"
+    "  --title TEXT            the page title (default: the graph's name)\n"
+    "  --compile               compile the model and run it once (on the given or random inputs, as\n"
+    "                          `smelt run` makes them), then color each node by its compiled segment: a\n"
+    "                          legend lists the segments (Compiled, EagerSmall, Break) and why each ends;\n"
+    "                          break nodes have a thick red outline, fused nodes a dashed one and\n"
+    "                          host-folded nodes are grey\n"
+    "  --input, --dim, --static, --eager-below, --seed   with --compile: as for `smelt run`\n";
+
+[[noreturn]] void usage_error(const std::string& message) { throw UsageError(message + "\n" + kUsage); }
+
+struct ViewOptions {
+  std::string model;
+  std::string output;
+  std::string title;
+  bool compile = false;
+  std::vector<InputSpec> inputs;
+  std::vector<StaticSpec> statics;
+  std::map<std::string, int64_t> dims;
+  std::optional<int> eager_below;
+  uint64_t seed = 0;
+  bool help = false;
+};
+
+ViewOptions parse_args(const std::vector<std::string>& args) {
+  ViewOptions o;
+  bool compile_only = false;  // an option that needs --compile was given
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) usage_error(a + " needs a value");
+      return args[++i];
+    };
+    try {
+      if (a == "--help" || a == "-h") {
+        o.help = true;
+      } else if (a == "-o" || a == "--output") {
+        o.output = value();
+      } else if (a == "--title") {
+        o.title = value();
+      } else if (a == "--compile") {
+        o.compile = true;
+      } else if (a == "--input" || a == "-i") {
+        o.inputs.push_back(parse_input_spec(value()));
+        compile_only = true;
+      } else if (a == "--static") {
+        o.statics.push_back(parse_static_spec(value()));
+        compile_only = true;
+      } else if (a == "--dim") {
+        auto [symbol, n] = parse_dim_spec(value());
+        o.dims[symbol] = n;
+        compile_only = true;
+      } else if (a == "--eager-below" || a == "--seed") {
+        std::string v = value();
+        auto n = parse_count(v);
+        if (!n || *n > 1000000000) usage_error(a + " needs a non-negative integer, got '" + v + "'");
+        if (a == "--seed") o.seed = static_cast<uint64_t>(*n);
+        else o.eager_below = static_cast<int>(*n);
+        compile_only = true;
+      } else if (!a.empty() && a[0] == '-') {
+        usage_error("unknown option '" + a + "'");
+      } else if (o.model.empty()) {
+        o.model = a;
+      } else {
+        usage_error("more than one model given ('" + o.model + "' and '" + a + "')");
+      }
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      if (what.find("usage: smelt view") != std::string::npos) throw;
+      usage_error(what);
+    }
+  }
+  if (o.help) return o;
+  if (o.model.empty()) usage_error("no model given");
+  if (compile_only && !o.compile)
+    usage_error("--input, --static, --dim, --eager-below and --seed choose the inputs of the compiled run: add --compile");
+  std::set<std::string> seen;
+  for (const auto& in : o.inputs)
+    if (!seen.insert(in.name).second) usage_error("input '" + in.name + "' given twice");
+  for (const auto& st : o.statics)
+    if (!seen.insert(st.name).second) usage_error("input '" + st.name + "' given twice");
+  return o;
+}
+
+}  // namespace
+
+int run_view(const std::vector<std::string>& args) {
+  ViewOptions o = parse_args(args);
+  if (o.help) {
+    std::printf("%s\n%s", kUsage, kHelp);
+    return 0;
+  }
+#ifndef SMELT_ONNX
+  throw UnsupportedError("this smelt was built without ONNX support (configure with -DSMELT_ONNX=ON)");
+#else
+  onnx::Model model = onnx::load(o.model);
+  const std::string out = o.output.empty() ? std::filesystem::path(o.model).stem().string() + ".html" : o.output;
+  std::optional<onnx::Overlay> overlay;
+  if (o.compile) {
+    ModelInputs in = make_model_inputs(model, o.inputs, o.statics, o.dims, o.seed);
+    onnx::CompileModelOptions co;
+    co.static_inputs = in.statics;
+    if (o.eager_below) co.eager_below = *o.eager_below;
+    std::map<std::string, onnx::Value> dynamic_feed;
+    for (const auto& [name, v] : in.feed)
+      if (!in.statics.count(name)) dynamic_feed[name] = v;
+    onnx::CompiledModel compiled = onnx::compile(model, {}, co);
+    compiled.run_named(dynamic_feed);
+    overlay = compiled.overlay();
+  }
+  view::write_graph_html(out, model, overlay ? &*overlay : nullptr, o.title);
+  std::printf("%s\n", out.c_str());
+  if (overlay)
+    std::fprintf(stderr, "smelt view: %zu nodes, %zu segments\n", model.graph->nodes.size(), overlay->segments.size());
+  return 0;
+#endif
+}
+
+}  // namespace smelt::cli

@@ -104,7 +104,35 @@ struct Cache {
   std::condition_variable built;                        // signalled when a build ends
   std::unordered_map<std::string, CpuKernelFn> loaded;  // hash -> function
   std::unordered_set<std::string> building;             // hashes some thread is building now
+  // program_key -> hash of a loaded kernel: a retrace finds its kernel without generating and
+  // hashing the source (preamble included, about 100 KB).
+  std::unordered_map<std::string, std::string> hash_of_program;
 };
+
+/// The program's exact content as bytes (dtypes, instructions, constants' bits, outputs): equal
+/// keys mean equal programs, hence equal sources.
+std::string program_key(const FusedProgram& p) {
+  std::string k;
+  auto put = [&](uint64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(p.input_dtypes.size());
+  for (Dtype d : p.input_dtypes) put(static_cast<uint64_t>(d));
+  put(p.instrs.size());
+  for (const Instr& in : p.instrs) {
+    put(static_cast<uint64_t>(in.kind));
+    put(static_cast<uint64_t>(in.dtype));
+    put(in.operands.size());
+    for (int o : in.operands) put(static_cast<uint64_t>(o));
+    put(static_cast<uint64_t>(in.index));
+    put(static_cast<uint64_t>(in.unary));
+    put(static_cast<uint64_t>(in.binary));
+    uint64_t bits = 0;
+    if (in.kind == InstrKind::Constant) in.value.cast(in.dtype).store(&bits);
+    put(bits);
+  }
+  put(p.outputs.size());
+  for (int o : p.outputs) put(static_cast<uint64_t>(o));
+  return k;
+}
 
 Cache& cache() {
   static Cache* c = new Cache();  // never destroyed: kernels stay loaded for the process
@@ -126,6 +154,13 @@ std::string kernel_cache_dir() {
 }
 
 BuiltKernel get_cpu_kernel(const FusedProgram& program) {
+  const std::string key = program_key(program);
+  auto& c = cache();
+  {
+    std::lock_guard lock(c.mutex);
+    if (auto h = c.hash_of_program.find(key); h != c.hash_of_program.end())
+      if (auto it = c.loaded.find(h->second); it != c.loaded.end()) return BuiltKernel{it->second, h->second};
+  }
   std::string source = emit_cpu_kernel(program);
   uint64_t h = fnv1a(source);
   h = fnv1a(SMELT_VERSION, h);
@@ -138,11 +173,11 @@ BuiltKernel get_cpu_kernel(const FusedProgram& program) {
 
   // The lock is not held while compiling: other threads keep building and loading other
   // kernels; a thread that needs the kernel being built waits for it instead of building twice.
-  auto& c = cache();
   {
     std::unique_lock lock(c.mutex);
     c.built.wait(lock, [&] { return c.loaded.count(k.hash) || !c.building.count(k.hash); });
     if (auto it = c.loaded.find(k.hash); it != c.loaded.end()) {
+      c.hash_of_program.emplace(key, k.hash);
       k.fn = it->second;
       return k;
     }
@@ -203,6 +238,7 @@ BuiltKernel get_cpu_kernel(const FusedProgram& program) {
   {
     std::lock_guard lock(c.mutex);
     c.loaded.emplace(k.hash, fn);
+    c.hash_of_program.emplace(key, k.hash);
   }
   c.built.notify_all();
   k.fn = fn;

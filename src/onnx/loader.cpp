@@ -12,6 +12,7 @@
 
 #include "smelt/errors.h"
 #include "smelt/onnx.h"
+#include "src/onnx/fusions.h"
 #include "src/onnx/proto/onnx.pb.h"
 #include "src/onnx/registry.h"
 
@@ -539,6 +540,9 @@ Model load_from_memory(const void* data, size_t size, const std::string& base_di
       throw OnnxError(msg);
     }
   }
+  // After the check: it reports the operators the file uses, and the rewrites only introduce
+  // operators smelt runs.
+  if (options.fuse) apply_fusions(m);
   return m;
 }
 

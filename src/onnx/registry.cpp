@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "src/onnx/fusions.h"
+
 namespace smelt::onnx {
 
 // ---------------------------------------------------------------------------------------------
@@ -162,6 +164,7 @@ const OpRegistry& OpRegistry::global() {
     register_control_ops(r);
     register_ml_ops(r);
     register_signal_ops(r);
+    register_fusion_ops(r);
     return r;
   }();
   return registry;

@@ -37,7 +37,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: smelt run MODEL [--input NAME=FILE.npy | NAME=random[:D0xD1...]]... [--dim SYMBOL=N]...\n"
     "                 [--output-dir DIR] [--repeat N] [--threads N] [--seed S] [--json FILE]\n"
-    "                 [--compile [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N]]";
+    "                 [--no-fuse] [--compile [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N]]";
 
 constexpr const char* kHelp =
     "\n"
@@ -53,6 +53,7 @@ constexpr const char* kHelp =
     "  --threads N               CPU threads (default: SMELT_NUM_THREADS or all cores)\n"
     "  --seed S                  seed of the random inputs (default 0)\n"
     "  --json FILE               write the shapes and timings as JSON\n"
+    "  --no-fuse                 load without the load-time fusions (GELU, LayerNorm, Conv+BatchNormalization)\n"
     "\n"
     "  --compile                 also run the model compiled (smelt::onnx::compile): print its segments (where\n"
     "                            graph breaks split it, which run compiled, why each ends), check once that the\n"
@@ -86,6 +87,7 @@ struct RunOptions {
   int threads = 0;
   uint64_t seed = 0;
   bool help = false;
+  bool no_fuse = false;
 };
 
 InputSpec parse_input(const std::string& text) {
@@ -139,6 +141,8 @@ RunOptions parse_args(const std::vector<std::string>& args) {
       o.threads = static_cast<int>(positive(value()));
     } else if (a == "--compile") {
       o.compile = true;
+    } else if (a == "--no-fuse") {
+      o.no_fuse = true;
     } else if (a == "--static") {
       o.statics.push_back(parse_static(value()));
     } else if (a == "--eager-below") {
@@ -821,7 +825,7 @@ int run_model(const std::vector<std::string>& args) {
 #else
   if (o.threads > 0) set_cpu_threads(o.threads);
   auto t_load = std::chrono::steady_clock::now();
-  onnx::Model model = onnx::load(o.model);
+  onnx::Model model = onnx::load(o.model, {.fuse = !o.no_fuse});
   double load_ms = ms_since(t_load);
   const onnx::Graph& g = *model.graph;
 

@@ -13,6 +13,7 @@ PACKAGES=(
   libgtest-dev      # unit tests
   libgmock-dev      # unit tests (matchers)
   libbenchmark-dev  # benchmarks in bench/
+  pkgconf           # scripts/consumer.sh checks the installed smelt.pc with pkg-config
   python3           # fixture and benchmark scripts
   python3-venv      # bench/run.sh installs NumPy into bench/.venv (benchmarks only)
 )

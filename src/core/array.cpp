@@ -14,6 +14,7 @@
 #include "src/core/allocator.h"
 #include "src/core/dispatch.h"
 #include "src/core/node.h"
+#include "src/core/shape_math.h"
 
 namespace smelt {
 
@@ -44,6 +45,9 @@ Node::~Node() {
 
 std::shared_ptr<Node> make_node(Shape shape, Dtype dtype, Device device, Primitive prim,
                                 std::vector<Array> inputs) {
+  // Every op's output shape passes here: a negative dimension, an element count that overflows or
+  // an array larger than memory can address is refused before any size is multiplied out.
+  array_bytes(shape, dtype, prim_name(prim.kind));
   auto n = std::make_shared<Node>();
   n->shape = std::move(shape);
   n->dtype = dtype;
@@ -76,6 +80,7 @@ std::vector<Array> make_multi_output(std::vector<Shape> shapes, std::vector<Dtyp
 
 Array make_leaf(Shape shape, Dtype dtype, Device device, BufferPtr buffer, Strides strides,
                 int64_t offset) {
+  array_bytes(shape, dtype, "array");
   auto n = std::make_shared<Node>();
   n->shape = std::move(shape);
   n->dtype = dtype;
@@ -107,8 +112,13 @@ Strides row_major_strides(const Shape& shape) {
 }
 
 int64_t shape_size(const Shape& shape) {
+  // Checked: callers pass target shapes (reshape, broadcast) that no node has validated yet.
+  for (auto d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw ShapeError("shape " + shape_to_string(shape) + " has more elements than an int64 can count");
   return n;
 }
 

@@ -806,7 +806,20 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
       if (e->compiled) {
         std::vector<Array> args;
         for (const auto& a : e->args) args.push_back(scope.values.at(a).array());
-        std::vector<Array> outs = compiler::replay_tape(e->tape, args);
+        std::vector<Array> outs;
+        try {
+          outs = compiler::replay_tape(e->tape, args);
+          // Evaluate inside the segment, so that a kernel or allocation failure names its nodes.
+          std::vector<Array> ready;
+          for (const auto& a : outs)
+            if (a.valid() && !smelt::detail::is_tracer(a)) ready.push_back(a);
+          eval(std::move(ready));
+        } catch (...) {
+          const Node& first = node_at(pos);
+          std::string context = "compiled segment " + std::to_string(segment) + " (nodes " + first.label() +
+                                (e->stop - 1 > pos ? " .. " + node_at(e->stop - 1).label() : std::string()) + ")";
+          rethrow_with_context(context, "");
+        }
         for (const auto& s : e->outputs)
           scope.values[s.name] = s.tape_output >= 0 ? Value::tensor(outs[static_cast<size_t>(s.tape_output)], s.elem_type)
                                                     : s.constant;

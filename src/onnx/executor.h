@@ -70,6 +70,17 @@ class Executor {
   Opsets model_opsets_;
 };
 
+/// "Add 'add_3' (inputs tensor(float)[2,3], tensor(float)[4])" for error messages.
+std::string node_context(const Node& node, const std::vector<Value>& inputs);
+/// Inside a catch block: re-raises the current exception with `node` and its inputs in front of
+/// the message, keeping smelt's exception type; std::bad_alloc becomes OutOfMemory,
+/// std::length_error ShapeError and any other std::exception OnnxError, so nothing a model can
+/// cause reaches a user as an untyped error.
+[[noreturn]] void rethrow_in_node(const Node& node, const std::vector<Value>& inputs);
+/// Inside a catch block: the same with any `context` ("compiled segment Add 'a' .. Relu 'r'");
+/// a message that starts with `label` has it dropped, as the context says it.
+[[noreturn]] void rethrow_with_context(const std::string& context, const std::string& label);
+
 /// Checks a given graph input against its declaration: kind, element type and rank.
 void check_input(const ValueInfo& info, const Value& v);
 /// Appends the arrays inside `v` (tensors, sequence items, optional contents, map values).

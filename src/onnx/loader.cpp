@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -418,6 +419,40 @@ Node Loader::node(const pb::NodeProto& n) const {
   return out;
 }
 
+/// ONNX graphs are in SSA form: every name is assigned once. Two initializers of one name or two
+/// producers of one tensor (nodes, or a node and a graph input or initializer) would otherwise
+/// resolve silently to whichever comes last.
+void check_single_assignment(const Graph& g, const std::string& where) {
+  std::unordered_map<std::string, std::string> assigned;  // name -> what assigns it
+  for (const auto& [name, value] : g.initializers)
+    if (!assigned.emplace(name, "an initializer").second)
+      throw OnnxError("load: " + where + ": initializer '" + name + "' is given twice");
+  for (const auto& in : g.inputs)
+    assigned.emplace(in.name, "a graph input");  // an input may share an initializer's name (its default)
+  for (const auto& n : g.nodes)
+    for (const auto& o : n.outputs) {
+      if (o.empty()) continue;
+      auto [it, fresh] = assigned.emplace(o, "node " + n.label());
+      if (!fresh)
+        throw OnnxError("load: " + where + ": node " + n.label() + " writes '" + o + "', which " + it->second +
+                        " already produces");
+    }
+}
+
+/// Opset imports of domains smelt implements must be within 1 .. the newest it implements: a
+/// newer opset may change operators in ways smelt does not know, so it is refused, not guessed.
+void check_opsets(const std::vector<OpsetImport>& opsets, const std::string& where) {
+  const OpRegistry& registry = OpRegistry::global();
+  for (const auto& o : opsets) {
+    int newest = registry.newest_opset(o.domain);
+    if (newest == 0) continue;  // a domain smelt has no operators in: its nodes are reported as unsupported
+    if (o.version < 1 || o.version > newest)
+      throw OnnxError("load: " + where + " imports opset " + std::to_string(o.version) + " of " +
+                      (o.domain.empty() ? std::string("ai.onnx") : o.domain) + "; smelt supports opsets 1 to " +
+                      std::to_string(newest) + " of that domain");
+  }
+}
+
 std::shared_ptr<const Graph> Loader::graph(const pb::GraphProto& g) const {
   auto out = std::make_shared<Graph>();
   out->name = g.name();
@@ -429,6 +464,7 @@ std::shared_ptr<const Graph> Loader::graph(const pb::GraphProto& g) const {
   for (const auto& s : g.sparse_initializer())
     out->initializers.emplace_back(s.values().name(), sparse_tensor(s, "sparse initializer '" + s.values().name() + "'"));
   for (const auto& n : g.node()) out->nodes.push_back(node(n));
+  check_single_assignment(*out, g.name().empty() ? std::string("the graph") : "graph '" + g.name() + "'");
   return out;
 }
 
@@ -512,6 +548,7 @@ Model load_from_memory(const void* data, size_t size, const std::string& base_di
   m.doc_string = mp.doc_string();
   m.base_dir = base_dir;
   m.opsets = opsets_of(mp.opset_import());
+  check_opsets(m.opsets, "the model");
   for (const auto& kv : mp.metadata_props()) m.metadata.emplace_back(kv.key(), kv.value());
   m.graph = loader.graph(mp.graph());
   for (const auto& f : mp.functions()) {
@@ -525,6 +562,15 @@ Model load_from_memory(const void* data, size_t size, const std::string& base_di
     for (const auto& a : f.attribute_proto()) fn.attribute_defaults.push_back(loader.attribute(a, "function " + f.name()));
     for (const auto& n : f.node()) fn.nodes.push_back(loader.node(n));
     fn.opsets = opsets_of(f.opset_import());
+    check_opsets(fn.opsets, "function " + f.name());
+    {
+      std::unordered_set<std::string> written;
+      for (const auto& n : fn.nodes)
+        for (const auto& o : n.outputs)
+          if (!o.empty() && !written.insert(o).second)
+            throw OnnxError("load: function " + f.name() + ": node " + n.label() + " writes '" + o +
+                            "', which another node of the function already produces");
+    }
     m.functions.push_back(std::move(fn));
   }
   if (options.check_operators) {

@@ -132,6 +132,15 @@ OpFn OpRegistry::find(std::string_view domain, std::string_view op_type, int64_t
   return best;
 }
 
+int OpRegistry::newest_opset(std::string_view domain) const {
+  std::string prefix = key_of(domain, "");
+  int newest = 0;
+  for (const auto& [key, list] : ops_)
+    if (key.compare(0, prefix.size(), prefix) == 0 && key.find('|', prefix.size()) == std::string::npos)
+      for (const auto& e : list) newest = std::max(newest, e.first);
+  return newest;
+}
+
 std::vector<std::pair<std::string, std::vector<int>>> OpRegistry::entries() const {
   std::vector<std::pair<std::string, std::vector<int>>> out;
   for (const auto& [key, list] : ops_) {

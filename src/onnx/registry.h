@@ -82,6 +82,9 @@ class OpRegistry {
   void add(const std::string& domain, const std::string& op_type, int since_version, OpFn fn);
   /// The implementation for the model's opset `version`, or null.
   OpFn find(std::string_view domain, std::string_view op_type, int64_t version) const;
+  /// The newest opset of `domain` this registry implements (its greatest since-version), or 0
+  /// when it has no operator in that domain.
+  int newest_opset(std::string_view domain) const;
   /// Every (domain, op type) with its since-versions, sorted (for listings).
   std::vector<std::pair<std::string, std::vector<int>>> entries() const;
 

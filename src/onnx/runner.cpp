@@ -1,9 +1,13 @@
 // The eager runner: nodes in topological order over a name -> value map, subgraphs and functions.
 #include <algorithm>
+#include <new>
 #include <queue>
+#include <stdexcept>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "smelt/compile.h"
 #include "smelt/onnx.h"
 #include "src/onnx/executor.h"
 #include "src/onnx/registry.h"
@@ -146,7 +150,61 @@ std::vector<Value> Executor::run_node(const Node& node, const std::vector<Value>
   OpContext ctx(node, version, inputs, [this, &scope, &opsets](const Graph& g, const std::vector<Value>& in) {
     return run_graph(g, in, &scope, opsets);
   });
-  return fn(ctx);
+  try {
+    std::vector<Value> out = fn(ctx);
+    // Evaluate here, not at the end of the graph, so that a kernel or an allocation that fails
+    // is reported against this node. Traced values (a compiled segment, onnx::run under
+    // smelt::compile) are left to the trace.
+    std::vector<Array> arrays;
+    for (const auto& v : out) collect_arrays(v, arrays);
+    std::erase_if(arrays, [](const Array& a) { return !a.valid() || smelt::detail::is_tracer(a); });
+    if (!arrays.empty()) eval(std::move(arrays));
+    return out;
+  } catch (...) {
+    rethrow_in_node(node, inputs);
+  }
+}
+
+std::string node_context(const Node& node, const std::vector<Value>& inputs) {
+  std::string s = node.label() + " (inputs ";
+  if (inputs.empty()) s += "none";
+  for (size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + inputs[i].describe();
+  return s + ")";
+}
+
+void rethrow_in_node(const Node& node, const std::vector<Value>& inputs) {
+  rethrow_with_context(node_context(node, inputs), node.label());
+}
+
+void rethrow_with_context(const std::string& context, const std::string& label) {
+  auto message = [&](const std::string& what) {
+    // OpContext::fail already starts with the label; say it once, with the inputs.
+    std::string rest = !label.empty() && what.rfind(label + ": ", 0) == 0 ? what.substr(label.size() + 2) : what;
+    return context + ": " + rest;
+  };
+  try {
+    throw;
+  } catch (const Error& e) {
+    // Exactly the types below are re-raised with the context; UnknownValueError is the
+    // compiler's break signal and names its node already, and subclasses other parts add keep
+    // their type and message.
+    const std::type_info& t = typeid(e);
+    if (t == typeid(InvalidArgument)) throw InvalidArgument(message(e.what()));
+    if (t == typeid(ShapeError)) throw ShapeError(message(e.what()));
+    if (t == typeid(DtypeError)) throw DtypeError(message(e.what()));
+    if (t == typeid(UnsupportedError)) throw UnsupportedError(message(e.what()));
+    if (t == typeid(OnnxError)) throw OnnxError(message(e.what()));
+    if (t == typeid(OutOfMemory)) throw OutOfMemory(message(e.what()));
+    if (t == typeid(DeviceError)) throw DeviceError(message(e.what()));
+    if (t == typeid(Error)) throw Error(message(e.what()));
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(message("out of memory (std::bad_alloc from the host allocator)"));
+  } catch (const std::length_error& e) {
+    throw ShapeError(message(std::string("a size is too large (") + e.what() + ")"));
+  } catch (const std::exception& e) {
+    throw OnnxError(message(e.what()));
+  }
 }
 
 std::vector<Value> Executor::run_function(const Function& f, const Node& call, const std::vector<Value>& inputs) const {

@@ -1,6 +1,7 @@
 // Convolution and pooling ops: argument checks, output shapes and dtype promotion.
 #include <string>
 
+#include "src/core/shape_math.h"
 #include "src/ops/op_utils.h"
 #include "src/primitives/shape_rules.h"
 
@@ -105,7 +106,7 @@ Array conv_impl(const Array& input, const Array& weight, const ConvOptions& o, c
   if (ws[0] % o.groups != 0)
     throw ShapeError(op + ": output channels " + std::to_string(ws[0]) + " of weight " + describe(weight) +
                      " are not divisible by groups " + g);
-  if (ws[1] * o.groups != is[1])
+  if (checked_mul(ws[1], o.groups, op) != is[1])
     throw ShapeError(op + ": weight " + describe(weight) + " expects " + std::to_string(ws[1]) + " x " + g +
                      " groups = " + std::to_string(ws[1] * o.groups) + " input channels, input " + describe(input) +
                      " has " + std::to_string(is[1]));
@@ -114,7 +115,7 @@ Array conv_impl(const Array& input, const Array& weight, const ConvOptions& o, c
 
   Shape out{is[0], ws[0]};
   for (size_t i = 0; i < k; ++i) {
-    int64_t eff = dil[i] * (ws[i + 2] - 1) + 1;
+    int64_t eff = checked_add(checked_mul(dil[i], ws[i + 2] - 1, op), 1, op);
     int64_t n = conv_output_size(is[i + 2], ws[i + 2], strides[i], lo[i], hi[i], dil[i]);
     check_output_size(n, i, op, input,
                       "kernel " + std::to_string(ws[i + 2]) + " dilated to " + std::to_string(eff) + ", padding " +
@@ -149,7 +150,7 @@ Array pool_impl(const Array& input, const PoolOptions& o, PoolKind kind) {
   const Shape& is = input.shape();
   Shape out{is[0], is[1]};
   for (size_t i = 0; i < k; ++i) {
-    int64_t eff = dil[i] * (o.kernel[i] - 1) + 1;
+    int64_t eff = checked_add(checked_mul(dil[i], o.kernel[i] - 1, op), 1, op);
     int64_t n = pool_output_size(is[i + 2], o.kernel[i], strides[i], lo[i], hi[i], dil[i], o.ceil_mode);
     check_output_size(n, i, op, input,
                       "kernel " + std::to_string(o.kernel[i]) + " dilated to " + std::to_string(eff) + ", padding " +
@@ -201,7 +202,7 @@ Array conv_transpose(const Array& input, const Array& weight, const ConvTranspos
   for (size_t i = 0; i < k; ++i)
     if (ws[i + 2] < 1) throw ShapeError(op + ": kernel sizes must be positive, weight is " + describe(weight));
 
-  Shape out{is[0], ws[1] * o.groups};
+  Shape out{is[0], checked_mul(ws[1], o.groups, op)};
   for (size_t i = 0; i < k; ++i) {
     int64_t n = conv_transpose_output_size(is[i + 2], ws[i + 2], strides[i], lo[i], hi[i], dil[i], outpad[i]);
     check_output_size(n, i, op, input,

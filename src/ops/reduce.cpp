@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "src/core/shape_math.h"
 #include "src/ops/op_utils.h"
 
 namespace smelt {
@@ -46,7 +47,7 @@ Shape dropped_shape(const Shape& s, const std::vector<int>& axes) {
 
 int64_t reduced_count(const Shape& s, const std::vector<int>& axes) {
   int64_t n = 1;
-  for (int ax : axes) n *= s[ax];
+  for (int ax : axes) n = checked_mul(n, s[ax], "reduce");
   return n;
 }
 

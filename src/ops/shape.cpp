@@ -3,6 +3,7 @@
 #include <limits>
 #include <numeric>
 
+#include "src/core/shape_math.h"
 #include "src/ops/op_utils.h"
 
 namespace smelt {
@@ -19,7 +20,7 @@ Array reshape(const Array& a, Shape shape) {
     } else if (shape[i] < 0) {
       throw InvalidArgument("reshape: negative dimension in the target shape " + shape_to_string(shape));
     } else {
-      known *= shape[i];
+      known = checked_mul(known, shape[i], "reshape");
     }
   }
   if (infer >= 0) {
@@ -44,7 +45,7 @@ Array flatten(const Array& a, int start_axis, int end_axis) {
                                    std::to_string(end_axis) + " for shape " + shape_to_string(a.shape()));
   Shape out(a.shape().begin(), a.shape().begin() + s);
   int64_t m = 1;
-  for (int i = s; i <= e; ++i) m *= a.shape()[i];
+  for (int i = s; i <= e; ++i) m = checked_mul(m, a.shape()[i], "flatten");
   out.push_back(m);
   out.insert(out.end(), a.shape().begin() + e + 1, a.shape().end());
   return reshape(a, out);
@@ -409,7 +410,7 @@ Array pad(const Array& a, const std::vector<std::pair<int64_t, int64_t>>& pad_wi
       throw InvalidArgument("pad: edge padding cannot extend the empty axis " + std::to_string(i) + " of " +
                             describe(a));
     any = any || lo > 0 || hi > 0;
-    out[i] = dim + lo + hi;
+    out[i] = checked_add(checked_add(dim, lo, "pad"), hi, "pad");
   }
   if (mode == PadMode::Constant && value.size() != 1)
     throw InvalidArgument("pad: the constant value must have one element, got " + describe(value));
@@ -445,7 +446,7 @@ Array tile(const Array& a, const std::vector<int64_t>& reps) {
   for (size_t i = 0; i < nd; ++i) {
     inter.insert(inter.end(), {1, shape[i]});
     bcast.insert(bcast.end(), {r[i], shape[i]});
-    out.push_back(r[i] * shape[i]);
+    out.push_back(checked_mul(r[i], shape[i], "tile"));
   }
   Array x = reshape(a, shape);
   if (std::all_of(r.begin(), r.end(), [](int64_t v) { return v == 1; })) return x;
@@ -461,7 +462,7 @@ Array repeat(const Array& a, int64_t repeats, int axis) {
   Shape inter = a.shape(), bcast = a.shape(), out = a.shape();
   inter.insert(inter.begin() + ax + 1, 1);
   bcast.insert(bcast.begin() + ax + 1, repeats);
-  out[ax] *= repeats;
+  out[ax] = checked_mul(out[ax], repeats, "repeat");
   return reshape(broadcast_to(reshape(a, inter), bcast), out);
 }
 

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "src/core/dispatch.h"
+#include "src/core/shape_math.h"
 #include "src/ops/op_utils.h"
 
 namespace smelt {
@@ -137,8 +138,8 @@ UniqueResult unique(const Array& a, std::optional<int> axis, bool sorted) {
     const int d = *ax;
     const int64_t len = shape[d];
     int64_t outer = 1, inner = 1;
-    for (int i = 0; i < d; ++i) outer *= shape[i];
-    for (size_t i = d + 1; i < shape.size(); ++i) inner *= shape[i];
+    for (int i = 0; i < d; ++i) outer = checked_mul(outer, shape[i], "unique");
+    for (size_t i = d + 1; i < shape.size(); ++i) inner = checked_mul(inner, shape[i], "unique");
     auto at = [&](int64_t slice, int64_t o, int64_t in) { return p[(o * len + slice) * inner + in]; };
     auto g = group_items(len, sorted, [&](int64_t x, int64_t y) {
       for (int64_t o = 0; o < outer; ++o)

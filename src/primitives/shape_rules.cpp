@@ -8,30 +8,36 @@
 #include "smelt/errors.h"
 #include "src/codegen/fused_kernel.h"
 #include "src/core/node.h"
+#include "src/core/shape_math.h"
 
 namespace smelt {
 
 int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_lo, int64_t pad_hi,
                          int64_t dilation) {
-  int64_t eff = dilation * (kernel - 1) + 1;
-  int64_t span = in + pad_lo + pad_hi - eff;
+  // Attributes (dilations, pads) come from models: every step is checked.
+  int64_t eff = checked_add(checked_mul(dilation, checked_sub(kernel, 1, "conv"), "conv"), 1, "conv");
+  int64_t span = checked_sub(checked_add(checked_add(in, pad_lo, "conv"), pad_hi, "conv"), eff, "conv");
   return span < 0 ? 0 : span / stride + 1;
 }
 
 int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_lo, int64_t pad_hi,
                          int64_t dilation, bool ceil_mode) {
-  int64_t eff = dilation * (kernel - 1) + 1;
-  int64_t span = in + pad_lo + pad_hi - eff;
+  int64_t eff = checked_add(checked_mul(dilation, checked_sub(kernel, 1, "pool"), "pool"), 1, "pool");
+  int64_t span = checked_sub(checked_add(checked_add(in, pad_lo, "pool"), pad_hi, "pool"), eff, "pool");
   if (span < 0) return 0;
-  int64_t n = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  int64_t n = (ceil_mode ? checked_add(span, stride - 1, "pool") / stride : span / stride) + 1;
   // PyTorch/ONNX: the last window must start inside the input or the left padding.
-  if (ceil_mode && (n - 1) * stride >= in + pad_lo) --n;
+  if (ceil_mode && checked_mul(n - 1, stride, "pool") >= in + pad_lo) --n;
   return n;
 }
 
 int64_t conv_transpose_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_lo, int64_t pad_hi,
                                    int64_t dilation, int64_t output_padding) {
-  return (in - 1) * stride - pad_lo - pad_hi + dilation * (kernel - 1) + output_padding + 1;
+  const char* op = "conv_transpose";
+  int64_t grown = checked_mul(in - 1, stride, op);
+  int64_t eff = checked_mul(dilation, checked_sub(kernel, 1, op), op);
+  int64_t n = checked_sub(checked_sub(grown, pad_lo, op), pad_hi, op);
+  return checked_add(checked_add(checked_add(n, eff, op), output_padding, op), 1, op);
 }
 
 Shape broadcast_shape_of(const Shape& a, const Shape& b, const std::string& what) {
@@ -126,7 +132,7 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
       for (size_t i = 0; i < in[0].size(); ++i) {
         int64_t len = fixed[0][i];
         if (len == 0) continue;
-        int64_t last = p.start[i] + (len - 1) * p.step[i];
+        int64_t last = checked_add(p.start[i], checked_mul(len - 1, p.step[i], "slice"), "slice");
         if (p.start[i] < 0 || p.start[i] >= in[0][i] || last < 0 || last >= in[0][i])
           fail(prim, in, "axis " + std::to_string(i) + " is too short for the slice");
       }
@@ -295,7 +301,7 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
       const size_t k = p.strides.size();
       check_spatial(prim, in, x, k);
       if (w.size() != x.size()) fail(prim, in, "the weight needs the input's rank");
-      if (w[1] * p.groups != x[1])
+      if (checked_mul(w[1], p.groups, "conv") != x[1])
         fail(prim, in, "the weight expects " + std::to_string(w[1] * p.groups) + " input channels, the input has " +
                            std::to_string(x[1]));
       Shape out{x[0], w[0]};
@@ -314,7 +320,7 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
       if (w[0] != x[1])
         fail(prim, in, "the weight expects " + std::to_string(w[0]) + " input channels, the input has " +
                            std::to_string(x[1]));
-      Shape out{x[0], w[1] * p.groups};
+      Shape out{x[0], checked_mul(w[1], p.groups, "conv_transpose")};
       spatial_sizes(prim, in, k, out, [&](size_t i) {
         return conv_transpose_output_size(x[i + 2], w[i + 2], p.strides[i], p.padding_lo[i], p.padding_hi[i],
                                           p.dilations[i], p.output_padding[i]);

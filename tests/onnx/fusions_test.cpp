@@ -426,12 +426,12 @@ TEST(Fusions, FusedOpsCheckTheirInputs) {
   Model m = make_model(g);
   m.opsets.push_back({"ai.smelt", 1});
   EXPECT_THROW_MSG(onnx::run(m, {Value::tensor(Array({1, 2}, Shape{1, 2}))}), OnnxError,
-                   "Gelu 'g': input 0 has type int32; allowed: float");
+                   "Gelu 'g' (inputs tensor(int32)[1,2]): input 0 has type int32; allowed: float");
   g->nodes[0].op_type = "LayerNorm";
   g->inputs[0].type.elem_type = ElemType::Float;
   g->inputs[0].type.shape = std::vector<onnx::Dim>{};
   EXPECT_THROW_MSG(onnx::run(m, {Value::tensor(Array(1.0f))}), OnnxError,
-                   "LayerNorm 'g': input must have rank >= 1, got tensor(float)");
+                   "LayerNorm 'g' (inputs tensor(float)[]): input must have rank >= 1, got tensor(float)");
 }
 
 TEST(Fusions, LayerNormScaleThatBroadcasts) {

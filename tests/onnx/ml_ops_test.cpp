@@ -406,7 +406,8 @@ TEST(OnnxMelWeightMatrix, OutputDatatype) {
 }
 
 TEST(OnnxMelWeightMatrix, Errors) {
-  EXPECT_THROW_MSG(run_mel(4, 0, 16000, 0, 100), OnnxError, "MelWeightMatrix 'mel': dft_length must be positive, got 0");
+  EXPECT_THROW_MSG(run_mel(4, 0, 16000, 0, 100), OnnxError, "MelWeightMatrix 'mel' (inputs tensor(int64)[], tensor(int64)[], tensor(int64)[], tensor(float)[], "
+                   "tensor(float)[]): dft_length must be positive, got 0");
   EXPECT_THROW_MSG(run_mel(-1, 64, 16000, 0, 100), OnnxError, "num_mel_bins must be non-negative, got -1");
   EXPECT_THROW_MSG(run_mel(4, 64, 0, 0, 100), OnnxError, "sample_rate must be positive, got 0");
   EXPECT_THROW_MSG(run_mel(4, 64, 16000, 200, 100), OnnxError, "0 <= lower_edge_hertz <= upper_edge_hertz");

@@ -57,7 +57,7 @@ TEST(OnnxRunner, OnnxTypeRulesAreStricterThanNumpy) {
   *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {2});
   onnx::Model m = load_proto(make_model(g));
   EXPECT_THROW_MSG(onnx::run(m, {Value::tensor(zeros({2}, float32)), Value::tensor(zeros({2}, float64))}), OnnxError,
-                   "Add 'mixed': inputs 0 and 1 must have the same type, got tensor(float)[2] and tensor(double)[2]");
+                   "Add 'mixed' (inputs tensor(float)[2], tensor(double)[2]): inputs 0 and 1 must have the same type, got tensor(float)[2] and tensor(double)[2]");
   // Integer Div truncates toward zero (C), unlike NumPy's floor division; Mod follows the divisor.
   onnx::Model div = load_proto(binary_model("Div", pb::TensorProto::INT32, {4}, {4}, {4}));
   Value a = Value::tensor(Array(std::vector<int32_t>{7, -7, 7, -7}, Shape{4}));
@@ -70,7 +70,7 @@ TEST(OnnxRunner, OnnxTypeRulesAreStricterThanNumpy) {
   // Sqrt of an integer tensor is not an ONNX operation.
   onnx::Model sq = load_proto(unary_model("Sqrt", pb::TensorProto::INT32, {2}));
   EXPECT_THROW_MSG(onnx::run(sq, {Value::tensor(Array(std::vector<int32_t>{4, 9}, Shape{2}))}), OnnxError,
-                   "Sqrt 'n0': input 0 has type int32; allowed: float, double, float16, bfloat16");
+                   "Sqrt 'n0' (inputs tensor(int32)[2]): input 0 has type int32; allowed: float, double, float16, bfloat16");
 }
 
 TEST(OnnxRunner, NodesRunInTopologicalOrder) {
@@ -216,36 +216,36 @@ Value ints_value(const std::vector<int64_t>& v) { return Value::tensor(Array(v, 
 TEST(OnnxRunner, OperatorErrorsNameTheNodeAndValues) {
   Value x = Value::tensor(random_array({2, 3}, float32));
   EXPECT_THROW_MSG(run_node(make_node("Reshape", {}, {}, "r"), {x, ints_value({-1, -1})}), OnnxError,
-                   "Reshape 'r': shape [-1,-1] has more than one -1");
+                   "Reshape 'r' (inputs tensor(float)[2,3], tensor(int64)[2]): shape [-1,-1] has more than one -1");
   auto concat = make_node("Concat", {}, {}, "cat");
   add_int_attr(concat, "axis", 0);
   EXPECT_THROW_MSG(run_node(concat, {x, Value::tensor(random_array({2, 3}, int32))}), OnnxError,
-                   "Concat 'cat': inputs 0 and 1 must have the same type, got tensor(float)[2,3] and tensor(int32)[2,3]");
+                   "Concat 'cat' (inputs tensor(float)[2,3], tensor(int32)[2,3]): inputs 0 and 1 must have the same type, got tensor(float)[2,3] and tensor(int32)[2,3]");
   EXPECT_THROW_MSG(run_node(make_node("Gather", {}, {}, "g"), {x, ints_value({0, 5})}), OnnxError,
-                   "Gather 'g': index 5 is out of range for a dimension of size 2");
+                   "Gather 'g' (inputs tensor(float)[2,3], tensor(int64)[2]): index 5 is out of range for a dimension of size 2");
   auto split = make_node("Split", {}, {}, "s");
   EXPECT_THROW_MSG(run_node(split, {x, ints_value({1, 2})}), OnnxError,
-                   "Split 's': split sizes [1,2] do not add up to the axis size 2");
+                   "Split 's' (inputs tensor(float)[2,3], tensor(int64)[2]): split sizes [1,2] do not add up to the axis size 2");
   auto pad = make_node("Pad", {}, {}, "p");
   auto* mode = pad.add_attribute();
   mode->set_name("mode");
   mode->set_type(pb::AttributeProto::STRING);
   mode->set_s("mirror");
   EXPECT_THROW_MSG(run_node(pad, {x, ints_value({0, 0, 0, 0})}), OnnxError,
-                   "Pad 'p': mode must be constant, reflect, edge or wrap, got \"mirror\"");
+                   "Pad 'p' (inputs tensor(float)[2,3], tensor(int64)[4]): mode must be constant, reflect, edge or wrap, got \"mirror\"");
   auto cast = make_node("Cast", {}, {}, "c");
   add_int_attr(cast, "to", pb::TensorProto::COMPLEX64);
-  EXPECT_THROW_MSG(run_node(cast, {x}), OnnxError, "Cast 'c': cannot cast float to complex64");
+  EXPECT_THROW_MSG(run_node(cast, {x}), OnnxError, "Cast 'c' (inputs tensor(float)[2,3]): cannot cast float to complex64");
   auto transpose_node = make_node("Transpose", {}, {}, "t");
   auto* perm = transpose_node.add_attribute();
   perm->set_name("perm");
   perm->set_type(pb::AttributeProto::FLOAT);
   perm->set_f(1.0f);
-  EXPECT_THROW_MSG(run_node(transpose_node, {x}), OnnxError, "Transpose 't': attribute 'perm' must be ints, got float");
-  EXPECT_THROW_MSG(run_node(make_node("Add", {}, {}, "a"), {x}), OnnxError, "Add 'a': input 1 is required but missing");
+  EXPECT_THROW_MSG(run_node(transpose_node, {x}), OnnxError, "Transpose 't' (inputs tensor(float)[2,3]): attribute 'perm' must be ints, got float");
+  EXPECT_THROW_MSG(run_node(make_node("Add", {}, {}, "a"), {x}), OnnxError, "Add 'a' (inputs tensor(float)[2,3]): input 1 is required but missing");
   onnx::StringTensor s{{1}, {"a"}};
   EXPECT_THROW_MSG(run_node(make_node("Relu", {}, {}, "rl"), {Value::strings(s)}), OnnxError,
-                   "Relu 'rl': input 0 has type string; allowed: float, double");
+                   "Relu 'rl' (inputs tensor(string)[1]): input 0 has type string; allowed: float, double");
 }
 
 TEST(OnnxRunner, ReductionsFollowOnnxRules) {

@@ -1,6 +1,7 @@
 // The smelt command-line tool: dispatches `smelt <command> [args]` to the subcommands.
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -76,8 +77,13 @@ int main(int argc, char** argv) {
     } catch (const smelt::Error& e) {
       std::fprintf(stderr, "smelt %s: %s\n", c.name, e.what());
       return 1;
+    } catch (const std::bad_alloc& e) {
+      // Model-made failures arrive as smelt errors naming the node; this is what is left (a
+      // host allocation outside any node, e.g. while reading an input file).
+      std::fprintf(stderr, "smelt %s: out of memory (%s)\n", c.name, e.what());
+      return 1;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "smelt %s: unexpected error: %s\n", c.name, e.what());
+      std::fprintf(stderr, "smelt %s: internal error: %s\n", c.name, e.what());
       return 1;
     }
   }

@@ -239,7 +239,13 @@ Value cast_value(const Value& v, ElemType to, bool saturate, const OpContext* ct
 namespace {
 
 std::vector<Value> op_cast(OpContext& c) {
-  ElemType to = static_cast<ElemType>(c.attr_int("to", 0));
+  // An unknown code would otherwise fall through to some conversion; known types smelt cannot
+  // produce (complex) are refused by cast_value, naming both types.
+  if (!c.has_attr("to")) c.fail("attribute 'to' is required");
+  const int64_t code = c.attr_int("to", 0);
+  const auto to = static_cast<ElemType>(code);
+  if (code < INT32_MIN || code > INT32_MAX || to == ElemType::Undefined || elem_type_name(to).rfind("unknown", 0) == 0)
+    c.fail("attribute 'to' is " + std::to_string(code) + ", not a known element type");
   return {cast_value(c.input(0), to, c.attr_int("saturate", 1) != 0, &c)};
 }
 

@@ -10,9 +10,27 @@ namespace {
 std::vector<Value> op_if(OpContext& c) {
   const Array& cond = c.tensor(0);
   if (cond.size() != 1) c.fail("cond must hold one value, got " + c.input(0).describe());
+  // Both branches are checked whichever is taken: a model whose branches disagree is malformed
+  // even on inputs that never reach the bad one.
+  const Graph& then_g = c.attr_graph("then_branch");
+  const Graph& else_g = c.attr_graph("else_branch");
+  if (then_g.outputs.size() != else_g.outputs.size())
+    c.fail("then_branch has " + std::to_string(then_g.outputs.size()) + " outputs and else_branch " +
+           std::to_string(else_g.outputs.size()) + "; they must match");
+  if (c.num_outputs() > then_g.outputs.size())
+    c.fail("the node has " + std::to_string(c.num_outputs()) + " outputs but its branches produce " +
+           std::to_string(then_g.outputs.size()));
+  for (size_t i = 0; i < then_g.outputs.size(); ++i) {
+    const TypeInfo& t = then_g.outputs[i].type;
+    const TypeInfo& e = else_g.outputs[i].type;
+    bool both_tensors = t.kind == TypeInfo::Kind::Tensor && e.kind == TypeInfo::Kind::Tensor;
+    if (both_tensors && t.elem_type != ElemType::Undefined && e.elem_type != ElemType::Undefined &&
+        t.elem_type != e.elem_type)
+      c.fail("output " + std::to_string(i) + " is " + t.to_string() + " in then_branch ('" + then_g.outputs[i].name +
+             "') but " + e.to_string() + " in else_branch ('" + else_g.outputs[i].name + "')");
+  }
   bool taken = cond.item<bool>();
-  const Graph& branch = c.attr_graph(taken ? "then_branch" : "else_branch");
-  return c.run_graph(branch, {});
+  return c.run_graph(taken ? then_g : else_g, {});
 }
 
 /// Stacks per-iteration values along a new axis 0 (tensors), or collects them in a sequence.

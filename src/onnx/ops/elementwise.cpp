@@ -52,8 +52,7 @@ std::vector<Value> string_equal(OpContext& c) {
   Shape out = broadcast_shapes(a.shape, b.shape);
   // Broadcast through index arrays: positions of each operand, broadcast like the values.
   auto positions = [](const Shape& s) {
-    int64_t n = 1;
-    for (auto d : s) n *= d;
+    int64_t n = element_count(s, "Equal");
     std::vector<int64_t> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
     return Array(v, s);

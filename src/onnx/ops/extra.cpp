@@ -97,7 +97,7 @@ std::vector<Value> op_quantize_linear(OpContext& c) {
   Array scale = astype(broadcast_param(c, c.tensor(1), x, axis, block), ct);
   ElemType out_type = E::UInt8;
   if (c.has(2)) out_type = c.elem_type(2);
-  else if (c.attr_int("output_dtype", 0) != 0) out_type = static_cast<ElemType>(c.attr_int("output_dtype", 0));
+  else if (c.attr_int("output_dtype", 0) != 0) out_type = elem_type_attr(c, "output_dtype", 0);
   Array scaled = divide(astype(x, ct), scale);
   auto [lo, hi] = int_range(out_type);
   if (lo == hi) {
@@ -121,7 +121,7 @@ std::vector<Value> op_dequantize_linear(OpContext& c) {
   int64_t axis = c.attr_int("axis", 1), block = c.attr_int("block_size", 0);
   const Array& scale_in = c.tensor(1);
   Dtype out_dt = scale_in.dtype();
-  if (c.attr_int("output_dtype", 0) != 0) out_dt = *storage_dtype(static_cast<ElemType>(c.attr_int("output_dtype", 0)));
+  if (c.attr_int("output_dtype", 0) != 0) out_dt = *storage_dtype(elem_type_attr(c, "output_dtype", 0));
   Dtype ct = out_dt == float64 ? float64 : float32;
   Array x = is_storage_type(xv.elem_type()) && xv.elem_type() != E::Int4 && xv.elem_type() != E::UInt4 &&
                     xv.elem_type() != E::Int2 && xv.elem_type() != E::UInt2
@@ -154,7 +154,7 @@ std::vector<Value> op_dynamic_quantize_linear(OpContext& c) {
 
 std::vector<Value> op_bitcast(OpContext& c) {
   const Array& x = c.tensor(0);
-  auto to = static_cast<ElemType>(c.attr_int("to", 0));
+  auto to = elem_type_attr(c, "to", 0);
   auto dt = storage_dtype(to);
   if (!dt || is_storage_type(to)) c.fail("cannot bit-cast to " + elem_type_name(to));
   if (size_of(*dt) != size_of(x.dtype()))

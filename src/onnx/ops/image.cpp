@@ -180,17 +180,35 @@ std::vector<Value> op_col2im(OpContext& c) {
   std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(r, 1));
   std::vector<int64_t> strides = c.attr_ints("strides", std::vector<int64_t>(r, 1));
   std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
-  int64_t kprod = std::accumulate(block.begin(), block.end(), int64_t{1}, std::multiplies<>());
+  if (dil.size() != r || strides.size() != r || pads.size() != 2 * r)
+    c.fail("dilations, strides and pads must match the " + std::to_string(r) + " image axes");
+  // Every value comes from the model: sizes are checked before they divide or multiply.
+  int64_t kprod = 1;
+  for (size_t i = 0; i < r; ++i) {
+    size_arg(c, image[i], "image_shape entry " + std::to_string(i), true);
+    size_arg(c, block[i], "block_shape entry " + std::to_string(i), true);
+    size_arg(c, dil[i], "dilations entry " + std::to_string(i), true);
+    size_arg(c, strides[i], "strides entry " + std::to_string(i), true);
+    size_arg(c, pads[i], "pads entry " + std::to_string(i));
+    size_arg(c, pads[i + r], "pads entry " + std::to_string(i + r));
+    kprod = mul_size(c, kprod, block[i]);
+  }
+  if (x.shape()[1] % kprod != 0)
+    c.fail("input channels " + std::to_string(x.shape()[1]) + " are not a multiple of the block size " +
+           std::to_string(kprod));
   int64_t n = x.shape()[0], ch = x.shape()[1] / kprod, l = x.shape()[2];
   std::vector<int64_t> blocks(r);
   int64_t lcount = 1;
   for (size_t i = 0; i < r; ++i) {
-    blocks[i] = (image[i] + pads[i] + pads[i + r] - dil[i] * (block[i] - 1) - 1) / strides[i] + 1;
-    lcount *= blocks[i];
+    int64_t span = add_size(c, add_size(c, image[i], pads[i]), pads[i + r]);
+    int64_t eff = add_size(c, mul_size(c, dil[i], block[i] - 1), 1);
+    blocks[i] = span < eff ? 0 : (span - eff) / strides[i] + 1;
+    lcount = mul_size(c, lcount, blocks[i]);
   }
   if (lcount != l) c.fail("L = " + std::to_string(l) + " does not match the " + std::to_string(lcount) + " blocks the shapes give");
-  int64_t plane = std::accumulate(image.begin(), image.end(), int64_t{1}, std::multiplies<>());
-  std::vector<int64_t> dest(static_cast<size_t>(kprod * l));
+  int64_t plane = element_count(Shape(image.begin(), image.end()), c.node().label());
+  array_bytes({n, ch, plane}, x.dtype(), c.node().label());
+  std::vector<int64_t> dest(static_cast<size_t>(mul_size(c, kprod, l)));
   for (int64_t k = 0; k < kprod; ++k)
     for (int64_t b = 0; b < l; ++b) {
       int64_t krem = k, brem = b, flat = 0;
@@ -314,7 +332,11 @@ std::vector<Value> op_roi_align(OpContext& c) {
   int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
   auto xv = x.to_vector<double>();
   int64_t r_count = rois_a.shape()[0];
-  std::vector<double> out(static_cast<size_t>(r_count * ch * out_h * out_w), 0.0);
+  size_arg(c, out_h, "output_height", true);
+  size_arg(c, out_w, "output_width", true);
+  size_arg(c, ratio, "sampling_ratio");
+  array_bytes({r_count, ch, out_h, out_w}, float64, c.node().label());  // the host buffer below
+  std::vector<double> out(static_cast<size_t>(element_count({r_count, ch, out_h, out_w}, c.node().label())), 0.0);
   for (int64_t r = 0; r < r_count; ++r) {
     int64_t b = batch_idx[static_cast<size_t>(r)];
     if (b < 0 || b >= n) c.fail("batch index " + std::to_string(b) + " is out of range for " + std::to_string(n) + " images");

@@ -180,8 +180,9 @@ std::vector<Value> op_det(OpContext& c) {
 
 template <int Kind>  // 0 Hann, 1 Hamming, 2 Blackman
 std::vector<Value> window_op(OpContext& c) {
-  int64_t n = c.scalar_int(0);
-  if (n < 0) c.fail("size must be non-negative");
+  int64_t n = size_arg(c, c.scalar_int(0), "size");
+  const Dtype out_dt = *storage_dtype(elem_type_attr(c, "output_datatype", 1));
+  array_bytes({n}, float64, c.node().label());
   bool periodic = c.attr_int("periodic", 1) != 0;
   double denom = periodic ? static_cast<double>(n) : static_cast<double>(n - 1);
   std::vector<double> w(static_cast<size_t>(n));
@@ -191,9 +192,7 @@ std::vector<Value> window_op(OpContext& c) {
     else if (Kind == 1) w[static_cast<size_t>(i)] = 25.0 / 46.0 - (21.0 / 46.0) * std::cos(t);
     else w[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(t) + 0.08 * std::cos(2 * t);
   }
-  auto dt = storage_dtype(static_cast<ElemType>(c.attr_int("output_datatype", 1)));
-  if (!dt) c.fail("unsupported output_datatype");
-  return {tv(astype(Array(w, Shape{n}), *dt))};
+  return {tv(astype(Array(w, Shape{n}), out_dt))};
 }
 
 std::vector<Value> op_dft(OpContext& c) {
@@ -213,12 +212,14 @@ std::vector<Value> op_dft(OpContext& c) {
   xi = moveaxis(astype(xi, float64), axis, r - 2);
   int64_t n_in = xr.shape().back();
   bool has_length = c.has(1) && c.tensor(1).size() > 0;
-  int64_t n = has_length ? c.scalar_int(1) : n_in;
+  int64_t n = has_length ? size_arg(c, c.scalar_int(1), "dft_length", true) : n_in;
+  if (n == 0) c.fail("the signal axis is empty; a DFT needs at least one sample");
   const bool real_out = inverse && onesided;
   if (real_out) {
     // An inverse one-sided transform rebuilds the full spectrum by Hermitian symmetry,
     // X[k] = conj(X[n - k]), and returns the real signal.
-    n = has_length ? n : 2 * (n_in - 1);
+    n = has_length ? n : mul_size(c, 2, n_in - 1);
+    if (n <= 0) c.fail("an inverse one-sided DFT of " + std::to_string(n_in) + " bins needs a dft_length");
     int64_t keep = std::min(n_in, n);
     std::vector<int64_t> mirror;
     for (int64_t k = keep; k < n; ++k) mirror.push_back(n - k);
@@ -245,7 +246,10 @@ std::vector<Value> op_dft(OpContext& c) {
     }
   }
   int64_t n_out = onesided ? n / 2 + 1 : n;
-  std::vector<double> cs(static_cast<size_t>(n * n_out)), sn(cs.size());
+  // The transform is a product with an [n, n_out] matrix built on the host: its size is checked
+  // (and bounds j * k below) before anything is allocated.
+  array_bytes({n, n_out}, float64, c.node().label());
+  std::vector<double> cs(static_cast<size_t>(mul_size(c, n, n_out))), sn(cs.size());
   double sign = inverse ? 1 : -1;
   for (int64_t j = 0; j < n; ++j)
     for (int64_t k = 0; k < n_out; ++k) {
@@ -514,9 +518,14 @@ std::vector<Value> op_stft(OpContext& c) {
   std::optional<Array> window;
   if (c.has(2)) window = c.tensor(2);
   int64_t frame = c.has(3) ? c.scalar_int(3) : window ? window->size() : 0;
-  if (frame <= 0 || step <= 0) c.fail("frame_length and frame_step must be positive");
+  if (frame <= 0 || step <= 0)
+    c.fail("frame_length and frame_step must be positive, got " + std::to_string(frame) + " and " + std::to_string(step));
   bool onesided = c.attr_int("onesided", 1) != 0;
   int64_t len = sig.shape()[1];
+  if (frame > len)
+    c.fail("frame_length " + std::to_string(frame) + " is longer than the signal (" + std::to_string(len) + " samples)");
+  array_bytes({frame, onesided ? frame / 2 + 1 : frame}, float64, c.node().label());
+  array_bytes({(len - frame) / step + 1, frame}, int64, c.node().label());
   int64_t frames = (len - frame) / step + 1;
   std::vector<int64_t> idx;
   for (int64_t f = 0; f < frames; ++f)

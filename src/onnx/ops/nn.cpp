@@ -64,7 +64,10 @@ std::vector<Value> softmax_family(OpContext& c) {
   }
   int axis = onnx_axis(c, c.attr_int("axis", 1), x.ndim());
   int64_t outer = 1, inner = 1;
-  for (int i = 0; i < x.ndim(); ++i) (i < axis ? outer : inner) *= x.shape()[i];
+  for (int i = 0; i < x.ndim(); ++i) {
+    int64_t& part = i < axis ? outer : inner;
+    part = mul_size(c, part, x.shape()[i]);
+  }
   return {tv(reshape(apply(reshape(x, {outer, inner}), 1), x.shape()))};
 }
 
@@ -144,8 +147,11 @@ std::vector<Value> op_conv_transpose(OpContext& c) {
   if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < n; ++i) {
       int64_t in = x.shape()[i + 2];
-      int64_t target = output_shape.empty() ? in * strides[i] : output_shape[i];
-      int64_t total = strides[i] * (in - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - target;
+      // Attributes from the model: every step is checked (ShapeError naming the node on overflow).
+      int64_t target = output_shape.empty() ? mul_size(c, in, strides[i]) : output_shape[i];
+      int64_t total = checked_sub(add_size(c, add_size(c, mul_size(c, strides[i], in - 1), out_pad[i]),
+                                           add_size(c, mul_size(c, kernel[i] - 1, dil[i]), 1)),
+                                  target, c.node().label());
       if (total < 0) {  // the output is larger: pad it at the end through output_padding
         out_pad[i] -= total;
         total = 0;
@@ -198,7 +204,7 @@ std::vector<Value> max_pool_with_indices(OpContext& c, const Array& x, const Poo
   // Strides of the flat index over the unpadded input (row- or column-major spatial order).
   std::vector<int64_t> sp_stride(n, 1);
   int64_t plane = 1;
-  for (size_t i = 0; i < n; ++i) plane *= x.shape()[i + 2];
+  for (size_t i = 0; i < n; ++i) plane = mul_size(c, plane, x.shape()[i + 2]);
   if (column_major) {
     for (size_t i = 1; i < n; ++i) sp_stride[i] = sp_stride[i - 1] * x.shape()[i + 1];
   } else {

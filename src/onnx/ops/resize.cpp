@@ -90,6 +90,15 @@ std::vector<double> coefficients(const OpContext& c, const ResizeAttrs& a, doubl
   c.fail("mode must be nearest, linear or cubic, got \"" + a.mode + "\"");
 }
 
+/// An output length computed from a scale, checked before it becomes a size: a NaN, an infinite
+/// or a negative value, or one beyond what an array can hold, fails naming the axis and the value.
+int64_t output_length(const OpContext& c, double v, int axis, const std::string& from) {
+  if (!(v >= 0 && v <= 0x1p62))
+    throw InvalidArgument(c.node().label() + ": " + from + " gives output length " + std::to_string(v) +
+                          " on axis " + std::to_string(axis));
+  return static_cast<int64_t>(v);
+}
+
 /// Resizes one axis: y[..., j, ...] = sum_k w[j,k] x[..., idx[j,k], ...]; out-of-range source
 /// positions (tf_crop_and_resize) are flagged in `outside`.
 Array resize_axis(const OpContext& c, const ResizeAttrs& a, const Array& x, int axis, int64_t out, double scale,
@@ -214,12 +223,15 @@ std::vector<Value> op_resize(OpContext& c) {
     if (s.size() != k) c.fail("scales needs " + std::to_string(k) + " values, got " + std::to_string(s.size()));
     for (size_t i = 0; i < k; ++i) {
       int ax = axes[i];
-      if (s[i] <= 0) c.fail("scales must be positive");
+      if (!(s[i] > 0) || !std::isfinite(s[i]))
+        throw InvalidArgument(c.node().label() + ": scales must be positive and finite, got " + std::to_string(s[i]) +
+                              " for axis " + std::to_string(ax));
       scales[static_cast<size_t>(ax)] = s[i];
       double span = roi.empty() || a.transform != "tf_crop_and_resize"
                         ? 1.0
                         : roi[static_cast<size_t>(ax + r)] - roi[static_cast<size_t>(ax)];
-      out[static_cast<size_t>(ax)] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[ax]) * span * s[i]));
+      out[static_cast<size_t>(ax)] = output_length(c, std::floor(static_cast<double>(x.shape()[ax]) * span * s[i]), ax,
+                                                   "scale " + std::to_string(s[i]));
     }
   } else {
     auto sz = c.ints(3);
@@ -228,24 +240,27 @@ std::vector<Value> op_resize(OpContext& c) {
     if (policy == "stretch") {
       for (size_t i = 0; i < k; ++i) {
         int ax = axes[i];
-        out[static_cast<size_t>(ax)] = sz[i];
+        out[static_cast<size_t>(ax)] = size_arg(c, sz[i], "sizes entry for axis " + std::to_string(ax));
         scales[static_cast<size_t>(ax)] = static_cast<double>(sz[i]) / static_cast<double>(x.shape()[ax]);
       }
     } else if (policy == "not_larger" || policy == "not_smaller") {
       double s = policy == "not_larger" ? 1e300 : 0;
       for (size_t i = 0; i < k; ++i) {
+        size_arg(c, sz[i], "sizes entry for axis " + std::to_string(axes[i]));
         double ratio = static_cast<double>(sz[i]) / static_cast<double>(x.shape()[axes[i]]);
         s = policy == "not_larger" ? std::min(s, ratio) : std::max(s, ratio);
       }
       for (size_t i = 0; i < k; ++i) {
         int ax = axes[i];
         scales[static_cast<size_t>(ax)] = s;
-        out[static_cast<size_t>(ax)] = static_cast<int64_t>(std::nearbyint(s * static_cast<double>(x.shape()[ax])));
+        out[static_cast<size_t>(ax)] = output_length(c, std::nearbyint(s * static_cast<double>(x.shape()[ax])), ax,
+                                                     "scale " + std::to_string(s));
       }
     } else {
       c.fail("keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, got \"" + policy + "\"");
     }
   }
+  array_bytes(out, x.dtype() == float64 ? float64 : float32, c.node().label());
   return {tv(resize_impl(c, a, x, scales, out, roi))};
 }
 
@@ -261,8 +276,15 @@ std::vector<Value> op_upsample(OpContext& c) {
   a.transform = "asymmetric";
   a.nearest_mode = "floor";
   Shape out = x.shape();
-  for (int i = 0; i < x.ndim(); ++i)
-    out[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape()[i]) * scales[static_cast<size_t>(i)]));
+  for (int i = 0; i < x.ndim(); ++i) {
+    double s = scales[static_cast<size_t>(i)];
+    if (!(s > 0) || !std::isfinite(s))
+      throw InvalidArgument(c.node().label() + ": scales must be positive and finite, got " + std::to_string(s) +
+                            " for axis " + std::to_string(i));
+    out[static_cast<size_t>(i)] = output_length(c, std::floor(static_cast<double>(x.shape()[i]) * s), i,
+                                                "scale " + std::to_string(s));
+  }
+  array_bytes(out, x.dtype() == float64 ? float64 : float32, c.node().label());
   return {tv(resize_impl(c, a, x, scales, out, {}))};
 }
 

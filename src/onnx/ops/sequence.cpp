@@ -30,7 +30,7 @@ size_t position(OpContext& c, int64_t pos, size_t n, bool insert) {
 }
 
 std::vector<Value> op_sequence_empty(OpContext& c) {
-  return {Value::sequence({}, tensor_type(static_cast<ElemType>(c.attr_int("dtype", 1))))};
+  return {Value::sequence({}, tensor_type(elem_type_attr(c, "dtype", 1, /*allow_string=*/true)))};
 }
 
 std::vector<Value> op_sequence_construct(OpContext& c) {

@@ -12,9 +12,8 @@ namespace smelt::onnx {
 namespace {
 
 int64_t product(const Shape& s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i) p *= s[i];
-  return p;
+  return element_count(Shape(s.begin() + static_cast<std::ptrdiff_t>(from), s.begin() + static_cast<std::ptrdiff_t>(to)),
+                       "product of dimensions");
 }
 
 std::vector<Value> op_reshape(OpContext& c) {
@@ -40,7 +39,22 @@ std::vector<Value> op_transpose(OpContext& c) {
   const Array& x = c.tensor(0);
   std::vector<int64_t> perm = c.attr_ints("perm");
   Axes axes;
-  for (auto p : perm) axes.push_back(static_cast<int>(p));
+  if (c.has_attr("perm")) {
+    // ONNX's perm is a permutation of [0, rank): checked here, in int64, before any narrowing.
+    const int64_t rank = x.ndim();
+    if (static_cast<int64_t>(perm.size()) != rank)
+      c.fail("perm " + shape_str(perm) + " has " + std::to_string(perm.size()) + " entries for a rank-" +
+             std::to_string(rank) + " input " + c.input(0).describe());
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (auto p : perm) {
+      if (p < 0 || p >= rank)
+        c.fail("perm " + shape_str(perm) + " has entry " + std::to_string(p) + ", out of range for rank " +
+               std::to_string(rank));
+      if (seen[static_cast<size_t>(p)]) c.fail("perm " + shape_str(perm) + " repeats axis " + std::to_string(p));
+      seen[static_cast<size_t>(p)] = true;
+      axes.push_back(static_cast<int>(p));
+    }
+  }
   return {tv(transpose(x, axes))};
 }
 
@@ -191,15 +205,14 @@ std::vector<Value> op_shape(OpContext& c) {
 }
 
 std::vector<Value> op_size(OpContext& c) {
-  const Shape& s = c.input(0).shape();
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return {tv(Array(n))};
+  return {tv(Array(element_count(c.input(0).shape(), c.node().label())))};
 }
 
 std::vector<Value> op_expand(OpContext& c) {
   const Array& x = c.tensor(0);
   std::vector<int64_t> shape = c.ints(1);
+  for (auto d : shape)
+    if (d < 0) c.fail("shape " + shape_str(shape) + " has a negative entry");
   Shape out;
   try {
     out = broadcast_shapes(x.shape(), shape);
@@ -226,14 +239,23 @@ std::vector<Value> split_impl(OpContext& c, std::vector<int64_t> sizes) {
   size_t n = c.num_outputs();
   if (sizes.empty()) {
     int64_t parts = c.has_attr("num_outputs") ? c.attr_int("num_outputs", 1) : static_cast<int64_t>(n);
-    if (parts <= 0) c.fail("num_outputs must be positive");
+    if (parts <= 0) c.fail("num_outputs must be positive, got " + std::to_string(parts));
+    if (parts != static_cast<int64_t>(n))
+      c.fail("num_outputs is " + std::to_string(parts) + " but the node has " + std::to_string(n) + " outputs");
     if (!c.has_attr("num_outputs") && dim % parts != 0)
       c.fail("cannot split an axis of size " + std::to_string(dim) + " into " + std::to_string(parts) + " equal parts");
     int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
   }
-  int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+  int64_t total = 0;
+  for (auto s : sizes) {
+    if (s < 0) c.fail("split sizes " + shape_str(sizes) + " have a negative entry " + std::to_string(s));
+    total = add_size(c, total, s);
+  }
   if (total != dim) c.fail("split sizes " + shape_str(sizes) + " do not add up to the axis size " + std::to_string(dim));
+  if (sizes.size() != n)
+    c.fail("split " + shape_str(sizes) + " has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(n) +
+           " outputs");
   std::vector<Value> out;
   int64_t at = 0;
   for (auto s : sizes) {
@@ -252,30 +274,21 @@ std::vector<Value> op_tile(OpContext& c) {
   auto reps = c.ints(1);
   if (static_cast<int64_t>(reps.size()) != x.ndim())
     c.fail("repeats has " + std::to_string(reps.size()) + " entries for a rank-" + std::to_string(x.ndim()) + " input");
+  for (size_t i = 0; i < reps.size(); ++i) {
+    size_arg(c, reps[i], "repeats " + shape_str(reps) + " entry " + std::to_string(i));
+    mul_size(c, x.shape()[i], reps[i]);
+  }
   return {tv(tile(x, reps))};
 }
 
-/// Wrap padding by concatenating slices (ONNX Pad mode "wrap").
+/// Wrap padding (ONNX Pad mode "wrap"): output position i reads input (i - lo) mod dim, one
+/// gather whose index count is the (already checked) output size, however large lo and hi are.
 Array wrap_pad(const Array& x, int axis, int64_t lo, int64_t hi) {
   int64_t dim = x.shape()[axis];
-  std::vector<Array> parts;
-  auto piece = [&](int64_t from, int64_t to) { return slice(x, Axes{axis}, {from}, {to}, {1}); };
-  int64_t need = lo;
-  std::vector<Array> before;
-  while (need > 0) {
-    int64_t take_n = std::min(need, dim);
-    before.insert(before.begin(), piece(dim - take_n, dim));
-    need -= take_n;
-  }
-  parts = before;
-  parts.push_back(x);
-  need = hi;
-  while (need > 0) {
-    int64_t take_n = std::min(need, dim);
-    parts.push_back(piece(0, take_n));
-    need -= take_n;
-  }
-  return parts.size() == 1 ? x : concatenate(parts, axis);
+  int64_t out = dim + lo + hi;  // checked by pad_impl
+  std::vector<int64_t> idx(static_cast<size_t>(out));
+  for (int64_t i = 0; i < out; ++i) idx[static_cast<size_t>(i)] = (((i - lo) % dim) + dim) % dim;
+  return take(x, int64_array(idx), axis);
 }
 
 std::vector<Value> pad_impl(OpContext& c, std::vector<int64_t> pads, const Array* value, std::vector<int64_t> axes,
@@ -292,6 +305,21 @@ std::vector<Value> pad_impl(OpContext& c, std::vector<int64_t> pads, const Array
     int a = onnx_axis(c, axes[i], rank);
     width[a] = {pads[i], pads[i + k]};
   }
+  // The output size of each axis, checked before anything is built: dim + lo + hi must fit and
+  // may not be negative (negative pads crop at most the whole axis).
+  Shape out_shape = x.shape();
+  for (int64_t a = 0; a < rank; ++a) {
+    auto [lo, hi] = width[a];
+    int64_t d = add_size(c, add_size(c, x.shape()[a], lo), hi);
+    if (d < 0)
+      throw InvalidArgument(c.node().label() + ": pads (" + std::to_string(lo) + ", " + std::to_string(hi) +
+                            ") on axis " + std::to_string(a) + " crop more than its " + std::to_string(x.shape()[a]) +
+                            " elements");
+    if (mode == "wrap" && x.shape()[a] == 0 && d > 0)
+      c.fail("wrap padding cannot extend the empty axis " + std::to_string(a));
+    out_shape[a] = d;
+  }
+  array_bytes(out_shape, x.dtype(), c.node().label());
   // Negative pads crop.
   std::vector<int64_t> s(rank, 0), e(x.shape().begin(), x.shape().end());
   bool crop = false;
@@ -309,7 +337,10 @@ std::vector<Value> pad_impl(OpContext& c, std::vector<int64_t> pads, const Array
   if (mode == "edge") return {tv(pad(x, width, PadMode::Edge))};
   if (mode == "wrap") {
     for (int64_t a = 0; a < rank; ++a)
-      if (width[a].first || width[a].second) x = wrap_pad(x, static_cast<int>(a), width[a].first, width[a].second);
+      if (width[a].first || width[a].second) {
+        if (x.shape()[a] == 0) c.fail("wrap padding cannot extend axis " + std::to_string(a) + ", empty after cropping");
+        x = wrap_pad(x, static_cast<int>(a), width[a].first, width[a].second);
+      }
     return {tv(x)};
   }
   c.fail("mode must be constant, reflect, edge or wrap, got \"" + mode + "\"");
@@ -346,14 +377,27 @@ std::vector<Value> op_range(OpContext& c) {
   if (is_integral(dt)) {
     int64_t start = c.scalar_int(0), limit = c.scalar_int(1), delta = c.scalar_int(2);
     if (delta == 0) c.fail("delta must not be 0");
-    int64_t n = std::max<int64_t>(0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+    // ceil((limit - start) / delta) in 128 bits: the difference of two int64 can overflow int64.
+    __int128 span = static_cast<__int128>(limit) - start;
+    __int128 count = span / delta + ((span % delta != 0 && ((span < 0) == (delta < 0))) ? 1 : 0);
+    if (count > (__int128{1} << 62))
+      throw ShapeError(c.node().label() + ": Range(" + std::to_string(start) + ", " + std::to_string(limit) + ", " +
+                       std::to_string(delta) + ") has more elements than an array can hold");
+    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+    array_bytes({n}, dt, c.node().label());
     std::vector<int64_t> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + i * delta;
     return {tv(astype(int64_array(v), dt))};
   }
   double start = c.scalar(0), limit = c.scalar(1), delta = c.scalar(2);
   if (delta == 0) c.fail("delta must not be 0");
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  double count = std::ceil((limit - start) / delta);
+  if (std::isnan(count) || count > 0x1p62)
+    throw ShapeError(c.node().label() + ": Range(" + std::to_string(start) + ", " + std::to_string(limit) + ", " +
+                     std::to_string(delta) + ") has " + (std::isnan(count) ? "an undefined" : "too large an") +
+                     " element count");
+  int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;  // -inf and negative counts: empty
+  array_bytes({n}, dt, c.node().label());
   // ONNX's reference adds delta repeatedly in T; start + i*delta in double then rounded is as close.
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<double>(i) * delta;
@@ -409,25 +453,29 @@ std::vector<Value> op_scatter_nd(OpContext& c) {
 std::vector<Value> op_depth_to_space(OpContext& c) {
   const Array& x = c.tensor(0);
   if (x.ndim() != 4) c.fail("input must be 4-d, got " + c.input(0).describe());
-  int64_t b = c.attr_int("blocksize", 0);
-  if (b <= 0) c.fail("blocksize must be positive");
+  int64_t b = size_arg(c, c.attr_int("blocksize", 0), "blocksize", true);
   int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
-  if (ch % (b * b)) c.fail("channels " + std::to_string(ch) + " are not divisible by blocksize^2");
+  const int64_t bb = mul_size(c, b, b);
+  if (ch % bb)
+    c.fail("channels " + std::to_string(ch) + " are not divisible by blocksize^2 (blocksize " + std::to_string(b) + ")");
+
   bool crd = c.attr_string("mode", "DCR") == "CRD";
-  Array t = crd ? transpose(reshape(x, {n, ch / (b * b), b, b, h, w}), {0, 1, 4, 2, 5, 3})
-                : transpose(reshape(x, {n, b, b, ch / (b * b), h, w}), {0, 3, 4, 1, 5, 2});
-  return {tv(reshape(t, {n, ch / (b * b), h * b, w * b}))};
+  Array t = crd ? transpose(reshape(x, {n, ch / bb, b, b, h, w}), {0, 1, 4, 2, 5, 3})
+                : transpose(reshape(x, {n, b, b, ch / bb, h, w}), {0, 3, 4, 1, 5, 2});
+  return {tv(reshape(t, {n, ch / bb, mul_size(c, h, b), mul_size(c, w, b)}))};
 }
 
 std::vector<Value> op_space_to_depth(OpContext& c) {
   const Array& x = c.tensor(0);
   if (x.ndim() != 4) c.fail("input must be 4-d, got " + c.input(0).describe());
-  int64_t b = c.attr_int("blocksize", 0);
-  if (b <= 0) c.fail("blocksize must be positive");
+  int64_t b = size_arg(c, c.attr_int("blocksize", 0), "blocksize", true);
   int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
-  if (h % b || w % b) c.fail("spatial size is not divisible by blocksize");
+  if (h % b || w % b)
+    c.fail("spatial size " + std::to_string(h) + "x" + std::to_string(w) + " is not divisible by blocksize " +
+           std::to_string(b));
+  const int64_t out_ch = mul_size(c, ch, mul_size(c, b, b));
   Array t = transpose(reshape(x, {n, ch, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
-  return {tv(reshape(t, {n, ch * b * b, h / b, w / b}))};
+  return {tv(reshape(t, {n, out_ch, h / b, w / b}))};
 }
 
 std::vector<Value> op_nonzero(OpContext& c) { return {tv(nonzero(c.tensor(0)))}; }
@@ -452,17 +500,16 @@ std::vector<Value> op_eye_like(OpContext& c) {
   const Array& x = c.tensor(0);
   if (x.ndim() != 2) c.fail("input must be 2-d, got " + c.input(0).describe());
   Dtype dt = x.dtype();
-  if (c.has_attr("dtype")) {
-    auto d = storage_dtype(static_cast<ElemType>(c.attr_int("dtype", 1)));
-    if (!d) c.fail("unsupported dtype " + std::to_string(c.attr_int("dtype", 1)));
-    dt = *d;
-  }
+  if (c.has_attr("dtype")) dt = *storage_dtype(elem_type_attr(c, "dtype", 1));
   return {tv(eye(x.shape()[0], x.shape()[1], c.attr_int("k", 0), dt))};
 }
 
 std::vector<Value> op_one_hot(OpContext& c) {
   const Array& indices = c.tensor(0);
-  int64_t depth = static_cast<int64_t>(c.scalar(1));
+  double depth_value = c.scalar(1);
+  if (!(depth_value >= 1 && depth_value <= 0x1p62))
+    throw InvalidArgument(c.node().label() + ": depth must be a positive count, got " + std::to_string(depth_value));
+  int64_t depth = static_cast<int64_t>(depth_value);
   const Array& values = c.tensor(2);
   if (values.size() != 2) c.fail("values must hold [off, on], got " + c.input(2).describe());
   int64_t out_rank = indices.ndim() + 1;

@@ -19,8 +19,7 @@ const StringTensor& strings_input(OpContext& c, size_t i) {
 
 /// Positions of each operand's element for every element of the broadcast shape.
 std::vector<int64_t> broadcast_positions(const Shape& from, const Shape& to) {
-  int64_t n = 1;
-  for (auto d : from) n *= d;
+  int64_t n = element_count(from, "string broadcast");
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
   return broadcast_to(Array(v, from), to).to_vector<int64_t>();

@@ -1,0 +1,476 @@
+// Regression tests of issue #12: hostile attribute values and malformed models fail with typed
+// errors that name the node and the values, eagerly and compiled, instead of crashing or running.
+#include <functional>
+#include <limits>
+#include <new>
+#include <stdexcept>
+
+#include "onnx/onnx_test_helpers.h"
+#include "smelt/compile.h"
+#include "src/onnx/executor.h"
+#include "src/onnx/registry.h"
+#include "test_utils.h"
+
+namespace smelt::test {
+namespace {
+
+using onnx::Value;
+
+constexpr int64_t k2p62 = int64_t{1} << 62;
+constexpr int64_t k2p40 = int64_t{1} << 40;
+constexpr int64_t k2p32 = int64_t{1} << 32;
+
+/// Expects `f` to throw exactly E (or a subclass) whose message contains every one of `parts`.
+template <class E>
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts, const std::string& mode) {
+  try {
+    f();
+    ADD_FAILURE() << mode << ": expected an exception";
+  } catch (const E& e) {
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << mode << ": message: " << e.what() << "\nexpected to contain: " << p;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << mode << ": another exception type: " << e.what();
+  }
+}
+
+/// One node reading graph input "x" (when `x` is given) and int64 initializers, writing "y".
+struct OneNode {
+  pb::GraphProto g;
+  std::vector<Value> inputs;
+
+  explicit OneNode(pb::NodeProto node) {
+    g.set_name("g");
+    node.clear_output();
+    node.add_output("y");
+    *g.add_node() = std::move(node);
+    pb::ValueInfoProto out;
+    out.set_name("y");
+    *g.add_output() = out;
+  }
+  OneNode& x(const Array& a) {
+    pb::ValueInfoProto info;
+    info.set_name("x");
+    *g.add_input() = info;  // untyped: any value is accepted
+    inputs.push_back(Value::tensor(a));
+    return *this;
+  }
+  OneNode& ints(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v) {
+    *g.add_initializer() = raw_tensor<int64_t>(pb::TensorProto::INT64, dims, v, name);
+    return *this;
+  }
+  OneNode& floats(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+    *g.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, dims, v, name);
+    return *this;
+  }
+};
+
+/// Runs the model eagerly and compiled; both must raise E naming everything in `parts`.
+template <class E>
+void expect_both(const OneNode& n, const std::vector<std::string>& parts, int64_t opset = 18) {
+  onnx::Model m = load_proto(make_model(n.g, opset));
+  expect_error<E>([&] { onnx::run(m, n.inputs); }, parts, "eager");
+  expect_error<E>([&] { onnx::compile(m)(n.inputs); }, parts, "compiled");
+}
+
+pb::NodeProto node(const std::string& op, const std::vector<std::string>& in, const std::string& name) {
+  return make_node(op, in, {"y"}, name);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 1: checked shape arithmetic
+// ---------------------------------------------------------------------------------------------
+
+TEST(OnnxHardening, PadWithHugePadsIsAShapeError) {
+  OneNode n(node("Pad", {"x", "pads"}, "pad"));
+  n.x(random_array({4}, float32)).ints("pads", {2}, {k2p62, k2p62});
+  expect_both<ShapeError>(n, {"Pad 'pad' (inputs tensor(float)[4], tensor(int64)[2])", "4611686018427387908 + "
+                                                                                     "4611686018427387904 overflows int64"});
+  for (const char* mode : {"reflect", "edge", "wrap"}) {
+    pb::NodeProto p = node("Pad", {"x", "pads"}, "pad");
+    auto* a = p.add_attribute();
+    a->set_name("mode");
+    a->set_type(pb::AttributeProto::STRING);
+    a->set_s(mode);
+    OneNode m(p);
+    m.x(random_array({4}, float32)).ints("pads", {2}, {k2p62, k2p62});
+    expect_both<ShapeError>(m, {"Pad 'pad'", "overflows int64"});
+  }
+}
+
+TEST(OnnxHardening, PadCroppingMoreThanTheAxisIsRefused) {
+  OneNode n(node("Pad", {"x", "pads"}, "pad"));
+  n.x(random_array({4}, float32)).ints("pads", {2}, {-3, -3});
+  expect_both<InvalidArgument>(n, {"Pad 'pad'", "pads (-3, -3) on axis 0 crop more than its 4 elements"});
+}
+
+TEST(OnnxHardening, WrapPadBeyondTheAxisStillWraps) {
+  // Wrap padding wider than the axis reads it cyclically (one gather, however wide).
+  pb::NodeProto p = node("Pad", {"x", "pads"}, "pad");
+  auto* a = p.add_attribute();
+  a->set_name("mode");
+  a->set_type(pb::AttributeProto::STRING);
+  a->set_s("wrap");
+  OneNode n(p);
+  n.x(Array({1.0f, 2.0f, 3.0f}, Shape{3})).ints("pads", {2}, {4, 5});
+  onnx::Model m = load_proto(make_model(n.g, 19));
+  auto y = onnx::run(m, n.inputs)[0].array().to_vector<float>();
+  EXPECT_EQ(y, (std::vector<float>{3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2}));
+}
+
+TEST(OnnxHardening, TileWithHugeRepeatsIsAShapeError) {
+  OneNode n(node("Tile", {"x", "repeats"}, "tile"));
+  n.x(random_array({4}, float32)).ints("repeats", {1}, {k2p62});
+  expect_both<ShapeError>(n, {"Tile 'tile' (inputs tensor(float)[4], tensor(int64)[1])", "4 * 4611686018427387904 overflows int64"});
+  OneNode neg(node("Tile", {"x", "repeats"}, "tile"));
+  neg.x(random_array({4}, float32)).ints("repeats", {1}, {-2});
+  expect_both<InvalidArgument>(neg, {"Tile 'tile'", "repeats [-2] entry 0 must be non-negative, got -2"});
+}
+
+TEST(OnnxHardening, DepthToSpaceWithHugeBlocksizeIsAShapeError) {
+  pb::NodeProto d = node("DepthToSpace", {"x"}, "d2s");
+  add_int_attr(d, "blocksize", k2p32);
+  OneNode n(d);
+  n.x(random_array({1, 4, 2, 2}, float32));
+  expect_both<ShapeError>(n, {"DepthToSpace 'd2s'", "4294967296 * 4294967296 overflows int64"});
+  pb::NodeProto s = node("SpaceToDepth", {"x"}, "s2d");
+  add_int_attr(s, "blocksize", -1);
+  OneNode m(s);
+  m.x(random_array({1, 4, 2, 2}, float32));
+  expect_both<InvalidArgument>(m, {"SpaceToDepth 's2d'", "blocksize must be positive, got -1"});
+}
+
+TEST(OnnxHardening, DftWithHugeLengthIsAShapeError) {
+  OneNode n(node("DFT", {"x", "len"}, "dft"));
+  n.x(random_array({1, 4, 1}, float32)).ints("len", {}, {k2p40});
+  expect_both<ShapeError>(n, {"DFT 'dft'", "[1099511627776,1099511627776] has more elements than an int64 can count"}, 20);
+  OneNode neg(node("DFT", {"x", "len"}, "dft"));
+  neg.x(random_array({1, 4, 1}, float32)).ints("len", {}, {-4});
+  expect_both<InvalidArgument>(neg, {"DFT 'dft'", "dft_length must be positive, got -4"}, 20);
+}
+
+TEST(OnnxHardening, RangeWhoseCountOverflowsIsAShapeError) {
+  OneNode n(node("Range", {"start", "limit", "delta"}, "range"));
+  n.ints("start", {}, {std::numeric_limits<int64_t>::min()})
+      .ints("limit", {}, {std::numeric_limits<int64_t>::max()})
+      .ints("delta", {}, {1});
+  onnx::Model m = load_proto(make_model(n.g, 18));
+  expect_error<ShapeError>([&] { onnx::run(m, {}); },
+                           {"Range 'range'", "Range(-9223372036854775808, 9223372036854775807, 1) has more elements"},
+                           "eager");
+  OneNode f(node("Range", {"start", "limit", "delta"}, "range"));
+  f.floats("start", {}, {0.0f}).floats("limit", {}, {std::numeric_limits<float>::infinity()}).floats("delta", {}, {1.0f});
+  onnx::Model mf = load_proto(make_model(f.g, 18));
+  expect_error<ShapeError>([&] { onnx::run(mf, {}); }, {"Range 'range'", "too large an element count"}, "eager");
+  // A count that fits is still exact.
+  OneNode ok(node("Range", {"start", "limit", "delta"}, "range"));
+  ok.ints("start", {}, {std::numeric_limits<int64_t>::max() - 5}).ints("limit", {}, {std::numeric_limits<int64_t>::max()}).ints("delta", {}, {2});
+  auto y = onnx::run(load_proto(make_model(ok.g, 18)), {})[0].array().to_vector<int64_t>();
+  const int64_t top = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(y, (std::vector<int64_t>{top - 5, top - 3, top - 1}));
+}
+
+TEST(OnnxHardening, ExpandToAShapeWithTooManyElementsIsAShapeError) {
+  OneNode n(node("Expand", {"x", "shape"}, "expand"));
+  n.x(random_array({1}, float32)).ints("shape", {2}, {k2p32, k2p32});
+  expect_both<ShapeError>(n, {"Expand 'expand' (inputs tensor(float)[1], tensor(int64)[2])",
+                              "[4294967296,4294967296] has more elements than an int64 can count"});
+}
+
+TEST(OnnxHardening, AnArrayBeyondTheAddressSpaceIsAShapeError) {
+  // 2^48 float32 elements: the count fits in int64, the 2^50 bytes do not fit in memory.
+  OneNode n(node("ConstantOfShape", {"shape"}, "cos"));
+  n.ints("shape", {2}, {int64_t{1} << 24, int64_t{1} << 24});
+  onnx::Model m = load_proto(make_model(n.g, 18));
+  expect_error<ShapeError>([&] { onnx::run(m, {}); },
+                           {"ConstantOfShape 'cos'", "float32[16777216,16777216]", "2^47 bytes"}, "eager");
+}
+
+TEST(OnnxHardening, ResizeWithNonFiniteScalesOrHugeSizesIsRefused) {
+  for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), -2.0f}) {
+    OneNode n(node("Resize", {"x", "", "scales"}, "resize"));
+    n.x(random_array({1, 1, 2, 2}, float32)).floats("scales", {4}, {1, 1, bad, 2});
+    expect_both<InvalidArgument>(n, {"Resize 'resize'", "scales must be positive and finite", "for axis 2"});
+  }
+  OneNode big(node("Resize", {"x", "", "", "sizes"}, "resize"));
+  big.x(random_array({1, 1, 2, 2}, float32)).ints("sizes", {4}, {1, 1, k2p40, k2p40});
+  expect_both<ShapeError>(big, {"Resize 'resize'", "has more elements than an int64 can count"});
+  OneNode neg(node("Resize", {"x", "", "", "sizes"}, "resize"));
+  neg.x(random_array({1, 1, 2, 2}, float32)).ints("sizes", {4}, {1, 1, -3, 2});
+  expect_both<InvalidArgument>(neg, {"Resize 'resize'", "sizes entry for axis 2 must be non-negative, got -3"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 2: every error inside a model names the node
+// ---------------------------------------------------------------------------------------------
+
+TEST(OnnxHardening, ArrayOpErrorsNameTheNodeAndItsInputs) {
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_node() = make_node("Add", {"a", "b"}, {"y"}, "add_3");
+  *g.add_input() = tensor_info("a", pb::TensorProto::FLOAT, {2, 3});
+  *g.add_input() = tensor_info("b", pb::TensorProto::FLOAT, {4});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {2, 3});
+  onnx::Model m = load_proto(make_model(g));
+  std::vector<Value> in{Value::tensor(random_array({2, 3}, float32)), Value::tensor(random_array({4}, float32))};
+  const std::vector<std::string> parts{"Add 'add_3' (inputs tensor(float)[2,3], tensor(float)[4]): add: shapes cannot be "
+                                       "broadcast together (float32[2,3], float32[4])"};
+  expect_error<ShapeError>([&] { onnx::run(m, in); }, parts, "eager");
+  expect_error<ShapeError>([&] { onnx::compile(m)(in); }, parts, "compiled");
+}
+
+TEST(OnnxHardening, ErrorsInsideSubgraphsNameEveryEnclosingNode) {
+  pb::GraphProto then_g;
+  then_g.set_name("then");
+  *then_g.add_node() = make_node("Add", {"a", "b"}, {"t"}, "inner_add");
+  *then_g.add_output() = tensor_info("t", pb::TensorProto::FLOAT, {});
+  pb::GraphProto else_g;
+  else_g.set_name("else");
+  *else_g.add_node() = make_node("Identity", {"a"}, {"e"}, "inner_id");
+  *else_g.add_output() = tensor_info("e", pb::TensorProto::FLOAT, {});
+  pb::NodeProto iff = make_node("If", {"c"}, {"y"}, "branch");
+  auto* ta = iff.add_attribute();
+  ta->set_name("then_branch");
+  ta->set_type(pb::AttributeProto::GRAPH);
+  *ta->mutable_g() = then_g;
+  auto* ea = iff.add_attribute();
+  ea->set_name("else_branch");
+  ea->set_type(pb::AttributeProto::GRAPH);
+  *ea->mutable_g() = else_g;
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_node() = iff;
+  for (auto [name, t] : {std::pair<const char*, int>{"c", pb::TensorProto::BOOL}, {"a", pb::TensorProto::FLOAT},
+                         {"b", pb::TensorProto::FLOAT}}) {
+    pb::ValueInfoProto v;
+    v.set_name(name);
+    v.mutable_type()->mutable_tensor_type()->set_elem_type(t);
+    *g.add_input() = v;
+  }
+  pb::ValueInfoProto out;
+  out.set_name("y");
+  *g.add_output() = out;
+  onnx::Model m = load_proto(make_model(g));
+  std::vector<Value> in{Value::tensor(Array(true)), Value::tensor(random_array({2, 3}, float32)),
+                        Value::tensor(random_array({4}, float32))};
+  expect_error<ShapeError>([&] { onnx::run(m, in); },
+                           {"If 'branch' (inputs tensor(bool)[]): Add 'inner_add' (inputs tensor(float)[2,3], "
+                            "tensor(float)[4]): add: shapes"},
+                           "eager");
+}
+
+TEST(OnnxHardening, HostExceptionsBecomeTypedErrorsNamingTheNode) {
+  onnx::Node n;
+  n.op_type = "Resize";
+  n.name = "r";
+  std::vector<Value> in{Value::tensor(random_array({2}, float32))};
+  auto raise = [&](auto exception) {
+    try {
+      throw exception;
+    } catch (...) {
+      onnx::detail::rethrow_in_node(n, in);
+    }
+  };
+  expect_error<OutOfMemory>([&] { raise(std::bad_alloc()); },
+                            {"Resize 'r' (inputs tensor(float)[2]): out of memory (std::bad_alloc"}, "bad_alloc");
+  expect_error<ShapeError>([&] { raise(std::length_error("cannot create std::vector larger than max_size()")); },
+                           {"Resize 'r' (inputs tensor(float)[2]): a size is too large (cannot create std::vector"},
+                           "length_error");
+  expect_error<OnnxError>([&] { raise(std::out_of_range("stoi")); }, {"Resize 'r' (inputs tensor(float)[2]): stoi"},
+                          "out_of_range");
+  expect_error<OutOfMemory>([&] { raise(OutOfMemory("allocate: the system refused 64 bytes")); },
+                            {"Resize 'r' (inputs tensor(float)[2]): allocate: the system refused 64 bytes"}, "oom");
+  // A message that starts with the node's label says it once.
+  expect_error<OnnxError>([&] { raise(OnnxError("Resize 'r': bad mode")); }, {"Resize 'r' (inputs tensor(float)[2]): bad mode"},
+                          "label");
+  // The compiler's break signal passes through untouched.
+  try {
+    raise(UnknownValueError("NonZero 'nz': x is only known when the model runs"));
+    ADD_FAILURE() << "expected UnknownValueError";
+  } catch (const UnknownValueError& e) {
+    EXPECT_STREQ(e.what(), "NonZero 'nz': x is only known when the model runs");
+  }
+  // Error types other parts derive keep their type.
+  struct Custom : Error {
+    using Error::Error;
+  };
+  try {
+    raise(Custom("deadline"));
+    ADD_FAILURE() << "expected Custom";
+  } catch (const Custom& e) {
+    EXPECT_STREQ(e.what(), "deadline");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 7: validation of what ONNX forbids
+// ---------------------------------------------------------------------------------------------
+
+TEST(OnnxHardening, UnknownElementTypeAttributesAreRefused) {
+  for (int64_t code : {int64_t{999}, int64_t{0}, int64_t{-1}, k2p40}) {
+    pb::NodeProto c = node("Cast", {"x"}, "cast");
+    add_int_attr(c, "to", code);
+    OneNode n(c);
+    n.x(random_array({3}, float32));
+    expect_both<OnnxError>(n, {"Cast 'cast'", "attribute 'to' is " + std::to_string(code)});
+  }
+  pb::NodeProto e = node("EyeLike", {"x"}, "eye");
+  add_int_attr(e, "dtype", 77);
+  OneNode n(e);
+  n.x(random_array({3, 3}, float32));
+  expect_both<OnnxError>(n, {"EyeLike 'eye'", "attribute 'dtype' is 77, not a known element type"});
+  pb::NodeProto w = node("HannWindow", {"size"}, "hann");
+  add_int_attr(w, "output_datatype", 8);  // string
+  OneNode hw(w);
+  hw.ints("size", {}, {4});
+  expect_both<OnnxError>(hw, {"HannWindow 'hann'", "attribute 'output_datatype' is 8 (string), a type it cannot produce"});
+}
+
+TEST(OnnxHardening, SplitSizesAreChecked) {
+  pb::NodeProto s = make_node("Split", {"x", "split"}, {"a", "b"}, "split");
+  auto build = [&](const std::vector<int64_t>& sizes) {
+    pb::GraphProto g;
+    g.set_name("g");
+    *g.add_node() = s;
+    pb::ValueInfoProto x;
+    x.set_name("x");
+    *g.add_input() = x;
+    *g.add_initializer() = raw_tensor<int64_t>(pb::TensorProto::INT64, {static_cast<int64_t>(sizes.size())}, sizes, "split");
+    for (const char* o : {"a", "b"}) {
+      pb::ValueInfoProto v;
+      v.set_name(o);
+      *g.add_output() = v;
+    }
+    return load_proto(make_model(g));
+  };
+  std::vector<Value> in{Value::tensor(random_array({4}, float32))};
+  onnx::Model neg = build({-1, 5});
+  expect_error<OnnxError>([&] { onnx::run(neg, in); }, {"Split 'split'", "split sizes [-1,5] have a negative entry -1"}, "eager");
+  expect_error<OnnxError>([&] { onnx::compile(neg)(in); }, {"Split 'split'", "negative entry -1"}, "compiled");
+  onnx::Model sum = build({1, 2});
+  expect_error<OnnxError>([&] { onnx::run(sum, in); }, {"Split 'split'", "split sizes [1,2] do not add up to the axis size 4"},
+                          "eager");
+  onnx::Model count = build({1, 1, 2});
+  expect_error<OnnxError>([&] { onnx::run(count, in); }, {"Split 'split'", "split [1,1,2] has 3 sizes for 2 outputs"}, "eager");
+}
+
+TEST(OnnxHardening, TransposePermutationsAreChecked) {
+  struct Case {
+    std::vector<int64_t> perm;
+    std::string message;
+  };
+  for (const auto& c : std::vector<Case>{{{k2p40}, "perm [1099511627776] has 1 entries for a rank-2 input"},
+                                         {{0, k2p40}, "perm [0,1099511627776] has entry 1099511627776, out of range for rank 2"},
+                                         {{-1, 0}, "has entry -1, out of range for rank 2"},
+                                         {{0, 0}, "perm [0,0] repeats axis 0"},
+                                         {{1, 0, 2}, "perm [1,0,2] has 3 entries for a rank-2 input"}}) {
+    pb::NodeProto t = node("Transpose", {"x"}, "tr");
+    add_ints_attr(t, "perm", c.perm);
+    OneNode n(t);
+    n.x(random_array({2, 3}, float32));
+    expect_both<OnnxError>(n, {"Transpose 'tr'", c.message});
+  }
+}
+
+pb::GraphProto neg_graph(const std::vector<std::pair<std::string, std::string>>& nodes) {
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_input() = tensor_info("x", pb::TensorProto::FLOAT, {2});
+  for (const auto& [name, out] : nodes) *g.add_node() = make_node("Neg", {"x"}, {out}, name);
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {2});
+  return g;
+}
+
+TEST(OnnxHardening, DuplicateProducersAndInitializersFailAtLoad) {
+  EXPECT_THROW_MSG(load_proto(make_model(neg_graph({{"first", "y"}, {"second", "y"}}))), OnnxError,
+                   "load: graph 'g': node Neg 'second' writes 'y', which node Neg 'first' already produces");
+  pb::GraphProto init = neg_graph({{"first", "y"}});
+  *init.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {1}, {1.0f}, "w");
+  *init.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {1}, {2.0f}, "w");
+  EXPECT_THROW_MSG(load_proto(make_model(init)), OnnxError, "load: graph 'g': initializer 'w' is given twice");
+  pb::GraphProto over = neg_graph({{"first", "y"}, {"second", "x"}});
+  EXPECT_THROW_MSG(load_proto(make_model(over)), OnnxError,
+                   "load: graph 'g': node Neg 'second' writes 'x', which a graph input already produces");
+  // An input that shares an initializer's name (its default value) is valid ONNX.
+  pb::GraphProto shared = neg_graph({{"first", "y"}});
+  *shared.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {2}, {1.0f, 2.0f}, "x");
+  EXPECT_NO_THROW(load_proto(make_model(shared)));
+}
+
+TEST(OnnxHardening, OpsetsNewerThanSupportedFailAtLoad) {
+  int newest = onnx::OpRegistry::global().newest_opset("");
+  EXPECT_GE(newest, 21);
+  EXPECT_THROW_MSG(load_proto(make_model(neg_graph({{"n", "y"}}), 999)), OnnxError,
+                   "load: the model imports opset 999 of ai.onnx; smelt supports opsets 1 to " + std::to_string(newest));
+  EXPECT_THROW_MSG(load_proto(make_model(neg_graph({{"n", "y"}}), 0)), OnnxError, "imports opset 0 of ai.onnx");
+  EXPECT_NO_THROW(load_proto(make_model(neg_graph({{"n", "y"}}), newest)));
+  pb::ModelProto ml = make_model(neg_graph({{"n", "y"}}));
+  auto* o = ml.add_opset_import();
+  o->set_domain("ai.onnx.ml");
+  o->set_version(1000);
+  EXPECT_THROW_MSG(load_proto(ml), OnnxError, "imports opset 1000 of ai.onnx.ml; smelt supports opsets 1 to");
+}
+
+pb::GraphProto branch(const std::string& name, const std::vector<int>& types) {
+  pb::GraphProto g;
+  g.set_name(name);
+  for (size_t i = 0; i < types.size(); ++i) {
+    std::string out = name + "_" + std::to_string(i);
+    pb::NodeProto c = make_node("Constant", {}, {out}, name + "_c" + std::to_string(i));
+    auto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(pb::AttributeProto::TENSOR);
+    if (types[i] == pb::TensorProto::FLOAT) *a->mutable_t() = raw_tensor<float>(types[i], {1}, {1.0f}, "");
+    else *a->mutable_t() = raw_tensor<int64_t>(types[i], {1}, {1}, "");
+    *g.add_node() = c;
+    *g.add_output() = tensor_info(out, types[i], {1});
+  }
+  return g;
+}
+
+onnx::Model if_model(const pb::GraphProto& then_g, const pb::GraphProto& else_g, size_t outputs) {
+  std::vector<std::string> outs;
+  for (size_t i = 0; i < outputs; ++i) outs.push_back("y" + std::to_string(i));
+  pb::NodeProto iff = make_node("If", {"c"}, outs, "if");
+  auto* ta = iff.add_attribute();
+  ta->set_name("then_branch");
+  ta->set_type(pb::AttributeProto::GRAPH);
+  *ta->mutable_g() = then_g;
+  auto* ea = iff.add_attribute();
+  ea->set_name("else_branch");
+  ea->set_type(pb::AttributeProto::GRAPH);
+  *ea->mutable_g() = else_g;
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_node() = iff;
+  *g.add_input() = tensor_info("c", pb::TensorProto::BOOL, {});
+  for (const auto& o : outs) {
+    pb::ValueInfoProto v;
+    v.set_name(o);
+    *g.add_output() = v;
+  }
+  return load_proto(make_model(g));
+}
+
+TEST(OnnxHardening, IfBranchesMustAgree) {
+  const int f = pb::TensorProto::FLOAT, i = pb::TensorProto::INT64;
+  std::vector<Value> in{Value::tensor(Array(true))};
+  onnx::Model count = if_model(branch("then", {f, f}), branch("else", {f}), 1);
+  expect_error<OnnxError>([&] { onnx::run(count, in); },
+                          {"If 'if'", "then_branch has 2 outputs and else_branch 1; they must match"}, "eager");
+  expect_error<OnnxError>([&] { onnx::compile(count)(in); }, {"If 'if'", "they must match"}, "compiled");
+  onnx::Model types = if_model(branch("then", {f}), branch("else", {i}), 1);
+  expect_error<OnnxError>([&] { onnx::run(types, in); },
+                          {"If 'if'", "output 0 is tensor(float)[1] in then_branch ('then_0') but tensor(int64)[1] in "
+                                      "else_branch ('else_0')"},
+                          "eager");
+  onnx::Model wide = if_model(branch("then", {f}), branch("else", {f}), 2);
+  expect_error<OnnxError>([&] { onnx::run(wide, in); }, {"If 'if'", "the node has 2 outputs but its branches produce 1"},
+                          "eager");
+  onnx::Model good = if_model(branch("then", {f}), branch("else", {f}), 1);
+  EXPECT_EQ(onnx::run(good, in)[0].array().to_vector<float>(), std::vector<float>{1.0f});
+}
+
+}  // namespace
+}  // namespace smelt::test

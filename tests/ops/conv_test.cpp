@@ -377,7 +377,7 @@ TEST(ConvTranspose, ResultDoesNotDependOnThreadCount) {
       {"many_tasks", {8, 6, 12, 12}, {6, 4, 3, 3}, transpose_opts({2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2)});
   // One big GEMM (cut into tiles, src/backend/cpu/gemm.h) for a single image.
   cases.push_back(
-      {"tiled_gemm", {1, 64, 20, 20}, {64, 32, 3, 3}, transpose_opts({1, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1)});
+      {"tiled_gemm", {1, 64, 20, 20}, {64, 32, 3, 3}, transpose_opts({1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1)});
   for (Dtype d : {float32, float64, float16, int32}) {
     for (auto& c : cases) {
       SCOPED_TRACE(std::string(c.name) + " " + dtype_name(d));

@@ -2,7 +2,10 @@
 //
 // Correct first, reasonably fast second: B is packed row-major (transposed if needed) once, then
 // rows of C are split over the thread pool; each C row accumulates k rank-1 updates in order, so
-// the inner loop over j vectorizes and the result does not depend on the thread count.
+// the inner loop over j vectorizes and the result does not depend on the thread count. This is
+// the rule smelt's tiled GEMM (src/backend/cpu/gemm.h) asks of any BLAS: every element of C sums
+// its K products in an order fixed by the shapes, never split by thread. smelt calls it once per
+// tile from its pool, where this parallel_for runs inline; a lone tile splits its rows here.
 #include "cblas.h"
 
 #include <cstdint>

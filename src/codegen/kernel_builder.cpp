@@ -18,6 +18,7 @@
 
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
+#include "src/backend/cpu/elementwise_math.h"
 
 #ifndef SMELT_CXX_COMPILER
 #define SMELT_CXX_COMPILER "c++"
@@ -37,9 +38,11 @@ constexpr const char* kBaseFlags = "-std=c++20 -O3 -ffp-contract=off -fno-fast-m
 // The vector ISA from the running CPU: AVX2 when it has AVX2 and FMA, else SSE4.2, else the
 // x86-64 baseline. AVX-512 is left out on purpose: fused kernels call the C library's scalar
 // math, and on the machines we measured the 512-bit builds ran those loops slower.
+// SMELT_CPU_ISA=baseline (cpu::cpu_isa()) keeps them at the baseline too.
 const std::string& isa_flags() {
   static const std::string flags = [] {
 #if defined(__x86_64__)
+    if (cpu::cpu_isa() == cpu::CpuIsa::Baseline) return std::string();
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return std::string("-march=x86-64-v3");
     if (__builtin_cpu_supports("sse4.2")) return std::string("-march=x86-64-v2");

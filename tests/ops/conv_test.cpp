@@ -183,6 +183,9 @@ TEST(Conv, ResultDoesNotDependOnThreadCount) {
   std::vector<ConvCase> cases = float_cases();
   cases.push_back({"many_tasks", {8, 6, 12, 12}, {6, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 2}});
   cases.push_back({"many_rows_depthwise", {4, 8, 32, 32}, {8, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 8}});
+  // One big GEMM per image, cut into tiles (src/backend/cpu/gemm.h), and a pointwise one.
+  cases.push_back({"tiled_gemm", {1, 32, 24, 24}, {64, 32, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1}});
+  cases.push_back({"tiled_pointwise", {2, 128, 16, 16}, {96, 128, 1, 1}, {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 1}});
   for (Dtype d : {float32, float64, bfloat16, int32}) {
     for (auto& c : cases) {
       SCOPED_TRACE(std::string(c.name) + " " + dtype_name(d));
@@ -372,6 +375,9 @@ TEST(ConvTranspose, ResultDoesNotDependOnThreadCount) {
   auto cases = transpose_cases();
   cases.push_back(
       {"many_tasks", {8, 6, 12, 12}, {6, 4, 3, 3}, transpose_opts({2, 2}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 2)});
+  // One big GEMM (cut into tiles, src/backend/cpu/gemm.h) for a single image.
+  cases.push_back(
+      {"tiled_gemm", {1, 64, 20, 20}, {64, 32, 3, 3}, transpose_opts({1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1)});
   for (Dtype d : {float32, float64, float16, int32}) {
     for (auto& c : cases) {
       SCOPED_TRACE(std::string(c.name) + " " + dtype_name(d));

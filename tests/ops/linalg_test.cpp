@@ -219,14 +219,24 @@ TEST(Matmul, ResultsDoNotDependOnThreadCount) {
   Array bat_a = random_array({64, 24, 40}, float64, -1, 1, 702), bat_b = random_array({64, 40, 16}, float64, -1, 1, 703);
   Array half_a = random_array({8, 33, 65}, float16, -1, 1, 704), half_b = random_array({65, 17}, float16, -1, 1, 705);
   Array int_a = random_array({5, 70, 90}, int32, -50, 50, 706), int_b = random_array({5, 90, 60}, int32, -50, 50, 707);
+  // Products the GEMM cuts into tiles (src/backend/cpu/gemm.h): square, transformer-like, a
+  // batch folded into M, a batch of separate tiled products, halves through float32.
+  Array sq_a = random_array({512, 512}, float32, -1, 1, 708), sq_b = random_array({512, 512}, float32, -1, 1, 709);
+  Array tr_a = random_array({4, 64, 128}, float32, -1, 1, 710), tr_b = random_array({128, 512}, float32, -1, 1, 711);
+  Array sep_a = random_array({3, 100, 300}, float32, -1, 1, 712), sep_b = random_array({3, 300, 200}, float32, -1, 1, 713);
+  Array bh_a = random_array({200, 300}, bfloat16, -1, 1, 714), bh_b = random_array({300, 400}, bfloat16, -1, 1, 715);
   auto compute = [&] {
-    return std::vector<Array>{matmul(big_a, big_b), matmul(transpose(big_b), transpose(big_a)),
-                              matmul(bat_a, bat_b), matmul(half_a, half_b), matmul(int_a, int_b)};
+    return std::vector<Array>{matmul(big_a, big_b),   matmul(transpose(big_b), transpose(big_a)),
+                              matmul(bat_a, bat_b),   matmul(half_a, half_b),
+                              matmul(int_a, int_b),   matmul(sq_a, sq_b),
+                              matmul(tr_a, tr_b),     matmul(transpose(sq_b), sq_a),
+                              matmul(sep_a, sep_b),   matmul(astype(sep_a, float64), astype(sep_b, float64)),
+                              matmul(bh_a, bh_b)};
   };
   set_cpu_threads(1);
   auto one = compute();
   eval(one);
-  for (int t : {2, 3}) {
+  for (int t : {2, 3, 5}) {
     set_cpu_threads(t);
     auto many = compute();
     eval(many);

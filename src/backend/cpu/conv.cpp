@@ -1,6 +1,4 @@
-// CPU kernels for Conv (im2col + BLAS GEMM, direct loops), ConvTranspose (GEMM + col2im) and Pool.
-#include <cblas.h>
-
+// CPU kernels for Conv (im2col + tiled BLAS GEMM, direct loops), ConvTranspose (GEMM + col2im) and Pool.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "smelt/errors.h"
+#include "src/backend/cpu/gemm.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
 #include "src/core/dispatch.h"
@@ -22,7 +21,7 @@ namespace {
 constexpr int64_t kColBudget = int64_t{8} << 20;
 /// Multiply-adds below which a loop stays on one thread.
 constexpr int64_t kWorkGrain = int64_t{1} << 16;
-/// GEMMs at least this large (m*n*k) are left to BLAS's own threads when tasks are few.
+/// GEMMs at least this large (m*n*k) get the threads (through their tiles) when tasks are few.
 constexpr int64_t kBigGemm = int64_t{1} << 20;
 
 /// The geometry of a convolution or pooling with the spatial axes padded to three in front
@@ -110,29 +109,30 @@ void store_converted(const std::vector<float>& src, Array& out) {
   });
 }
 
-int blas_int(int64_t v) {
-  SMELT_ASSERT(v <= INT_MAX, "conv: a GEMM dimension exceeds the BLAS integer range");
-  return static_cast<int>(v);
-}
-
-/// C[m,n] = op(A)[m,k] * B[k,n], row-major; op(A) = A or A^T.
+/// C[m,n] = op(A)[m,k] * B[k,n], row-major; op(A) = A or A^T. Cut into tiles fixed by the
+/// shapes (gemm.h), spread over the pool unless this runs inside a parallel task already.
 template <class S>
 void gemm(bool trans_a, int64_t m, int64_t n, int64_t k, const S* a, int64_t lda, const S* b, int64_t ldb, S* c,
           int64_t ldc) {
-  auto ta = trans_a ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<S, float>) {
-    cblas_sgemm(CblasRowMajor, ta, CblasNoTrans, blas_int(m), blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b,
-                blas_int(ldb), 0.0f, c, blas_int(ldc));
-  } else {
-    cblas_dgemm(CblasRowMajor, ta, CblasNoTrans, blas_int(m), blas_int(n), blas_int(k), 1.0, a, blas_int(lda), b,
-                blas_int(ldb), 0.0, c, blas_int(ldc));
-  }
+  GemmArgs<S> g;
+  g.trans_a = trans_a;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.lda = lda;
+  g.b = b;
+  g.ldb = ldb;
+  g.c = c;
+  g.ldc = ldc;
+  cpu::gemm<S>(g);
 }
 
 /// Grain for a loop over `tasks` independent GEMM tasks of `gemm_size` multiply-adds each. Few
-/// big tasks run in order so that the inner loops and BLAS get the threads; otherwise the tasks
-/// themselves are spread. Either way each output element is computed by the same arithmetic,
-/// so the result does not depend on the thread count.
+/// big tasks run in order so that the GEMM's tiles and the inner loops get the threads;
+/// otherwise the tasks themselves are spread. Only the schedule changes: each output element is
+/// computed by the same arithmetic (the GEMM's tiles are fixed by its shape), so the result does
+/// not depend on the thread count.
 int64_t task_grain(int64_t tasks, int64_t work_per_task, int64_t gemm_size) {
   if (gemm_size >= kBigGemm && tasks < num_threads()) return tasks;
   return std::max<int64_t>(1, kWorkGrain / std::max<int64_t>(1, work_per_task));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace smelt::cpu {
 
@@ -62,7 +63,23 @@ bool has_isa_v3();
 /// Whether the running CPU has x86-64-v4 (AVX-512 F, BW, CD, DQ, VL).
 bool has_isa_v4();
 
-/// The kernels for the running CPU: x86-64-v4, else x86-64-v3 where it has it, else the baseline.
+/// The instruction sets the CPU kernels are built for, in order.
+enum class CpuIsa : int { Baseline, Avx2, Avx512 };
+
+/// "baseline", "avx2", "avx512": the names SMELT_CPU_ISA accepts.
+const char* cpu_isa_name(CpuIsa isa);
+/// Parses a SMELT_CPU_ISA value; anything else raises InvalidArgument listing the accepted values.
+CpuIsa parse_cpu_isa(const std::string& value);
+/// The best the running CPU has: Avx512 with x86-64-v4, Avx2 with x86-64-v3, else Baseline.
+CpuIsa cpu_isa_supported();
+/// What the kernels use: cpu_isa_supported(), capped by the environment variable SMELT_CPU_ISA
+/// when it is set (read once; a cap above the CPU's level changes nothing). Lets the baseline and
+/// AVX2 paths run on an AVX-512 machine, which must give the same bits (docs/arrays.md).
+CpuIsa cpu_isa();
+
+/// The kernels built for `isa`, or for the best level the CPU has below it.
+const MathKernels& math_kernels_for(CpuIsa isa);
+/// The kernels for cpu_isa().
 const MathKernels& math_kernels();
 
 }  // namespace smelt::cpu

@@ -1,11 +1,11 @@
-// CPU kernel for Matmul: OpenBLAS GEMM for floats (halves through float32), exact loops for integers and bool.
-#include <cblas.h>
-
+// CPU kernel for Matmul: tiled BLAS GEMM (gemm.h) for floats (halves through float32), exact loops for integers and bool.
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <vector>
 
 #include "smelt/errors.h"
+#include "src/backend/cpu/gemm.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
 #include "src/core/dispatch.h"
@@ -59,6 +59,9 @@ class BatchOffsets {
   Strides strides_;
 };
 
+/// Multiply-adds per chunk of a batched product below which chunks take several tasks.
+constexpr int64_t kTaskWork = int64_t{1} << 16;
+
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 // How an operand of `rows` x `cols` can be passed to BLAS without a copy.
@@ -82,19 +85,6 @@ BlasOperand blas_operand(Mat x, int64_t rows, int64_t cols) {
   return {};
 }
 
-template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
-          T* c, int64_t ldc) {
-  auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, t(ta), t(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f,
-                a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
-  } else {
-    cblas_dgemm(CblasRowMajor, t(ta), t(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0,
-                a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
-  }
-}
-
 /// Copies (and converts) a rows x cols strided matrix to a row-major buffer of `To`.
 template <class To, class From>
 void pack(const From* src, Mat x, int64_t rows, int64_t cols, To* dst) {
@@ -109,8 +99,9 @@ void pack(const From* src, Mat x, int64_t rows, int64_t cols, To* dst) {
   }
 }
 
-/// Products of batches of matrices through float/double GEMM. `T` is the storage type (halves
-/// are widened to float32 and rounded once at the end).
+/// Products of batches of matrices through float/double GEMM (gemm.h: tiles fixed by the shapes,
+/// single-threaded BLAS per tile). `T` is the storage type (halves are widened to float32 and
+/// rounded once at the end).
 template <class T>
 void blas_matmul(const Array& a, const Array& b, Array& out) {
   using G = compute_t<T>;
@@ -133,50 +124,77 @@ void blas_matmul(const Array& a, const Array& b, Array& out) {
     mm = m * batches;
     nb = 1;
   }
-  // Small products run one per thread over the batch (OpenBLAS stays on the calling thread
-  // below 64^3); large ones run in sequence with OpenBLAS's own threads.
-  const double work = static_cast<double>(mm) * static_cast<double>(n) * static_cast<double>(k);
-  const bool by_batch = nb > 1 && work <= 262144.0;
-  parallel_for(nb, by_batch ? std::max<int64_t>(1, static_cast<int64_t>(65536.0 / std::max(work, 1.0))) : nb,
-               [&](int64_t bb, int64_t be) {
-    std::vector<G> abuf, bbuf, cbuf;
-    int64_t a_cached = -1, b_cached = -1;
-    for (int64_t bi = bb; bi < be; ++bi) {
-      const T* xa = pa + oa(bi);
-      const T* xb = pb + ob(bi);
-      T* xc = pc + bi * m * n;
-      Mat sa = nb == 1 && mm != m ? Mat{ma.rs, 1} : ma;
-      BlasOperand opa = kHalf ? BlasOperand{} : blas_operand(sa, mm, k);
-      BlasOperand opb = kHalf ? BlasOperand{} : blas_operand(mb, k, n);
-      const G* ga;
-      const G* gb;
-      if (opa.ok) {
-        ga = reinterpret_cast<const G*>(xa);
-      } else {
-        abuf.resize(static_cast<size_t>(mm * k));
-        if (a_cached != oa(bi)) pack<G>(xa, sa, mm, k, abuf.data());
-        a_cached = oa(bi);
-        ga = abuf.data();
-        opa = {true, false, std::max<int64_t>(1, k)};
+  const Mat sa = nb == 1 && mm != m ? Mat{ma.rs, 1} : ma;
+  const BlasOperand direct_a = kHalf ? BlasOperand{} : blas_operand(sa, mm, k);
+  const BlasOperand direct_b = kHalf ? BlasOperand{} : blas_operand(mb, k, n);
+  std::vector<G> wide;  // halves: the float32 products, rounded once at the end
+  if constexpr (kHalf) wide.resize(static_cast<size_t>(nb * mm * n));
+
+  // Operands BLAS cannot read in place are packed row-major (and widened), once per matrix: the
+  // buffers keep the last matrix packed, so a batch-broadcast operand is packed once per chunk.
+  struct Packed {
+    std::vector<G> a, b;
+    int64_t a_at = -1, b_at = -1;
+  };
+  auto args_for = [&](int64_t bi, Packed& p) {
+    GemmArgs<G> g;
+    g.m = mm;
+    g.n = n;
+    g.k = k;
+    const T* xa = pa + oa(bi);
+    const T* xb = pb + ob(bi);
+    if (direct_a.ok) {
+      g.a = reinterpret_cast<const G*>(xa);
+      g.trans_a = direct_a.trans;
+      g.lda = direct_a.ld;
+    } else {
+      if (p.a_at != oa(bi)) {
+        p.a.resize(static_cast<size_t>(mm * k));
+        pack<G>(xa, sa, mm, k, p.a.data());
+        p.a_at = oa(bi);
       }
-      if (opb.ok) {
-        gb = reinterpret_cast<const G*>(xb);
-      } else {
-        bbuf.resize(static_cast<size_t>(k * n));
-        if (b_cached != ob(bi)) pack<G>(xb, mb, k, n, bbuf.data());
-        b_cached = ob(bi);
-        gb = bbuf.data();
-        opb = {true, false, std::max<int64_t>(1, n)};
-      }
-      if constexpr (kHalf) {
-        cbuf.resize(static_cast<size_t>(mm * n));
-        gemm<G>(false, false, mm, n, k, ga, opa.ld, gb, opb.ld, cbuf.data(), n);
-        for (int64_t i = 0; i < mm * n; ++i) xc[i] = T(cbuf[i]);
-      } else {
-        gemm<G>(opa.trans, opb.trans, mm, n, k, ga, opa.ld, gb, opb.ld, xc, n);
-      }
+      g.a = p.a.data();
+      g.lda = std::max<int64_t>(1, k);
     }
-  });
+    if (direct_b.ok) {
+      g.b = reinterpret_cast<const G*>(xb);
+      g.trans_b = direct_b.trans;
+      g.ldb = direct_b.ld;
+    } else {
+      if (p.b_at != ob(bi)) {
+        p.b.resize(static_cast<size_t>(k * n));
+        pack<G>(xb, mb, k, n, p.b.data());
+        p.b_at = ob(bi);
+      }
+      g.b = p.b.data();
+      g.ldb = std::max<int64_t>(1, n);
+    }
+    if constexpr (kHalf)
+      g.c = wide.data() + bi * mm * n;
+    else
+      g.c = pc + bi * mm * n;
+    g.ldc = n;
+    return g;
+  };
+
+  blas_single_thread();
+  if (nb == 1) {
+    Packed p;
+    gemm<G>(args_for(0, p));
+  } else {
+    // Every (matrix, tile) pair is a task; each is the same BLAS call whichever thread runs it.
+    const GemmTiles tiles = gemm_tiles(mm, n, k);
+    const int64_t per = tiles.count();
+    parallel_for(nb * per, std::max<int64_t>(1, kTaskWork / tiles.work(k)), [&](int64_t tb, int64_t te) {
+      Packed p;
+      for (int64_t t = tb; t < te; ++t) gemm_tile<G>(args_for(t / per, p), tiles, t % per);
+    });
+  }
+  if constexpr (kHalf) {
+    parallel_for(static_cast<int64_t>(wide.size()), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) pc[i] = T(wide[i]);
+    });
+  }
 }
 
 /// Exact matmul with a loop: integers wrap (accumulated modulo 2^64 or 2^32 and truncated,
@@ -235,12 +253,6 @@ void loop_matmul(const Array& a, const Array& b, Array& out) {
   });
 }
 
-/// OpenBLAS follows smelt's thread count (set_cpu_threads(1) means one thread everywhere).
-void sync_blas_threads() {
-  int want = num_threads();
-  if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
-}
-
 }  // namespace
 
 void eval_Matmul(const NoParams&, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
@@ -260,7 +272,6 @@ void eval_Matmul(const NoParams&, const std::vector<Array>& inputs, std::vector<
     if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
       if (fits_int(m * std::max<int64_t>(1, shape_size(Shape(out.shape().begin(), out.shape().end() - 2)))) &&
           fits_int(n) && fits_int(k)) {
-        sync_blas_threads();
         blas_matmul<T>(a, b, out);
         return;
       }

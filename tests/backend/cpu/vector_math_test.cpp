@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -363,6 +365,58 @@ TEST(VectorMath, BaselineAndAvx2KernelsAgree) {
 TEST(VectorMath, BaselineAndAvx512KernelsAgree) {
   if (!cpu::has_isa_v4()) GTEST_SKIP() << "this CPU has no x86-64-v4";
   expect_kernels_agree(cpu::isa_v4::math_kernels());
+}
+
+// SMELT_CPU_ISA caps the kernels' instruction set. Every level the CPU has gives the baseline's
+// bits; the ctest pass under SMELT_CPU_ISA=avx2 (scripts/test.sh) runs every other test there.
+TEST(CpuIsa, EveryAvailableCapGivesTheBaselineBits) {
+  const std::vector<float> x = random_floats(100000, -30, 30, 12);
+  const int64_t n = static_cast<int64_t>(x.size());
+  const cpu::MathKernels& base = cpu::math_kernels_for(cpu::CpuIsa::Baseline);
+  EXPECT_EQ(&base, &cpu::isa_base::math_kernels());
+  int tried = 0;
+  for (cpu::CpuIsa isa : {cpu::CpuIsa::Avx2, cpu::CpuIsa::Avx512}) {
+    if (isa > cpu::cpu_isa_supported()) continue;
+    ++tried;
+    SCOPED_TRACE(cpu::cpu_isa_name(isa));
+    const cpu::MathKernels& k = cpu::math_kernels_for(isa);
+    EXPECT_EQ(&k, isa == cpu::CpuIsa::Avx2 ? &cpu::isa_v3::math_kernels() : &cpu::isa_v4::math_kernels());
+    for (const Fn& fn : functions()) {
+      const int f = static_cast<int>(fn.id);
+      std::vector<float> p(x.size()), q(x.size());
+      base.unary[f](x.data(), 1, p.data(), n);
+      k.unary[f](x.data(), 1, q.data(), n);
+      EXPECT_EQ(std::memcmp(p.data(), q.data(), p.size() * sizeof(float)), 0) << fn.name;
+    }
+    std::vector<float> p(x.size()), q(x.size());
+    const std::vector<float> y = random_floats(x.size(), -5, 5, 13);
+    base.atan2(y.data(), 1, x.data(), 1, p.data(), n);
+    k.atan2(y.data(), 1, x.data(), 1, q.data(), n);
+    EXPECT_EQ(std::memcmp(p.data(), q.data(), p.size() * sizeof(float)), 0) << "atan2";
+  }
+  if (tried == 0) GTEST_SKIP() << "this CPU has the baseline level only";
+}
+
+TEST(CpuIsa, CapAboveTheCpuFallsToWhatItHas) {
+  EXPECT_EQ(&cpu::math_kernels_for(cpu::CpuIsa::Avx512), &cpu::math_kernels_for(cpu::cpu_isa_supported()));
+  EXPECT_LE(cpu::cpu_isa(), cpu::cpu_isa_supported());
+}
+
+TEST(CpuIsa, FollowsTheEnvironment) {
+  const char* env = std::getenv("SMELT_CPU_ISA");
+  const cpu::CpuIsa want =
+      env && *env ? std::min(cpu::parse_cpu_isa(env), cpu::cpu_isa_supported()) : cpu::cpu_isa_supported();
+  EXPECT_EQ(cpu::cpu_isa(), want) << "SMELT_CPU_ISA=" << (env ? env : "(unset)");
+  EXPECT_EQ(&cpu::math_kernels(), &cpu::math_kernels_for(want));
+}
+
+TEST(CpuIsa, NamesAndErrors) {
+  for (cpu::CpuIsa isa : {cpu::CpuIsa::Baseline, cpu::CpuIsa::Avx2, cpu::CpuIsa::Avx512})
+    EXPECT_EQ(cpu::parse_cpu_isa(cpu::cpu_isa_name(isa)), isa);
+  EXPECT_STREQ(cpu::cpu_isa_name(cpu::CpuIsa::Avx2), "avx2");
+  for (const char* bad : {"AVX2", "sse4", "", "avx-512"})
+    EXPECT_THROW_MSG(cpu::parse_cpu_isa(bad), InvalidArgument,
+                     std::string("SMELT_CPU_ISA: unknown value '") + bad + "' (accepted: baseline, avx2, avx512)");
 }
 
 /// An output written over its input (a donated buffer) is still right.

@@ -1,0 +1,102 @@
+// Float/double GEMM in output tiles fixed by the shapes, each one single-threaded BLAS call (gemm.h).
+#include "src/backend/cpu/gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "smelt/errors.h"
+#include "src/core/thread_pool.h"
+
+namespace smelt::cpu {
+
+namespace {
+
+/// Multiply-adds a tile aims at: large enough that a BLAS call's fixed cost (packing, setup) is a
+/// few percent of it, small enough that a [512,512]x[512,512] product has dozens of tiles.
+constexpr int64_t kTileWork = int64_t{1} << 20;
+/// The smallest tile sides once a product is cut; multiples of the x86 GEMM micro-kernels'
+/// register blocks, so that the cuts add no edge kernels of their own (speed only: the bits are
+/// fixed by the cut whatever it is).
+constexpr int64_t kMinTileM = 64, kMinTileN = 128, kAlign = 16;
+/// Products with at most this many columns keep whole rows in a tile.
+constexpr int64_t kWholeRowsN = 256;
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+int blas_int(int64_t v) {
+  SMELT_ASSERT(v >= 0 && v <= INT_MAX, "gemm: a GEMM dimension exceeds the BLAS integer range");
+  return static_cast<int>(v);
+}
+
+template <class S>
+void blas_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const S* a, int64_t lda, const S* b, int64_t ldb,
+               S* c, int64_t ldc) {
+  auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
+  if constexpr (std::is_same_v<S, float>) {
+    cblas_sgemm(CblasRowMajor, t(ta), t(tb), blas_int(m), blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b,
+                blas_int(ldb), 0.0f, c, blas_int(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, t(ta), t(tb), blas_int(m), blas_int(n), blas_int(k), 1.0, a, blas_int(lda), b,
+                blas_int(ldb), 0.0, c, blas_int(ldc));
+  }
+}
+
+}  // namespace
+
+GemmTiles gemm_tiles(int64_t m, int64_t n, int64_t k) {
+  GemmTiles t;
+  const int64_t k1 = std::max<int64_t>(1, k);
+  m = std::max<int64_t>(1, m);
+  n = std::max<int64_t>(1, n);
+  t.tile_m = m;
+  t.tile_n = n;
+  // In double: m * n * k can pass 2^63 for sizes BLAS accepts.
+  if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k1) > 2.0 * kTileWork) {
+    t.tile_n = n <= kWholeRowsN ? n : kMinTileN;
+    t.tile_m = std::min(m, std::max(kMinTileM, round_up((kTileWork + t.tile_n * k1 - 1) / (t.tile_n * k1), kAlign)));
+    // Few rows (a vector-matrix product, a short sequence): wider tiles instead of tiny ones.
+    if (t.tile_m == m && t.tile_n < n)
+      t.tile_n = std::min(n, std::max(t.tile_n, round_up((kTileWork + m * k1 - 1) / (m * k1), kAlign)));
+  }
+  t.rows = (m + t.tile_m - 1) / t.tile_m;
+  t.cols = (n + t.tile_n - 1) / t.tile_n;
+  return t;
+}
+
+void blas_single_thread() {
+#if defined(OPENBLAS_VERSION)
+  // Reading the count is a load of a global; setting it only when someone changed it keeps the
+  // call cheap and lets it run before every product.
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+#endif
+}
+
+template <class S>
+void gemm_tile(const GemmArgs<S>& g, const GemmTiles& tiles, int64_t t) {
+  const int64_t i0 = (t / tiles.cols) * tiles.tile_m, j0 = (t % tiles.cols) * tiles.tile_n;
+  const int64_t tm = std::min(tiles.tile_m, g.m - i0), tn = std::min(tiles.tile_n, g.n - j0);
+  const S* a = g.trans_a ? g.a + i0 : g.a + i0 * g.lda;
+  const S* b = g.trans_b ? g.b + j0 * g.ldb : g.b + j0;
+  blas_call<S>(g.trans_a, g.trans_b, tm, tn, g.k, a, g.lda, b, g.ldb, g.c + i0 * g.ldc + j0, g.ldc);
+}
+
+template <class S>
+void gemm(const GemmArgs<S>& g) {
+  if (g.m <= 0 || g.n <= 0) return;
+  blas_single_thread();
+  const GemmTiles tiles = gemm_tiles(g.m, g.n, g.k);
+  // One tile per chunk at least: a tile is already kTileWork multiply-adds when there are several.
+  parallel_for(tiles.count(), 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) gemm_tile<S>(g, tiles, t);
+  });
+}
+
+template void gemm_tile<float>(const GemmArgs<float>&, const GemmTiles&, int64_t);
+template void gemm_tile<double>(const GemmArgs<double>&, const GemmTiles&, int64_t);
+template void gemm<float>(const GemmArgs<float>&);
+template void gemm<double>(const GemmArgs<double>&);
+
+}  // namespace smelt::cpu

@@ -51,7 +51,10 @@ bool is_tracer(const Array& a) { return a.valid() && a.node().tracer; }
 /// What one call's inputs look like: the part of the key that is compared component-wise.
 struct CallKey {
   std::string structure;  // tree structure and static leaves
+  // The default device of the call (arrays f makes from nothing go there: device.h, rule 1) and
+  // every input's device (an op's device follows its inputs': rule 3). The trace bakes both in.
   Device device;
+  std::vector<Device> devices;
   std::vector<Dtype> dtypes;
   // Ranks only (as [-1,...]) when shapeless, except for inputs with a zero-size axis: ops take
   // other paths for empty arrays (softmax, logsumexp, max's check), so those keep their shape.
@@ -59,7 +62,9 @@ struct CallKey {
 
   bool operator==(const CallKey&) const = default;
   size_t hash() const {
-    size_t h = std::hash<std::string>()(structure) ^ (static_cast<size_t>(device.type) << 8 | device.index);
+    auto device_bits = [](Device d) { return static_cast<size_t>(d.type) << 16 | static_cast<size_t>(d.index); };
+    size_t h = std::hash<std::string>()(structure) ^ device_bits(device);
+    for (auto d : devices) h = h * 31 + device_bits(d);
     for (auto d : dtypes) h = h * 31 + static_cast<size_t>(d);
     for (auto& s : shapes) {
       h = h * 131 + s.size();
@@ -152,8 +157,9 @@ class CompileEngine {
     s.structure = structure;
     for (auto& a : inputs)
       if (!a.valid()) throw InvalidArgument(name_ + ": an input array is an empty handle (default-constructed)");
-    s.device = inputs.empty() ? default_device() : inputs[0].device();
+    s.device = default_device();
     for (auto& a : inputs) {
+      s.devices.push_back(a.device());
       s.dtypes.push_back(a.dtype());
       bool ranks = options_.shapeless && !has_zero_axis(a.shape());
       s.shapes.push_back(ranks ? Shape(a.ndim(), -1) : a.shape());
@@ -172,11 +178,14 @@ class CompileEngine {
       const CallKey& o = e->signature;
       std::vector<std::string> diffs;
       if (o.structure != sig.structure) diffs.push_back("static arguments or tree structure changed");
-      if (!(o.device == sig.device)) diffs.push_back("device " + o.device.str() + " -> " + sig.device.str());
+      if (!(o.device == sig.device)) diffs.push_back("default device " + o.device.str() + " -> " + sig.device.str());
       if (o.dtypes.size() != sig.dtypes.size()) {
         diffs.push_back("number of inputs " + std::to_string(o.dtypes.size()) + " -> " + std::to_string(sig.dtypes.size()));
       } else {
         for (size_t i = 0; i < sig.dtypes.size(); ++i) {
+          if (!(o.devices[i] == sig.devices[i]))
+            diffs.push_back("input " + std::to_string(i) + ": device " + o.devices[i].str() + " -> " +
+                            sig.devices[i].str());
           if (o.dtypes[i] != sig.dtypes[i])
             diffs.push_back("input " + std::to_string(i) + ": dtype " + dtype_name(o.dtypes[i]) + " -> " +
                             dtype_name(sig.dtypes[i]));

@@ -32,6 +32,7 @@ bool broadcastable_to(const Shape& from, const Shape& to) {
 
 struct Group {
   Shape shape;
+  Device device;           // every member runs here: one kernel never mixes devices
   std::vector<int> steps;  // indices into tape.steps, in tape order once sorted
 };
 
@@ -54,14 +55,25 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
   for (auto& [id, a] : tape.constants)
     if (a.ndim() == 0) scalar_constant[id] = &a;
 
+  // A step can be part of a kernel on `device` when it runs there and reads only values that
+  // live there (captured scalars become literals, so theirs does not matter). Eager element-wise
+  // ops move their operands first, so this holds for them; the check keeps a kernel from ever
+  // taking a pointer of another device.
+  auto fits_device = [&](const Step& s, Device device) {
+    if (!(s.device == device)) return false;
+    return std::all_of(s.inputs.begin(), s.inputs.end(),
+                       [&](int in) { return scalar_constant.count(in) || tape.values[in].device == device; });
+  };
+
   std::vector<int> group_of(nsteps, -1);
   std::vector<Group> groups;
   // Roots from the end: a compute step not yet taken starts a group that grows toward inputs.
   for (int root = nsteps - 1; root >= 0; --root) {
     const Step& rs = tape.steps[root];
-    if (group_of[root] >= 0 || role_of(tape, rs) != Role::Compute) continue;
+    if (group_of[root] >= 0 || role_of(tape, rs) != Role::Compute || !fits_device(rs, rs.device)) continue;
     Group g;
     g.shape = tape.values[rs.outputs[0]].shape;
+    g.device = rs.device;
     int gid = static_cast<int>(groups.size());
     group_of[root] = gid;
     g.steps.push_back(root);
@@ -96,7 +108,7 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
           if (p < 0 || group_of[p] >= 0 || in_group.count(p)) continue;
           const Step& ps = tape.steps[p];
           Role r = role_of(tape, ps);
-          if (r == Role::None || ps.outputs.size() != 1) continue;
+          if (r == Role::None || ps.outputs.size() != 1 || !fits_device(ps, g.device)) continue;
           const Shape& pshape = tape.values[ps.outputs[0]].shape;
           // Computing at the group's index recomputes values of smaller shapes: allowed for
           // broadcasts and constants (free), not for arithmetic (it could multiply the work).
@@ -217,7 +229,7 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
     for (int v : out_values) prog.outputs.push_back(instr_of.at(v));
     std::shared_ptr<const codegen::FusedKernel> kernel;
     try {
-      kernel = codegen::make_fused_kernel(std::move(prog), tape.device);
+      kernel = codegen::make_fused_kernel(std::move(prog), g.device);
     } catch (const UnsupportedError& e) {
       if (telemetry::enabled())
         telemetry::emit({"compile.fallback", 0.0, {{"function", function}, {"op", "fuse"}, {"reason", e.what()}}});
@@ -225,6 +237,7 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
     }
     Step fused;
     fused.prim = make_prim(PrimKind::Fused, FusedParams{kernel});
+    fused.device = g.device;
     fused.inputs = arg_values;
     fused.outputs = out_values;
     // Broadcasts and constants stay: other groups or steps may read them; the DCE below drops

@@ -14,8 +14,10 @@ inline constexpr int kMaxFusedArguments = 24;
 /// Groups chains of Unary/Binary/Select/Cast steps (with the broadcasts and scalar constants that
 /// feed them) into Fused steps. A value joins a group only when every consumer is in the group;
 /// a group value that is also a function output becomes an extra kernel output. Groups with a
-/// single operation stay as they are. When a kernel cannot be built (no working compiler), the
-/// group stays unfused and a `compile.fallback` event says why.
+/// single operation stay as they are. A kernel's steps all run on one device and read only
+/// values of that device: a step on another device (or reading one) is never in it. When a
+/// kernel cannot be built (no working compiler), the group stays unfused and a
+/// `compile.fallback` event says why.
 /// `function` names the compiled function in the events.
 void fuse_elementwise(Tape& tape, const std::string& function = "");
 

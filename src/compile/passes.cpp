@@ -35,7 +35,8 @@ bool is_identity(const Tape& tape, const Step& s) {
   if (s.inputs.size() != 1 || s.outputs.size() != 1) return false;
   const auto& in = tape.values[s.inputs[0]];
   const auto& out = tape.values[s.outputs[0]];
-  if (in.shape != out.shape || in.dtype != out.dtype) return false;
+  // A step to another device is a transfer, never an identity.
+  if (in.shape != out.shape || in.dtype != out.dtype || !(in.device == out.device)) return false;
   // Only views and casts can be identities; an explicit Copy is kept (the user asked for new
   // memory), and every other primitive computes.
   const PrimKind k = s.prim.kind;
@@ -89,7 +90,7 @@ void remove_identities(Tape& tape) {
     for (int& in : s.inputs) in = resolve(in);
     if (s.inputs.size() == 1 && s.outputs.size() == 1) {
       const int p = producer[s.inputs[0]];
-      if (p >= 0 && kept[p].prim.kind == s.prim.kind) fold_view_of_view(s, kept[p]);
+      if (p >= 0 && kept[p].prim.kind == s.prim.kind && kept[p].device == s.device) fold_view_of_view(s, kept[p]);
     }
     if (is_identity(tape, s)) {
       forward[s.outputs[0]] = s.inputs[0];
@@ -130,7 +131,7 @@ void eliminate_common_subexpressions(Tape& tape) {
   struct KeyHash {
     const Tape* tape;
     size_t operator()(const Step* s) const {
-      size_t h = s->prim.hash();
+      size_t h = s->prim.hash() ^ (static_cast<size_t>(s->device.type) << 8 | static_cast<size_t>(s->device.index));
       for (int in : s->inputs) h = h * 1000003u ^ static_cast<size_t>(in);
       for (int o : s->outputs) {
         const auto& v = tape->values[o];
@@ -143,7 +144,10 @@ void eliminate_common_subexpressions(Tape& tape) {
   struct KeyEq {
     const Tape* tape;
     bool operator()(const Step* a, const Step* b) const {
-      if (!(a->prim == b->prim) || a->inputs != b->inputs || a->outputs.size() != b->outputs.size()) return false;
+      // Steps without inputs (Full, Arange) on two devices are two values.
+      if (!(a->prim == b->prim) || !(a->device == b->device) || a->inputs != b->inputs ||
+          a->outputs.size() != b->outputs.size())
+        return false;
       for (size_t i = 0; i < a->outputs.size(); ++i) {
         const auto& va = tape->values[a->outputs[i]];
         const auto& vb = tape->values[b->outputs[i]];

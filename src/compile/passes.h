@@ -14,8 +14,8 @@ namespace smelt::compiler {
 void remove_identities(Tape& tape);
 /// Merges equal scalar constants: captured 0-d arrays with the same dtype and bits.
 void merge_scalar_constants(Tape& tape);
-/// Common-subexpression elimination by (primitive, parameters, inputs, output types); multi-output
-/// steps included. One hash lookup per step: linear in the tape.
+/// Common-subexpression elimination by (primitive, parameters, device, inputs, output types);
+/// multi-output steps included. One hash lookup per step: linear in the tape.
 void eliminate_common_subexpressions(Tape& tape);
 /// Drops steps and constants that no output depends on.
 void eliminate_dead_steps(Tape& tape);

@@ -373,8 +373,9 @@ void expose_constant_broadcasts(Tape& tape) {
                         : detail::make_leaf(compact, n.dtype, n.device, n.buffer, n.strides, n.offset);
     Step b;
     b.prim = make_prim(PrimKind::Broadcast, ShapeParams{n.shape});
+    b.device = n.device;  // a view: where the constant lives
     b.outputs = {id};
-    id = tape.add_value(view.shape(), view.dtype());
+    id = tape.add_value(view.shape(), view.dtype(), n.device);
     b.inputs = {id};
     a = std::move(view);
     broadcasts.push_back(std::move(b));
@@ -404,8 +405,9 @@ void prepare_shapeless(Tape& tape, const std::string& function) {
     if (!materialize) continue;
     Step copy;
     copy.prim = make_prim(PrimKind::Copy, NoParams{});
+    copy.device = tape.values[out].device;  // materialized where the broadcast lives, not a transfer
     copy.inputs = {out};
-    copy.outputs = {tape.add_value(tape.values[out].shape, tape.values[out].dtype)};
+    copy.outputs = {tape.add_value(tape.values[out].shape, tape.values[out].dtype, copy.device)};
     copy_of.push_back(-1);
     copy_of[out] = copy.outputs[0];
     steps.push_back(std::move(copy));
@@ -534,7 +536,7 @@ ShapelessPlan plan_shapeless(const Tape& tape, const std::string& function) {
 std::vector<Array> replay_shapeless(const Tape& tape, const ShapelessPlan& plan, const std::vector<Array>& inputs,
                                     const std::string& function) {
   SMELT_ASSERT(plan.steps.size() == tape.steps.size(), "replay_shapeless: the plan does not match the tape");
-  SMELT_ASSERT(static_cast<int>(inputs.size()) == tape.num_inputs, "replay_shapeless: wrong number of inputs");
+  check_replay_inputs(tape, inputs);
   std::vector<Array> values(tape.values.size());
   for (int i = 0; i < tape.num_inputs; ++i) values[i] = inputs[i];
   for (auto& [id, a] : tape.constants) values[id] = a;
@@ -582,11 +584,11 @@ std::vector<Array> replay_shapeless(const Tape& tape, const ShapelessPlan& plan,
     }
     if (s.outputs.size() == 1) {
       values[s.outputs[0]] =
-          make_array(std::move(shapes[0]), tape.values[s.outputs[0]].dtype, tape.device, prim, std::move(ins));
+          make_array(std::move(shapes[0]), tape.values[s.outputs[0]].dtype, s.device, prim, std::move(ins));
     } else {
       std::vector<Dtype> dtypes;
       for (int o : s.outputs) dtypes.push_back(tape.values[o].dtype);
-      auto outs = detail::make_multi_output(std::move(shapes), std::move(dtypes), tape.device, prim, std::move(ins));
+      auto outs = detail::make_multi_output(std::move(shapes), std::move(dtypes), s.device, prim, std::move(ins));
       for (size_t i = 0; i < outs.size(); ++i) values[s.outputs[i]] = std::move(outs[i]);
     }
   }

@@ -29,7 +29,7 @@ Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>
   tape.device = device;
   std::unordered_map<const Node*, int> ids;
   for (auto& p : placeholders) {
-    ids[&p.node()] = tape.add_value(p.shape(), p.dtype());
+    ids[&p.node()] = tape.add_value(p.shape(), p.dtype(), p.device());
   }
   tape.num_inputs = static_cast<int>(placeholders.size());
 
@@ -51,7 +51,7 @@ Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>
         continue;
       }
       if (!n.tracer && !is_scalar_broadcast(n)) {  // does not depend on a placeholder: a captured constant
-        int id = tape.add_value(n.shape, n.dtype);
+        int id = tape.add_value(n.shape, n.dtype, n.device);
         ids[&n] = id;
         tape.constants.emplace_back(id, f.array);
         to_freeze.push_back(f.array);
@@ -66,16 +66,17 @@ Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>
       }
       Step step;
       step.prim = n.prim;
+      step.device = n.device;  // where the eager op put it, not where input 0 lives
       for (auto& in : n.inputs) step.inputs.push_back(ids.at(&in.node()));
       if (n.group) {
         auto& g = *n.group;
         for (size_t i = 0; i < g.nodes.size(); ++i) {
-          int id = tape.add_value(g.shapes[i], g.dtypes[i]);
+          int id = tape.add_value(g.shapes[i], g.dtypes[i], n.device);
           if (auto sib = g.nodes[i].lock()) ids[sib.get()] = id;
           step.outputs.push_back(id);
         }
       } else {
-        int id = tape.add_value(n.shape, n.dtype);
+        int id = tape.add_value(n.shape, n.dtype, n.device);
         ids[&n] = id;
         step.outputs.push_back(id);
       }
@@ -98,6 +99,9 @@ void verify_tape(const Tape& tape, const std::string& after_pass) {
   for (int i = 0; i < tape.num_inputs; ++i) defined[i] = 1;
   for (auto& [id, a] : tape.constants) {
     if (id < 0 || id >= static_cast<int>(defined.size()) || defined[id]) fail("constant %" + std::to_string(id));
+    if (!(tape.values[id].device == a.device()))
+      fail("constant %" + std::to_string(id) + " is recorded on " + tape.values[id].device.str() + " but lives on " +
+           a.device().str());
     defined[id] = 1;
   }
   for (auto& s : tape.steps) {
@@ -110,6 +114,9 @@ void verify_tape(const Tape& tape, const std::string& after_pass) {
     for (int out : s.outputs) {
       if (out < 0 || out >= static_cast<int>(defined.size()) || defined[out])
         fail(s.prim.str() + " redefines %" + std::to_string(out));
+      if (!(tape.values[out].device == s.device))
+        fail(s.prim.str() + " runs on " + s.device.str() + " but its output %" + std::to_string(out) + " is on " +
+             tape.values[out].device.str());
       defined[out] = 1;
     }
   }
@@ -123,15 +130,17 @@ std::string dump_tape(const Tape& tape) {
     const auto& v = tape.values[id];
     return std::string(dtype_name(v.dtype)) + shape_to_string(v.shape);
   };
-  for (int i = 0; i < tape.num_inputs; ++i) os << "%" << i << " = input " << i << " : " << type(i) << "\n";
-  for (auto& [id, a] : tape.constants) os << "%" << id << " = constant : " << type(id) << "\n";
+  auto where = [&](Device d) { return d == tape.device ? std::string() : " on " + d.str(); };
+  for (int i = 0; i < tape.num_inputs; ++i)
+    os << "%" << i << " = input " << i << " : " << type(i) << where(tape.values[i].device) << "\n";
+  for (auto& [id, a] : tape.constants) os << "%" << id << " = constant : " << type(id) << where(tape.values[id].device) << "\n";
   for (auto& s : tape.steps) {
     for (size_t i = 0; i < s.outputs.size(); ++i) os << (i ? ", " : "") << "%" << s.outputs[i];
     os << " = " << s.prim.str() << "(";
     for (size_t i = 0; i < s.inputs.size(); ++i) os << (i ? ", " : "") << "%" << s.inputs[i];
     os << ") : ";
     for (size_t i = 0; i < s.outputs.size(); ++i) os << (i ? ", " : "") << type(s.outputs[i]);
-    os << "\n";
+    os << where(s.device) << "\n";
   }
   os << "return ";
   for (size_t i = 0; i < tape.outputs.size(); ++i) os << (i ? ", " : "") << "%" << tape.outputs[i];
@@ -139,7 +148,18 @@ std::string dump_tape(const Tape& tape) {
   return os.str();
 }
 
+void check_replay_inputs(const Tape& tape, const std::vector<Array>& inputs) {
+  SMELT_ASSERT(static_cast<int>(inputs.size()) == tape.num_inputs, "replay: wrong number of inputs");
+  // The key holds every input's device: a step must never see an input on another device than
+  // traced (a CPU kernel would read a GPU address).
+  for (int i = 0; i < tape.num_inputs; ++i)
+    SMELT_ASSERT(inputs[i].device() == tape.values[i].device,
+                 "replay: input " + std::to_string(i) + " lives on " + inputs[i].device().str() + ", traced on " +
+                     tape.values[i].device.str());
+}
+
 std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& inputs) {
+  check_replay_inputs(tape, inputs);
   std::vector<Array> values(tape.values.size());
   for (int i = 0; i < tape.num_inputs; ++i) values[i] = inputs[i];
   for (auto& [id, a] : tape.constants) values[id] = a;
@@ -149,7 +169,7 @@ std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& input
     for (int in : s.inputs) ins.push_back(values[in]);
     if (s.outputs.size() == 1) {
       const auto& v = tape.values[s.outputs[0]];
-      values[s.outputs[0]] = make_array(v.shape, v.dtype, tape.device, s.prim, std::move(ins));
+      values[s.outputs[0]] = make_array(v.shape, v.dtype, s.device, s.prim, std::move(ins));
     } else {
       std::vector<Shape> shapes;
       std::vector<Dtype> dtypes;
@@ -157,7 +177,7 @@ std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& input
         shapes.push_back(tape.values[o].shape);
         dtypes.push_back(tape.values[o].dtype);
       }
-      auto outs = detail::make_multi_output(std::move(shapes), std::move(dtypes), tape.device, s.prim, std::move(ins));
+      auto outs = detail::make_multi_output(std::move(shapes), std::move(dtypes), s.device, s.prim, std::move(ins));
       for (size_t i = 0; i < outs.size(); ++i) values[s.outputs[i]] = std::move(outs[i]);
     }
   }

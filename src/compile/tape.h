@@ -14,21 +14,27 @@ struct Node;
 
 namespace smelt::compiler {
 
-/// The static type of a value on the tape.
+/// The static type of a value on the tape, and where it lives: an input's device (part of the
+/// compile key), a constant's array's device, or the device of the step that makes it.
 struct ValueInfo {
   Shape shape;
   Dtype dtype;
+  Device device;
 };
 
-/// One primitive application: outputs = prim(inputs), by value id.
+/// One primitive application: outputs = prim(inputs), by value id, run on `device`: the device
+/// the eager op chose while tracing (device.h, rule 3). A step may read values of another device
+/// only where the eager primitive does (a Copy is a transfer; conv moves a host operand).
 struct Step {
   Primitive prim;
   std::vector<int> inputs;
   std::vector<int> outputs;
+  Device device;
 };
 
 /// Values [0, num_inputs) are the function's inputs; constants are captured arrays, frozen at
-/// trace time; every other value is defined by exactly one step, before any use.
+/// trace time; every other value is defined by exactly one step, before any use. `device` is
+/// the default device the tape was traced under (dumps name the devices of values elsewhere).
 struct Tape {
   std::vector<ValueInfo> values;
   int num_inputs = 0;
@@ -37,27 +43,35 @@ struct Tape {
   std::vector<int> outputs;
   Device device;
 
-  int add_value(Shape shape, Dtype dtype) {
-    values.push_back({std::move(shape), dtype});
+  int add_value(Shape shape, Dtype dtype, Device value_device = Device::cpu()) {
+    values.push_back({std::move(shape), dtype, value_device});
     return static_cast<int>(values.size()) - 1;
   }
 };
 
 /// Records the graph between `placeholders` and `outputs` (a worklist walk; graphs can be deep).
-/// Arrays that do not depend on a placeholder become constants and are evaluated now.
+/// Arrays that do not depend on a placeholder become constants and are evaluated now. Every value
+/// and step keeps the device of its node; `device` is the default device of the trace.
 /// `step_nodes`, when given, receives per step the graph node it was recorded from (callers that
 /// know where nodes came from map steps back to their source: ONNX nodes for compiled models).
 Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>& outputs, Device device,
                 std::vector<const detail::Node*>* step_nodes = nullptr);
 
-/// Checks the tape's invariants (each value defined once, before use; arities; shapes of
-/// element-wise steps); throws an internal error naming the pass that broke them.
+/// Checks the tape's invariants (each value defined once, before use; arities; a step's outputs
+/// and a constant live on their step's or array's device); throws an internal error naming the
+/// pass that broke them.
 void verify_tape(const Tape& tape, const std::string& after_pass);
 
-/// A readable listing: one line per step, `%5 = Unary(Exp)(%2) : float32[8,512]`.
+/// A readable listing: one line per step, `%5 = Unary(Exp)(%2) : float32[8,512]`, with
+/// ` on cuda:0` after values and steps that are not on the tape's default device.
 std::string dump_tape(const Tape& tape);
 
-/// Builds the lazy graph of the tape over real inputs (same dtypes; shapes as traced).
+/// Checks that `inputs` fit the tape's inputs in number and devices (an internal error if not:
+/// the compile key guarantees it).
+void check_replay_inputs(const Tape& tape, const std::vector<Array>& inputs);
+
+/// Builds the lazy graph of the tape over real inputs (same dtypes and devices; shapes as
+/// traced), each step on its own device.
 std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& inputs);
 
 }  // namespace smelt::compiler

@@ -217,7 +217,7 @@ Array::Array(const void* data, Shape shape, Dtype dtype, int64_t count) {
   if (!data && n > 0)
     throw InvalidArgument("array: null data pointer for shape " + shape_to_string(shape));
   size_t bytes = static_cast<size_t>(n) * size_of(dtype);
-  Device dev = Device::cpu();  // host data lands on the CPU; ops move it where needed
+  Device dev = Device::cpu();  // host data lands on the CPU (device.h, rule 2); ops or to_device move it
   auto buffer = cpu_allocator().allocate(bytes);
   if (bytes) std::memcpy(buffer->ptr, data, bytes);
   if (dtype == Dtype::Bool) {  // normalize bool bytes to 0/1

@@ -1,4 +1,4 @@
-// Creation ops: full, zeros, ones, arange, linspace, eye, tril and triu.
+// Creation ops: full, zeros, ones, arange, linspace, eye, tril and triu (on the default device).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,12 +19,16 @@ void check_shape(const Shape& shape, const char* op) {
 Array full(Shape shape, Array value, Dtype dtype) {
   check_shape(shape, "full");
   check_valid(value, "full");
+  // A host value (a number, or any CPU array) is only the fill: the result is made on the default
+  // device like zeros (device.h, rule 1). A device value keeps its device (rule 3).
+  const bool host = value.device().type == Device::Type::Cpu;
   // Read on the host only: a device value's data_ptr is a device address.
-  if (value.ndim() == 0 && value.is_evaluated() && !value.node().tracer && value.device().type == Device::Type::Cpu) {
+  if (value.ndim() == 0 && value.is_evaluated() && !value.node().tracer && host) {
     Scalar s = Scalar::load(value.node().data_ptr(), value.dtype());
     return full_value(shape, s, dtype, default_device());
   }
-  return broadcast_to(astype(value, dtype), shape);
+  Array v = astype(value, dtype);
+  return broadcast_to(host ? to_device(v, default_device()) : v, shape);
 }
 
 Array full(Shape shape, Array value) {
@@ -103,7 +107,8 @@ Array linspace(double start, double stop, int64_t num, Dtype dtype, bool endpoin
       std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
     }
   });
-  return Array(bytes.data(), {num}, dtype, num);
+  // Made without array inputs: on the default device (device.h, rule 1).
+  return to_device(Array(bytes.data(), {num}, dtype, num), default_device());
 }
 
 namespace {

@@ -55,7 +55,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) { return broadcast_shapes
 
 Device common_device(const std::vector<Array>& arrays, const char* op) {
   if (arrays.empty()) return default_device();
-  // Host-made arrays (constructed from data) live on the CPU; any other device wins.
+  // The one rule of device.h (rule 3): the GPU among the inputs wins and the CPU inputs move
+  // there (the callers wrap them in to_device); inputs on two different GPUs are a DeviceError.
+  // Compiled functions replay the devices this chose while tracing.
   Device d = Device::cpu();
   for (auto& a : arrays) {
     check_valid(a, op);

@@ -117,8 +117,10 @@ void check_bounds(double low, double high, const char* op) {
 }  // namespace
 
 Array key(uint64_t seed) {
+  // Made without array inputs: on the default device (device.h, rule 1), so every draw from a
+  // fresh key runs there too.
   uint32_t words[2] = {static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(seed & 0xFFFFFFFFu)};
-  return Array(words, {2}, uint32);
+  return to_device(Array(words, {2}, uint32), default_device());
 }
 
 Array split(const Array& key, int num) {

@@ -1105,6 +1105,9 @@ std::pair<std::string, int64_t> parse_dim_spec(const std::string& v) {
 ModelInputs make_model_inputs(const onnx::Model& model, const std::vector<InputSpec>& inputs,
                               const std::vector<StaticSpec>& statics_given,
                               const std::map<std::string, int64_t>& dims_given, uint64_t seed) {
+  // The CLI runs models on the CPU (onnx::run, and onnx::compile's default device): its random
+  // keys, draws and masks are made there too, on machines with a GPU as without.
+  DefaultDeviceScope on_cpu(Device::cpu());
   const onnx::Graph& g = *model.graph;
   std::set<std::string> initializer_names;
   for (const auto& [name, v] : g.initializers) initializer_names.insert(name);

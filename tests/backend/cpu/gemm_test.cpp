@@ -155,8 +155,9 @@ void expect_within_bound() {
         }
         const double err = std::fabs(static_cast<double>(got[i * c.n + j] - exact));
         if (err > gamma * static_cast<double>(mag) && bad++ < 3)
-          ADD_FAILURE() << "C[" << i << "," << j << "] = " << got[i * c.n + j] << ", exact " << static_cast<double>(exact)
-                        << ", error " << err << " > bound " << gamma * static_cast<double>(mag);
+          ADD_FAILURE() << "C[" << i << "," << j << "] = " << got[i * c.n + j] << ", exact "
+                        << static_cast<double>(exact) << ", error " << err << " > bound "
+                        << gamma * static_cast<double>(mag);
       }
     }
   }

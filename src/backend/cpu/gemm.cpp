@@ -14,13 +14,15 @@ namespace smelt::cpu {
 
 namespace {
 
-/// Multiply-adds a tile aims at: large enough that a BLAS call's fixed cost (packing, setup) is a
-/// few percent of it, small enough that a [512,512]x[512,512] product has dozens of tiles.
-constexpr int64_t kTileWork = int64_t{1} << 20;
+/// Multiply-adds a tile aims at once a product is cut (products up to twice this are one call).
+/// Each call packs its own panels of A and B, so smaller tiles repack more: single-threaded,
+/// 64 x 128 tiles of a [512,512]x[512,512] product cost 20-70% more than one call with
+/// OpenBLAS's SkylakeX and Haswell kernels, 128 x 256 tiles 5-15%, 256 x 256 about nothing.
+constexpr int64_t kTileWork = int64_t{1} << 21;
 /// The smallest tile sides once a product is cut; multiples of the x86 GEMM micro-kernels'
 /// register blocks, so that the cuts add no edge kernels of their own (speed only: the bits are
 /// fixed by the cut whatever it is).
-constexpr int64_t kMinTileM = 64, kMinTileN = 128, kAlign = 16;
+constexpr int64_t kMinTileM = 128, kMinTileN = 256, kAlign = 16;
 /// Products with at most this many columns keep whole rows in a tile.
 constexpr int64_t kWholeRowsN = 256;
 

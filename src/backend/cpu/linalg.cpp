@@ -1,4 +1,4 @@
-// CPU kernel for Matmul: tiled BLAS GEMM (gemm.h) for floats (halves through float32), exact loops for integers and bool.
+// CPU kernel for Matmul: tiled BLAS GEMM (gemm.h) for floats (halves via float32), exact loops for integers and bool.
 #include <algorithm>
 #include <climits>
 #include <cstring>

@@ -48,15 +48,16 @@ struct Stripe {
   bool is_running(const void* key) const { return std::find(running.begin(), running.end(), key) != running.end(); }
 };
 
-/// What a claim is on: a multi-output primitive is claimed as a whole, through its group (which
-/// therefore stays set on evaluated nodes: it never changes after construction).
+/// What a claim is on: a multi-output primitive is claimed as a whole, through its group. Unlike
+/// prim and inputs, `group` is therefore kept on evaluated nodes: it never changes after
+/// construction, so it can be read without the lock.
 const void* claim_key(const Node& n) {
   return n.group ? static_cast<const void*>(n.group.get()) : static_cast<const void*>(&n);
 }
 
 Stripe& stripe_of(const Node& n) {
   static Stripe* stripes = new Stripe[64];  // never destroyed: nodes may be evaluated during exit
-  // Nodes and groups are at least 16-byte aligned: the low bits carry nothing.
+  // Heap objects are 16-byte aligned: the low bits would leave most stripes unused.
   return stripes[(reinterpret_cast<uintptr_t>(claim_key(n)) >> 4) % 64];
 }
 
@@ -71,7 +72,7 @@ Claim try_claim(Node& n) {
   return Claim::Mine;
 }
 
-/// Ends a claim (under the stripe's lock) and wakes the stripe's waiters.
+/// Ends a claim; the caller holds the stripe's lock, and wakes its waiters after releasing it.
 void end_claim_locked(Stripe& s, const Node& n) {
   s.running.erase(std::find(s.running.begin(), s.running.end(), claim_key(n)));
 }

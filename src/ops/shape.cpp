@@ -3,8 +3,8 @@
 #include <limits>
 #include <numeric>
 
-#include "src/ops/op_utils.h"
 #include "src/core/node_state.h"
+#include "src/ops/op_utils.h"
 
 namespace smelt {
 

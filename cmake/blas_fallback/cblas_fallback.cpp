@@ -58,3 +58,7 @@ extern "C" void cblas_dgemm(CBLAS_ORDER order, CBLAS_TRANSPOSE ta, CBLAS_TRANSPO
                             int ldc) {
   gemm<double>(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+
+extern "C" int openblas_get_num_threads(void) { return smelt::num_threads(); }
+
+extern "C" void openblas_set_num_threads(int) {}

@@ -104,24 +104,27 @@ class CompileEngine {
     std::shared_future<std::shared_ptr<Entry>> pending;
     std::promise<std::shared_ptr<Entry>> mine;
     std::string reason;
+    // Events are emitted after the lock is released: a subscriber may call this function.
+    std::vector<telemetry::Event> events;
     {
       std::lock_guard lock(mutex_);
       if (auto it = index_.find(sig); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);  // most recently used first
         entry = *it->second;
         stats_.hits++;
-        if (telemetry::enabled()) telemetry::emit({"compile.cache.hit", 0.0, {{"function", name_}}});
+        if (telemetry::enabled()) events.push_back({"compile.cache.hit", 0.0, {{"function", name_}}});
       } else if (auto fl = in_flight_.find(sig); fl != in_flight_.end()) {
         pending = fl->second;  // another thread is tracing this signature: wait for its entry
         stats_.hits++;
       } else {
         stats_.misses++;
         reason = explain_miss(sig);
-        if (telemetry::enabled())
-          telemetry::emit({"compile.cache.miss", 0.0, {{"function", name_}, {"reason", reason}}});
+        if (telemetry::enabled()) events.push_back({"compile.cache.miss", 0.0, {{"function", name_}, {"reason", reason}}});
         in_flight_.emplace(sig, mine.get_future().share());
       }
     }
+    for (auto& e : events) telemetry::emit(e);
+    events.clear();
     if (pending.valid()) {
       entry = pending.get();  // rethrows the tracing thread's error: the same signature fails alike
     } else if (!entry) {
@@ -135,10 +138,13 @@ class CompileEngine {
         mine.set_exception(std::current_exception());
         throw;
       }
-      std::lock_guard lock(mutex_);
-      in_flight_.erase(sig);
-      insert(sig, entry);
-      mine.set_value(entry);
+      {
+        std::lock_guard lock(mutex_);
+        in_flight_.erase(sig);
+        insert(sig, entry, events);
+        mine.set_value(entry);
+      }
+      for (auto& e : events) telemetry::emit(e);
     }
     if (entry->eager) return run_eager(inputs, trace, out_structure);
     out_structure = entry->out_structure;
@@ -274,13 +280,13 @@ class CompileEngine {
     return trace(inputs, out_structure);
   }
 
-  void insert(const CallKey& sig, std::shared_ptr<Entry> entry) {
+  void insert(const CallKey& sig, std::shared_ptr<Entry> entry, std::vector<telemetry::Event>& events) {
     lru_.push_front(std::move(entry));
     index_[sig] = lru_.begin();
     while (lru_.size() > std::max<size_t>(options_.cache_capacity, 1)) {
       auto& victim = lru_.back();
       if (telemetry::enabled())
-        telemetry::emit({"compile.cache.evict", 0.0, {{"function", name_}, {"reason", "capacity " + std::to_string(options_.cache_capacity)}}});
+        events.push_back({"compile.cache.evict", 0.0, {{"function", name_}, {"reason", "capacity " + std::to_string(options_.cache_capacity)}}});
       index_.erase(victim->signature);
       // Remembered (by hash, bounded) so that its next miss says it was evicted.
       if (evicted_.size() >= 16 * std::max<size_t>(options_.cache_capacity, 1)) evicted_.clear();
@@ -291,12 +297,16 @@ class CompileEngine {
   }
 
   void warn_retraces() {
-    std::lock_guard lock(mutex_);
-    if (warned_ || options_.retrace_warning <= 0 || stats_.traces <= static_cast<uint64_t>(options_.retrace_warning)) return;
-    warned_ = true;
-    std::string msg = "smelt: compiled function '" + name_ + "' has been traced " + std::to_string(stats_.traces) +
-                      " times; its inputs change shape, dtype or static values on most calls. Consider "
-                      "shapeless=true or fewer distinct static arguments.";
+    std::string msg;
+    {
+      std::lock_guard lock(mutex_);
+      if (warned_ || options_.retrace_warning <= 0 || stats_.traces <= static_cast<uint64_t>(options_.retrace_warning))
+        return;
+      warned_ = true;
+      msg = "smelt: compiled function '" + name_ + "' has been traced " + std::to_string(stats_.traces) +
+            " times; its inputs change shape, dtype or static values on most calls. Consider "
+            "shapeless=true or fewer distinct static arguments.";
+    }
     std::cerr << msg << "\n";
     if (telemetry::enabled()) telemetry::emit({"compile.retrace_warning", 0.0, {{"function", name_}, {"message", msg}}});
   }

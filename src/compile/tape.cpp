@@ -7,6 +7,7 @@
 #include "smelt/errors.h"
 #include "smelt/ops.h"
 #include "src/core/node.h"
+#include "src/core/node_state.h"
 
 namespace smelt::compiler {
 
@@ -18,7 +19,7 @@ namespace {
 // is kept as a step over the 0-d constant: equal scalars then merge, fused kernels get them as
 // literals, and no constant of the traced shape is frozen.
 bool is_scalar_broadcast(const Node& n) {
-  return !n.evaluated && n.prim.kind == PrimKind::Broadcast && n.inputs.size() == 1 && n.inputs[0].ndim() == 0;
+  return !detail::is_evaluated(n) && n.prim.kind == PrimKind::Broadcast && n.inputs.size() == 1 && n.inputs[0].ndim() == 0;
 }
 
 }  // namespace

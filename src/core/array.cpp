@@ -15,6 +15,7 @@
 #include "src/core/dispatch.h"
 #include "src/core/node.h"
 #include "src/core/shape_math.h"
+#include "src/core/node_state.h"
 
 namespace smelt {
 
@@ -27,6 +28,7 @@ uint64_t next_node_id() {
 
 int64_t Node::size() const { return shape_size(shape); }
 
+
 Node::~Node() {
   if (inputs.empty()) return;
   std::vector<std::shared_ptr<Node>> pending;
@@ -35,10 +37,17 @@ Node::~Node() {
   while (!pending.empty()) {
     std::shared_ptr<Node> n = std::move(pending.back());
     pending.pop_back();
-    // Only the last owner takes the inputs over, so that n's own destructor finds none.
-    if (n && n.use_count() == 1 && !n->inputs.empty()) {
-      for (auto& in : n->inputs) pending.push_back(in.node_ptr());
-      n->inputs.clear();
+    // Only the last owner takes the inputs over, so that n's own destructor finds none. A
+    // sibling can still be revived through its group's weak pointer by a thread evaluating the
+    // group, which clears the inputs under the group's lock: take the same lock.
+    if (n && n.use_count() == 1) {
+      std::vector<Array> taken;
+      {
+        std::unique_lock<std::mutex> lock;
+        if (n->group) lock = std::unique_lock(node_mutex(*n));
+        taken.swap(n->inputs);
+      }
+      for (auto& in : taken) pending.push_back(in.node_ptr());
     }
   }
 }
@@ -259,7 +268,7 @@ Device Array::device() const {
   check_valid(node_, "device");
   return node_->device;
 }
-bool Array::is_evaluated() const { return node_ && node_->evaluated; }
+bool Array::is_evaluated() const { return node_ && detail::is_evaluated(*node_); }
 uint64_t Array::id() const {
   check_valid(node_, "id");
   return node_->id;
@@ -271,7 +280,7 @@ detail::Node& Array::node() const {
 
 void Array::eval() const {
   check_valid(node_, "eval");
-  if (node_->evaluated) return;
+  if (detail::is_evaluated(*node_)) return;
   smelt::eval({*this});
 }
 

@@ -1,4 +1,12 @@
-// The eval scheduler: a worklist topological order over unevaluated nodes, run one by one.
+// The eval scheduler: a worklist topological order over unevaluated nodes, each claimed and run once.
+//
+// Several threads may evaluate graphs that share nodes (captured constants, ONNX initializers,
+// a lazy array handed to two threads). There is no process-wide lock: each node is claimed by
+// the one thread that runs it, and a thread that needs a node another thread is running waits
+// for that node only. A thread holds a claim only while it runs that node's kernel, whose
+// inputs are all evaluated by then, so waits can never form a cycle.
+#include <algorithm>
+#include <condition_variable>
 #include <mutex>
 #include <unordered_set>
 
@@ -6,6 +14,7 @@
 #include "smelt/ops.h"
 #include "src/backend/backend.h"
 #include "src/core/node.h"
+#include "src/core/node_state.h"
 
 #if SMELT_HAS_CUDA
 #include "src/backend/cuda/cuda.h"
@@ -16,12 +25,7 @@ namespace smelt {
 namespace {
 
 using detail::Node;
-
-// Nodes are shared between threads; one eval at a time keeps the graph mutations simple.
-std::recursive_mutex& eval_mutex() {
-  static std::recursive_mutex m;
-  return m;
-}
+using NodePtr = std::shared_ptr<Node>;
 
 [[noreturn]] void throw_tracer_eval(const Node& n) {
   // A placeholder has no primitive: it is an argument of the compiled function.
@@ -33,11 +37,69 @@ std::recursive_mutex& eval_mutex() {
       "value outside and pass it in as a static (non-array) argument.");
 }
 
-// Runs one node's primitive and turns it (and its siblings) into evaluated leaves.
-void run_node(Node* n) {
+/// The claim table, striped: a stripe's mutex guards the transition to evaluated of the nodes
+/// that hash to it (their `evaluated`, `prim` and `inputs`), and lists which of them a thread is
+/// running now. Waiters sleep on the stripe's condition variable.
+struct Stripe {
+  std::mutex mutex;
+  std::condition_variable done;
+  std::vector<const void*> running;  // claim keys; a handful at a time
+
+  bool is_running(const void* key) const { return std::find(running.begin(), running.end(), key) != running.end(); }
+};
+
+/// What a claim is on: a multi-output primitive is claimed as a whole, through its group. Unlike
+/// prim and inputs, `group` is therefore kept on evaluated nodes: it never changes after
+/// construction, so it can be read without the lock.
+const void* claim_key(const Node& n) {
+  return n.group ? static_cast<const void*>(n.group.get()) : static_cast<const void*>(&n);
+}
+
+Stripe& stripe_of(const Node& n) {
+  static Stripe* stripes = new Stripe[64];  // never destroyed: nodes may be evaluated during exit
+  // Heap objects are 16-byte aligned: the low bits would leave most stripes unused.
+  return stripes[(reinterpret_cast<uintptr_t>(claim_key(n)) >> 4) % 64];
+}
+
+enum class Claim { Mine, Done, Busy };
+
+Claim try_claim(Node& n) {
+  Stripe& s = stripe_of(n);
+  std::lock_guard lock(s.mutex);
+  if (n.evaluated) return Claim::Done;
+  if (s.is_running(claim_key(n))) return Claim::Busy;
+  s.running.push_back(claim_key(n));
+  return Claim::Mine;
+}
+
+/// Ends a claim; the caller holds the stripe's lock, and wakes its waiters after releasing it.
+void end_claim_locked(Stripe& s, const Node& n) {
+  s.running.erase(std::find(s.running.begin(), s.running.end(), claim_key(n)));
+}
+
+/// Gives a claim back (the kernel failed) and wakes the waiters: they claim the node themselves,
+/// and so meet the error in their own call.
+void release_claim(Node& n) {
+  Stripe& s = stripe_of(n);
+  {
+    std::lock_guard lock(s.mutex);
+    end_claim_locked(s, n);
+  }
+  s.done.notify_all();
+}
+
+/// Waits until no thread runs `n`.
+void wait_for(Node& n) {
+  Stripe& s = stripe_of(n);
+  std::unique_lock lock(s.mutex);
+  s.done.wait(lock, [&] { return !s.is_running(claim_key(n)); });
+}
+
+// Runs a claimed node's primitive and turns it (and its siblings) into evaluated leaves.
+void run_claimed(Node* n) {
   if (n->tracer) throw_tracer_eval(*n);
   std::vector<Array> outputs;
-  std::vector<std::shared_ptr<Node>> keep;  // stand-ins for dropped siblings
+  std::vector<NodePtr> keep;  // stand-ins for dropped siblings
   if (n->group) {
     auto& g = *n->group;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -51,8 +113,10 @@ void run_node(Node* n) {
   } else {
     // A non-owning handle: the node is alive (held by a consumer or a root), and an owning one
     // would defeat buffer donation, which looks at use counts.
-    outputs.emplace_back(std::shared_ptr<Node>(std::shared_ptr<Node>{}, n));
+    outputs.emplace_back(NodePtr(NodePtr{}, n));
   }
+  // Only the claiming thread reads prim and inputs until the node is marked evaluated below:
+  // other threads copy `inputs` under the node's lock, and nothing writes them meanwhile.
   if (n->prim.kind == PrimKind::Copy && !(n->inputs[0].device() == n->device)) {
     // to_device: a Copy whose input lives elsewhere is a transfer between devices.
 #if SMELT_HAS_CUDA
@@ -63,53 +127,101 @@ void run_node(Node* n) {
   } else {
     backend_for(n->device).eval(n->prim, n->inputs, outputs);
   }
-  for (auto& o : outputs) {
-    Node& on = o.node();
-    SMELT_ASSERT(on.buffer != nullptr, "eval: " + n->prim.str() + " produced no buffer");
-    on.evaluated = true;
-    on.prim = Primitive{};
-    on.inputs.clear();
-    on.group.reset();
+  for (auto& o : outputs)
+    SMELT_ASSERT(o.node().buffer != nullptr, "eval: " + n->prim.str() + " produced no buffer");
+  // The graph above is freed outside the lock: destroying nodes may take node locks itself.
+  std::vector<Array> graveyard;
+  std::vector<Primitive> old_prims;
+  Stripe& s = stripe_of(*n);
+  {
+    std::lock_guard lock(s.mutex);
+    for (auto& o : outputs) {
+      Node& on = o.node();
+      detail::set_evaluated(on);
+      for (auto& in : on.inputs) graveyard.push_back(std::move(in));
+      on.inputs.clear();
+      old_prims.push_back(std::move(on.prim));
+      on.prim = Primitive{};
+    }
+    end_claim_locked(s, *n);
+  }
+  s.done.notify_all();
+}
+
+/// Evaluates `n`, which the caller holds: runs it when no other thread does, otherwise waits
+/// for the thread that does. Its inputs are evaluated.
+void evaluate_one(Node& n) {
+  for (;;) {
+    switch (try_claim(n)) {
+      case Claim::Done: return;
+      case Claim::Mine:
+        try {
+          run_claimed(&n);
+        } catch (...) {
+          release_claim(n);
+          throw;
+        }
+        return;
+      case Claim::Busy: wait_for(n); break;
+    }
   }
 }
 
 }  // namespace
 
+namespace detail {
+std::mutex& node_mutex(const Node& n) { return stripe_of(n).mutex; }
+}  // namespace detail
+
 void eval(std::vector<Array> arrays) {
-  std::lock_guard lock(eval_mutex());
-  // Post-order over unevaluated nodes with an explicit stack (graphs can be very deep).
-  std::vector<Node*> order;
+  // Post-order over unevaluated nodes with an explicit stack (graphs can be very deep). The
+  // order holds each node it lists, so nodes another thread's run frees stay valid here; each
+  // hold is dropped as soon as the node is done, so that donation sees the true use counts.
+  std::vector<NodePtr> order;
   std::unordered_set<Node*> visited;
   struct Frame {
-    Node* node;
-    size_t next_input;
+    NodePtr node;
+    bool expanded;
   };
   std::vector<Frame> stack;
+  std::vector<NodePtr> inputs;  // one node's inputs, copied under its lock
   for (auto& a : arrays) {
     if (!a.valid()) throw InvalidArgument("eval: an array is an empty handle (default-constructed)");
     Node* root = &a.node();
-    if (root->evaluated || visited.count(root)) continue;
+    if (detail::is_evaluated(*root) || visited.count(root)) continue;
     // Name the value the caller asked for, not the placeholder the walk would reach first.
     if (root->tracer) throw_tracer_eval(*root);
-    visited.insert(root);
-    stack.push_back({root, 0});
+    stack.push_back({a.node_ptr(), false});
     while (!stack.empty()) {
-      Frame& f = stack.back();
-      if (f.next_input < f.node->inputs.size()) {
-        Node* in = &f.node->inputs[f.next_input++].node();
-        if (!in->evaluated && !visited.count(in)) {
-          visited.insert(in);
-          stack.push_back({in, 0});
-        }
+      Frame f = std::move(stack.back());
+      stack.pop_back();
+      if (f.expanded) {
+        order.push_back(std::move(f.node));
         continue;
       }
-      order.push_back(f.node);
-      stack.pop_back();
+      Node* n = f.node.get();
+      if (!visited.insert(n).second) continue;
+      inputs.clear();
+      {
+        Stripe& s = stripe_of(*n);
+        std::lock_guard lock(s.mutex);
+        if (n->evaluated) continue;
+        // A node another thread is running is waited for, not walked: its inputs are its
+        // runner's (they may be donated to its output right now).
+        if (!s.is_running(claim_key(*n)))
+          for (auto& in : n->inputs) inputs.push_back(in.node_ptr());
+      }
+      stack.push_back({std::move(f.node), true});
+      // Pushed in reverse, so that inputs are evaluated first to last, as written.
+      for (auto it = inputs.rbegin(); it != inputs.rend(); ++it)
+        if (!detail::is_evaluated(**it) && !visited.count(it->get()))
+          stack.push_back({std::move(*it), false});
     }
   }
-  for (Node* n : order) {
-    if (n->evaluated) continue;  // a sibling computed it already
-    run_node(n);
+  inputs.clear();
+  for (auto& n : order) {
+    if (!detail::is_evaluated(*n)) evaluate_one(*n);
+    n.reset();
   }
 }
 

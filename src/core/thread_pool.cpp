@@ -1,4 +1,5 @@
-// The worker pool behind parallel_for: one job at a time, the caller takes the first chunk.
+// The worker pool behind parallel_for: one job at a time, the caller takes the first chunk;
+// a caller that finds the pool busy runs its chunks itself.
 #include "src/core/thread_pool.h"
 
 #include <algorithm>
@@ -32,8 +33,15 @@ class ThreadPool {
     for (int i = 1; i < size(); ++i) workers_.emplace_back([this, i] { work(i); });
   }
 
+  /// Runs task(0..chunks-1) on the pool. When another thread's job holds the pool, runs them
+  /// on the calling thread instead: callers never wait for each other's jobs (with several
+  /// threads calling, the cores are busy anyway), and the chunks, hence the results, are the same.
   void run(int chunks, const std::function<void(int)>& task) {
-    std::unique_lock job_lock(job_mutex_);  // one parallel job at a time
+    std::unique_lock job_lock(job_mutex_, std::try_to_lock);  // one parallel job at a time
+    if (!job_lock.owns_lock()) {
+      for (int c = 0; c < chunks; ++c) task(c);
+      return;
+    }
     {
       std::lock_guard lock(mutex_);
       task_ = &task;

@@ -341,7 +341,13 @@ struct CompiledModelImpl {
     bool is_break;    // the break node after `entry`'s segment
   };
   std::vector<PathStep> last;
+  // Calls run in parallel: what they share is the graph, the constants and the executor (all
+  // read-only after prepare) and the caches below. `mutex` guards sites, totals and last, held
+  // only for lookups, inserts and counters; everything a call computes is its own.
+  // `trace_mutex` makes misses trace one at a time, so that two calls missing one key trace
+  // it once (the second finds the first's entry); hits never take it.
   mutable std::mutex mutex;
+  std::mutex trace_mutex;
 
   CompiledModelImpl(const Model& m, CompileModelOptions o) : model(m), options(std::move(o)), exec(model) {}
 
@@ -354,11 +360,13 @@ struct CompiledModelImpl {
 
  private:
   Site& site_at(size_t pos);
-  KeyParts make_key(const Site& site, const std::map<std::string, Live>& live) const;
+  KeyParts make_key(const std::set<std::string>& host_static, const std::map<std::string, Live>& live) const;
   std::string explain_miss(const Site& site, const KeyParts& key) const;
   EntryPtr lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live, const Scope& scope);
-  TraceResult trace(size_t pos, const Site& site, const std::map<std::string, Live>& live, const Scope& scope,
-                    KeyParts key);
+  TraceResult trace(size_t pos, const std::set<std::string>& host_static, const std::map<std::string, Live>& live,
+                    const Scope& scope, KeyParts key);
+  EntryPtr find_cached(Site& site, const std::string& text);
+  void count_run(size_t pos, bool compiled);
   [[noreturn]] void raise_break(size_t pos) const;
   void insert(Site& site, std::shared_ptr<SegmentEntry> entry);
   std::vector<std::string> inputs_behind(size_t pos) const;
@@ -400,13 +408,14 @@ Site& CompiledModelImpl::site_at(size_t pos) {
   return s;
 }
 
-KeyParts CompiledModelImpl::make_key(const Site& site, const std::map<std::string, Live>& live) const {
+KeyParts CompiledModelImpl::make_key(const std::set<std::string>& host_static,
+                                     const std::map<std::string, Live>& live) const {
   KeyParts key;
   for (const auto& [name, l] : live) {
     std::string d;
     switch (l.kind) {
       case Kind::Host:
-        d = site.host_static.count(name) ? "host " + fingerprint(l.value)
+        d = host_static.count(name) ? "host " + fingerprint(l.value)
                                          : "host " + l.value.describe() + "@" + l.value.array().device().str();
         break;
       case Kind::Dynamic:
@@ -489,8 +498,8 @@ void CompiledModelImpl::raise_break(size_t pos) const {
                           "static_inputs, or call smelt::onnx::run without compiling.");
 }
 
-TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::map<std::string, Live>& live,
-                                     const Scope& scope, KeyParts key) {
+TraceResult CompiledModelImpl::trace(size_t pos, const std::set<std::string>& host_static,
+                                     const std::map<std::string, Live>& live, const Scope& scope, KeyParts key) {
   auto entry = std::make_shared<SegmentEntry>();
   entry->key_text = key_text(key);
   entry->key = std::move(key);
@@ -506,7 +515,7 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
     if (l.kind == Kind::Host) lineage[name].host.insert(name);
     if (l.kind == Kind::Dynamic) lineage[name].dynamic = true;
     if (!l.value.is_tensor()) continue;  // a run-time non-tensor: nodes that read it are breaks
-    if (l.kind == Kind::Host && site.host_static.count(name)) {
+    if (l.kind == Kind::Host && host_static.count(name)) {
       entry->host_static.push_back(host_text(name, l.value));
       continue;  // stays the real array: a constant of this trace
     }
@@ -557,7 +566,7 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
         auto it = lineage.find(r);
         if (it == lineage.end() || it->second.dynamic) continue;
         for (const auto& h : it->second.host)
-          if (!site.host_static.count(h)) need.insert(h);
+          if (!host_static.count(h)) need.insert(h);
       }
       if (!need.empty()) return {nullptr, need};
       std::vector<bool> traced;
@@ -658,44 +667,87 @@ void CompiledModelImpl::insert(Site& site, std::shared_ptr<SegmentEntry> entry) 
   site.stats.cached = site.lru.size();
 }
 
+EntryPtr CompiledModelImpl::find_cached(Site& site, const std::string& text) {
+  auto found = site.index.find(text);
+  if (found == site.index.end()) return nullptr;
+  site.lru.splice(site.lru.begin(), site.lru, found->second);
+  return *found->second;
+}
+
+void CompiledModelImpl::count_run(size_t pos, bool compiled) {
+  std::lock_guard lock(mutex);
+  Site& site = sites.at(pos);
+  if (compiled)
+    site.stats.compiled_runs++;
+  else
+    site.stats.eager_runs++;
+}
+
 EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live,
                                             const Scope& scope) {
   const std::string seg = std::to_string(segment);
-  Site& site = site_at(pos);
-  if (site.eager) return *site.eager;
-  KeyParts key = make_key(site, live);
-  std::string text = key_text(key);
-  auto found = site.index.find(text);
-  if (found != site.index.end()) {
-    site.lru.splice(site.lru.begin(), site.lru, found->second);
-    site.stats.hits++;
+  // Sites live in a std::map: the reference stays valid while other calls add sites.
+  Site* site_ptr = nullptr;
+  std::string start_node;
+  auto hit = [&](EntryPtr e) {
     if (telemetry::enabled())
-      telemetry::emit({"segment.cache.hit", 0.0,
-                       {{"segment", seg}, {"position", std::to_string(pos)}, {"start", site.stats.start_node}}});
-    return *found->second;
+      telemetry::emit({"segment.cache.hit", 0.0, {{"segment", seg}, {"position", std::to_string(pos)}, {"start", start_node}}});
+    return e;
+  };
+  std::set<std::string> host_static;
+  {
+    std::lock_guard lock(mutex);
+    site_ptr = &site_at(pos);
+    if (site_ptr->eager) return *site_ptr->eager;
+    start_node = site_ptr->stats.start_node;
+    host_static = site_ptr->host_static;
   }
-  site.stats.misses++;
-  // The reason compares the key with every cached one: only worth it when someone listens.
+  Site& site = *site_ptr;
+  // The key is computed outside the lock (fingerprints read host values); a trace that made more
+  // host values static meanwhile makes it stale, and then the lookup below is skipped.
+  EntryPtr found;
+  {
+    const std::string text = key_text(make_key(host_static, live));
+    std::lock_guard lock(mutex);
+    if (site.host_static == host_static && (found = find_cached(site, text))) site.stats.hits++;
+  }
+  if (found) return hit(found);
+  // A miss: trace under trace_mutex, then look again, since the key may have been traced by the
+  // call that held it.
+  std::lock_guard trace_lock(trace_mutex);
+  KeyParts key;
+  std::string reason;
+  {
+    std::lock_guard lock(mutex);
+    if (site.eager) return *site.eager;
+    host_static = site.host_static;
+    key = make_key(host_static, live);
+    if ((found = find_cached(site, key_text(key)))) {
+      site.stats.hits++;
+    } else {
+      site.stats.misses++;
+      // The reason compares the key with every cached one: only worth it when someone listens.
+      if (telemetry::enabled()) reason = explain_miss(site, key);
+    }
+  }
+  if (found) return hit(found);
   if (telemetry::enabled())
     telemetry::emit({"segment.cache.miss", 0.0,
-                     {{"segment", seg},
-                      {"position", std::to_string(pos)},
-                      {"start", site.stats.start_node},
-                      {"reason", explain_miss(site, key)}}});
+                     {{"segment", seg}, {"position", std::to_string(pos)}, {"start", start_node}, {"reason", reason}}});
   auto t0 = std::chrono::steady_clock::now();
   for (;;) {
-    site.stats.traces++;
-    TraceResult r = trace(pos, site, live, scope, key);
+    {
+      std::lock_guard lock(mutex);
+      site.stats.traces++;
+    }
+    TraceResult r = trace(pos, host_static, live, scope, key);
     if (!r.entry) {
       // Retrace with these host values as constants; the key now holds their values.
+      std::lock_guard lock(mutex);
       site.host_static.insert(r.need_static.begin(), r.need_static.end());
-      key = make_key(site, live);
-      text = key_text(key);
-      auto again = site.index.find(text);
-      if (again != site.index.end()) {
-        site.lru.splice(site.lru.begin(), site.lru, again->second);
-        return *again->second;
-      }
+      host_static = site.host_static;
+      key = make_key(host_static, live);
+      if (EntryPtr e = find_cached(site, key_text(key))) return e;
       continue;
     }
     std::shared_ptr<SegmentEntry> entry = r.entry;
@@ -716,9 +768,6 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
       entry->compiled = true;
       build_ms = ms_since(t1);
     }
-    site.stats.trace_ms += trace_ms;
-    site.stats.build_ms += build_ms;
-    totals.compile_ms += trace_ms + build_ms;
     if (telemetry::enabled()) {
       std::string hv;
       for (const auto& h : entry->host_static) hv += (hv.empty() ? "" : " ") + h;
@@ -740,6 +789,10 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
                         {"build_ms", std::to_string(build_ms)},
                         {"fused", std::to_string(entry->fused.size())}}});
     }
+    std::lock_guard lock(mutex);
+    site.stats.trace_ms += trace_ms;
+    site.stats.build_ms += build_ms;
+    totals.compile_ms += trace_ms + build_ms;
     if (small && nodes > 0) {
       site.eager = entry;  // not cached by key: it serves every later call here
       return entry;
@@ -752,11 +805,10 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
 std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given) {
   // Arrays the model makes from nothing (ConstantOfShape, Range, ...) live on its device.
   DefaultDeviceScope device_scope(options.device);
-  std::lock_guard lock(mutex);
   auto t0 = std::chrono::steady_clock::now();
   const Graph& g = graph();
   Scope scope;
-  scope.parent = &constants;  // read-only while calls run (they hold the mutex)
+  scope.parent = &constants;  // read-only after prepare: every call reads it
   std::map<std::string, Kind> kinds;  // live values that are not constants of the model
   for (const auto& in : g.inputs) {
     if (options.static_inputs.count(in.name)) continue;
@@ -774,7 +826,11 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
     scope.values[in.name] = std::move(it->second);
     kinds[in.name] = Kind::Dynamic;
   }
-  totals.calls++;
+  uint64_t call_number;
+  {
+    std::lock_guard lock(mutex);
+    call_number = ++totals.calls;
+  }
   std::vector<PathStep> path;
   const size_t count = order.size();
   auto live_at = [&](size_t pos) {
@@ -801,7 +857,6 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
   int segment = 0;
   while (pos < count) {
     EntryPtr e = lookup_or_trace(pos, segment, live_at(pos), scope);
-    Site& site = sites.at(pos);
     if (e->stop > pos) {
       if (e->compiled) {
         std::vector<Array> args;
@@ -823,14 +878,14 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
         for (const auto& s : e->outputs)
           scope.values[s.name] = s.tape_output >= 0 ? Value::tensor(outs[static_cast<size_t>(s.tape_output)], s.elem_type)
                                                     : s.constant;
-        site.stats.compiled_runs++;
+        count_run(pos, true);
       } else {
         for (size_t p = pos; p < e->stop; ++p) {
           const Node& n = node_at(p);
           Executor::bind_outputs(n, exec.run_node(n, Executor::gather_inputs(n, scope), scope, exec.model_opsets()),
                                  scope, graph_outputs);
         }
-        site.stats.eager_runs++;
+        count_run(pos, false);
       }
       for (const auto& s : e->outputs) {
         const Value& v = scope.values.at(s.name);
@@ -849,7 +904,10 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
         const Value& v = scope.values.at(o);
         kinds[o] = is_host_candidate(v) ? Kind::Host : Kind::Dynamic;
       }
-      totals.break_runs++;
+      {
+        std::lock_guard lock(mutex);
+        totals.break_runs++;
+      }
       path.push_back({e->stop, e, true});
       ++segment;
     }
@@ -865,10 +923,14 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
     collect_arrays(*v, arrays);
   }
   eval(arrays);
-  last = std::move(path);
+  const size_t segments = path.size();
+  {
+    std::lock_guard lock(mutex);
+    last = std::move(path);  // with calls in parallel: the path of the call that finished last
+  }
   if (telemetry::enabled())
     telemetry::emit({"segment.call", ms_since(t0),
-                     {{"segments", std::to_string(last.size())}, {"call", std::to_string(totals.calls)}}});
+                     {{"segments", std::to_string(segments)}, {"call", std::to_string(call_number)}}});
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "src/core/shape_math.h"
+#include "src/core/node_state.h"
 #include "src/ops/op_utils.h"
 
 namespace smelt {
@@ -424,7 +425,7 @@ Array pad(const Array& a, const std::vector<std::pair<int64_t, int64_t>>& pad_wi
   p.value = Scalar::of_int(0).cast(a.dtype());
   if (mode == PadMode::Constant) {
     const auto& vn = value.node();
-    if (!vn.evaluated || vn.tracer || vn.device.type != Device::Type::Cpu) return pad_constant_lazy(a, w, value);
+    if (!detail::is_evaluated(vn) || vn.tracer || vn.device.type != Device::Type::Cpu) return pad_constant_lazy(a, w, value);
     p.value = Scalar::load(vn.data_ptr(), value.dtype()).cast(a.dtype());
   }
   return make_array(std::move(out), a.dtype(), a.device(), make_prim(PrimKind::Pad, std::move(p)), {a});

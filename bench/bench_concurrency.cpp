@@ -1,0 +1,183 @@
+// Concurrent calls: calls per second of one shared compiled function (W1) and one shared compiled
+// tiny transformer from 1, 2, 4 and 8 threads on the CPU, and of W1 from 1-4 threads on the GPU.
+//
+// A plain program (no benchmark framework): each figure is the total number of calls the threads
+// finish in a fixed window after a warm-up, over the window's length; the median of --reps windows
+// is reported, with the speed-up over one thread. The inputs are small on purpose: the figure is
+// the host work of a call (key, cache, replay, scheduling) plus a small kernel, which is what a
+// process-wide lock used to serialize.
+//
+//   bench_concurrency [--seconds S] [--reps R] [--threads 1,2,4,8] [--model PATH] [--json FILE]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/workloads.h"
+#include "smelt/compile.h"
+#include "smelt/memory.h"
+#include "smelt/onnx.h"
+#include "smelt/smelt.h"
+
+namespace {
+
+using namespace smelt;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  double seconds = 1.0;
+  int reps = 3;
+  std::vector<int> threads{1, 2, 4, 8};
+  std::string model = std::string(SMELT_SOURCE_DIR) + "/models/tiny_transformer.onnx";
+  std::string json;
+};
+
+struct Row {
+  std::string work, device;
+  int threads = 1;
+  double calls_per_s = 0.0;
+  double speedup = 1.0;
+};
+
+/// Calls per second of `call` from `threads` threads at once: the median of `reps` windows.
+double calls_per_second(int threads, const Options& o, const std::function<void()>& call) {
+  std::vector<double> rates;
+  for (int rep = 0; rep < o.reps; ++rep) {
+    std::atomic<bool> go{false}, stop{false};
+    std::atomic<int64_t> total{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&] {
+        while (!go.load()) std::this_thread::yield();
+        int64_t n = 0;
+        while (!stop.load(std::memory_order_relaxed)) {
+          call();
+          ++n;
+        }
+        total += n;
+      });
+    auto t0 = Clock::now();
+    go = true;
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+    stop = true;
+    for (auto& th : pool) th.join();
+    // Calls that were running when the window closed finish after it: count the time they took.
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    rates.push_back(static_cast<double>(total.load()) / s);
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+void measure(const std::string& work, const std::string& device, const std::vector<int>& threads, const Options& o,
+             const std::function<void()>& call, std::vector<Row>& rows) {
+  for (int i = 0; i < 20; ++i) call();  // warm-up: trace, kernel build, allocator cache
+  double one = 0.0;
+  for (int t : threads) {
+    Row r{work, device, t, calls_per_second(t, o, call), 1.0};
+    if (t == threads.front()) one = r.calls_per_s;
+    r.speedup = one > 0 ? r.calls_per_s / one : 0.0;
+    std::printf("%-34s %-6s %3d threads %12.0f calls/s  x%.2f\n", work.c_str(), device.c_str(), t, r.calls_per_s,
+                r.speedup);
+    std::fflush(stdout);
+    rows.push_back(r);
+  }
+}
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> v;
+  for (const char* p = s; *p;) {
+    v.push_back(std::atoi(p));
+    p = std::strchr(p, ',');
+    if (!p) break;
+    ++p;
+  }
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    auto value = [&](const char* flag) -> const char* {
+      if (std::strcmp(argv[i], flag) != 0) return nullptr;
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_concurrency: %s needs a value\n", flag);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (const char* v = value("--seconds")) o.seconds = std::atof(v);
+    else if (const char* v = value("--reps")) o.reps = std::max(1, std::atoi(v));
+    else if (const char* v = value("--threads")) o.threads = parse_list(v);
+    else if (const char* v = value("--model")) o.model = v;
+    else if (const char* v = value("--json")) o.json = v;
+    else {
+      std::fprintf(stderr,
+                   "usage: bench_concurrency [--seconds S] [--reps R] [--threads 1,2,4,8] [--model PATH] [--json FILE]\n");
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  std::printf("bench_concurrency: %u hardware threads, kernel threads %d, window %.2f s, median of %d\n",
+              std::thread::hardware_concurrency(), cpu_threads(), o.seconds, o.reps);
+  std::vector<Row> rows;
+  {
+    DefaultDeviceScope cpu(Device::cpu());
+    // W1 on 1 Ki elements: one fused kernel per call.
+    auto gelu = compile([](const Array& x) { return bench::gelu_tanh(x); });
+    Array x = random::uniform(random::key(1), {1024}, -3.0, 3.0);
+    x.eval();
+    measure("W1 gelu [1024] f32, compiled", "cpu", o.threads, o,
+            [&] {
+              Array y = gelu(x);
+              y.eval();
+            },
+            rows);
+    // The tiny transformer, compiled once and shared, on [2, 16] token ids.
+    onnx::Model m = onnx::load(o.model);
+    Array ids = astype(random::randint(random::key(2), 0, 1000, {2, 16}), int64);
+    ids.eval();
+    onnx::CompiledModel cm = onnx::compile(m, {onnx::Value::tensor(ids)});
+    measure("tiny_transformer [2,16], compiled", "cpu", o.threads, o, [&] { cm({onnx::Value::tensor(ids)}); }, rows);
+  }
+  if (cuda_available()) {
+    // Every thread issues on the device's stream; the figure is host throughput with the GPU
+    // working behind it (a read at the end of each call waits for that call's kernel).
+    DefaultDeviceScope gpu(Device::cuda(0));
+    auto gelu = compile([](const Array& x) { return bench::gelu_tanh(x); });
+    Array x = random::uniform(random::key(3), {1 << 20}, -3.0, 3.0);
+    x.eval();
+    measure("W1 gelu [1Mi] f32, compiled", "cuda", {1, 2, 3, 4}, o,
+            [&] {
+              Array y = gelu(x);
+              y.eval();
+              synchronize(Device::cuda(0));
+            },
+            rows);
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    f << "[\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      f << "  {\"work\": \"" << r.work << "\", \"device\": \"" << r.device << "\", \"threads\": " << r.threads
+        << ", \"calls_per_s\": " << r.calls_per_s << ", \"speedup\": " << r.speedup << "}"
+        << (i + 1 < rows.size() ? ",\n" : "\n");
+    }
+    f << "]\n";
+  }
+  return 0;
+}

@@ -349,16 +349,18 @@ struct CompiledModelImpl {
   const Node& node_at(size_t pos) const { return graph().nodes[order[pos]]; }
 
   void prepare();
-  std::vector<Value> call(std::unordered_map<std::string, Value> given);
+  std::vector<Value> call(std::unordered_map<std::string, Value> given, const RunOptions& options);
   Overlay overlay() const;
 
  private:
   Site& site_at(size_t pos);
   KeyParts make_key(const Site& site, const std::map<std::string, Live>& live) const;
   std::string explain_miss(const Site& site, const KeyParts& key) const;
-  EntryPtr lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live, const Scope& scope);
+  // `exec` is the call's executor (it carries the call's RunGuard), not the member.
+  EntryPtr lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live, const Scope& scope,
+                           const Executor& exec);
   TraceResult trace(size_t pos, const Site& site, const std::map<std::string, Live>& live, const Scope& scope,
-                    KeyParts key);
+                    KeyParts key, const Executor& exec);
   [[noreturn]] void raise_break(size_t pos) const;
   void insert(Site& site, std::shared_ptr<SegmentEntry> entry);
   std::vector<std::string> inputs_behind(size_t pos) const;
@@ -490,7 +492,7 @@ void CompiledModelImpl::raise_break(size_t pos) const {
 }
 
 TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::map<std::string, Live>& live,
-                                     const Scope& scope, KeyParts key) {
+                                     const Scope& scope, KeyParts key, const Executor& exec) {
   auto entry = std::make_shared<SegmentEntry>();
   entry->key_text = key_text(key);
   entry->key = std::move(key);
@@ -546,6 +548,8 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
       entry->break_reason = node.label() + ": reads a non-tensor value that is only known at run time";
       break;
     }
+    // A trace runs the nodes' host work (a Loop with a known trip count loops here too).
+    if (exec.guard()) exec.guard()->check(node);
     std::vector<Value> inputs = Executor::gather_inputs(node, t);
     std::vector<Value> outputs;
     try {
@@ -565,6 +569,12 @@ TraceResult CompiledModelImpl::trace(size_t pos, const Site& site, const std::ma
       entry->break_reason = break_reason(node, traced);
       entry->break_error = first_sentence(e.what());
       break;
+    } catch (const Cancelled&) {
+      throw;  // the run's bounds stop the call; they are not a reason to break the segment
+    } catch (const DeadlineExceeded&) {
+      throw;
+    } catch (const OutOfMemory&) {
+      throw;
     } catch (const Error& e) {
       // Anything else a trace cannot do runs eagerly, which also raises a real error again.
       entry->break_error = first_sentence(e.what());
@@ -659,7 +669,7 @@ void CompiledModelImpl::insert(Site& site, std::shared_ptr<SegmentEntry> entry) 
 }
 
 EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live,
-                                            const Scope& scope) {
+                                            const Scope& scope, const Executor& exec) {
   const std::string seg = std::to_string(segment);
   Site& site = site_at(pos);
   if (site.eager) return *site.eager;
@@ -685,7 +695,7 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
   auto t0 = std::chrono::steady_clock::now();
   for (;;) {
     site.stats.traces++;
-    TraceResult r = trace(pos, site, live, scope, key);
+    TraceResult r = trace(pos, site, live, scope, key, exec);
     if (!r.entry) {
       // Retrace with these host values as constants; the key now holds their values.
       site.host_static.insert(r.need_static.begin(), r.need_static.end());
@@ -749,10 +759,14 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
   }
 }
 
-std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given) {
+std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given, const RunOptions& run_options) {
   // Arrays the model makes from nothing (ConstantOfShape, Range, ...) live on its device.
   DefaultDeviceScope device_scope(options.device);
+  RunGuard guard(run_options);
   std::lock_guard lock(mutex);
+  // This call's executor: the same model, with this call's bounds.
+  const Executor exec(model, &guard);
+
   auto t0 = std::chrono::steady_clock::now();
   const Graph& g = graph();
   Scope scope;
@@ -775,6 +789,18 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
     kinds[in.name] = Kind::Dynamic;
   }
   totals.calls++;
+  // The memory budget counts the values this call made that are still live (not its inputs).
+  std::unordered_set<std::string> made;
+  RunGuard::Charge charge(&guard);
+  auto charge_live = [&](const Node& at) {
+    if (guard.budget() <= 0) return;
+    int64_t total = 0;
+    for (const auto& name : made) {
+      auto it = scope.values.find(name);
+      if (it != scope.values.end()) total += value_bytes(it->second);
+    }
+    charge.set(total, at);
+  };
   std::vector<PathStep> path;
   const size_t count = order.size();
   auto live_at = [&](size_t pos) {
@@ -800,7 +826,8 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
   size_t pos = 0;
   int segment = 0;
   while (pos < count) {
-    EntryPtr e = lookup_or_trace(pos, segment, live_at(pos), scope);
+    guard.check(node_at(pos));
+    EntryPtr e = lookup_or_trace(pos, segment, live_at(pos), scope, exec);
     Site& site = sites.at(pos);
     if (e->stop > pos) {
       if (e->compiled) {
@@ -814,6 +841,7 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
       } else {
         for (size_t p = pos; p < e->stop; ++p) {
           const Node& n = node_at(p);
+          guard.check(n);
           Executor::bind_outputs(n, exec.run_node(n, Executor::gather_inputs(n, scope), scope, exec.model_opsets()),
                                  scope, graph_outputs);
         }
@@ -823,19 +851,24 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
         const Value& v = scope.values.at(s.name);
         kinds[s.name] = v.is_tensor() ? (!s.dynamic && is_host_candidate(v) ? Kind::Host : Kind::Dynamic)
                                       : (s.dynamic ? Kind::Dynamic : Kind::Constant);
+        made.insert(s.name);
       }
+      charge_live(node_at(e->stop - 1));
       path.push_back({pos, e, false});
       ++segment;
     }
     if (e->stop < count) {
       const Node& n = node_at(e->stop);
+      guard.check(n);
       std::vector<Value> outs = exec.run_node(n, Executor::gather_inputs(n, scope), scope, exec.model_opsets());
       Executor::bind_outputs(n, std::move(outs), scope, graph_outputs);
       for (const auto& o : n.outputs) {
         if (o.empty()) continue;
         const Value& v = scope.values.at(o);
         kinds[o] = is_host_candidate(v) ? Kind::Host : Kind::Dynamic;
+        made.insert(o);
       }
+      charge_live(n);
       totals.break_runs++;
       path.push_back({e->stop, e, true});
       ++segment;
@@ -892,7 +925,7 @@ Overlay CompiledModelImpl::overlay() const {
 
 }  // namespace detail
 
-std::vector<Value> CompiledModel::operator()(const std::vector<Value>& inputs) const {
+std::vector<Value> CompiledModel::operator()(const std::vector<Value>& inputs, const RunOptions& options) const {
   const auto& impl = *impl_;
   const Graph& g = impl.graph();
   std::unordered_map<std::string, Value> given;
@@ -915,10 +948,11 @@ std::vector<Value> CompiledModel::operator()(const std::vector<Value>& inputs) c
                       std::to_string(g.inputs.size()) + " with them)");
     for (size_t i = 0; i < inputs.size(); ++i) given[impl.dynamic_inputs[i]] = inputs[i];
   }
-  return impl_->call(std::move(given));
+  return impl_->call(std::move(given), options);
 }
 
-std::map<std::string, Value> CompiledModel::run_named(const std::map<std::string, Value>& inputs) const {
+std::map<std::string, Value> CompiledModel::run_named(const std::map<std::string, Value>& inputs,
+                                                     const RunOptions& options) const {
   const auto& impl = *impl_;
   const Graph& g = impl.graph();
   std::unordered_map<std::string, Value> given;
@@ -939,7 +973,7 @@ std::map<std::string, Value> CompiledModel::run_named(const std::map<std::string
     }
     given[name] = v;
   }
-  auto out = impl_->call(std::move(given));
+  auto out = impl_->call(std::move(given), options);
   std::map<std::string, Value> named;
   for (size_t i = 0; i < out.size(); ++i) named[g.outputs[i].name] = out[i];
   return named;

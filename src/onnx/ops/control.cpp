@@ -46,7 +46,14 @@ std::vector<Value> op_loop(OpContext& c) {
     c.fail("the body has " + std::to_string(body.outputs.size()) + " outputs; expected at least " + std::to_string(n_state + 1));
   size_t n_scan = body.outputs.size() - 1 - n_state;
   std::vector<std::vector<Value>> scans(n_scan);
+  // A trip count of 2^62 or a condition that stays true runs until the run's deadline,
+  // cancellation or memory budget stops it: the states and the scan outputs gathered so far count
+  // against the budget, so a growing loop ends with OutOfMemory instead of taking the machine.
+  detail::RunGuard::Charge held(c.guard());
+  const bool budgeted = c.guard() && c.guard()->budget() > 0;
+  int64_t scan_bytes = 0;
   for (int64_t i = 0; (!trip || i < *trip) && cond; ++i) {
+    c.check_stop(i);
     std::vector<Value> in{tv(Array(i)), tv(Array(cond))};
     in.insert(in.end(), state.begin(), state.end());
     std::vector<Value> out = c.run_graph(body, in);
@@ -60,6 +67,12 @@ std::vector<Value> op_loop(OpContext& c) {
     for (const auto& v : state)
       if (v.is_tensor()) pending.push_back(v.array());
     eval(pending);
+    if (budgeted) {
+      int64_t state_bytes = 0;
+      for (const auto& v : state) state_bytes += detail::value_bytes(v);
+      for (size_t k = 0; k < n_scan; ++k) scan_bytes += detail::value_bytes(scans[k].back());
+      held.set(state_bytes + scan_bytes, c.node());
+    }
   }
   std::vector<Value> result = state;
   for (size_t k = 0; k < n_scan; ++k) result.push_back(stack_values(c, scans[k], body.outputs[1 + n_state + k]));
@@ -85,12 +98,22 @@ std::vector<Value> scan_core(OpContext& c, const Graph& body, std::vector<Value>
   if (body.outputs.size() < n_state) c.fail("the body has fewer outputs than there are states");
   size_t n_scan_out = body.outputs.size() - n_state;
   std::vector<std::vector<Value>> scans(n_scan_out);
+  detail::RunGuard::Charge held(c.guard());
+  const bool budgeted = c.guard() && c.guard()->budget() > 0;
+  int64_t scan_bytes = 0;
   for (int64_t t = 0; t < steps; ++t) {
+    c.check_stop(t);
     std::vector<Value> in = state;
     for (const auto& x : scan_in) in.push_back(tv(reshape(slice(x, {t}, {t + 1}), Shape(x.shape().begin() + 1, x.shape().end()))));
     std::vector<Value> out = c.run_graph(body, in);
     for (size_t k = 0; k < n_state; ++k) state[k] = out[k];
     for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(out[n_state + k]);
+    if (budgeted) {
+      int64_t state_bytes = 0;
+      for (const auto& v : state) state_bytes += detail::value_bytes(v);
+      for (size_t k = 0; k < n_scan_out; ++k) scan_bytes += detail::value_bytes(scans[k].back());
+      held.set(state_bytes + scan_bytes, c.node());
+    }
   }
   std::vector<Value> result = state;
   for (size_t k = 0; k < n_scan_out; ++k) {
@@ -158,7 +181,11 @@ std::vector<Value> op_sequence_map(OpContext& c) {
   if (!seq.is_sequence()) c.fail("input 0 must be a sequence, got " + seq.describe());
   size_t n = seq.items().size();
   std::vector<std::vector<Value>> outs(body.outputs.size());
+  detail::RunGuard::Charge held(c.guard());
+  const bool budgeted = c.guard() && c.guard()->budget() > 0;
+  int64_t out_bytes = 0;
   for (size_t i = 0; i < n; ++i) {
+    c.check_stop(static_cast<int64_t>(i));
     std::vector<Value> in{seq.items()[i]};
     for (size_t k = 1; k < c.num_inputs(); ++k) {
       const Value& extra = c.input(k);
@@ -171,6 +198,10 @@ std::vector<Value> op_sequence_map(OpContext& c) {
     }
     auto out = c.run_graph(body, in);
     for (size_t k = 0; k < out.size(); ++k) outs[k].push_back(out[k]);
+    if (budgeted) {
+      for (const auto& v : out) out_bytes += detail::value_bytes(v);
+      held.set(out_bytes, c.node());
+    }
   }
   std::vector<Value> result;
   for (size_t k = 0; k < outs.size(); ++k) {

@@ -2,14 +2,18 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <regex>
 #include <set>
+
+#include <re2/re2.h>
 
 #include "src/onnx/ops/op_helpers.h"
 
 namespace smelt::onnx {
 
 namespace {
+
+// How often the host loops over elements look at the run's deadline and cancellation.
+constexpr size_t kCheckEvery = 256;
 
 const StringTensor& strings_input(OpContext& c, size_t i) {
   const Value& v = c.input(i);
@@ -69,6 +73,7 @@ std::vector<Value> op_string_split(OpContext& c) {
   std::vector<std::vector<std::string>> parts;
   size_t widest = 0;
   for (const auto& s : x.data) {
+    if (parts.size() % kCheckEvery == 0) c.check_stop();
     std::vector<std::string> p;
     if (delim.empty()) {  // runs of whitespace separate; leading and trailing ones are dropped
       size_t i = 0;
@@ -120,17 +125,21 @@ std::vector<Value> op_string_split(OpContext& c) {
 std::vector<Value> op_regex_full_match(OpContext& c) {
   const auto& x = strings_input(c, 0);
   std::string pattern = c.attr_string("pattern", "");
-  std::regex re;
-  try {
-    re = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    c.fail("invalid pattern \"" + pattern + "\": " + e.what());
-  }
+  // RE2, the syntax the ONNX spec names: matching runs in time linear in the input, without
+  // recursion, so neither `(a|b)*` on a long string nor `(a+)+$` on "aaaa...b" can exhaust the
+  // stack or backtrack exponentially (std::regex did both).
+  RE2::Options options;
+  options.set_log_errors(false);
+  RE2 re(pattern, options);
+  if (!re.ok()) c.fail("invalid pattern \"" + pattern + "\": " + re.error());
   std::vector<uint8_t> out;
-  for (const auto& s : x.data) out.push_back(std::regex_match(s, re) ? 1 : 0);
+  out.reserve(x.data.size());
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    if (i % kCheckEvery == 0) c.check_stop();
+    out.push_back(RE2::FullMatch(x.data[i], re) ? 1 : 0);
+  }
   return {tv(Array(out.empty() ? nullptr : out.data(), x.shape, bool_))};
 }
-
 
 /// TfIdfVectorizer: counts the pool's n-grams (with up to max_skip_count skipped items between
 /// their elements) in each row, then TF counts, IDF weights, or their product.
@@ -168,6 +177,7 @@ std::vector<Value> op_tfidf_vectorizer(OpContext& c) {
   int64_t width = indexes.empty() ? 0 : *std::max_element(indexes.begin(), indexes.end()) + 1;
   std::vector<double> out(static_cast<size_t>(rows * width), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
+    c.check_stop();
     const std::string* row = items.data() + r * cols;
     for (int64_t n = std::max<int64_t>(min_n, 1); n <= max_n; ++n) {
       // A unigram has no gaps: it is counted once, whatever the skip count.

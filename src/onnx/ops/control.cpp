@@ -84,6 +84,10 @@ std::vector<Value> scan_core(OpContext& c, const Graph& body, std::vector<Value>
                              const std::vector<int64_t>& in_axes, const std::vector<int64_t>& in_dirs,
                              const std::vector<int64_t>& out_axes, const std::vector<int64_t>& out_dirs) {
   size_t n_state = state.size();
+  if (in_axes.size() < inputs.size() || in_dirs.size() < inputs.size())
+    c.fail("scan_input_axes and scan_input_directions (or directions) need one entry per scan input (" +
+           std::to_string(inputs.size()) + "), got " + std::to_string(in_axes.size()) + " and " +
+           std::to_string(in_dirs.size()));
   std::vector<Array> scan_in;
   int64_t steps = -1;
   for (size_t j = 0; j < inputs.size(); ++j) {
@@ -150,13 +154,25 @@ std::vector<Value> op_scan_8(OpContext& c) {
   int64_t m = c.attr_int("num_scan_inputs", 0);
   size_t total = c.num_inputs();
   if (m <= 0 || static_cast<size_t>(m) + 1 > total) c.fail("num_scan_inputs " + std::to_string(m) + " does not fit the inputs");
+  size_t n_state = total - 1 - static_cast<size_t>(m);
+  // Every state has the batch axis 0 and every scan input also the scanned axis 1 (found by the
+  // fuzzer: a 0-d state was read at shape()[0]).
+  for (size_t i = 1; i < total; ++i) {
+    const Array& t = c.tensor(i);
+    const size_t need = i > n_state ? 2 : 1;
+    if (static_cast<size_t>(t.ndim()) < need)
+      c.fail("input " + std::to_string(i) + " (" + c.input(i).describe() + ") must have " +
+             (need == 2 ? "a batch axis and a scanned axis" : "a batch axis"));
+    if (t.shape()[0] != c.tensor(1).shape()[0])
+      c.fail("inputs 1 and " + std::to_string(i) + " have different batch sizes (" + c.input(1).describe() + ", " +
+             c.input(i).describe() + ")");
+  }
   if (c.has(0)) {
     auto lens = c.ints(0);
     int64_t full_len = c.tensor(total - static_cast<size_t>(m)).shape()[1];
     for (auto len : lens)
       if (len != full_len) c.fail("sequence_lens shorter than the scanned axis are not supported");
   }
-  size_t n_state = total - 1 - static_cast<size_t>(m);
   int64_t batch = c.tensor(1).shape()[0];
   std::vector<int64_t> dirs = c.attr_ints("directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
   std::vector<std::vector<Array>> per_output;

@@ -314,6 +314,17 @@ std::vector<Value> op_roi_align(OpContext& c) {
   int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
   auto xv = x.to_vector<double>();
   int64_t r_count = rois_a.shape()[0];
+  // Checked before the output is sized (found by the fuzzer: output_height * output_width of
+  // 2^35 asked for 480 GB; fewer batch indices than rois were read past their end).
+  if (out_h < 1 || out_w < 1 || ratio < 0)
+    c.fail("output_height and output_width must be >= 1 and sampling_ratio >= 0, got " + std::to_string(out_h) +
+           ", " + std::to_string(out_w) + ", " + std::to_string(ratio));
+  if (static_cast<int64_t>(batch_idx.size()) != r_count)
+    c.fail(std::to_string(batch_idx.size()) + " batch indices for " + std::to_string(r_count) + " rois");
+  constexpr int64_t kMaxOut = int64_t{1} << 28;
+  if (out_h > kMaxOut / out_w || (r_count * ch > 0 && out_h * out_w > kMaxOut / (r_count * ch)))
+    c.fail("the output [" + std::to_string(r_count) + ", " + std::to_string(ch) + ", " + std::to_string(out_h) + ", " +
+           std::to_string(out_w) + "] would hold more than 2^28 values");
   std::vector<double> out(static_cast<size_t>(r_count * ch * out_h * out_w), 0.0);
   for (int64_t r = 0; r < r_count; ++r) {
     int64_t b = batch_idx[static_cast<size_t>(r)];
@@ -339,6 +350,8 @@ std::vector<Value> op_roi_align(OpContext& c) {
         std::vector<Tap> taps;
         for (int64_t iy = 0; iy < gh; ++iy)
           for (int64_t ix = 0; ix < gw; ++ix) {
+            // A huge roi or sampling_ratio makes this loop long: the run's deadline can stop it.
+            if ((ix & 1023) == 0) c.check_stop();
             double yy = y0 + static_cast<double>(ph) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
             double xx = x0 + static_cast<double>(pw) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
             Tap t{{0, 0, 0, 0}, {0, 0, 0, 0}};

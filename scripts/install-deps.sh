@@ -10,6 +10,8 @@ PACKAGES=(
   libopenblas-dev   # GEMM for float32/float64 matmul and convolution
   libprotobuf-dev   # ONNX: reading .onnx models (protobuf runtime and headers)
   protobuf-compiler # ONNX: protoc generates the C++ classes of src/onnx/proto/onnx.proto
+  libre2-dev        # ONNX: RegexFullMatch (RE2 syntax, linear-time matching without recursion)
+  pkg-config        # finds libre2-dev
   libgtest-dev      # unit tests
   libgmock-dev      # unit tests (matchers)
   libbenchmark-dev  # benchmarks in bench/

@@ -1,6 +1,8 @@
 // ONNX models: loading (.onnx files into plain C++ structures), values, and the eager runner.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -11,6 +13,24 @@
 
 #include "smelt/array.h"
 #include "smelt/dtype.h"
+#include "smelt/errors.h"
+
+namespace smelt {
+
+// Declared here rather than in errors.h to keep that header (included by most of the library)
+// unchanged; they are plain smelt::Error subclasses and can move there as they are.
+/// A run was stopped through its CancelToken; the message names the node that was running.
+class Cancelled : public Error {
+ public:
+  using Error::Error;
+};
+/// A run passed its deadline (RunOptions::timeout or ::deadline); the message names the node.
+class DeadlineExceeded : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace smelt
 
 namespace smelt::onnx {
 
@@ -286,14 +306,48 @@ Value cast(const Value& v, ElemType to, bool saturate = true);
 // Running
 // ---------------------------------------------------------------------------------------------
 
+/// Stops runs from another thread: `cancel()` is seen at the run's next check (before each node,
+/// in every Loop/Scan/SequenceMap iteration and inside long host loops such as string ops), which
+/// raises smelt::Cancelled naming the node. One token may serve several runs; it stays cancelled.
+class CancelToken {
+ public:
+  void cancel() noexcept { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const noexcept { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+};
+
+/// Bounds on one run (onnx::run, run_named, a compiled model's call). The defaults bound only the
+/// nesting depth, so a run without options behaves as before.
+struct RunOptions {
+  /// Stop with smelt::DeadlineExceeded once this much time has passed since the run started
+  /// (zero: no limit). Checked where cancellation is; a single operator's kernel is not interrupted.
+  std::chrono::milliseconds timeout{0};
+  /// An absolute deadline on the steady clock; with `timeout` too, the earlier one applies.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// Cancel from any thread (see CancelToken). Null: not cancellable.
+  std::shared_ptr<CancelToken> cancel;
+  /// The most bytes of tensors the run may hold at once (0: no limit): every value the run makes
+  /// and keeps by name (graph values, Loop states and accumulated scan outputs, sequence items,
+  /// string bytes), counted at its logical size after each node; inputs and initializers are not
+  /// counted. Exceeding it raises smelt::OutOfMemory naming the node.
+  int64_t memory_budget_bytes = 0;
+  /// How deep subgraphs (If/Loop/Scan bodies) and model-local function calls may nest; deeper
+  /// raises OnnxError naming the node. (Recursive functions are refused at load already.)
+  int max_call_depth = 64;
+};
+
 /// Runs the model eagerly on the graph inputs given in order (graph inputs that are also
 /// initializers may be left out at the end). Returns the graph outputs in order, evaluated.
 /// Missing inputs and inputs of the wrong kind, element type or rank raise OnnxError naming
-/// the input with the expected and the given type.
-std::vector<Value> run(const Model& model, const std::vector<Value>& inputs);
+/// the input with the expected and the given type. `options` bounds the run's time, memory and
+/// nesting (Cancelled, DeadlineExceeded, OutOfMemory, OnnxError).
+std::vector<Value> run(const Model& model, const std::vector<Value>& inputs, const RunOptions& options = {});
 /// The same with inputs by name (unknown names raise OnnxError listing the model's inputs);
 /// returns the outputs by name.
-std::map<std::string, Value> run_named(const Model& model, const std::map<std::string, Value>& inputs);
+std::map<std::string, Value> run_named(const Model& model, const std::map<std::string, Value>& inputs,
+                                       const RunOptions& options = {});
 
 // ---------------------------------------------------------------------------------------------
 // Compiled models (docs/onnx-compile.md)
@@ -392,9 +446,11 @@ class CompiledModel {
  public:
   /// Runs on the graph inputs that are not static, in graph order (or on every graph input, the
   /// static ones None or equal to their compile-time value). Returns the graph outputs, evaluated.
-  std::vector<Value> operator()(const std::vector<Value>& inputs) const;
+  /// `options` bounds the call as for onnx::run (tracing included).
+  std::vector<Value> operator()(const std::vector<Value>& inputs, const RunOptions& options = {}) const;
   /// The same by name (static inputs may be left out); returns the outputs by name.
-  std::map<std::string, Value> run_named(const std::map<std::string, Value>& inputs) const;
+  std::map<std::string, Value> run_named(const std::map<std::string, Value>& inputs,
+                                         const RunOptions& options = {}) const;
   CompiledModelStats stats() const;
   /// The path of the latest call (empty before the first).
   Overlay overlay() const;

@@ -355,16 +355,18 @@ struct CompiledModelImpl {
   const Node& node_at(size_t pos) const { return graph().nodes[order[pos]]; }
 
   void prepare();
-  std::vector<Value> call(std::unordered_map<std::string, Value> given);
+  std::vector<Value> call(std::unordered_map<std::string, Value> given, const RunOptions& options);
   Overlay overlay() const;
 
  private:
   Site& site_at(size_t pos);
   KeyParts make_key(const std::set<std::string>& host_static, const std::map<std::string, Live>& live) const;
   std::string explain_miss(const Site& site, const KeyParts& key) const;
-  EntryPtr lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live, const Scope& scope);
+  EntryPtr lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live, const Scope& scope,
+                           const Executor& exec);
+  // `exec` is the call's executor (it carries the call's RunGuard), not the member.
   TraceResult trace(size_t pos, const std::set<std::string>& host_static, const std::map<std::string, Live>& live,
-                    const Scope& scope, KeyParts key);
+                    const Scope& scope, KeyParts key, const Executor& exec);
   EntryPtr find_cached(Site& site, const std::string& text);
   void count_run(size_t pos, bool compiled);
   [[noreturn]] void raise_break(size_t pos) const;
@@ -499,7 +501,8 @@ void CompiledModelImpl::raise_break(size_t pos) const {
 }
 
 TraceResult CompiledModelImpl::trace(size_t pos, const std::set<std::string>& host_static,
-                                     const std::map<std::string, Live>& live, const Scope& scope, KeyParts key) {
+                                     const std::map<std::string, Live>& live, const Scope& scope, KeyParts key,
+                                     const Executor& exec) {
   auto entry = std::make_shared<SegmentEntry>();
   entry->key_text = key_text(key);
   entry->key = std::move(key);
@@ -555,6 +558,8 @@ TraceResult CompiledModelImpl::trace(size_t pos, const std::set<std::string>& ho
       entry->break_reason = node.label() + ": reads a non-tensor value that is only known at run time";
       break;
     }
+    // A trace runs the nodes' host work (a Loop with a known trip count loops here too).
+    if (exec.guard()) exec.guard()->check(node);
     std::vector<Value> inputs = Executor::gather_inputs(node, t);
     std::vector<Value> outputs;
     try {
@@ -574,6 +579,12 @@ TraceResult CompiledModelImpl::trace(size_t pos, const std::set<std::string>& ho
       entry->break_reason = break_reason(node, traced);
       entry->break_error = first_sentence(e.what());
       break;
+    } catch (const Cancelled&) {
+      throw;  // the run's bounds stop the call; they are not a reason to break the segment
+    } catch (const DeadlineExceeded&) {
+      throw;
+    } catch (const OutOfMemory&) {
+      throw;
     } catch (const Error& e) {
       // Anything else a trace cannot do runs eagerly, which also raises a real error again.
       entry->break_error = first_sentence(e.what());
@@ -684,7 +695,7 @@ void CompiledModelImpl::count_run(size_t pos, bool compiled) {
 }
 
 EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live,
-                                            const Scope& scope) {
+                                            const Scope& scope, const Executor& exec) {
   const std::string seg = std::to_string(segment);
   // Sites live in a std::map: the reference stays valid while other calls add sites.
   Site* site_ptr = nullptr;
@@ -740,7 +751,7 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
       std::lock_guard lock(mutex);
       site.stats.traces++;
     }
-    TraceResult r = trace(pos, host_static, live, scope, key);
+    TraceResult r = trace(pos, host_static, live, scope, key, exec);
     if (!r.entry) {
       // Retrace with these host values as constants; the key now holds their values.
       std::lock_guard lock(mutex);
@@ -802,9 +813,13 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
   }
 }
 
-std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given) {
+std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given, const RunOptions& run_options) {
   // Arrays the model makes from nothing (ConstantOfShape, Range, ...) live on its device.
   DefaultDeviceScope device_scope(options.device);
+  RunGuard guard(run_options);
+  // This call's executor: the same model, with this call's bounds.
+  const Executor exec(model, &guard);
+
   auto t0 = std::chrono::steady_clock::now();
   const Graph& g = graph();
   Scope scope;
@@ -831,6 +846,18 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
     std::lock_guard lock(mutex);
     call_number = ++totals.calls;
   }
+  // The memory budget counts the values this call made that are still live (not its inputs).
+  std::unordered_set<std::string> made;
+  RunGuard::Charge charge(&guard);
+  auto charge_live = [&](const Node& at) {
+    if (guard.budget() <= 0) return;
+    int64_t total = 0;
+    for (const auto& name : made) {
+      auto it = scope.values.find(name);
+      if (it != scope.values.end()) total += value_bytes(it->second);
+    }
+    charge.set(total, at);
+  };
   std::vector<PathStep> path;
   const size_t count = order.size();
   auto live_at = [&](size_t pos) {
@@ -856,7 +883,8 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
   size_t pos = 0;
   int segment = 0;
   while (pos < count) {
-    EntryPtr e = lookup_or_trace(pos, segment, live_at(pos), scope);
+    guard.check(node_at(pos));
+    EntryPtr e = lookup_or_trace(pos, segment, live_at(pos), scope, exec);
     if (e->stop > pos) {
       if (e->compiled) {
         std::vector<Array> args;
@@ -882,6 +910,7 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
       } else {
         for (size_t p = pos; p < e->stop; ++p) {
           const Node& n = node_at(p);
+          guard.check(n);
           Executor::bind_outputs(n, exec.run_node(n, Executor::gather_inputs(n, scope), scope, exec.model_opsets()),
                                  scope, graph_outputs);
         }
@@ -891,19 +920,24 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
         const Value& v = scope.values.at(s.name);
         kinds[s.name] = v.is_tensor() ? (!s.dynamic && is_host_candidate(v) ? Kind::Host : Kind::Dynamic)
                                       : (s.dynamic ? Kind::Dynamic : Kind::Constant);
+        made.insert(s.name);
       }
+      charge_live(node_at(e->stop - 1));
       path.push_back({pos, e, false});
       ++segment;
     }
     if (e->stop < count) {
       const Node& n = node_at(e->stop);
+      guard.check(n);
       std::vector<Value> outs = exec.run_node(n, Executor::gather_inputs(n, scope), scope, exec.model_opsets());
       Executor::bind_outputs(n, std::move(outs), scope, graph_outputs);
       for (const auto& o : n.outputs) {
         if (o.empty()) continue;
         const Value& v = scope.values.at(o);
         kinds[o] = is_host_candidate(v) ? Kind::Host : Kind::Dynamic;
+        made.insert(o);
       }
+      charge_live(n);
       {
         std::lock_guard lock(mutex);
         totals.break_runs++;
@@ -967,7 +1001,7 @@ Overlay CompiledModelImpl::overlay() const {
 
 }  // namespace detail
 
-std::vector<Value> CompiledModel::operator()(const std::vector<Value>& inputs) const {
+std::vector<Value> CompiledModel::operator()(const std::vector<Value>& inputs, const RunOptions& options) const {
   const auto& impl = *impl_;
   const Graph& g = impl.graph();
   std::unordered_map<std::string, Value> given;
@@ -990,10 +1024,11 @@ std::vector<Value> CompiledModel::operator()(const std::vector<Value>& inputs) c
                       std::to_string(g.inputs.size()) + " with them)");
     for (size_t i = 0; i < inputs.size(); ++i) given[impl.dynamic_inputs[i]] = inputs[i];
   }
-  return impl_->call(std::move(given));
+  return impl_->call(std::move(given), options);
 }
 
-std::map<std::string, Value> CompiledModel::run_named(const std::map<std::string, Value>& inputs) const {
+std::map<std::string, Value> CompiledModel::run_named(const std::map<std::string, Value>& inputs,
+                                                     const RunOptions& options) const {
   const auto& impl = *impl_;
   const Graph& g = impl.graph();
   std::unordered_map<std::string, Value> given;
@@ -1014,7 +1049,7 @@ std::map<std::string, Value> CompiledModel::run_named(const std::map<std::string
     }
     given[name] = v;
   }
-  auto out = impl_->call(std::move(given));
+  auto out = impl_->call(std::move(given), options);
   std::map<std::string, Value> named;
   for (size_t i = 0; i < out.size(); ++i) named[g.outputs[i].name] = out[i];
   return named;

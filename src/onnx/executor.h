@@ -7,12 +7,16 @@
 #include <vector>
 
 #include "smelt/onnx.h"
+#include "src/onnx/run_guard.h"
 
 namespace smelt::onnx::detail {
 
 /// Values visible to a graph: its own, then those of the enclosing graphs.
 struct Scope {
   const Scope* parent = nullptr;
+  /// How many subgraphs and function calls enclose this scope (0: the top-level graph); the run's
+  /// max_call_depth bounds it. Carried by the scopes, so it follows each chain of calls.
+  int depth = 0;
   std::unordered_map<std::string, Value> values;
 
   const Value* find(const std::string& name) const {
@@ -40,7 +44,9 @@ std::vector<size_t> topological_order(const std::vector<Node>& nodes);
 
 class Executor {
  public:
-  explicit Executor(const Model& model) : model_(model), model_opsets_(opsets_of(model.opsets)) {}
+  /// `guard` (the run's bounds) may be null: nothing is checked then.
+  explicit Executor(const Model& model, const RunGuard* guard = nullptr)
+      : model_(model), model_opsets_(opsets_of(model.opsets)), guard_(guard) {}
 
   /// Runs `nodes` in `scope`; values not in `keep` are dropped after their last use.
   void run_nodes(const std::vector<Node>& nodes, Scope& scope, const Opsets& opsets,
@@ -57,9 +63,13 @@ class Executor {
   static void bind_outputs(const Node& n, std::vector<Value> outputs, Scope& scope,
                            const std::unordered_set<std::string>& keep);
   const Opsets& model_opsets() const { return model_opsets_; }
+  const RunGuard* guard() const { return guard_; }
 
  private:
-  std::vector<Value> run_function(const Function& f, const Node& call, const std::vector<Value>& inputs) const;
+  std::vector<Value> run_function(const Function& f, const Node& call, const std::vector<Value>& inputs,
+                                  int depth) const;
+  /// Raises OnnxError naming `n` when entering `what` at `depth` passes the run's max_call_depth.
+  void check_depth(const Node& n, int depth, const std::string& what) const;
   const Function* function_for(const Node& n) const {
     for (const auto& f : model_.functions)
       if (f.domain == n.domain && f.name == n.op_type && f.overload == n.overload) return &f;
@@ -68,6 +78,7 @@ class Executor {
 
   const Model& model_;
   Opsets model_opsets_;
+  const RunGuard* guard_ = nullptr;
 };
 
 /// "Add 'add_3' (inputs tensor(float)[2,3], tensor(float)[4])" for error messages.

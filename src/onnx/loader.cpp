@@ -1,12 +1,20 @@
 // Reads ONNX protobuf files (models and test-data values) into smelt's own structures.
+#include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -86,14 +94,30 @@ class Loader {
   std::string base_dir_;
 };
 
+/// Closes a file descriptor when it goes out of scope.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+/// Whether `path` is `folder` or inside it (both already resolved, so the comparison is by parts).
+bool is_inside(const std::filesystem::path& path, const std::filesystem::path& folder) {
+  auto [f, p] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
+  // A trailing separator shows as an empty last part of `folder`.
+  return f == folder.end() || (std::next(f) == folder.end() && f->empty());
+}
+
 std::string Loader::external_bytes(const pb::TensorProto& t, const std::string& what) const {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
     auto number = [&](const std::string& s) -> int64_t {
       char* end = nullptr;
+      errno = 0;
       long long v = std::strtoll(s.c_str(), &end, 10);
-      if (s.empty() || *end != '\0' || v < 0)
+      if (s.empty() || *end != '\0' || v < 0 || errno == ERANGE)
         throw OnnxError(what + ": external data " + kv.key() + " '" + s + "' is not a non-negative integer");
       return v;
     };
@@ -103,30 +127,55 @@ std::string Loader::external_bytes(const pb::TensorProto& t, const std::string& 
   }
   if (location.empty()) throw OnnxError(what + ": external data has no location");
   std::filesystem::path rel(location);
-  bool escapes = rel.is_absolute();
+  bool escapes = rel.is_absolute() || location.find('\0') != std::string::npos;
   for (const auto& part : rel)
     if (part == "..") escapes = true;
   if (escapes)
     throw OnnxError(what + ": external data location '" + location +
                     "' must be a relative path inside the model's folder");
-  std::filesystem::path full = std::filesystem::path(base_dir_) / rel;
+  // The text is not enough: `w.bin` may be a symlink to /etc/passwd, or sit in a symlinked
+  // folder. Resolve both the folder and the file (every symlink followed) and compare those.
   std::error_code ec;
-  // A folder opens as a stream on Linux and reports a nonsense size: only regular files count.
-  if (std::filesystem::exists(full, ec) && !std::filesystem::is_regular_file(full, ec))
+  const std::filesystem::path folder = std::filesystem::canonical(base_dir_, ec);
+  if (ec) throw OnnxError(what + ": external data file '" + location + "' not found in '" + base_dir_ + "'");
+  const std::filesystem::path real = std::filesystem::canonical(folder / rel, ec);
+  if (ec) throw OnnxError(what + ": external data file '" + location + "' not found in '" + base_dir_ + "'");
+  if (!is_inside(real, folder))
+    throw OnnxError(what + ": external data location '" + location + "' resolves to '" + real.string() +
+                    "', outside the model's folder '" + folder.string() + "'");
+  // Open what was checked. O_NOFOLLOW refuses a symlink put in its place since; O_NONBLOCK keeps
+  // a FIFO from blocking the open (it is then refused as not a regular file, as are folders and
+  // devices).
+  const int fd = ::open(real.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    throw OnnxError(what + ": cannot open external data file '" + location + "': " + std::strerror(errno));
+  FdCloser closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     throw OnnxError(what + ": external data location '" + location + "' is not a regular file");
-  std::ifstream f(full, std::ios::binary);
-  if (!f) throw OnnxError(what + ": external data file '" + location + "' not found in '" + base_dir_ + "'");
-  f.seekg(0, std::ios::end);
-  int64_t file_size = static_cast<int64_t>(f.tellg());
+  // A folder above it may have been swapped for a symlink between the check and the open: the
+  // descriptor's own path (where /proc shows it) must be inside the folder too.
+  std::filesystem::path opened = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec);
+  if (!ec && !is_inside(opened, folder))
+    throw OnnxError(what + ": external data location '" + location + "' resolves to '" + opened.string() +
+                    "', outside the model's folder '" + folder.string() + "'");
+  const int64_t file_size = static_cast<int64_t>(st.st_size);
   if (length < 0) length = std::max<int64_t>(file_size - offset, 0);
+  // Compared without forming offset + length, which could overflow.
   if (offset > file_size || length > file_size - offset)
     throw OnnxError(what + ": external data file '" + location + "' has " + std::to_string(file_size) +
                     " bytes; offset " + std::to_string(offset) + " + length " + std::to_string(length) +
                     " is past its end");
   std::string bytes(static_cast<size_t>(length), '\0');
-  f.seekg(offset);
-  f.read(bytes.data(), length);
-  if (!f) throw OnnxError(what + ": cannot read external data file '" + location + "'");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t got = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset) + static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      throw OnnxError(what + ": cannot read external data file '" + location + "'" +
+                      (got < 0 ? std::string(": ") + std::strerror(errno) : std::string(" (it got shorter)")));
+    done += static_cast<size_t>(got);
+  }
   return bytes;
 }
 
@@ -523,6 +572,71 @@ std::vector<OpsetImport> opsets_of(const google::protobuf::RepeatedPtrField<pb::
   return out;
 }
 
+std::string function_name(const Function& f) {
+  std::string n = f.domain.empty() ? f.name : f.domain + "." + f.name;
+  return f.overload.empty() ? n : n + ":" + f.overload;
+}
+
+/// Refuses model-local functions that call themselves, directly or through others (subgraphs of
+/// their bodies included): running one would recurse until the stack overflows.
+void check_function_cycles(const Model& m) {
+  const size_t count = m.functions.size();
+  if (count == 0) return;
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < count; ++i) {
+    const Function& f = m.functions[i];
+    index.emplace(std::make_tuple(f.domain, f.name, f.overload), i);  // the first one is the one that runs
+  }
+  std::vector<std::vector<size_t>> callees(count);
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<const std::vector<Node>*> work{&m.functions[i].nodes};
+    while (!work.empty()) {
+      const std::vector<Node>* nodes = work.back();
+      work.pop_back();
+      for (const auto& n : *nodes) {
+        auto it = index.find(std::make_tuple(n.domain, n.op_type, n.overload));
+        if (it != index.end()) callees[i].push_back(it->second);
+        for (const auto& a : n.attributes) {
+          if (a.g) work.push_back(&a.g->nodes);
+          for (const auto& g : a.graphs) work.push_back(&g->nodes);
+        }
+      }
+    }
+  }
+  // Depth-first search without recursion; an edge back to a function on the path is a cycle.
+  enum : uint8_t { kNew, kOnPath, kDone };
+  std::vector<uint8_t> state(count, kNew);
+  for (size_t root = 0; root < count; ++root) {
+    if (state[root] != kNew) continue;
+    std::vector<std::pair<size_t, size_t>> path{{root, 0}};  // (function, next callee to visit)
+    state[root] = kOnPath;
+    while (!path.empty()) {
+      auto& [f, next] = path.back();
+      if (next == callees[f].size()) {
+        state[f] = kDone;
+        path.pop_back();
+        continue;
+      }
+      size_t g = callees[f][next++];
+      if (state[g] == kDone) continue;
+      if (state[g] == kOnPath) {
+        std::string cycle;
+        size_t k = 0;
+        while (path[k].first != g) ++k;
+        for (; k < path.size(); ++k) cycle += function_name(m.functions[path[k].first]) + " -> ";
+        cycle += function_name(m.functions[g]);
+        throw OnnxError(path.back().first == g
+                            ? "load: function " + function_name(m.functions[g]) + " calls itself (" + cycle +
+                                  "): recursive functions are not allowed"
+                            : "load: functions call each other in a cycle (" + cycle +
+                                  "): recursive functions are not allowed");
+      }
+      state[g] = kOnPath;
+      path.emplace_back(g, 0);
+    }
+  }
+}
+
 }  // namespace
 
 Model load_from_memory(const void* data, size_t size, const std::string& base_dir, const LoadOptions& options) {
@@ -573,6 +687,7 @@ Model load_from_memory(const void* data, size_t size, const std::string& base_di
     }
     m.functions.push_back(std::move(fn));
   }
+  check_function_cycles(m);
   if (options.check_operators) {
     auto missing = unsupported_operators(m);
     if (!missing.empty()) {

@@ -11,6 +11,7 @@
 #include "smelt/errors.h"
 #include "smelt/onnx.h"
 #include "smelt/ops.h"
+#include "src/onnx/run_guard.h"
 
 namespace smelt::onnx {
 
@@ -20,8 +21,9 @@ class OpContext {
  public:
   using GraphRunner = std::function<std::vector<Value>(const Graph&, const std::vector<Value>&)>;
 
-  OpContext(const Node& node, int64_t opset, const std::vector<Value>& inputs, GraphRunner run_graph)
-      : node_(node), opset_(opset), inputs_(inputs), run_graph_(std::move(run_graph)) {}
+  OpContext(const Node& node, int64_t opset, const std::vector<Value>& inputs, GraphRunner run_graph,
+            const detail::RunGuard* guard = nullptr)
+      : node_(node), opset_(opset), inputs_(inputs), run_graph_(std::move(run_graph)), guard_(guard) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -55,6 +57,14 @@ class OpContext {
   /// Runs a subgraph with values for its inputs; it sees this node's scope.
   std::vector<Value> run_graph(const Graph& g, const std::vector<Value>& in) const { return run_graph_(g, in); }
 
+  /// The run's bounds (null when run outside onnx::run / a compiled call).
+  const detail::RunGuard* guard() const { return guard_; }
+  /// Raises Cancelled or DeadlineExceeded naming this node when the run must stop. Operators call
+  /// it in each iteration of a loop that can run long (subgraph loops, host loops over elements).
+  void check_stop(int64_t iteration = -1) const {
+    if (guard_) guard_->check(node_, iteration);
+  }
+
   /// Raises OnnxError "Op 'name': message".
   [[noreturn]] void fail(const std::string& message) const;
   /// Raises unless input i's element type is one of `allowed`.
@@ -68,6 +78,7 @@ class OpContext {
   int64_t opset_;
   const std::vector<Value>& inputs_;
   GraphRunner run_graph_;
+  const detail::RunGuard* guard_;
 };
 
 using OpFn = std::vector<Value> (*)(OpContext&);

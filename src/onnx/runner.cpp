@@ -129,27 +129,79 @@ void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Ops
     reads[i] = node_reads(nodes[i]);
     for (const auto& r : reads[i]) ++uses[r];
   }
+  // What the values this graph makes weigh, for the run's memory budget: added when bound,
+  // taken off when dropped; the rest is given back when the graph is done (or throws).
+  RunGuard::Charge charge(guard_);
+  std::unordered_map<std::string, int64_t> held;
+  int64_t total = 0;
+  const bool budgeted = guard_ && guard_->budget() > 0;
   for (size_t i : topological_order(nodes)) {
     const Node& n = nodes[i];
+    if (guard_) guard_->check(n);
     bind_outputs(n, run_node(n, gather_inputs(n, scope), scope, opsets), scope, keep);
+    if (budgeted) {
+      for (const auto& o : n.outputs) {
+        if (o.empty()) continue;
+        auto it = scope.values.find(o);
+        if (it == scope.values.end()) continue;
+        int64_t bytes = value_bytes(it->second);
+        int64_t& h = held[o];
+        total += bytes - h;
+        h = bytes;
+      }
+      charge.set(total, n);
+    }
     // Drop inputs nobody reads any more, so large models don't hold every activation.
-    for (const auto& r : reads[i])
-      if (--uses[r] == 0 && !keep.count(r) && produced.count(r)) scope.values.erase(r);
+    for (const auto& r : reads[i]) {
+      if (--uses[r] != 0 || keep.count(r) || !produced.count(r)) continue;
+      scope.values.erase(r);
+      if (!budgeted) continue;
+      auto h = held.find(r);
+      if (h == held.end()) continue;
+      total -= h->second;
+      held.erase(h);
+      charge.set(total, n);
+    }
   }
+}
+
+void Executor::check_depth(const Node& n, int depth, const std::string& what) const {
+  if (guard_ && depth > guard_->max_depth())
+    throw OnnxError(n.label() + ": " + what + " would nest " + std::to_string(depth) +
+                    " levels deep, past the run's max_call_depth of " + std::to_string(guard_->max_depth()) +
+                    " (RunOptions::max_call_depth)");
 }
 
 std::vector<Value> Executor::run_node(const Node& node, const std::vector<Value>& inputs, const Scope& scope,
                                       const Opsets& opsets) const {
-  if (const Function* f = function_for(node)) return run_function(*f, node, inputs);
+  if (const Function* f = function_for(node)) {
+    check_depth(node, scope.depth + 1, "the call of function " + f->name);
+    return run_function(*f, node, inputs, scope.depth + 1);
+  }
   auto it = opsets.find(node.domain);
   int64_t version = it == opsets.end() ? 0 : it->second;
   OpFn fn = version > 0 ? OpRegistry::global().find(node.domain, node.op_type, version) : nullptr;
   if (!fn)
     throw OnnxError(node.label() + ": operator " + (node.domain.empty() ? "ai.onnx" : node.domain) +
                     "::" + node.op_type + " (opset " + std::to_string(version) + ") is not supported");
-  OpContext ctx(node, version, inputs, [this, &scope, &opsets](const Graph& g, const std::vector<Value>& in) {
-    return run_graph(g, in, &scope, opsets);
-  });
+  OpContext ctx(
+      node, version, inputs,
+      [this, &scope, &opsets, &node](const Graph& g, const std::vector<Value>& in) {
+        check_depth(node, scope.depth + 1, "subgraph '" + g.name + "'");
+        // A run stopped inside a subgraph (deadline, cancellation, memory) names the path to the
+        // node it stopped at ("Loop 'l' > Add 'step': ..."): the inner node alone may be
+        // anonymous or ambiguous.
+        try {
+          return run_graph(g, in, &scope, opsets);
+        } catch (const Cancelled& e) {
+          throw Cancelled(node.label() + " > " + e.what());
+        } catch (const DeadlineExceeded& e) {
+          throw DeadlineExceeded(node.label() + " > " + e.what());
+        } catch (const OutOfMemory& e) {
+          throw OutOfMemory(node.label() + " > " + e.what());
+        }
+      },
+      guard_);
   try {
     std::vector<Value> out = fn(ctx);
     // Evaluate here, not at the end of the graph, so that a kernel or an allocation that fails
@@ -207,11 +259,13 @@ void rethrow_with_context(const std::string& context, const std::string& label) 
   }
 }
 
-std::vector<Value> Executor::run_function(const Function& f, const Node& call, const std::vector<Value>& inputs) const {
+std::vector<Value> Executor::run_function(const Function& f, const Node& call, const std::vector<Value>& inputs,
+                                          int depth) const {
   if (inputs.size() > f.inputs.size())
     throw OnnxError(call.label() + ": " + std::to_string(inputs.size()) + " inputs given; function " + f.name +
                     " takes " + std::to_string(f.inputs.size()));
   Scope scope;
+  scope.depth = depth;
   for (size_t i = 0; i < f.inputs.size(); ++i) scope.values[f.inputs[i]] = i < inputs.size() ? inputs[i] : Value();
   // Attributes that refer to the caller's take its value, else the function's default, else go.
   std::vector<Node> body;
@@ -250,6 +304,7 @@ std::vector<Value> Executor::run_graph(const Graph& g, const std::vector<Value>&
                                        const Opsets& opsets) const {
   Scope scope;
   scope.parent = parent;
+  scope.depth = parent ? parent->depth + 1 : 0;
   for (const auto& [name, value] : g.initializers) scope.values[name] = value;
   if (inputs.size() > g.inputs.size())
     throw OnnxError("subgraph '" + g.name + "': " + std::to_string(inputs.size()) + " inputs given, it takes " +
@@ -320,14 +375,16 @@ namespace {
 
 using namespace detail;
 
-std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string, Value> given) {
+std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string, Value> given,
+                             const RunOptions& options) {
   if (!model.graph) throw OnnxError("run: the model has no graph");
+  RunGuard guard(options);
   // The eager runner makes arrays on the CPU whatever the process default is (a GPU when one is
   // present): its operators read shapes and indices on the host. GPU inputs still run their
   // element-wise and matrix work on the GPU, where the inputs are.
   DefaultDeviceScope device_scope(Device::cpu());
   const Graph& g = *model.graph;
-  Executor exec(model);
+  Executor exec(model, &guard);
   Scope scope;
   std::unordered_set<std::string> initializer_names;
   for (const auto& [name, value] : g.initializers) {
@@ -364,7 +421,7 @@ std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string,
 
 }  // namespace
 
-std::vector<Value> run(const Model& model, const std::vector<Value>& inputs) {
+std::vector<Value> run(const Model& model, const std::vector<Value>& inputs, const RunOptions& options) {
   if (!model.graph) throw OnnxError("run: the model has no graph");
   const Graph& g = *model.graph;
   if (inputs.size() > g.inputs.size())
@@ -372,10 +429,11 @@ std::vector<Value> run(const Model& model, const std::vector<Value>& inputs) {
                     std::to_string(g.inputs.size()));
   std::unordered_map<std::string, Value> given;
   for (size_t i = 0; i < inputs.size(); ++i) given[g.inputs[i].name] = inputs[i];
-  return run_bound(model, std::move(given));
+  return run_bound(model, std::move(given), options);
 }
 
-std::map<std::string, Value> run_named(const Model& model, const std::map<std::string, Value>& inputs) {
+std::map<std::string, Value> run_named(const Model& model, const std::map<std::string, Value>& inputs,
+                                       const RunOptions& options) {
   if (!model.graph) throw OnnxError("run: the model has no graph");
   const Graph& g = *model.graph;
   std::unordered_map<std::string, Value> given;
@@ -389,7 +447,7 @@ std::map<std::string, Value> run_named(const Model& model, const std::map<std::s
     }
     given[name] = v;
   }
-  auto out = run_bound(model, std::move(given));
+  auto out = run_bound(model, std::move(given), options);
   std::map<std::string, Value> named;
   for (size_t i = 0; i < out.size(); ++i) named[g.outputs[i].name] = out[i];
   return named;

@@ -37,7 +37,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: smelt run MODEL [--input NAME=FILE.npy | NAME=random[:D0xD1...]]... [--dim SYMBOL=N]...\n"
     "                 [--output-dir DIR] [--repeat N] [--threads N] [--seed S] [--json FILE]\n"
-    "                 [--no-fuse] [--compile [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N]]";
+    "                 [--no-fuse] [--timeout SECONDS] [--compile [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N]]";
 
 constexpr const char* kHelp =
     "\n"
@@ -54,6 +54,8 @@ constexpr const char* kHelp =
     "  --seed S                  seed of the random inputs (default 0)\n"
     "  --json FILE               write the shapes and timings as JSON\n"
     "  --no-fuse                 load without the load-time fusions (GELU, LayerNorm, Conv+BatchNormalization)\n"
+    "  --timeout SECONDS         stop any one run (eager or compiled) that takes longer than this (a decimal number);\n"
+    "                            the error names the node it was running and the exit status is 1\n"
     "\n"
     "  --compile                 also run the model compiled (smelt::onnx::compile): print its segments (where\n"
     "                            graph breaks split it, which run compiled, why each ends), check once that the\n"
@@ -88,6 +90,7 @@ struct RunOptions {
   uint64_t seed = 0;
   bool help = false;
   bool no_fuse = false;
+  double timeout_s = 0;  // 0: no limit
 };
 
 InputSpec parse_input(const std::string& text) {
@@ -143,6 +146,14 @@ RunOptions parse_args(const std::vector<std::string>& args) {
       o.compile = true;
     } else if (a == "--no-fuse") {
       o.no_fuse = true;
+    } else if (a == "--timeout") {
+      std::string v = value();
+      char* end = nullptr;
+      double t = std::strtod(v.c_str(), &end);
+      // At most a year: the value becomes milliseconds in an int64 and must not overflow.
+      if (v.empty() || *end != '\0' || !(t > 0) || t > 365.0 * 24 * 3600)
+        usage_error("--timeout needs a positive number of seconds, got '" + v + "'");
+      o.timeout_s = t;
     } else if (a == "--static") {
       o.statics.push_back(parse_static(value()));
     } else if (a == "--eager-below") {
@@ -847,8 +858,12 @@ int run_model(const std::vector<std::string>& args) {
                 b.notes.empty() ? "" : ("; " + b.notes).c_str());
   }
 
+  // Each run (eager or compiled, first or repeated) gets the whole timeout.
+  onnx::RunOptions run_options;
+  if (o.timeout_s > 0)
+    run_options.timeout = std::chrono::milliseconds(std::max<int64_t>(1, std::llround(o.timeout_s * 1000.0)));
   auto t_first = std::chrono::steady_clock::now();
-  std::map<std::string, Value> outputs = onnx::run_named(model, feed);
+  std::map<std::string, Value> outputs = onnx::run_named(model, feed, run_options);
   double first_ms = ms_since(t_first);
 
   // --compile: the first compiled call compiles (no example inputs), on the inputs the eager run had.
@@ -863,7 +878,7 @@ int run_model(const std::vector<std::string>& args) {
       if (!statics.count(name)) dynamic_feed[name] = v;
     auto t0 = std::chrono::steady_clock::now();
     compiled = onnx::compile(model, {}, co);
-    std::map<std::string, Value> compiled_outputs = compiled->run_named(dynamic_feed);
+    std::map<std::string, Value> compiled_outputs = compiled->run_named(dynamic_feed, run_options);
     report.first_ms = ms_since(t0);
     report.overlay = compiled->overlay();
     for (const auto& out : g.outputs) {
@@ -876,11 +891,11 @@ int run_model(const std::vector<std::string>& args) {
   std::vector<double> times;
   for (int r = 0; r < o.repeat; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    auto again = onnx::run_named(model, feed);
+    auto again = onnx::run_named(model, feed, run_options);
     times.push_back(ms_since(t0));
     if (compiled) {
       auto t1 = std::chrono::steady_clock::now();
-      auto again_compiled = compiled->run_named(dynamic_feed);
+      auto again_compiled = compiled->run_named(dynamic_feed, run_options);
       report.times.push_back(ms_since(t1));
     }
   }

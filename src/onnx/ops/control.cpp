@@ -64,7 +64,14 @@ std::vector<Value> op_loop(OpContext& c) {
     c.fail("the body has " + std::to_string(body.outputs.size()) + " outputs; expected at least " + std::to_string(n_state + 1));
   size_t n_scan = body.outputs.size() - 1 - n_state;
   std::vector<std::vector<Value>> scans(n_scan);
+  // A trip count of 2^62 or a condition that stays true runs until the run's deadline,
+  // cancellation or memory budget stops it: the states and the scan outputs gathered so far count
+  // against the budget, so a growing loop ends with OutOfMemory instead of taking the machine.
+  detail::RunGuard::Charge held(c.guard());
+  const bool budgeted = c.guard() && c.guard()->budget() > 0;
+  int64_t scan_bytes = 0;
   for (int64_t i = 0; (!trip || i < *trip) && cond; ++i) {
+    c.check_stop(i);
     std::vector<Value> in{tv(Array(i)), tv(Array(cond))};
     in.insert(in.end(), state.begin(), state.end());
     std::vector<Value> out = c.run_graph(body, in);
@@ -78,6 +85,12 @@ std::vector<Value> op_loop(OpContext& c) {
     for (const auto& v : state)
       if (v.is_tensor()) pending.push_back(v.array());
     eval(pending);
+    if (budgeted) {
+      int64_t state_bytes = 0;
+      for (const auto& v : state) state_bytes += detail::value_bytes(v);
+      for (size_t k = 0; k < n_scan; ++k) scan_bytes += detail::value_bytes(scans[k].back());
+      held.set(state_bytes + scan_bytes, c.node());
+    }
   }
   std::vector<Value> result = state;
   for (size_t k = 0; k < n_scan; ++k) result.push_back(stack_values(c, scans[k], body.outputs[1 + n_state + k]));
@@ -89,6 +102,10 @@ std::vector<Value> scan_core(OpContext& c, const Graph& body, std::vector<Value>
                              const std::vector<int64_t>& in_axes, const std::vector<int64_t>& in_dirs,
                              const std::vector<int64_t>& out_axes, const std::vector<int64_t>& out_dirs) {
   size_t n_state = state.size();
+  if (in_axes.size() < inputs.size() || in_dirs.size() < inputs.size())
+    c.fail("scan_input_axes and scan_input_directions (or directions) need one entry per scan input (" +
+           std::to_string(inputs.size()) + "), got " + std::to_string(in_axes.size()) + " and " +
+           std::to_string(in_dirs.size()));
   std::vector<Array> scan_in;
   int64_t steps = -1;
   for (size_t j = 0; j < inputs.size(); ++j) {
@@ -103,12 +120,22 @@ std::vector<Value> scan_core(OpContext& c, const Graph& body, std::vector<Value>
   if (body.outputs.size() < n_state) c.fail("the body has fewer outputs than there are states");
   size_t n_scan_out = body.outputs.size() - n_state;
   std::vector<std::vector<Value>> scans(n_scan_out);
+  detail::RunGuard::Charge held(c.guard());
+  const bool budgeted = c.guard() && c.guard()->budget() > 0;
+  int64_t scan_bytes = 0;
   for (int64_t t = 0; t < steps; ++t) {
+    c.check_stop(t);
     std::vector<Value> in = state;
     for (const auto& x : scan_in) in.push_back(tv(reshape(slice(x, {t}, {t + 1}), Shape(x.shape().begin() + 1, x.shape().end()))));
     std::vector<Value> out = c.run_graph(body, in);
     for (size_t k = 0; k < n_state; ++k) state[k] = out[k];
     for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(out[n_state + k]);
+    if (budgeted) {
+      int64_t state_bytes = 0;
+      for (const auto& v : state) state_bytes += detail::value_bytes(v);
+      for (size_t k = 0; k < n_scan_out; ++k) scan_bytes += detail::value_bytes(scans[k].back());
+      held.set(state_bytes + scan_bytes, c.node());
+    }
   }
   std::vector<Value> result = state;
   for (size_t k = 0; k < n_scan_out; ++k) {
@@ -145,13 +172,25 @@ std::vector<Value> op_scan_8(OpContext& c) {
   int64_t m = c.attr_int("num_scan_inputs", 0);
   size_t total = c.num_inputs();
   if (m <= 0 || static_cast<size_t>(m) + 1 > total) c.fail("num_scan_inputs " + std::to_string(m) + " does not fit the inputs");
+  size_t n_state = total - 1 - static_cast<size_t>(m);
+  // Every state has the batch axis 0 and every scan input also the scanned axis 1 (found by the
+  // fuzzer: a 0-d state was read at shape()[0]).
+  for (size_t i = 1; i < total; ++i) {
+    const Array& t = c.tensor(i);
+    const size_t need = i > n_state ? 2 : 1;
+    if (static_cast<size_t>(t.ndim()) < need)
+      c.fail("input " + std::to_string(i) + " (" + c.input(i).describe() + ") must have " +
+             (need == 2 ? "a batch axis and a scanned axis" : "a batch axis"));
+    if (t.shape()[0] != c.tensor(1).shape()[0])
+      c.fail("inputs 1 and " + std::to_string(i) + " have different batch sizes (" + c.input(1).describe() + ", " +
+             c.input(i).describe() + ")");
+  }
   if (c.has(0)) {
     auto lens = c.ints(0);
     int64_t full_len = c.tensor(total - static_cast<size_t>(m)).shape()[1];
     for (auto len : lens)
       if (len != full_len) c.fail("sequence_lens shorter than the scanned axis are not supported");
   }
-  size_t n_state = total - 1 - static_cast<size_t>(m);
   int64_t batch = c.tensor(1).shape()[0];
   std::vector<int64_t> dirs = c.attr_ints("directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
   std::vector<std::vector<Array>> per_output;
@@ -176,7 +215,11 @@ std::vector<Value> op_sequence_map(OpContext& c) {
   if (!seq.is_sequence()) c.fail("input 0 must be a sequence, got " + seq.describe());
   size_t n = seq.items().size();
   std::vector<std::vector<Value>> outs(body.outputs.size());
+  detail::RunGuard::Charge held(c.guard());
+  const bool budgeted = c.guard() && c.guard()->budget() > 0;
+  int64_t out_bytes = 0;
   for (size_t i = 0; i < n; ++i) {
+    c.check_stop(static_cast<int64_t>(i));
     std::vector<Value> in{seq.items()[i]};
     for (size_t k = 1; k < c.num_inputs(); ++k) {
       const Value& extra = c.input(k);
@@ -189,6 +232,10 @@ std::vector<Value> op_sequence_map(OpContext& c) {
     }
     auto out = c.run_graph(body, in);
     for (size_t k = 0; k < out.size(); ++k) outs[k].push_back(out[k]);
+    if (budgeted) {
+      for (const auto& v : out) out_bytes += detail::value_bytes(v);
+      held.set(out_bytes, c.node());
+    }
   }
   std::vector<Value> result;
   for (size_t k = 0; k < outs.size(); ++k) {

@@ -337,6 +337,8 @@ std::vector<Value> op_roi_align(OpContext& c) {
   size_arg(c, ratio, "sampling_ratio");
   array_bytes({r_count, ch, out_h, out_w}, float64, c.node().label());  // the host buffer below
   std::vector<double> out(static_cast<size_t>(element_count({r_count, ch, out_h, out_w}, c.node().label())), 0.0);
+  if (static_cast<int64_t>(batch_idx.size()) != r_count)
+    c.fail(std::to_string(batch_idx.size()) + " batch indices for " + std::to_string(r_count) + " rois");
   for (int64_t r = 0; r < r_count; ++r) {
     int64_t b = batch_idx[static_cast<size_t>(r)];
     if (b < 0 || b >= n) c.fail("batch index " + std::to_string(b) + " is out of range for " + std::to_string(n) + " images");
@@ -361,6 +363,8 @@ std::vector<Value> op_roi_align(OpContext& c) {
         std::vector<Tap> taps;
         for (int64_t iy = 0; iy < gh; ++iy)
           for (int64_t ix = 0; ix < gw; ++ix) {
+            // A huge roi or sampling_ratio makes this loop long: the run's deadline can stop it.
+            if ((ix & 1023) == 0) c.check_stop();
             double yy = y0 + static_cast<double>(ph) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
             double xx = x0 + static_cast<double>(pw) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
             Tap t{{0, 0, 0, 0}, {0, 0, 0, 0}};

@@ -50,12 +50,24 @@ Array weight_zero_point(OpContext& c, size_t i, int rank) {
 }
 
 ConvOptions conv_options(OpContext& c, const Array& x, const Array& w) {
+  // Ranks and attribute lengths are checked before they size or index anything (found by the
+  // fuzzer: a 1-d X made the spatial rank -1, which sized a vector).
+  if (x.ndim() < 3 || w.ndim() != x.ndim())
+    c.fail("X and W must have the same rank, at least 3, got " + type_text(c.input(0)) + " and " + type_text(c.input(1)));
   size_t n = static_cast<size_t>(x.ndim() - 2);
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape", Shape(w.shape().begin() + 2, w.shape().end()));
   ConvOptions o;
   o.strides = c.attr_ints("strides", std::vector<int64_t>(n, 1));
   o.dilations = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
   std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (kernel.size() != n || o.strides.size() != n || o.dilations.size() != n || pads.size() != 2 * n)
+    c.fail("kernel_shape, strides and dilations need " + std::to_string(n) + " values and pads " +
+           std::to_string(2 * n) + ", got " + std::to_string(kernel.size()) + ", " + std::to_string(o.strides.size()) +
+           ", " + std::to_string(o.dilations.size()) + " and " + std::to_string(pads.size()));
+  for (size_t i = 0; i < n; ++i)
+    if (o.strides[i] < 1 || o.dilations[i] < 1)
+      c.fail("strides and dilations must be >= 1, got " + std::to_string(o.strides[i]) + " and " +
+             std::to_string(o.dilations[i]) + " at axis " + std::to_string(i));
   o.padding_lo.assign(pads.begin(), pads.begin() + static_cast<long>(n));
   o.padding_hi.assign(pads.begin() + static_cast<long>(n), pads.end());
   o.groups = c.attr_int("group", 1);

@@ -2,14 +2,18 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <regex>
 #include <set>
+
+#include <re2/re2.h>
 
 #include "src/onnx/ops/op_helpers.h"
 
 namespace smelt::onnx {
 
 namespace {
+
+// How often the host loops over elements look at the run's deadline and cancellation.
+constexpr size_t kCheckEvery = 256;
 
 const StringTensor& strings_input(OpContext& c, size_t i) {
   const Value& v = c.input(i);
@@ -68,6 +72,7 @@ std::vector<Value> op_string_split(OpContext& c) {
   std::vector<std::vector<std::string>> parts;
   size_t widest = 0;
   for (const auto& s : x.data) {
+    if (parts.size() % kCheckEvery == 0) c.check_stop();
     std::vector<std::string> p;
     if (delim.empty()) {  // runs of whitespace separate; leading and trailing ones are dropped
       size_t i = 0;
@@ -119,17 +124,21 @@ std::vector<Value> op_string_split(OpContext& c) {
 std::vector<Value> op_regex_full_match(OpContext& c) {
   const auto& x = strings_input(c, 0);
   std::string pattern = c.attr_string("pattern", "");
-  std::regex re;
-  try {
-    re = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    c.fail("invalid pattern \"" + pattern + "\": " + e.what());
-  }
+  // RE2, the syntax the ONNX spec names: matching runs in time linear in the input, without
+  // recursion, so neither `(a|b)*` on a long string nor `(a+)+$` on "aaaa...b" can exhaust the
+  // stack or backtrack exponentially (std::regex did both).
+  RE2::Options options;
+  options.set_log_errors(false);
+  RE2 re(pattern, options);
+  if (!re.ok()) c.fail("invalid pattern \"" + pattern + "\": " + re.error());
   std::vector<uint8_t> out;
-  for (const auto& s : x.data) out.push_back(std::regex_match(s, re) ? 1 : 0);
+  out.reserve(x.data.size());
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    if (i % kCheckEvery == 0) c.check_stop();
+    out.push_back(RE2::FullMatch(x.data[i], re) ? 1 : 0);
+  }
   return {tv(Array(out.empty() ? nullptr : out.data(), x.shape, bool_))};
 }
-
 
 /// TfIdfVectorizer: counts the pool's n-grams (with up to max_skip_count skipped items between
 /// their elements) in each row, then TF counts, IDF weights, or their product.
@@ -149,6 +158,20 @@ std::vector<Value> op_tfidf_vectorizer(OpContext& c) {
   std::vector<std::string> pool;
   if (strings) pool = c.attr_strings("pool_strings");
   else for (auto v : c.attr_ints("pool_int64s")) pool.push_back(std::to_string(v));
+  // Checked before any loop runs (found by the fuzzer: max_gram_length 2^62 looped for ever, and
+  // the counts and indexes were used as positions unchecked).
+  if (min_n < 1 || max_n < min_n || max_skip < 0)
+    c.fail("needs 1 <= min_gram_length <= max_gram_length and max_skip_count >= 0, got " + std::to_string(min_n) +
+           ", " + std::to_string(max_n) + ", " + std::to_string(max_skip));
+  for (size_t level = 0; level < counts.size(); ++level)
+    if (counts[level] < 0 || counts[level] > static_cast<int64_t>(pool.size()) ||
+        (level > 0 && counts[level] < counts[level - 1]))
+      c.fail("ngram_counts must be non-decreasing positions in the pool (" + std::to_string(pool.size()) +
+             " items), got " + std::to_string(counts[level]) + " at " + std::to_string(level));
+  for (auto i : indexes)
+    if (i < 0 || i >= (int64_t{1} << 24)) c.fail("ngram_indexes must be in [0, 2^24), got " + std::to_string(i));
+  // No n-gram of the pool is longer than its levels, nor than a row.
+  max_n = std::min<int64_t>({max_n, static_cast<int64_t>(counts.size()), cols});
   std::vector<std::string> items;
   if (strings) items = x.string_tensor().data;
   else for (auto v : x.array().to_vector<int64_t>()) items.push_back(std::to_string(v));
@@ -165,13 +188,17 @@ std::vector<Value> op_tfidf_vectorizer(OpContext& c) {
     }
   }
   int64_t width = indexes.empty() ? 0 : *std::max_element(indexes.begin(), indexes.end()) + 1;
+  if (width > 0 && rows > (int64_t{1} << 28) / width)
+    c.fail("the output [" + std::to_string(rows) + ", " + std::to_string(width) + "] would hold more than 2^28 values");
   std::vector<double> out(static_cast<size_t>(rows * width), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
+    c.check_stop();
     const std::string* row = items.data() + r * cols;
     for (int64_t n = std::max<int64_t>(min_n, 1); n <= max_n; ++n) {
       // A unigram has no gaps: it is counted once, whatever the skip count.
-      int64_t skips = n == 1 ? 0 : max_skip;
-      for (int64_t skip = 0; skip <= skips; ++skip)
+      // Past a skip whose n-gram spans more than the row, none fits (and the products stay small).
+      int64_t skips = n == 1 ? 0 : std::min(max_skip, cols);
+      for (int64_t skip = 0; skip <= skips && (n - 1) * (skip + 1) < cols; ++skip)
         for (int64_t i = 0; i + (n - 1) * (skip + 1) < cols; ++i) {
           std::vector<std::string> g;
           for (int64_t j = 0; j < n; ++j) g.push_back(row[i + j * (skip + 1)]);

@@ -1,0 +1,107 @@
+// One run's bounds: deadline and cancellation checks, the memory budget's accounting.
+#include "src/onnx/run_guard.h"
+
+#include <vector>
+
+namespace smelt::onnx::detail {
+
+namespace {
+
+// What a std::string costs beyond its characters (the object itself); counted so that a loop
+// piling up empty strings is bounded too.
+constexpr int64_t kStringOverhead = static_cast<int64_t>(sizeof(std::string));
+
+int64_t add_saturating(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+std::string ms_text(std::chrono::steady_clock::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+}  // namespace
+
+int64_t value_bytes(const Value& v) {
+  int64_t total = 0;
+  std::vector<const Value*> work{&v};
+  while (!work.empty()) {
+    const Value* x = work.back();
+    work.pop_back();
+    switch (x->kind()) {
+      case Value::Kind::Tensor: {
+        const Array& a = x->array();
+        // Shapes were checked when the array was made: size() * itemsize fits in int64.
+        total = add_saturating(total, a.size() * static_cast<int64_t>(a.itemsize()));
+        break;
+      }
+      case Value::Kind::Strings:
+        for (const auto& s : x->string_tensor().data)
+          total = add_saturating(total, static_cast<int64_t>(s.size()) + kStringOverhead);
+        break;
+      case Value::Kind::Sequence:
+        for (const auto& i : x->items()) work.push_back(&i);
+        break;
+      case Value::Kind::Optional:
+        if (x->content()) work.push_back(&*x->content());
+        break;
+      case Value::Kind::Map: work.push_back(&x->map_values()); break;
+      case Value::Kind::None: break;
+    }
+  }
+  return total;
+}
+
+RunGuard::RunGuard(const RunOptions& options) : options_(options), start_(std::chrono::steady_clock::now()) {
+  if (options_.timeout.count() > 0) {
+    timed_ = true;
+    deadline_ = start_ + options_.timeout;
+  }
+  if (options_.deadline && (!timed_ || *options_.deadline < deadline_)) {
+    timed_ = true;
+    deadline_ = *options_.deadline;
+  }
+  if (options_.memory_budget_bytes < 0)
+    throw InvalidArgument("run: RunOptions::memory_budget_bytes must be >= 0 (0: no limit), got " +
+                          std::to_string(options_.memory_budget_bytes));
+  if (options_.max_call_depth < 1)
+    throw InvalidArgument("run: RunOptions::max_call_depth must be >= 1, got " +
+                          std::to_string(options_.max_call_depth));
+}
+
+bool RunGuard::must_stop() const {
+  if (options_.cancel && options_.cancel->cancelled()) return true;
+  return timed_ && std::chrono::steady_clock::now() >= deadline_;
+}
+
+void RunGuard::stop(const std::string& where) const {
+  // Cancellation wins when both hold: it is what the caller asked for explicitly.
+  if (options_.cancel && options_.cancel->cancelled())
+    throw Cancelled(where + ": the run was cancelled (RunOptions::cancel)");
+  std::string limit = options_.timeout.count() > 0 && start_ + options_.timeout == deadline_
+                          ? "its timeout of " + ms_text(options_.timeout)
+                      : deadline_ <= start_ ? std::string("its deadline (already past when it started)")
+                                            : "its deadline (" + ms_text(deadline_ - start_) + " after it started)";
+  throw DeadlineExceeded(where + ": the run passed " + limit + " after " +
+                         ms_text(std::chrono::steady_clock::now() - start_));
+}
+
+void RunGuard::check_slow(const Node& node, int64_t iteration) const {
+  if (!must_stop()) return;
+  stop(node.label() + (iteration < 0 ? "" : " (iteration " + std::to_string(iteration) + ")"));
+}
+
+void RunGuard::check(const std::string& where) const {
+  if ((timed_ || options_.cancel) && must_stop()) stop(where);
+}
+
+void RunGuard::Charge::set(int64_t bytes, const Node& node) {
+  if (!guard_) return;
+  const int64_t delta = bytes - bytes_;
+  bytes_ = bytes;
+  const int64_t live = guard_->live_.fetch_add(delta, std::memory_order_relaxed) + delta;
+  const int64_t budget = guard_->options_.memory_budget_bytes;
+  if (delta > 0 && budget > 0 && live > budget)
+    throw OutOfMemory(node.label() + ": the run would hold " + std::to_string(live) +
+                      " bytes of tensors, over its memory budget of " + std::to_string(budget) +
+                      " bytes (RunOptions::memory_budget_bytes)");
+}
+
+}  // namespace smelt::onnx::detail

@@ -1,0 +1,67 @@
+// One run's bounds (RunOptions): deadline and cancellation checks, the memory budget, nesting depth.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "smelt/onnx.h"
+
+namespace smelt::onnx::detail {
+
+/// The logical size in bytes of the tensors inside `v` (sequence items, optional contents and map
+/// values included; a string counts its bytes plus a fixed overhead).
+int64_t value_bytes(const Value& v);
+
+/// Lives for one run and is shared (by pointer) by everything the run executes: the executor,
+/// subgraphs and operators (through OpContext). Cheap when nothing is bounded: check() is a
+/// branch then.
+class RunGuard {
+ public:
+  explicit RunGuard(const RunOptions& options);
+
+  /// Raises Cancelled or DeadlineExceeded naming `node` (and the loop iteration when >= 0) when
+  /// the run must stop.
+  void check(const Node& node, int64_t iteration = -1) const {
+    if (timed_ || options_.cancel) check_slow(node, iteration);
+  }
+  /// The same for a place that is not a node ("compiled segment 2").
+  void check(const std::string& where) const;
+
+  int max_depth() const { return options_.max_call_depth; }
+  int64_t budget() const { return options_.memory_budget_bytes; }
+
+  /// Bytes held by one owner (a graph's scope, a Loop's states and scan outputs); released when
+  /// it goes, exceptions included. set() raises OutOfMemory naming `node` when the run's total
+  /// passes the budget (only when it grows: giving memory back never raises).
+  class Charge {
+   public:
+    explicit Charge(const RunGuard* guard) : guard_(guard) {}
+    Charge(const Charge&) = delete;
+    Charge& operator=(const Charge&) = delete;
+    ~Charge() {
+      if (guard_ && bytes_) guard_->live_.fetch_sub(bytes_, std::memory_order_relaxed);
+    }
+    void set(int64_t bytes, const Node& node);
+    int64_t bytes() const { return bytes_; }
+
+   private:
+    const RunGuard* guard_;
+    int64_t bytes_ = 0;
+  };
+
+ private:
+  [[noreturn]] void stop(const std::string& where) const;
+  void check_slow(const Node& node, int64_t iteration) const;
+  bool must_stop() const;
+
+  RunOptions options_;
+  bool timed_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point deadline_;
+  mutable std::atomic<int64_t> live_{0};
+};
+
+}  // namespace smelt::onnx::detail

@@ -8,9 +8,11 @@
 namespace smelt {
 
 struct MemoryInfo {
-  size_t active_bytes = 0;  // held by live arrays
-  size_t peak_bytes = 0;    // highest active_bytes since the last reset
-  size_t cached_bytes = 0;  // freed, kept for reuse
+  size_t active_bytes = 0;       // held by live arrays
+  size_t peak_bytes = 0;         // highest active_bytes since the last reset
+  size_t cached_bytes = 0;       // freed, kept for reuse (at most cache_limit_bytes)
+  size_t cache_limit_bytes = 0;  // the cap on cached bytes (set_cache_limit)
+  size_t limit_bytes = 0;        // the cap on active plus cached bytes (set_memory_limit; 0: none)
 };
 
 MemoryInfo memory_info(Device device = Device::cpu());
@@ -18,8 +20,13 @@ void reset_peak_memory(Device device = Device::cpu());
 /// Frees the cached blocks of a device's allocator.
 void clear_memory_cache(Device device = Device::cpu());
 /// Active plus cached bytes may not exceed `bytes` (0 removes the limit); past it, allocation
-/// raises OutOfMemory.
+/// gives the cache back and retries, then raises OutOfMemory.
 void set_memory_limit(size_t bytes, Device device = Device::cpu());
+/// Cached bytes (freed blocks kept for reuse) may not exceed `bytes`; 0 caches nothing. Past the
+/// cap, the blocks freed longest ago are given back to the system. Returns the previous cap.
+/// Defaults: SMELT_CPU_CACHE_LIMIT / SMELT_CUDA_CACHE_LIMIT (bytes, or with a K/M/G suffix),
+/// else the smaller of 1 GiB and a quarter of physical memory on the CPU, half of the GPU's memory.
+size_t set_cache_limit(size_t bytes, Device device = Device::cpu());
 
 /// Threads used by CPU kernels (default: SMELT_NUM_THREADS or the hardware concurrency).
 int cpu_threads();

@@ -36,6 +36,7 @@ std::shared_ptr<const FusedKernel> make_fused_kernel(FusedProgram program, Devic
   k->device = device;
   k->hash = built.hash;
   k->cpu = built.fn;
+  k->library = std::move(built.library);
   return k;
 }
 

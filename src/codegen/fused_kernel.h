@@ -15,6 +15,7 @@ struct FusedKernel {
   Device device;
   std::string hash;         // the build cache key (source, version, compiler)
   CpuKernelFn cpu = nullptr;
+  std::shared_ptr<const void> library;  // keeps `cpu`'s code loaded while this kernel lives
 };
 
 /// Generates and builds (or loads from the caches) the kernel of `program` for `device`.

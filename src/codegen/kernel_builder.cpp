@@ -1,15 +1,20 @@
-// Compiles generated C++ into shared objects, caches them on disk by source hash, and loads them.
+// Compiles generated C++ into shared objects, caches them (disk_cache.h), loads and unloads them.
 #include "src/codegen/kernel_builder.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -52,14 +57,13 @@ const std::string& isa_flags() {
   return flags;
 }
 
-const std::string& flags() {
-  static const std::string f = std::string(kBaseFlags) + " " + isa_flags();
-  return f;
-}
 
-uint64_t fnv1a(const std::string& s, uint64_t h = 0xcbf29ce484222325ull) {
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
+uint64_t fnv1a(const std::string& s, uint64_t h = 0xcbf29ce484222325ull) { return fnv1a64(s.data(), s.size(), h); }
+
+std::string hex64(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 std::string compiler() {
@@ -82,6 +86,15 @@ const std::string& compiler_identity() {
   return id;
 }
 
+// GCC marks inline variables and static locals of inline functions STB_GNU_UNIQUE, and glibc
+// never unloads a library that has such symbols: dlclose would leave every kernel mapped. Clang
+// emits none (and does not know the flag).
+const std::string& flags() {
+  static const std::string f = std::string(kBaseFlags) + " " + isa_flags() +
+                               (compiler_identity().find("clang") == std::string::npos ? " -fno-gnu-unique" : "");
+  return f;
+}
+
 std::string run_compiler(const std::string& src, const std::string& out) {
   std::string log = out + ".log";
   std::string cmd = compiler() + " " + flags() + " -o '" + out + "' '" + src + "' >'" + log + "' 2>&1";
@@ -102,14 +115,61 @@ std::string run_compiler(const std::string& src, const std::string& out) {
   return msg;
 }
 
+// One loaded kernel library. Held by every FusedKernel that runs its code; the last holder
+// unloads it, so kernels of dropped compiled functions (a new constant per call makes a new
+// kernel each time) do not pile up in the process.
+std::atomic<size_t> loaded_count{0};
+
+//
+// `path` is what the library was loaded from (/proc/self/fd/<fd> of a memory file, else a
+// temporary file), kept in existence for as long as the library is loaded: the loader matches
+// libraries by path before anything else, so a later kernel loaded under the same path would
+// get this one back. Should the library outlive dlclose (a loader that keeps it), the path
+// stays taken for the same reason.
+struct LoadedKernel {
+  void* handle;
+  CpuKernelFn fn;
+  std::string hash;
+  int fd;              // the memory file, or -1
+  std::string path;    // what dlopen was given
+  bool temp_file;      // `path` is a temporary file to remove once unloaded
+  LoadedKernel(void* h, CpuKernelFn f, std::string hs, int file, std::string p, bool temp)
+      : handle(h), fn(f), hash(std::move(hs)), fd(file), path(std::move(p)), temp_file(temp) {
+    loaded_count++;
+  }
+  ~LoadedKernel() {
+    dlclose(handle);
+    loaded_count--;
+    if (void* still = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+      dlclose(still);
+      return;  // still loaded: keep the path taken
+    }
+    if (fd >= 0) ::close(fd);
+    if (temp_file) ::unlink(path.c_str());
+  }
+  LoadedKernel(const LoadedKernel&) = delete;
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
+};
+
 struct Cache {
   std::mutex mutex;
-  std::condition_variable built;                        // signalled when a build ends
-  std::unordered_map<std::string, CpuKernelFn> loaded;  // hash -> function
-  std::unordered_set<std::string> building;             // hashes some thread is building now
-  // program_key -> hash of a loaded kernel: a retrace finds its kernel without generating and
-  // hashing the source (preamble included, about 100 KB).
-  std::unordered_map<std::string, std::string> hash_of_program;
+  std::condition_variable built;  // signalled when a build ends
+  // hash -> loaded kernel, while anyone holds it.
+  std::unordered_map<std::string, std::weak_ptr<LoadedKernel>> by_hash;
+  std::unordered_set<std::string> building;  // hashes some thread is building now
+  // program_key -> loaded kernel: a retrace finds its kernel without generating and hashing the
+  // source (preamble included, about 100 KB).
+  std::unordered_map<std::string, std::weak_ptr<LoadedKernel>> by_program;
+  size_t prune_at = 256;
+
+  // Drops the entries of unloaded kernels once the maps have doubled since the last sweep:
+  // amortized constant time, and the maps stay proportional to the kernels loaded.
+  void prune_locked() {
+    if (by_hash.size() + by_program.size() < prune_at) return;
+    std::erase_if(by_hash, [](const auto& kv) { return kv.second.expired(); });
+    std::erase_if(by_program, [](const auto& kv) { return kv.second.expired(); });
+    prune_at = std::max<size_t>(256, 2 * (by_hash.size() + by_program.size()));
+  }
 };
 
 /// The program's exact content as bytes (dtypes, instructions, constants' bits, outputs): equal
@@ -138,53 +198,147 @@ std::string program_key(const FusedProgram& p) {
 }
 
 Cache& cache() {
-  static Cache* c = new Cache();  // never destroyed: kernels stay loaded for the process
+  static Cache* c = new Cache();  // never destroyed: kernels may be unloaded during exit
   return *c;
+}
+
+/// A private folder under the system's temporary directory, removed with the object: builds
+/// never depend on the cache folder being writable.
+struct BuildDir {
+  fs::path path;
+  BuildDir() {
+    std::error_code ec;
+    fs::path base = fs::temp_directory_path(ec);
+    if (ec) base = "/tmp";
+    std::string tmpl = (base / "smelt-kernel-build-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data()))
+      throw UnsupportedError("fuse: cannot create a folder to build the kernel in under " + base.string() + ": " +
+                             std::strerror(errno));
+    path = tmpl;
+  }
+  ~BuildDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  BuildDir(const BuildDir&) = delete;
+  BuildDir& operator=(const BuildDir&) = delete;
+};
+
+/// Compiles `source` and returns the shared library's bytes. Throws UnsupportedError.
+std::string build_library(const std::string& source, const std::string& hash) {
+  BuildDir dir;
+  const fs::path src = dir.path / (hash + ".cpp"), so = dir.path / (hash + ".so");
+  {
+    std::ofstream f(src);
+    f << source;
+    if (!f) throw UnsupportedError("fuse: cannot write kernel source to " + src.string());
+  }
+  std::string err = run_compiler(src.string(), so.string());
+  if (!err.empty()) throw UnsupportedError("fuse: building a fused kernel failed: " + err);
+  std::ifstream f(so, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f.good() && !f.eof()) throw UnsupportedError("fuse: cannot read the built kernel " + so.string());
+  return bytes;
+}
+
+bool write_fd(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// Loads a kernel library from its bytes, or returns null and says why. The bytes go to an
+/// anonymous memory file (memfd) that is then loaded: the code mapped is exactly the bytes
+/// verified, and nothing done to the cache file later (truncated in place, the SIGBUS of
+/// issue #12) can reach this process. Without memfd or /proc, a private temporary file.
+std::shared_ptr<LoadedKernel> load_library(const std::string& bytes, const std::string& hash, std::string& why) {
+  int fd = -1;
+  std::string path, temp_file;
+  if (::access("/proc/self/fd", X_OK) == 0) fd = ::memfd_create(("smelt-kernel-" + hash).c_str(), MFD_CLOEXEC);
+  if (fd >= 0) {
+    path = "/proc/self/fd/" + std::to_string(fd);
+  } else {
+    std::error_code ec;
+    fs::path base = fs::temp_directory_path(ec);
+    std::string tmpl = ((ec ? fs::path("/tmp") : base) / "smelt-kernel-XXXXXX.so").string();
+    fd = ::mkstemps(tmpl.data(), 3);
+    if (fd < 0) {
+      why = std::string("cannot create a temporary file: ") + std::strerror(errno);
+      return nullptr;
+    }
+    path = temp_file = tmpl;
+  }
+  void* handle = nullptr;
+  if (!write_fd(fd, bytes)) {
+    why = std::string("cannot write the library to memory: ") + std::strerror(errno);
+  } else {
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) why = dlerror();
+  }
+  const bool temp = !temp_file.empty();
+  if (temp) {  // the mapping keeps what it needs; the file stays while loaded (see LoadedKernel)
+    ::close(fd);
+    fd = -1;
+  }
+  if (!handle) {
+    if (fd >= 0) ::close(fd);
+    if (temp) ::unlink(temp_file.c_str());
+    return nullptr;
+  }
+  auto fn = reinterpret_cast<CpuKernelFn>(dlsym(handle, kCpuKernelSymbol));
+  if (!fn) {
+    why = std::string("the library lacks ") + kCpuKernelSymbol;
+    LoadedKernel unload(handle, nullptr, hash, fd, path, temp);  // unloads it the careful way
+    return nullptr;
+  }
+  return std::make_shared<LoadedKernel>(handle, fn, hash, fd, path, temp);
 }
 
 }  // namespace
 
-std::string kernel_cache_dir() {
-  const char* env = std::getenv("SMELT_CACHE_DIR");
-  std::string dir;
-  if (env && *env) {
-    dir = env;
-  } else {
-    const char* home = std::getenv("HOME");
-    dir = std::string(home && *home ? home : "/tmp") + "/.cache/smelt";
-  }
-  return dir;
-}
+size_t loaded_cpu_kernels() { return loaded_count.load(); }
 
 BuiltKernel get_cpu_kernel(const FusedProgram& program) {
   const std::string key = program_key(program);
   auto& c = cache();
+  auto result = [](const std::shared_ptr<LoadedKernel>& lib) {
+    return BuiltKernel{lib->fn, lib->hash, std::shared_ptr<const void>(lib)};
+  };
   {
     std::lock_guard lock(c.mutex);
-    if (auto h = c.hash_of_program.find(key); h != c.hash_of_program.end())
-      if (auto it = c.loaded.find(h->second); it != c.loaded.end()) return BuiltKernel{it->second, h->second};
+    if (auto it = c.by_program.find(key); it != c.by_program.end())
+      if (auto lib = it->second.lock()) return result(lib);
   }
-  std::string source = emit_cpu_kernel(program);
-  uint64_t h = fnv1a(source);
-  h = fnv1a(SMELT_VERSION, h);
-  h = fnv1a(compiler_identity(), h);
-  h = fnv1a(flags(), h);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  BuiltKernel k;
-  k.hash = hex;
+  const std::string source = emit_cpu_kernel(program);
+  std::string compiler_id = compiler_identity();
+  while (!compiler_id.empty() && (compiler_id.back() == '\n' || compiler_id.back() == '\r')) compiler_id.pop_back();
+  // What the hash covers besides the source, stored in the entry: an entry of another kernel
+  // (another source, compiler, flags or version) copied under this hash is refused.
+  const std::string key_text = "source-fnv1a=" + hex64(fnv1a(source)) + "\nsmelt=" SMELT_VERSION "\ncompiler=" +
+                               compiler_id + "\nflags=" + flags();
+  const std::string hash = hex64(fnv1a(key_text, fnv1a(source)));
 
   // The lock is not held while compiling: other threads keep building and loading other
   // kernels; a thread that needs the kernel being built waits for it instead of building twice.
   {
     std::unique_lock lock(c.mutex);
-    c.built.wait(lock, [&] { return c.loaded.count(k.hash) || !c.building.count(k.hash); });
-    if (auto it = c.loaded.find(k.hash); it != c.loaded.end()) {
-      c.hash_of_program.emplace(key, k.hash);
-      k.fn = it->second;
-      return k;
+    std::shared_ptr<LoadedKernel> lib;
+    c.built.wait(lock, [&] {
+      auto it = c.by_hash.find(hash);
+      lib = it == c.by_hash.end() ? nullptr : it->second.lock();
+      return lib || !c.building.count(hash);
+    });
+    if (lib) {
+      c.by_program[key] = lib;
+      c.prune_locked();
+      return result(lib);
     }
-    c.building.insert(k.hash);
+    c.building.insert(hash);
   }
   struct EndBuild {
     Cache& c;
@@ -196,65 +350,42 @@ BuiltKernel get_cpu_kernel(const FusedProgram& program) {
       }
       c.built.notify_all();
     }
-  } end_build{c, k.hash};
-  auto t0 = std::chrono::steady_clock::now();
-  fs::path dir = fs::path(kernel_cache_dir()) / "cpu";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw UnsupportedError("fuse: cannot create the kernel cache folder " + dir.string() + ": " + ec.message());
-  fs::path so = dir / (k.hash + ".so");
-  void* handle = nullptr;
+  } end_build{c, hash};
+  const auto t0 = std::chrono::steady_clock::now();
+  const CacheEntry entry{"cpu", "cpu", hash, key_text, "cpp"};
+  std::shared_ptr<LoadedKernel> lib;
   bool on_disk = false;
-  for (int attempt = 0; attempt < 2 && !handle; ++attempt) {
-    on_disk = fs::exists(so);
-    if (!on_disk) {
-      // Build under unique names, then rename: concurrent processes never see a partial file.
-      std::string tag = std::to_string(::getpid()) + "-" + std::to_string(attempt);
-      fs::path src = dir / (k.hash + ".cpp");
-      fs::path tmp_src = dir / (k.hash + "." + tag + ".cpp");
-      fs::path tmp_so = dir / (k.hash + "." + tag + ".so");
-      {
-        std::ofstream f(tmp_src);
-        f << source;
-        if (!f) throw UnsupportedError("fuse: cannot write kernel source to " + tmp_src.string());
-      }
-      std::string err = run_compiler(tmp_src.string(), tmp_so.string());
-      if (!err.empty()) {
-        fs::remove(tmp_src, ec);
-        fs::remove(tmp_so, ec);
-        throw UnsupportedError("fuse: building a fused kernel failed: " + err);
-      }
-      fs::rename(tmp_src, src, ec);
-      fs::rename(tmp_so, so, ec);
-      if (ec) throw UnsupportedError("fuse: cannot move the kernel into " + so.string() + ": " + ec.message());
-    }
-    handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      std::string why = dlerror();
-      fs::remove(so, ec);  // a damaged cache file: build it again once
-      if (!on_disk) throw UnsupportedError("fuse: cannot load the fused kernel " + so.string() + ": " + why);
-    }
+  if (auto bytes = read_cache_entry(entry)) {  // verified: header, key and checksum
+    std::string why;
+    lib = load_library(*bytes, hash, why);
+    if (lib) on_disk = true;
+    else reject_cache_entry(entry, "cannot load: " + why);
   }
-  if (!handle) throw UnsupportedError("fuse: cannot load the fused kernel " + so.string());
-  auto fn = reinterpret_cast<CpuKernelFn>(dlsym(handle, kCpuKernelSymbol));
-  if (!fn) throw UnsupportedError(std::string("fuse: the kernel library lacks ") + kCpuKernelSymbol);
+  if (!lib) {
+    const std::string bytes = build_library(source, hash);
+    std::string why;
+    lib = load_library(bytes, hash, why);
+    if (!lib) throw UnsupportedError("fuse: cannot load the fused kernel " + hash + ": " + why);
+    // Best effort: an unwritable or full disk costs a rebuild in the next process, and the
+    // event compile.kernel.cache.write_failed says why.
+    write_cache_entry(entry, bytes, source);
+  }
   {
     std::lock_guard lock(c.mutex);
-    c.loaded.emplace(k.hash, fn);
-    c.hash_of_program.emplace(key, k.hash);
+    c.by_hash[hash] = lib;
+    c.by_program[key] = lib;
+    c.prune_locked();
   }
-  c.built.notify_all();
-  k.fn = fn;
   if (telemetry::enabled()) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     telemetry::emit({"compile.kernel.build",
                      ms,
                      {{"device", "cpu"},
-                      {"hash", k.hash},
+                      {"hash", hash},
                       {"cached_on_disk", on_disk ? "true" : "false"},
                       {"program", describe_program(program)}}});
   }
-  return k;
+  return result(lib);
 }
 
 }  // namespace smelt::codegen

@@ -1,10 +1,14 @@
-// The caching CPU allocator: freed blocks wait in size-classed lists for the next request.
+// The caching CPU allocator: size classes over aligned_alloc, and the allocator of each device.
 #include "src/core/allocator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
 #include "smelt/errors.h"
+#include "src/core/byte_size.h"
 
 #if SMELT_HAS_CUDA
 #include "src/backend/cuda/cuda.h"
@@ -12,15 +16,11 @@
 
 namespace smelt {
 
-Buffer::~Buffer() {
-  if (allocator) allocator->release(ptr, bytes);
-}
-
 namespace {
 constexpr size_t kAlign = 64;
-constexpr size_t kMaxCachedClass = size_t{1} << 30;
 // Past this no system can serve a request, and rounding up to a class would overflow.
 constexpr size_t kMaxRequest = size_t{1} << 56;
+constexpr size_t kDefaultCacheCap = size_t{1} << 30;
 }  // namespace
 
 size_t CpuAllocator::size_class(size_t bytes) {
@@ -35,80 +35,25 @@ size_t CpuAllocator::size_class(size_t bytes) {
   return c;
 }
 
-BufferPtr CpuAllocator::allocate(size_t bytes) {
-  if (bytes > kMaxRequest)
-    throw OutOfMemory("allocate: " + std::to_string(bytes) + " bytes is more than any CPU memory can hold");
-  size_t cls = size_class(bytes);
-  void* p = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    stats_.num_allocs++;
-    auto it = free_.find(cls);
-    if (it != free_.end()) {
-      p = it->second;
-      free_.erase(it);
-      stats_.cached_bytes -= cls;
-      stats_.num_cache_hits++;
-    } else {
-      if (limit_ != 0 && stats_.active_bytes + stats_.cached_bytes + cls > limit_) {
-        // Give the cache back before refusing.
-        for (auto& [size, block] : free_) std::free(block);
-        free_.clear();
-        stats_.cached_bytes = 0;
-        if (stats_.active_bytes + cls > limit_)
-          throw OutOfMemory("allocate: " + std::to_string(bytes) + " bytes would exceed the CPU memory limit of " +
-                            std::to_string(limit_) + " bytes (" + std::to_string(stats_.active_bytes) +
-                            " active)");
-      }
-    }
-    stats_.active_bytes += cls;
-    if (stats_.active_bytes > stats_.peak_bytes) stats_.peak_bytes = stats_.active_bytes;
-  }
-  if (!p) {
-    p = std::aligned_alloc(kAlign, cls);
-    if (!p) {
-      std::lock_guard lock(mutex_);
-      stats_.active_bytes -= cls;
-      throw OutOfMemory("allocate: the system refused " + std::to_string(cls) + " bytes");
-    }
-  }
-  return std::make_shared<Buffer>(p, cls, Device::cpu(), this);
+size_t CpuAllocator::default_cache_limit() {
+  // A quarter of physical memory on small machines: the cache must not be what exhausts them.
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return kDefaultCacheCap;
+  return std::min(kDefaultCacheCap, static_cast<size_t>(pages) / 4 * static_cast<size_t>(page));
 }
 
-void CpuAllocator::release(void* ptr, size_t bytes) {
-  std::lock_guard lock(mutex_);
-  stats_.active_bytes -= bytes;
-  if (bytes > kMaxCachedClass || (limit_ != 0 && stats_.active_bytes + stats_.cached_bytes + bytes > limit_)) {
-    std::free(ptr);
-    return;
-  }
-  free_.emplace(bytes, ptr);
-  stats_.cached_bytes += bytes;
-}
-
-MemoryStats CpuAllocator::stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
-}
-
-void CpuAllocator::reset_peak() {
-  std::lock_guard lock(mutex_);
-  stats_.peak_bytes = stats_.active_bytes;
-}
-
-void CpuAllocator::clear_cache() {
-  std::lock_guard lock(mutex_);
-  for (auto& [size, block] : free_) std::free(block);
-  free_.clear();
-  stats_.cached_bytes = 0;
-}
-
-void CpuAllocator::set_limit(size_t bytes) {
-  std::lock_guard lock(mutex_);
-  limit_ = bytes;
-}
+CpuAllocator::CpuAllocator()
+    : CachingAllocator(Device::cpu(), "CPU", byte_size_from_env("SMELT_CPU_CACHE_LIMIT", default_cache_limit()), 0) {}
 
 CpuAllocator::~CpuAllocator() { clear_cache(); }
+
+size_t CpuAllocator::max_request() const { return kMaxRequest; }
+
+void* CpuAllocator::system_alloc(size_t bytes) { return std::aligned_alloc(kAlign, bytes); }
+
+void CpuAllocator::system_free(const std::vector<Block>& blocks) {
+  for (const Block& b : blocks) std::free(b.ptr);
+}
 
 CpuAllocator& cpu_allocator() {
   // Never destroyed: buffers held by static arrays may be released during exit.

@@ -1,4 +1,9 @@
-// Tests for the caching CPU allocator (statistics, reuse, limit, cache clearing) and buffer donation.
+// Tests for the caching allocators (statistics, reuse, limit, cache cap and eviction, flush and
+// retry, cache clearing) and buffer donation. The caching policy is device-independent; a fake
+// device with a fixed amount of memory tests what a real system rarely does (refusing memory).
+#include <atomic>
+#include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "src/core/allocator.h"
@@ -8,15 +13,18 @@
 namespace smelt {
 namespace {
 
-// Each test starts from an empty cache and leaves no limit behind.
+// Each test starts from an empty cache and leaves no limit and the default cache cap behind.
 class AllocatorTest : public ::testing::Test {
  protected:
+  size_t cache_cap = 0;
   void SetUp() override {
     set_memory_limit(0);
     clear_memory_cache();
+    cache_cap = memory_info().cache_limit_bytes;
   }
   void TearDown() override {
     set_memory_limit(0);
+    set_cache_limit(cache_cap);
     clear_memory_cache();
   }
 };
@@ -146,6 +154,7 @@ TEST_F(AllocatorTest, LimitRaisesOutOfMemoryNamingTheSizes) {
 
 TEST_F(AllocatorTest, LimitFlushesTheCacheBeforeRefusing) {
   const size_t active = memory_info().active_bytes;
+  const size_t flushes = cpu_allocator().stats().num_flushes;
   {
     Array a = zeros({1 << 18}, float32);  // 1 MiB, cached when dropped
     a.eval();
@@ -157,6 +166,7 @@ TEST_F(AllocatorTest, LimitFlushesTheCacheBeforeRefusing) {
   b.eval();
   EXPECT_EQ(memory_info().cached_bytes, 0u);
   EXPECT_EQ(memory_info().active_bytes, active + (3 << 18));
+  EXPECT_EQ(cpu_allocator().stats().num_flushes, flushes + 1);
   // A freed block is cached while active + cached stays under the limit...
   set_memory_limit(active + (3 << 18));
   b = Array();
@@ -190,6 +200,215 @@ TEST_F(AllocatorTest, ThreadSafeAllocation) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(memory_info().active_bytes, active);
+}
+
+// ---- the cache cap ----------------------------------------------------------------------------
+
+// Issue #12: allocating and freeing 64 MiB ... 1 GiB one at a time left 6.4 GiB cached. Scaled
+// down: a cap of 8 MiB and arrays of 1 ... 16 MiB.
+TEST_F(AllocatorTest, CachedBytesStayUnderTheCap) {
+  const size_t cap = size_t{8} << 20;
+  set_cache_limit(cap);
+  EXPECT_EQ(memory_info().cache_limit_bytes, cap);
+  const size_t active = memory_info().active_bytes;
+  const MemoryStats s0 = cpu_allocator().stats();
+  for (int64_t mib = 1; mib <= 16; ++mib) {
+    {
+      Array a = full({mib << 18}, Array(1.5f));  // mib MiB of float32
+      a.eval();
+      EXPECT_EQ(a.to_vector<float>()[static_cast<size_t>(mib)], 1.5f);
+    }
+    const MemoryInfo m = memory_info();
+    EXPECT_LE(m.cached_bytes, cap) << mib << " MiB";
+    EXPECT_EQ(m.active_bytes, active) << mib << " MiB";
+    // Blocks past the cap are never cached; smaller ones are (the newest freed is kept).
+    if (mib <= 8) {
+      EXPECT_GE(m.cached_bytes, static_cast<size_t>(mib) << 20) << mib << " MiB";
+    }
+  }
+  EXPECT_GT(cpu_allocator().stats().num_evictions, s0.num_evictions);
+}
+
+// The cap evicts the blocks freed longest ago, and the survivors still serve requests.
+TEST_F(AllocatorTest, CapEvictsTheLeastRecentlyFreedBlocks) {
+  auto& alloc = cpu_allocator();
+  set_cache_limit(size_t{3} << 20);
+  const size_t mib = size_t{1} << 20, a_size = mib, b_size = mib + mib / 4, c_size = mib + mib / 2;  // three classes
+  BufferPtr a = alloc.allocate(a_size), b = alloc.allocate(b_size), c = alloc.allocate(c_size);
+  void* bp = b->ptr;
+  a.reset();  // cached: a
+  b.reset();  // cached: a, b (2.25 MiB)
+  const MemoryStats s0 = alloc.stats();
+  c.reset();  // 3.75 MiB would pass the cap: a goes
+  const MemoryStats s1 = alloc.stats();
+  EXPECT_EQ(s1.cached_bytes, b_size + c_size);
+  EXPECT_EQ(s1.num_evictions, s0.num_evictions + 1);
+  BufferPtr b2 = alloc.allocate(b_size);  // still cached
+  EXPECT_EQ(b2->ptr, bp);
+  EXPECT_EQ(alloc.stats().num_cache_hits, s1.num_cache_hits + 1);
+  BufferPtr a2 = alloc.allocate(a_size);  // evicted: fresh memory
+  EXPECT_EQ(alloc.stats().num_cache_hits, s1.num_cache_hits + 1);
+  EXPECT_EQ(alloc.stats().cached_bytes, c_size);
+}
+
+TEST_F(AllocatorTest, LoweringTheCapFreesNowAndZeroCachesNothing) {
+  Array a = zeros({1 << 18}, float32), b = zeros({1 << 19}, float32);  // 1 and 2 MiB
+  eval({a, b});
+  a = Array();  // freed first: the least recently freed
+  b = Array();
+  EXPECT_EQ(memory_info().cached_bytes, size_t{3} << 20);
+  const size_t previous = set_cache_limit(size_t{2} << 20);
+  EXPECT_EQ(previous, cache_cap);
+  EXPECT_EQ(memory_info().cached_bytes, size_t{2} << 20);  // the older 1 MiB block went
+  EXPECT_EQ(set_cache_limit(0), size_t{2} << 20);
+  EXPECT_EQ(memory_info().cached_bytes, 0u);
+  {
+    Array c = zeros({1 << 10}, float32);
+    c.eval();
+  }
+  EXPECT_EQ(memory_info().cached_bytes, 0u);
+}
+
+TEST(CpuAllocatorCap, DefaultAndEnvironment) {
+  const size_t d = CpuAllocator::default_cache_limit();
+  EXPECT_GT(d, 0u);
+  EXPECT_LE(d, size_t{1} << 30);
+  {
+    ::setenv("SMELT_CPU_CACHE_LIMIT", "24M", 1);
+    CpuAllocator a;
+    EXPECT_EQ(a.stats().cache_limit, size_t{24} << 20);
+    ::setenv("SMELT_CPU_CACHE_LIMIT", "lots", 1);  // unparsable: the default, not zero
+    CpuAllocator b;
+    EXPECT_EQ(b.stats().cache_limit, d);
+    ::unsetenv("SMELT_CPU_CACHE_LIMIT");
+  }
+  CpuAllocator c;
+  EXPECT_EQ(c.stats().cache_limit, d);
+  EXPECT_EQ(c.stats().limit, 0u);
+}
+
+// ---- the policy on a fake device ------------------------------------------------------------
+
+/// A device with `capacity` bytes of memory that refuses what does not fit, as a GPU does.
+class FakeDevice final : public CachingAllocator {
+ public:
+  explicit FakeDevice(size_t capacity, size_t cache_limit = size_t{1} << 40)
+      : CachingAllocator(Device::cpu(), "fake", cache_limit, 0), capacity_(capacity) {}
+  ~FakeDevice() override { clear_cache(); }
+
+  std::atomic<size_t> in_use{0};  // bytes the system has handed out
+  std::atomic<int> refusals{0};
+  bool fail_hard = false;  // system_alloc throws, as a device error would
+
+ protected:
+  size_t block_size(size_t bytes) const override { return CpuAllocator::size_class(bytes); }
+  size_t max_request() const override { return size_t{1} << 40; }
+  void* system_alloc(size_t bytes) override {
+    if (fail_hard) throw DeviceError("allocate: fake device error");
+    size_t cur = in_use.load();
+    do {
+      if (cur + bytes > capacity_) {
+        refusals++;
+        return nullptr;
+      }
+    } while (!in_use.compare_exchange_weak(cur, cur + bytes));
+    return std::malloc(bytes);
+  }
+  void system_free(const std::vector<Block>& blocks) override {
+    for (const Block& b : blocks) {
+      in_use -= b.bytes;
+      std::free(b.ptr);
+    }
+  }
+
+ private:
+  size_t capacity_;
+};
+
+// The system refuses while freed blocks sit in the cache: the cache goes back and the retry
+// succeeds.
+TEST(CachingAllocator, SystemRefusalFlushesTheCacheAndRetries) {
+  const size_t mib = size_t{1} << 20;
+  FakeDevice dev(10 * mib);
+  dev.allocate(6 * mib).reset();  // cached
+  EXPECT_EQ(dev.stats().cached_bytes, 6 * mib);
+  BufferPtr b = dev.allocate(5 * mib);  // another class: 6 + 5 > 10 until the cache goes
+  ASSERT_TRUE(b);
+  EXPECT_EQ(dev.refusals.load(), 1);
+  const MemoryStats s = dev.stats();
+  EXPECT_EQ(s.num_flushes, 1u);
+  EXPECT_EQ(s.cached_bytes, 0u);
+  EXPECT_EQ(s.active_bytes, 5 * mib);
+  EXPECT_EQ(dev.in_use.load(), 5 * mib);
+}
+
+// Refused even with an empty cache: OutOfMemory naming the bytes, and nothing counted.
+TEST(CachingAllocator, RefusalAfterTheFlushRaisesOutOfMemoryNamingTheBytes) {
+  const size_t mib = size_t{1} << 20;
+  FakeDevice dev(10 * mib);
+  BufferPtr a = dev.allocate(4 * mib);
+  dev.allocate(2 * mib).reset();  // cached
+  EXPECT_THROW_MSG(dev.allocate(7 * mib), OutOfMemory,
+                   "allocate: fake has no memory for 7340032 bytes (a block of 7340032), even after freeing 2097152 "
+                   "cached bytes; 4194304 bytes are active in smelt");
+  const MemoryStats s = dev.stats();
+  EXPECT_EQ(s.active_bytes, 4 * mib);
+  EXPECT_EQ(s.cached_bytes, 0u);
+  EXPECT_EQ(dev.in_use.load(), 4 * mib);
+  EXPECT_NO_THROW(dev.allocate(6 * mib));  // what fits still does
+}
+
+TEST(CachingAllocator, LimitPastWhatTheCacheCanFreeRaisesWithoutFlushing) {
+  const size_t mib = size_t{1} << 20;
+  FakeDevice dev(100 * mib);
+  dev.set_limit(8 * mib);
+  BufferPtr a = dev.allocate(4 * mib);
+  dev.allocate(2 * mib).reset();
+  EXPECT_THROW_MSG(dev.allocate(5 * mib), OutOfMemory,
+                   "allocate: 5242880 bytes would exceed the fake memory limit of 8388608 bytes (4194304 active)");
+  EXPECT_EQ(dev.stats().cached_bytes, 2 * mib);  // flushing could not have helped: kept
+  EXPECT_EQ(dev.stats().num_flushes, 0u);
+  BufferPtr b = dev.allocate(3 * mib);  // fits once the cache goes
+  EXPECT_EQ(dev.stats().num_flushes, 1u);
+  EXPECT_EQ(dev.stats().cached_bytes, 0u);
+  EXPECT_EQ(dev.stats().limit, 8 * mib);
+}
+
+TEST(CachingAllocator, DeviceErrorLeavesTheAccountingUnchanged) {
+  FakeDevice dev(size_t{1} << 30);
+  dev.fail_hard = true;
+  EXPECT_THROW_MSG(dev.allocate(1000), DeviceError, "allocate: fake device error");
+  EXPECT_EQ(dev.stats().active_bytes, 0u);
+  EXPECT_EQ(dev.stats().peak_bytes, 1024u);  // it was counted while the request was in flight
+}
+
+// Many threads allocating and freeing under a small cap: the cap holds, and every byte the
+// system handed out is accounted for as active or cached.
+TEST(CachingAllocator, ConcurrentUseKeepsTheCapAndTheBooks) {
+  const size_t cap = size_t{256} << 10;
+  FakeDevice dev(size_t{1} << 30, cap);
+  std::vector<std::thread> threads;
+  std::atomic<bool> over_cap{false};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<BufferPtr> held;
+      for (int i = 0; i < 3000; ++i) {
+        held.push_back(dev.allocate(static_cast<size_t>(1024 * (1 + (i * 7 + t) % 97))));
+        if (held.size() > 5) held.erase(held.begin() + (i % 5));
+        if (dev.stats().cached_bytes > cap) over_cap = true;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_FALSE(over_cap.load());
+  const MemoryStats s = dev.stats();
+  EXPECT_EQ(s.active_bytes, 0u);
+  EXPECT_LE(s.cached_bytes, cap);
+  EXPECT_EQ(dev.in_use.load(), s.cached_bytes);
+  EXPECT_EQ(s.num_allocs, 4u * 3000u);
+  EXPECT_GT(s.num_cache_hits, 0u);
+  EXPECT_GT(s.num_evictions, 0u);
+  dev.clear_cache();
+  EXPECT_EQ(dev.in_use.load(), 0u);
 }
 
 // ---- donation -------------------------------------------------------------------------------

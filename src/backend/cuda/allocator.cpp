@@ -1,131 +1,70 @@
-// The caching CUDA allocator: size-classed free lists over cuMemAlloc, statistics and a limit.
+// The caching CUDA allocator: CachingAllocator's policy over cuMemAlloc and cuMemFree.
 #include "src/backend/cuda/allocator.h"
 
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "smelt/errors.h"
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/runtime.h"
+#include "src/core/byte_size.h"
 
 namespace smelt::cuda {
 
 namespace {
 constexpr size_t kMinBlock = 512;
 constexpr size_t kMaxRequest = size_t{1} << 50;
+
+// Half the device's memory: a cache that size serves the steady state of most workloads, and
+// allocation flushes it anyway before giving up.
+size_t default_cache_limit(int device) {
+  device_state(device);  // the device's context is current
+  size_t free_bytes = 0, total = 0;
+  if (driver()->cuMemGetInfo(&free_bytes, &total) != CUDA_SUCCESS || total == 0) return size_t{4} << 30;
+  return total / 2;
+}
 }  // namespace
 
-size_t parse_memory_limit(const char* text) {
-  if (!text || !*text) return 0;
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text) return 0;
-  switch (*end) {
-    case 'k': case 'K': v <<= 10; break;
-    case 'm': case 'M': v <<= 20; break;
-    case 'g': case 'G': v <<= 30; break;
-    default: break;
-  }
-  return static_cast<size_t>(v);
-}
+size_t parse_memory_limit(const char* text) { return parse_byte_size(text).value_or(0); }
 
-CudaAllocator::CudaAllocator(int device) : device_(device) {
-  limit_ = parse_memory_limit(std::getenv("SMELT_CUDA_MEMORY_LIMIT"));
-}
+CudaAllocator::CudaAllocator(int device)
+    : CachingAllocator(Device::cuda(device), Device::cuda(device).str(),
+                       byte_size_from_env("SMELT_CUDA_CACHE_LIMIT", default_cache_limit(device)),
+                       parse_memory_limit(std::getenv("SMELT_CUDA_MEMORY_LIMIT"))),
+      device_(device) {}
+
+CudaAllocator::~CudaAllocator() { clear_cache(); }
 
 size_t CudaAllocator::size_class(size_t bytes) {
   return bytes <= kMinBlock ? kMinBlock : CpuAllocator::size_class(bytes);
 }
 
-void CudaAllocator::free_cached_locked() {
-  if (free_.empty()) return;
-  DeviceState& s = device_state(device_);
-  const DriverApi& d = *driver();
-  // Kernels still queued may use a cached block's last owner's data: wait for them first.
-  check(d.cuStreamSynchronize(s.stream), "cuStreamSynchronize", "cuda free");
-  for (auto& [size, p] : free_) d.cuMemFree(static_cast<CUdeviceptr>(p));
-  free_.clear();
-  stats_.cached_bytes = 0;
-}
+size_t CudaAllocator::max_request() const { return kMaxRequest; }
 
-BufferPtr CudaAllocator::allocate(size_t bytes) {
-  const Device dev = Device::cuda(device_);
-  if (bytes > kMaxRequest)
-    throw OutOfMemory("allocate: " + std::to_string(bytes) + " bytes is more than " + dev.str() + " can hold");
-  const size_t cls = size_class(bytes);
-  std::lock_guard lock(mutex_);
-  stats_.num_allocs++;
-  if (auto it = free_.find(cls); it != free_.end()) {
-    const uint64_t p = it->second;
-    free_.erase(it);
-    stats_.cached_bytes -= cls;
-    stats_.num_cache_hits++;
-    stats_.active_bytes += cls;
-    if (stats_.active_bytes > stats_.peak_bytes) stats_.peak_bytes = stats_.active_bytes;
-    return std::make_shared<Buffer>(reinterpret_cast<void*>(p), cls, dev, this);
-  }
-  if (limit_ != 0 && stats_.active_bytes + stats_.cached_bytes + cls > limit_) {
-    free_cached_locked();
-    if (stats_.active_bytes + cls > limit_)
-      throw OutOfMemory("allocate: " + std::to_string(bytes) + " bytes would exceed the " + dev.str() +
-                        " memory limit of " + std::to_string(limit_) + " bytes (" +
-                        std::to_string(stats_.active_bytes) + " active)");
-  }
-  DeviceState& s = device_state(device_);
+void* CudaAllocator::system_alloc(size_t bytes) {
+  device_state(device_);  // the device's context is current
   const DriverApi& d = *driver();
   CUdeviceptr p = 0;
-  CUresult r = d.cuMemAlloc(&p, cls);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY) {  // give the cache back and try once more
-    free_cached_locked();
-    r = d.cuMemAlloc(&p, cls);
-  }
-  (void)s;
-  if (r == CUDA_ERROR_OUT_OF_MEMORY)
-    throw OutOfMemory("allocate: " + dev.str() + " is out of memory for " + std::to_string(bytes) + " bytes (" +
-                      std::to_string(stats_.active_bytes) + " active in smelt)");
+  const CUresult r = d.cuMemAlloc(&p, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
   check(r, "cuMemAlloc", "allocate");
-  stats_.active_bytes += cls;
-  if (stats_.active_bytes > stats_.peak_bytes) stats_.peak_bytes = stats_.active_bytes;
-  return std::make_shared<Buffer>(reinterpret_cast<void*>(static_cast<uint64_t>(p)), cls, dev, this);
+  return reinterpret_cast<void*>(static_cast<uint64_t>(p));
 }
 
-void CudaAllocator::release(void* ptr, size_t bytes) {
-  std::lock_guard lock(mutex_);
-  stats_.active_bytes -= bytes;
-  const uint64_t p = reinterpret_cast<uint64_t>(ptr);
-  if (limit_ != 0 && stats_.active_bytes + stats_.cached_bytes + bytes > limit_) {
-    // Over the limit: free it for real (after the queued work that may still read it).
-    if (const DriverApi* d = driver()) {
-      DeviceState& s = device_state(device_);
-      d->cuStreamSynchronize(s.stream);
-      d->cuMemFree(static_cast<CUdeviceptr>(p));
-    }
-    return;
+void CudaAllocator::system_free(const std::vector<Block>& blocks) {
+  const DriverApi* d = driver();
+  if (!d) return;
+  try {
+    DeviceState& s = device_state(device_);
+    // Kernels still queued may use a block's last owner's data: wait for them first, once.
+    d->cuStreamSynchronize(s.stream);
+  } catch (const Error&) {
+    return;  // the device is gone: nothing can be freed (called from ~Buffer, so no throw)
   }
-  free_.emplace(bytes, p);
-  stats_.cached_bytes += bytes;
-}
-
-MemoryStats CudaAllocator::stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
-}
-
-void CudaAllocator::reset_peak() {
-  std::lock_guard lock(mutex_);
-  stats_.peak_bytes = stats_.active_bytes;
-}
-
-void CudaAllocator::clear_cache() {
-  std::lock_guard lock(mutex_);
-  free_cached_locked();
-}
-
-void CudaAllocator::set_limit(size_t bytes) {
-  std::lock_guard lock(mutex_);
-  limit_ = bytes;
+  for (const Block& b : blocks) d->cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uint64_t>(b.ptr)));
 }
 
 Allocator& allocator(Device device) {

@@ -1,37 +1,33 @@
-// The caching device allocator: freed blocks wait in size-classed lists for the next request.
+// The caching device allocator: the shared caching policy over cuMemAlloc.
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <mutex>
 
 #include "src/core/allocator.h"
 
 namespace smelt::cuda {
 
 /// Device memory of one GPU through cuMemAlloc, cached by size class (the CPU allocator's
-/// classes, at least 512 bytes). Blocks are reused in stream order: every kernel of a device runs
-/// on its one stream, so a block freed by one kernel's output and handed to the next is safe.
-/// The limit comes from SMELT_CUDA_MEMORY_LIMIT (bytes, or with a K/M/G suffix) or set_limit.
-class CudaAllocator final : public Allocator {
+/// classes, at least 512 bytes) with the policy of CachingAllocator. Blocks are reused in stream
+/// order: every kernel of a device runs on its one stream, so a block freed by one kernel's
+/// output and handed to the next is safe; before blocks go back to the driver the stream is
+/// synchronized. The limit comes from SMELT_CUDA_MEMORY_LIMIT and the cache cap from
+/// SMELT_CUDA_CACHE_LIMIT (bytes, or with a K/M/G suffix; default half the device's memory).
+class CudaAllocator final : public CachingAllocator {
  public:
   explicit CudaAllocator(int device);
-  BufferPtr allocate(size_t bytes) override;
-  void release(void* ptr, size_t bytes) override;
-  MemoryStats stats() const override;
-  void reset_peak() override;
-  void clear_cache() override;
-  void set_limit(size_t bytes) override;
+  ~CudaAllocator() override;
 
   static size_t size_class(size_t bytes);
 
+ protected:
+  size_t block_size(size_t bytes) const override { return size_class(bytes); }
+  size_t max_request() const override;
+  void* system_alloc(size_t bytes) override;
+  void system_free(const std::vector<Block>& blocks) override;
+
  private:
-  void free_cached_locked();
   int device_;
-  mutable std::mutex mutex_;
-  std::multimap<size_t, uint64_t> free_;  // size class -> CUdeviceptr
-  MemoryStats stats_;
-  size_t limit_ = 0;
 };
 
 /// Parses "1073741824", "8G", "512M", "64K"; 0 for unset or unparsable.

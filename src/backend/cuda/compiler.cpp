@@ -7,34 +7,29 @@
 // whatever it is. The disk cache makes the cost a one-time one per machine.
 #include "src/backend/cuda/compiler.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <unordered_map>
 #include <vector>
 
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
-#include "src/codegen/kernel_builder.h"
+#include "src/codegen/disk_cache.h"
 
 namespace smelt::cuda {
-
-namespace fs = std::filesystem;
 
 namespace {
 
 uint64_t fnv1a(const std::string& s, uint64_t h = 0xcbf29ce484222325ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
+  return codegen::fnv1a64(s.data(), s.size(), h);
+}
+
+std::string hex64(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 struct KernelCache {
@@ -43,7 +38,11 @@ struct KernelCache {
 };
 
 KernelCache& kernel_cache() {
-  static KernelCache* c = new KernelCache();  // never destroyed: modules stay loaded
+  // Never destroyed, and modules are never unloaded: CUfunction handles are handed out raw
+  // (find_kernel, the occupancy cache) and a module may only go once no queued launch uses it,
+  // which nothing tracks. Unfused kernels are a fixed set per (op, dtypes, layout); fused ones
+  // live as long as the process (docs/cuda.md).
+  static KernelCache* c = new KernelCache();
   return *c;
 }
 
@@ -56,13 +55,6 @@ std::vector<std::string> nvrtc_options(int compute_capability, bool sass) {
           "-default-device"};
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return {};
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -122,21 +114,32 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
   const std::string source = std::string(device_preamble()) + body();
   // The toolkit version the library was built with, not NVRTC's own: asking NVRTC would load
   // it (several ms) on the warm path, which only reads the disk cache. A cubin is SASS for one
-  // architecture and stays valid whichever NVRTC built it.
-  uint64_t h = fnv1a(source);
-  h = fnv1a(SMELT_VERSION, h);
-  h = fnv1a("sm_" + std::to_string(s.cc_major * 10 + s.cc_minor) + " cuda " + std::to_string(CUDA_VERSION), h);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-
-  const fs::path dir = fs::path(codegen::kernel_cache_dir()) / "cuda";
-  const fs::path bin = dir / (std::string(hex) + ".cubin");
-  std::string image = read_file(bin);
-  const bool on_disk = !image.empty();
+  // architecture and stays valid whichever NVRTC built it. The key is what the hash covers
+  // besides the source; it is stored in the disk entry, so another kernel's entry copied under
+  // this hash is refused.
+  const int cc = s.cc_major * 10 + s.cc_minor;
+  std::string options;
+  for (const auto& o : nvrtc_options(cc, true)) options += o + " ";
+  const std::string key_text = "source-fnv1a=" + hex64(fnv1a(source)) + "\nsmelt=" SMELT_VERSION "\narch=sm_" +
+                               std::to_string(cc) + "\ncuda=" + std::to_string(CUDA_VERSION) + "\nnvrtc=" + options;
+  const std::string hex = hex64(fnv1a(key_text, fnv1a(source)));
+  const codegen::CacheEntry entry{"cuda", "cuda:" + std::to_string(device), hex, key_text, "cu"};
   CUmodule module = nullptr;
-  if (on_disk && d.cuModuleLoadData(&module, image.data()) != CUDA_SUCCESS) module = nullptr;  // damaged: rebuild
+  bool on_disk = false;
+  if (auto image = codegen::read_cache_entry(entry)) {  // verified: header, key and checksum
+    const CUresult r = d.cuModuleLoadData(&module, image->data());
+    if (r == CUDA_SUCCESS) {
+      on_disk = true;
+    } else {
+      module = nullptr;
+      const char* name = nullptr;
+      if (d.cuGetErrorName) d.cuGetErrorName(r, &name);
+      codegen::reject_cache_entry(entry, std::string("cannot load: cuModuleLoadData failed: ") + (name ? name : "?"));
+    }
+  }
   if (!module) {
     bool sass = true;
+    std::string image;
     try {
       image = nvrtc_compile(s.cc_major * 10 + s.cc_minor, source, true, what);
     } catch (const DeviceError&) {
@@ -145,20 +148,9 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
       image = nvrtc_compile(s.cc_major * 10 + s.cc_minor, source, false, what);
     }
     check(d.cuModuleLoadData(&module, image.data()), "cuModuleLoadData", what);
-    if (sass) {  // best effort: a read-only or full disk only costs a rebuild next time
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      const std::string tag = "." + std::to_string(::getpid()) + ".tmp";
-      {
-        std::ofstream f(dir / (std::string(hex) + ".cu"));
-        f << source;
-      }
-      {
-        std::ofstream f(bin.string() + tag, std::ios::binary);
-        f.write(image.data(), static_cast<std::streamsize>(image.size()));
-      }
-      fs::rename(bin.string() + tag, bin, ec);  // atomic: readers never see half a file
-    }
+    // Best effort: a read-only or full disk only costs a rebuild next time. PTX is not kept: the
+    // driver's own JIT cache holds what it makes of it.
+    if (sass) codegen::write_cache_entry(entry, image, source);
   }
   CUfunction fn = nullptr;
   check(d.cuModuleGetFunction(&fn, module, "k"), "cuModuleGetFunction", what);

@@ -159,6 +159,28 @@ TEST(CudaRuntime, AFailedKernelLeavesTheDeviceUsable) {
   EXPECT_TRUE(same_as_cpu(add(g, g), add(on_cpu(g), on_cpu(g))));
 }
 
+// The GPU allocator runs the CPU's caching policy (tested without a GPU in
+// tests/core/allocator_test.cpp); here, that the cap and the flush reach cuMemFree.
+TEST(CudaRuntime, CacheCapBoundsCachedGpuMemory) {
+  SMELT_REQUIRE_GPU();
+  clear_memory_cache(gpu());
+  const size_t before = set_cache_limit(size_t{8} << 20, gpu());
+  EXPECT_GT(before, 0u);  // the default: half the device's memory
+  EXPECT_EQ(memory_info(gpu()).cache_limit_bytes, size_t{8} << 20);
+  const size_t active = memory_info(gpu()).active_bytes;
+  for (int64_t mib = 1; mib <= 16; ++mib) {
+    {
+      Array g = on_gpu(full({mib << 18}, Array(2.0f)));
+      EXPECT_EQ(g.to_vector<float>()[static_cast<size_t>(mib)], 2.0f);
+    }
+    EXPECT_LE(memory_info(gpu()).cached_bytes, size_t{8} << 20) << mib;
+    EXPECT_EQ(memory_info(gpu()).active_bytes, active) << mib;
+  }
+  set_cache_limit(before, gpu());
+  clear_memory_cache(gpu());
+  EXPECT_EQ(memory_info(gpu()).cached_bytes, 0u);
+}
+
 TEST(CudaRuntime, KernelsAreCachedOnDisk) {
   SMELT_REQUIRE_GPU();
   namespace fs = std::filesystem;
@@ -174,13 +196,14 @@ TEST(CudaRuntime, KernelsAreCachedOnDisk) {
   EXPECT_TRUE(same_as_cpu(logical_xor(a, b), logical_xor(on_cpu(a), on_cpu(b))));
   ::unsetenv("SMELT_CACHE_DIR");
   EXPECT_GE(builds, 1);
-  int cubins = 0, sources = 0;
+  // Checksummed entries (the cubin after a header, src/codegen/disk_cache.h), each with its source.
+  int entries = 0, sources = 0;
   for (auto& e : fs::directory_iterator(dir / "cuda")) {
-    cubins += e.path().extension() == ".cubin";
+    entries += e.path().extension() == ".kernel";
     sources += e.path().extension() == ".cu";
   }
-  EXPECT_GE(cubins, 1);
-  EXPECT_EQ(cubins, sources);
+  EXPECT_GE(entries, 1);
+  EXPECT_EQ(entries, sources);
   fs::remove_all(dir);
 }
 

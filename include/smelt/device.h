@@ -18,13 +18,33 @@ struct Device {
   std::string str() const;
 };
 
-/// The device of arrays made without inputs (zeros, arange, random draws, ...): the innermost
+// Where arrays live: one rule, the same eagerly and compiled.
+//
+//  1. Arrays made without array inputs go to default_device(): zeros, ones, full (of a host
+//     value), arange, linspace, eye, identity, random::key, and so every random draw from a
+//     fresh key. Inside a DefaultDeviceScope that is the scope's device.
+//  2. Arrays built from host data (the Array constructors from numbers, lists and vectors, and
+//     loaded files) are host arrays on the CPU; to_device right after puts them on a device
+//     (`to_device(Array(v, shape), default_device())`). Ops move host arrays where needed (3).
+//  3. An op's result lives on its inputs' device. When the inputs are on the CPU and on one GPU,
+//     the op runs on the GPU and its CPU inputs are copied there (a lazy to_device); inputs on two
+//     different GPUs raise DeviceError naming the op and both devices. Single-input ops (views,
+//     unary math, reductions, casts) stay where their input is.
+//  4. A compiled function does exactly what the eager code does: its key holds the default
+//     device and every input's device, each step of its trace runs on the device the eager op
+//     chose, transfers happen where eager ones do, and fused kernels never mix devices. So a
+//     compiled result has the eager result's device and bits.
+
+/// The device of arrays made without array inputs (rule 1 above): the innermost
 /// DefaultDeviceScope of this thread, else the process default. The process default is the
 /// first GPU when the build has CUDA and a GPU is present, else the CPU; the environment
-/// variable SMELT_DEFAULT_DEVICE=cpu|cuda|auto (auto: the rule above) or set_default_device
-/// changes it.
+/// variable SMELT_DEFAULT_DEVICE (read on first use) or set_default_device changes it.
+/// SMELT_DEFAULT_DEVICE accepts `auto` (the rule above; also when unset or empty), `cpu`, `cuda`
+/// (the first GPU) and `cuda:N`; any other value, or a GPU that is not there, makes this raise
+/// InvalidArgument / DeviceError naming the variable and the accepted values.
 Device default_device();
-/// Changes the process default device for arrays created afterwards.
+/// Changes the process default device for arrays created afterwards (DeviceError for a GPU
+/// that this build or machine does not have).
 void set_default_device(Device device);
 
 /// Makes `device` this thread's default device while it lives (scopes nest). Libraries use it to

@@ -7,7 +7,7 @@
 
 namespace smelt::random {
 
-/// A key (uint32 [2]) from a seed.
+/// A key (uint32 [2]) from a seed, on the default device (device.h): draws from it run there.
 Array key(uint64_t seed);
 /// `num` independent keys from one, shape [num, 2].
 Array split(const Array& key, int num = 2);

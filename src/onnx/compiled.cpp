@@ -864,7 +864,13 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
     out.push_back(*v);
     collect_arrays(*v, arrays);
   }
-  eval(arrays);
+  try {
+    eval(arrays);
+  } catch (...) {
+    // Segments and nodes evaluate their outputs as they run, so little is left here; whatever
+    // fails keeps its type (an allocation failure is OutOfMemory with its bytes) and says where.
+    rethrow_with_context("compiled model: evaluating the outputs", "");
+  }
   last = std::move(path);
   if (telemetry::enabled())
     telemetry::emit({"segment.call", ms_since(t0),

@@ -7,6 +7,7 @@
 
 #include "onnx/onnx_test_helpers.h"
 #include "smelt/compile.h"
+#include "smelt/memory.h"
 #include "src/onnx/executor.h"
 #include "src/onnx/registry.h"
 #include "test_utils.h"
@@ -258,6 +259,28 @@ TEST(OnnxHardening, ErrorsInsideSubgraphsNameEveryEnclosingNode) {
                            {"If 'branch' (inputs tensor(bool)[]): Add 'inner_add' (inputs tensor(float)[2,3], "
                             "tensor(float)[4]): add: shapes"},
                            "eager");
+}
+
+TEST(OnnxHardening, OutOfMemoryNamesTheNodeAndTheBytes) {
+  // 1 MiB of CPU memory; a [1024, 1024] float tensor needs 4 MiB.
+  struct Limit {
+    Limit() { set_memory_limit(size_t{1} << 20); }
+    ~Limit() { set_memory_limit(0); }
+  } limit;
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_initializer() = raw_tensor<int64_t>(pb::TensorProto::INT64, {2}, {1024, 1024}, "shape");
+  *g.add_node() = make_node("ConstantOfShape", {"shape"}, {"big"}, "cos");
+  *g.add_node() = make_node("NonZero", {"big"}, {"y"}, "nz");
+  pb::ValueInfoProto out;
+  out.set_name("y");
+  *g.add_output() = out;
+  onnx::Model m = load_proto(make_model(g));
+  // Each node evaluates its outputs as it runs, so the allocation fails inside ConstantOfShape.
+  const std::vector<std::string> parts{"ConstantOfShape 'cos' (inputs tensor(int64)[2]): allocate: 4194304 bytes would "
+                                       "exceed the CPU memory limit"};
+  expect_error<OutOfMemory>([&] { onnx::run(m, {}); }, parts, "eager");
+  expect_error<OutOfMemory>([&] { onnx::compile(m)({}); }, parts, "compiled");
 }
 
 TEST(OnnxHardening, HostExceptionsBecomeTypedErrorsNamingTheNode) {

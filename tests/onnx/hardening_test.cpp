@@ -396,6 +396,16 @@ TEST(OnnxHardening, TransposePermutationsAreChecked) {
   }
 }
 
+TEST(OnnxHardening, GatherNDBatchDimsAreCheckedBeforeNarrowing) {
+  for (int64_t b : {int64_t{1} << 32, int64_t{-1}, int64_t{2}}) {
+    pb::NodeProto g = node("GatherND", {"x", "i"}, "gnd");
+    add_int_attr(g, "batch_dims", b);
+    OneNode n(g);
+    n.x(random_array({2, 3}, float32)).ints("i", {2, 1}, {0, 1});
+    expect_both<OnnxError>(n, {"GatherND 'gnd'", "batch_dims " + std::to_string(b) + " must be in [0, 2)"});
+  }
+}
+
 pb::GraphProto neg_graph(const std::vector<std::pair<std::string, std::string>>& nodes) {
   pb::GraphProto g;
   g.set_name("g");

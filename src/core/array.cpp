@@ -164,6 +164,11 @@ bool reshape_view_strides(const Shape& old_shape, const Strides& old_strides, co
   while (ni < nn && oi < on) {
     int64_t np = new_shape[ni], op = od[oi];
     while (np != op) {
+      // Callers check with checked arithmetic that both shapes hold as many elements; were
+      // they to differ, the walk would run past the end of a shape.
+      SMELT_ASSERT(np < op ? nj < nn : oj < on,
+                   "reshape_view_strides: " + shape_to_string(old_shape) + " and " + shape_to_string(new_shape) +
+                       " hold different element counts");
       if (np < op) np *= new_shape[nj++];
       else op *= od[oj++];
     }

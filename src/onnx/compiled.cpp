@@ -956,7 +956,13 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
     out.push_back(*v);
     collect_arrays(*v, arrays);
   }
-  eval(arrays);
+  try {
+    eval(arrays);
+  } catch (...) {
+    // Segments and nodes evaluate their outputs as they run, so little is left here; whatever
+    // fails keeps its type (an allocation failure is OutOfMemory with its bytes) and says where.
+    rethrow_with_context("compiled model: evaluating the outputs", "");
+  }
   const size_t segments = path.size();
   {
     std::lock_guard lock(mutex);

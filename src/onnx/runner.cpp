@@ -415,7 +415,13 @@ std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string,
     out.push_back(*v);
     collect_arrays(*v, arrays);
   }
-  eval(arrays);
+  try {
+    eval(arrays);
+  } catch (...) {
+    // Nodes evaluate their outputs as they run, so little is left here; whatever fails keeps its
+    // type (an allocation failure is OutOfMemory with its bytes) and says where it surfaced.
+    rethrow_with_context("run: evaluating the outputs", "");
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "onnx/onnx_test_helpers.h"
 #include "smelt/compile.h"
+#include "smelt/memory.h"
 #include "src/onnx/executor.h"
 #include "src/onnx/registry.h"
 #include "test_utils.h"
@@ -260,6 +261,28 @@ TEST(OnnxHardening, ErrorsInsideSubgraphsNameEveryEnclosingNode) {
                            "eager");
 }
 
+TEST(OnnxHardening, OutOfMemoryNamesTheNodeAndTheBytes) {
+  // 1 MiB of CPU memory; a [1024, 1024] float tensor needs 4 MiB.
+  struct Limit {
+    Limit() { set_memory_limit(size_t{1} << 20); }
+    ~Limit() { set_memory_limit(0); }
+  } limit;
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_initializer() = raw_tensor<int64_t>(pb::TensorProto::INT64, {2}, {1024, 1024}, "shape");
+  *g.add_node() = make_node("ConstantOfShape", {"shape"}, {"big"}, "cos");
+  *g.add_node() = make_node("NonZero", {"big"}, {"y"}, "nz");
+  pb::ValueInfoProto out;
+  out.set_name("y");
+  *g.add_output() = out;
+  onnx::Model m = load_proto(make_model(g));
+  // Each node evaluates its outputs as it runs, so the allocation fails inside ConstantOfShape.
+  const std::vector<std::string> parts{"ConstantOfShape 'cos' (inputs tensor(int64)[2]): allocate: 4194304 bytes would "
+                                       "exceed the CPU memory limit"};
+  expect_error<OutOfMemory>([&] { onnx::run(m, {}); }, parts, "eager");
+  expect_error<OutOfMemory>([&] { onnx::compile(m)({}); }, parts, "compiled");
+}
+
 TEST(OnnxHardening, HostExceptionsBecomeTypedErrorsNamingTheNode) {
   onnx::Node n;
   n.op_type = "Resize";
@@ -370,6 +393,16 @@ TEST(OnnxHardening, TransposePermutationsAreChecked) {
     OneNode n(t);
     n.x(random_array({2, 3}, float32));
     expect_both<OnnxError>(n, {"Transpose 'tr'", c.message});
+  }
+}
+
+TEST(OnnxHardening, GatherNDBatchDimsAreCheckedBeforeNarrowing) {
+  for (int64_t b : {int64_t{1} << 32, int64_t{-1}, int64_t{2}}) {
+    pb::NodeProto g = node("GatherND", {"x", "i"}, "gnd");
+    add_int_attr(g, "batch_dims", b);
+    OneNode n(g);
+    n.x(random_array({2, 3}, float32)).ints("i", {2, 1}, {0, 1});
+    expect_both<OnnxError>(n, {"GatherND 'gnd'", "batch_dims " + std::to_string(b) + " must be in [0, 2)"});
   }
 }
 

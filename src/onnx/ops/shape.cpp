@@ -175,7 +175,13 @@ std::vector<Value> op_gather_elements(OpContext& c) {
 std::vector<Value> op_gather_nd(OpContext& c) {
   const Array& x = c.tensor(0);
   const Array& idx = c.tensor(1);
-  int batch = static_cast<int>(c.attr_int("batch_dims", 0));
+  const int64_t batch_dims = c.attr_int("batch_dims", 0);
+  // ONNX: 0 <= batch_dims < min(rank(data), rank(indices)); checked before narrowing to int.
+  if (batch_dims < 0 || (batch_dims > 0 && batch_dims >= std::min<int64_t>(x.ndim(), idx.ndim())))
+    c.fail("batch_dims " + std::to_string(batch_dims) + " must be in [0, " +
+           std::to_string(std::min<int64_t>(x.ndim(), idx.ndim())) + ") for data " + c.input(0).describe() +
+           " and indices " + c.input(1).describe());
+  int batch = static_cast<int>(batch_dims);
   // Negative indices wrap per addressed axis.
   if (idx.ndim() >= 1) {
     int64_t k = idx.shape().back();

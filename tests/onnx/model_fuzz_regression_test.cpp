@@ -157,5 +157,28 @@ TEST(OnnxModelFuzz, QuantizedConvRanksAndAttributeLengths) {
   EXPECT_TRUE(all_close(out[0].array(), std::vector<double>(9, 4.0), 0, 0));
 }
 
+TEST(OnnxModelFuzz, AttentionWithoutKeyHeads) {
+  // K with 0 heads: q_heads % kv_heads divided by zero (SIGFPE).
+  GraphBuilder g;
+  std::string q = g.input("q", onnx::ElemType::Float, 4);
+  std::string k = g.input("k", onnx::ElemType::Float, 4);
+  std::string v = g.input("v", onnx::ElemType::Float, 4);
+  g.output(g.node("Attention", {q, k, v}));
+  onnx::Model m = make_model(g.graph(), 23);
+  Value qv = Value::tensor(ones({1, 2, 3, 4}, float32));
+  Value empty = Value::tensor(ones({1, 0, 3, 4}, float32));
+  EXPECT_THROW_MSG(onnx::run(m, {qv, empty, empty}), OnnxError,
+                   "Attention 'Attention_0': K must have at least one head, got tensor(float)[1,0,3,4]");
+  // 3-d Q with 4-d K and V: refused, not read past K's shape.
+  GraphBuilder g3;
+  q = g3.input("q", onnx::ElemType::Float, 3);
+  k = g3.input("k", onnx::ElemType::Float, 4);
+  v = g3.input("v", onnx::ElemType::Float, 4);
+  g3.output(g3.node("Attention", {q, k, v}, {attr_int("q_num_heads", 2), attr_int("kv_num_heads", 2)}));
+  onnx::Model m3 = make_model(g3.graph(), 23);
+  EXPECT_THROW_MSG(onnx::run(m3, {Value::tensor(ones({1, 3, 8}, float32)), qv, qv}), OnnxError,
+                   "Q, K and V must all be 3-d or 4-d");
+}
+
 }  // namespace
 }  // namespace smelt::test

@@ -180,5 +180,35 @@ TEST(OnnxModelFuzz, AttentionWithoutKeyHeads) {
                    "Q, K and V must all be 3-d or 4-d");
 }
 
+TEST(OnnxModelFuzz, RnnWeightRanksAndSequenceLengths) {
+  // A 0-d R was read at shape().back() (a read before its data).
+  auto model = [](bool with_lens) {
+    GraphBuilder g;
+    std::string x = g.input("x", onnx::ElemType::Float, 3);
+    std::string w = g.input("w", onnx::ElemType::Float, 3);
+    std::string r = g.input("r", onnx::ElemType::Float, 3);
+    std::vector<std::string> in{x, w, r};
+    if (with_lens) {
+      in.push_back("");
+      in.push_back(g.input("lens", onnx::ElemType::Int32, 1));
+    }
+    g.output(g.node_n("RNN", in, 2, {attr_int("hidden_size", 4)})[1]);
+    onnx::Model m = make_model(g.graph(), 14);
+    for (auto& i : const_cast<onnx::Graph&>(*m.graph).inputs) i.type.shape.reset();  // any rank
+    return m;
+  };
+  Value x = Value::tensor(ones({2, 3, 2}, float32));
+  Value w = Value::tensor(ones({1, 4, 2}, float32));
+  Value r = Value::tensor(ones({1, 4, 4}, float32));
+  EXPECT_THROW_MSG(onnx::run(model(false), {x, w, Value::tensor(Array(1.0f))}), OnnxError,
+                   "RNN 'RNN_0': R must be [directions, gates * hidden, hidden], got tensor(float)[]");
+  EXPECT_THROW_MSG(onnx::run(model(true), {x, w, r, Value::tensor(Array(std::vector<int32_t>{2}, Shape{1}))}),
+                   OnnxError, "sequence_lens has 1 values for a batch of 3");
+  // Zero weights: the hidden state stays tanh(0) = 0.
+  Value zw = Value::tensor(zeros({1, 4, 2}, float32)), zr = Value::tensor(zeros({1, 4, 4}, float32));
+  auto out = onnx::run(model(false), {x, zw, zr});
+  EXPECT_TRUE(all_close(out[0].array(), std::vector<double>(12, 0.0), 0, 0));
+}
+
 }  // namespace
 }  // namespace smelt::test

@@ -210,5 +210,23 @@ TEST(OnnxModelFuzz, RnnWeightRanksAndSequenceLengths) {
   EXPECT_TRUE(all_close(out[0].array(), std::vector<double>(12, 0.0), 0, 0));
 }
 
+TEST(OnnxModelFuzz, GraphInputDeclaredTwice) {
+  // The runner moved the given value into the scope, so the second declaration of the name read a
+  // moved-from value (a null array). Both declarations now read the value given for the name.
+  GraphBuilder g;
+  g.input("x", onnx::ElemType::Float, 1);
+  g.input("x", onnx::ElemType::Float, 1);
+  g.output(g.node("Relu", {"x"}));
+  onnx::Model m = make_model(g.graph());
+  Value a = Value::tensor(Array(std::vector<float>{-1, 2}, Shape{2}));
+  Value b = Value::tensor(Array(std::vector<float>{3, -4}, Shape{2}));
+  auto out = onnx::run(m, {a, b});  // by position: the later one wins the name
+  EXPECT_TRUE(all_close(out[0].array(), {3, 0}, 0, 0));
+  auto named = onnx::run_named(m, {{"x", a}});
+  EXPECT_TRUE(all_close(named.at(m.graph->outputs[0].name).array(), {0, 2}, 0, 0));
+  auto compiled = onnx::compile(m);
+  EXPECT_TRUE(all_close(compiled.run_named({{"x", a}}).at(m.graph->outputs[0].name).array(), {0, 2}, 0, 0));
+}
+
 }  // namespace
 }  // namespace smelt::test

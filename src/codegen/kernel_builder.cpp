@@ -140,6 +140,8 @@ struct LoadedKernel {
   ~LoadedKernel() {
     dlclose(handle);
     loaded_count--;
+    if (fn && telemetry::enabled())
+      telemetry::emit({"compile.kernel.unload", 0.0, {{"device", "cpu"}, {"hash", hash}}});
     if (void* still = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
       dlclose(still);
       return;  // still loaded: keep the path taken

@@ -838,7 +838,9 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
       throw OnnxError("run: missing input '" + in.name + "' (" + in.type.to_string() + ")");
     }
     check_input(in, it->second);
-    scope.values[in.name] = std::move(it->second);
+    // Copied, not moved (a Value is a few shared handles): a graph that declares an input name
+    // twice reads the same given value again (found by the fuzzer: a moved-from value crashed).
+    scope.values[in.name] = it->second;
     kinds[in.name] = Kind::Dynamic;
   }
   uint64_t call_number;

@@ -402,7 +402,9 @@ std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string,
       throw OnnxError("run: missing input '" + in.name + "' (" + in.type.to_string() + ")");
     }
     check_input(in, it->second);
-    scope.values[in.name] = std::move(it->second);
+    // Copied, not moved (a Value is a few shared handles): a graph that declares an input name
+    // twice reads the same given value again (found by the fuzzer: a moved-from value crashed).
+    scope.values[in.name] = it->second;
   }
   std::unordered_set<std::string> keep;
   for (const auto& o : g.outputs) keep.insert(o.name);

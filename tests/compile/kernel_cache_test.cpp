@@ -343,6 +343,25 @@ TEST(KernelCache, AnotherKernelsEntryUnderTheHashIsRejected) {
   EXPECT_TRUE(fs::is_regular_file(other_entry));  // the other kernel's own entry stays
 }
 
+// An entry whose checksum and key are right but whose binary the loader refuses (written by a
+// broken toolchain, say): rejected when dlopen fails, and rebuilt.
+TEST(KernelCache, EntryTheLoaderRefusesIsRejected) {
+  TempDir dir;
+  ScopedEnv env("SMELT_CACHE_DIR", dir.path.string());
+  auto reasons = damage_and_rebuild(1.5703125f, dir.path, [](const fs::path& entry) {
+    std::ifstream f(entry, std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_GT(data.size(), 28u);
+    uint32_t key_size = 0;
+    for (int i = 0; i < 4; ++i) key_size |= static_cast<uint32_t>(static_cast<unsigned char>(data[8 + i])) << (8 * i);
+    const std::string key = data.substr(28, key_size);  // after magic, key size, binary size, checksum
+    const std::string hash = entry.stem().string();
+    ASSERT_EQ(codegen::write_cache_entry({"cpu", "cpu", hash, key, "cpp"}, "not an ELF file at all", "// source"), "");
+  });
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_EQ(reasons[0].rfind("cannot load: ", 0), 0u) << reasons[0];
+}
+
 TEST(KernelCache, FifoInTheEntrysPlaceIsRejectedWithoutHanging) {
   TempDir dir;
   ScopedEnv env("SMELT_CACHE_DIR", dir.path.string());
@@ -428,15 +447,18 @@ TEST(KernelCache, KernelsNoLongerUsedAreUnloaded) {
   TempDir dir;
   ScopedEnv env("SMELT_CACHE_DIR", dir.path.string());
   const size_t loaded = codegen::loaded_cpu_kernels(), mapped = mapped_kernel_libraries();
+  test::EventLog log;
   {
     Fn fn = program(1.671875f);
     auto f = compile_flat(fn);
     EXPECT_TRUE(test::bit_equal(f({input()})[0], fn({input()})[0]));
     EXPECT_EQ(codegen::loaded_cpu_kernels(), loaded + 1);
     EXPECT_EQ(mapped_kernel_libraries(), mapped + 1);
+    EXPECT_EQ(log.count("compile.kernel.unload"), 0);
   }
   EXPECT_EQ(codegen::loaded_cpu_kernels(), loaded);
   EXPECT_EQ(mapped_kernel_libraries(), mapped);
+  EXPECT_EQ(log.field("compile.kernel.unload", "hash"), log.field("compile.kernel.build", "hash"));
 }
 
 // Issue #12: a static float with a new value per call makes a new kernel per call. The compiled
@@ -460,6 +482,7 @@ TEST(KernelCache, NewConstantPerCallKeepsLoadedKernelsBounded) {
   }
   EXPECT_EQ(log.count("compile.kernel.build"), calls);  // one kernel per constant...
   EXPECT_EQ(f.stats().evictions, static_cast<uint64_t>(calls - 2));
+  EXPECT_EQ(log.count("compile.kernel.unload"), calls - 2);  // each evicted entry's kernel
   EXPECT_LE(mapped_kernel_libraries(), mapped + 2);  // ...but never more than two at a time
 }
 

@@ -157,5 +157,76 @@ TEST(OnnxModelFuzz, QuantizedConvRanksAndAttributeLengths) {
   EXPECT_TRUE(all_close(out[0].array(), std::vector<double>(9, 4.0), 0, 0));
 }
 
+TEST(OnnxModelFuzz, AttentionWithoutKeyHeads) {
+  // K with 0 heads: q_heads % kv_heads divided by zero (SIGFPE).
+  GraphBuilder g;
+  std::string q = g.input("q", onnx::ElemType::Float, 4);
+  std::string k = g.input("k", onnx::ElemType::Float, 4);
+  std::string v = g.input("v", onnx::ElemType::Float, 4);
+  g.output(g.node("Attention", {q, k, v}));
+  onnx::Model m = make_model(g.graph(), 23);
+  Value qv = Value::tensor(ones({1, 2, 3, 4}, float32));
+  Value empty = Value::tensor(ones({1, 0, 3, 4}, float32));
+  EXPECT_THROW_MSG(onnx::run(m, {qv, empty, empty}), OnnxError,
+                   "Attention 'Attention_0': K must have at least one head, got tensor(float)[1,0,3,4]");
+  // 3-d Q with 4-d K and V: refused, not read past K's shape.
+  GraphBuilder g3;
+  q = g3.input("q", onnx::ElemType::Float, 3);
+  k = g3.input("k", onnx::ElemType::Float, 4);
+  v = g3.input("v", onnx::ElemType::Float, 4);
+  g3.output(g3.node("Attention", {q, k, v}, {attr_int("q_num_heads", 2), attr_int("kv_num_heads", 2)}));
+  onnx::Model m3 = make_model(g3.graph(), 23);
+  EXPECT_THROW_MSG(onnx::run(m3, {Value::tensor(ones({1, 3, 8}, float32)), qv, qv}), OnnxError,
+                   "Q, K and V must all be 3-d or 4-d");
+}
+
+TEST(OnnxModelFuzz, RnnWeightRanksAndSequenceLengths) {
+  // A 0-d R was read at shape().back() (a read before its data).
+  auto model = [](bool with_lens) {
+    GraphBuilder g;
+    std::string x = g.input("x", onnx::ElemType::Float, 3);
+    std::string w = g.input("w", onnx::ElemType::Float, 3);
+    std::string r = g.input("r", onnx::ElemType::Float, 3);
+    std::vector<std::string> in{x, w, r};
+    if (with_lens) {
+      in.push_back("");
+      in.push_back(g.input("lens", onnx::ElemType::Int32, 1));
+    }
+    g.output(g.node_n("RNN", in, 2, {attr_int("hidden_size", 4)})[1]);
+    onnx::Model m = make_model(g.graph(), 14);
+    for (auto& i : const_cast<onnx::Graph&>(*m.graph).inputs) i.type.shape.reset();  // any rank
+    return m;
+  };
+  Value x = Value::tensor(ones({2, 3, 2}, float32));
+  Value w = Value::tensor(ones({1, 4, 2}, float32));
+  Value r = Value::tensor(ones({1, 4, 4}, float32));
+  EXPECT_THROW_MSG(onnx::run(model(false), {x, w, Value::tensor(Array(1.0f))}), OnnxError,
+                   "RNN 'RNN_0': R must be [directions, gates * hidden, hidden], got tensor(float)[]");
+  EXPECT_THROW_MSG(onnx::run(model(true), {x, w, r, Value::tensor(Array(std::vector<int32_t>{2}, Shape{1}))}),
+                   OnnxError, "sequence_lens has 1 values for a batch of 3");
+  // Zero weights: the hidden state stays tanh(0) = 0.
+  Value zw = Value::tensor(zeros({1, 4, 2}, float32)), zr = Value::tensor(zeros({1, 4, 4}, float32));
+  auto out = onnx::run(model(false), {x, zw, zr});
+  EXPECT_TRUE(all_close(out[0].array(), std::vector<double>(12, 0.0), 0, 0));
+}
+
+TEST(OnnxModelFuzz, GraphInputDeclaredTwice) {
+  // The runner moved the given value into the scope, so the second declaration of the name read a
+  // moved-from value (a null array). Both declarations now read the value given for the name.
+  GraphBuilder g;
+  g.input("x", onnx::ElemType::Float, 1);
+  g.input("x", onnx::ElemType::Float, 1);
+  g.output(g.node("Relu", {"x"}));
+  onnx::Model m = make_model(g.graph());
+  Value a = Value::tensor(Array(std::vector<float>{-1, 2}, Shape{2}));
+  Value b = Value::tensor(Array(std::vector<float>{3, -4}, Shape{2}));
+  auto out = onnx::run(m, {a, b});  // by position: the later one wins the name
+  EXPECT_TRUE(all_close(out[0].array(), {3, 0}, 0, 0));
+  auto named = onnx::run_named(m, {{"x", a}});
+  EXPECT_TRUE(all_close(named.at(m.graph->outputs[0].name).array(), {0, 2}, 0, 0));
+  auto compiled = onnx::compile(m);
+  EXPECT_TRUE(all_close(compiled.run_named({{"x", a}}).at(m.graph->outputs[0].name).array(), {0, 2}, 0, 0));
+}
+
 }  // namespace
 }  // namespace smelt::test

@@ -21,6 +21,9 @@ std::vector<Value> op_attention(OpContext& c) {
   if (three_d) {
     int64_t qh = c.attr_int("q_num_heads", 0), kvh = c.attr_int("kv_num_heads", 0);
     if (qh <= 0 || kvh <= 0) c.fail("3-d inputs need q_num_heads and kv_num_heads");
+    if (k.ndim() != 3 || v.ndim() != 3)
+      c.fail("Q, K and V must all be 3-d or 4-d, got " + c.input(0).describe() + ", " + c.input(1).describe() + ", " +
+             c.input(2).describe());
     q = split_heads(q, qh);
     k = split_heads(k, kvh);
     v = split_heads(v, kvh);
@@ -33,6 +36,8 @@ std::vector<Value> op_attention(OpContext& c) {
   Array present_k = k, present_v = v;
   const int64_t batch = q.shape()[0], q_heads = q.shape()[1], q_seq = q.shape()[2], head = q.shape()[3];
   const int64_t kv_heads = k.shape()[1], total = k.shape()[2];
+  // Found by the fuzzer: K with 0 heads divided by zero here.
+  if (kv_heads < 1) c.fail("K must have at least one head, got " + type_text(c.input(1)));
   if (q_heads % kv_heads) c.fail(std::to_string(q_heads) + " query heads are not a multiple of " + std::to_string(kv_heads) + " key heads");
   if (q_heads != kv_heads) {
     k = repeat(k, q_heads / kv_heads, 1);

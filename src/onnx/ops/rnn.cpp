@@ -72,7 +72,10 @@ std::vector<Value> recurrent(OpContext& c) {
   const int64_t seq = x.shape()[0], batch = x.shape()[1];
   const Array& w_all = c.tensor(1);
   const Array& r_all = c.tensor(2);
+  // Found by the fuzzer: a 0-d R was read at shape().back().
+  if (r_all.ndim() != 3) c.fail("R must be [directions, gates * hidden, hidden], got " + c.input(2).describe());
   const int64_t hidden = c.attr_int("hidden_size", r_all.shape().back());
+  if (hidden < 1 || hidden > (int64_t{1} << 32)) c.fail("hidden_size must be in [1, 2^32], got " + std::to_string(hidden));
   std::string direction = c.attr_string("direction", "forward");
   int dirs = direction == "bidirectional" ? 2 : 1;
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
@@ -82,6 +85,8 @@ std::vector<Value> recurrent(OpContext& c) {
   std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
   bool has_lens = c.has(4);
   if (has_lens) lens = c.ints(4);
+  if (static_cast<int64_t>(lens.size()) != batch)
+    c.fail("sequence_lens has " + std::to_string(lens.size()) + " values for a batch of " + std::to_string(batch));
   // Activations: the node's list, or each cell's defaults, per direction.
   std::vector<std::string> names = c.attr_strings("activations");
   std::vector<float> alphas = c.attr_floats("activation_alpha"), betas = c.attr_floats("activation_beta");

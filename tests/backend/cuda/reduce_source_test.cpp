@@ -7,6 +7,7 @@
 #if SMELT_HAS_CUDA
 #include "smelt/errors.h"
 #include "src/backend/cuda/compiler.h"
+#include "src/backend/cuda/elementwise_sources.h"
 #include "src/backend/cuda/reduce_sources.h"
 #include "src/codegen/cuda_emitter.h"
 #include "src/codegen/gpu_row_order.h"
@@ -98,6 +99,17 @@ TEST(CudaReduceSource, FusedRowKernelsCompile) {
         expect_compiles(codegen::emit_cuda_row_kernel(*p), name + " " + dtype_name(dt));
       }
     }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// The element-wise rows layout (broadcast columns and rows such as x - col) compiles.
+TEST(CudaReduceSource, ElementwiseRowsLayoutCompiles) {
+#if SMELT_HAS_CUDA
+  expect_compiles(cuda::elementwise_rows_source({"float", "float"}, "float", "op_subtract<float>(v0, v1)"), "x - col");
+  expect_compiles(cuda::elementwise_rows_source({"bf16"}, "float", "cvt<float, bf16>(v0)"), "cast");
+  expect_compiles(cuda::elementwise_rows_source({"bool", "i64", "i64"}, "i64", "(v0 ? v1 : v2)"), "where");
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif

@@ -1,4 +1,5 @@
-// Array benchmarks: the copy floor, element-wise ops, matmul against CBLAS, W1 and W3 (eager and compiled).
+// Array benchmarks: the copy floor, element-wise ops, matmul against CBLAS, W1 and W3, and softmax /
+// RMSNorm / LayerNorm+residual (W4-W6 at CPU sizes) eager and compiled.
 //
 // Each benchmark runs one repetition per iteration (run.sh asks for >= 20 repetitions and reads
 // the median) after one untimed warm-up run. Counters: `bytes` that must move (inputs read once,
@@ -8,6 +9,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "smelt/compile.h"
@@ -227,6 +230,60 @@ void matmul_cblas(benchmark::State& state) {
   set_counters(state, 0, kMatFlops);
 }
 
+// ---- Reductions (W4-W6's kernels at CPU sizes: [4096, 4096]) --------------------------------
+
+constexpr int64_t kRows = 4096, kCols = 4096;
+
+struct NormInputs {
+  Array xf = reshape(uniform_input(7, kRows * kCols, -3.0, 3.0), {kRows, kCols});
+  Array xb = astype(xf, smelt::bfloat16);
+  Array rb = astype(reshape(uniform_input(8, kRows * kCols, -1.0, 1.0), {kRows, kCols}), smelt::bfloat16);
+  Array wb = astype(uniform_input(9, kCols, 0.5, 1.5), smelt::bfloat16);
+  Array bb = astype(uniform_input(10, kCols, -1.0, 1.0), smelt::bfloat16);
+  NormInputs() { eval({xf, xb, rb, wb, bb}); }
+};
+NormInputs& norm_inputs() {
+  static NormInputs n;
+  return n;
+}
+
+using VecFn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+
+std::vector<Array> softmax_f32(const std::vector<Array>& in) { return {softmax(in[0], {-1})}; }
+std::vector<Array> rmsnorm_bf16(const std::vector<Array>& in) { return {rms_norm(in[0], in[1], 1e-6)}; }
+std::vector<Array> layernorm_residual_bf16(const std::vector<Array>& in) {
+  return {layer_norm(add(in[0], in[1]), in[2], in[3], 1e-5)};
+}
+
+void run_norm(benchmark::State& state, const VecFn& fn, const std::vector<Array>& in, double bytes, bool compiled) {
+  std::optional<Compiled<std::vector<Array>, const std::vector<Array>&>> c;
+  if (compiled) c.emplace(compile_flat(fn));
+  timed(state, [&] {
+    std::vector<Array> r = compiled ? (*c)(in) : fn(in);
+    r[0].eval();
+    benchmark::DoNotOptimize(r[0].data());
+  });
+  set_counters(state, bytes, 0);
+}
+
+constexpr double kNormElems = static_cast<double>(kRows * kCols);
+void softmax_eager(benchmark::State& s) { run_norm(s, softmax_f32, {norm_inputs().xf}, 8 * kNormElems, false); }
+void softmax_compiled(benchmark::State& s) { run_norm(s, softmax_f32, {norm_inputs().xf}, 8 * kNormElems, true); }
+void rmsnorm_eager(benchmark::State& s) {
+  run_norm(s, rmsnorm_bf16, {norm_inputs().xb, norm_inputs().wb}, 4 * kNormElems, false);
+}
+void rmsnorm_compiled(benchmark::State& s) {
+  run_norm(s, rmsnorm_bf16, {norm_inputs().xb, norm_inputs().wb}, 4 * kNormElems, true);
+}
+void layernorm_eager(benchmark::State& s) {
+  auto& n = norm_inputs();
+  run_norm(s, layernorm_residual_bf16, {n.xb, n.rb, n.wb, n.bb}, 6 * kNormElems, false);
+}
+void layernorm_compiled(benchmark::State& s) {
+  auto& n = norm_inputs();
+  run_norm(s, layernorm_residual_bf16, {n.xb, n.rb, n.wb, n.bb}, 6 * kNormElems, true);
+}
+
 void configure(benchmark::internal::Benchmark* b) {
   b->Iterations(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
@@ -252,4 +309,10 @@ BENCHMARK(w1_gelu_compiled)->Name("W1_gelu_tanh_64Mi_f32/smelt_compile")->Apply(
 BENCHMARK(w3_chain16)->Name("W3_chain16_16Mi_f32/smelt")->Apply(configure);
 BENCHMARK(w3_chain16_compiled)->Name("W3_chain16_16Mi_f32/smelt_compile")->Apply(configure);
 
+BENCHMARK(softmax_eager)->Name("softmax_4096x4096_f32/smelt")->Apply(configure);
+BENCHMARK(softmax_compiled)->Name("softmax_4096x4096_f32/smelt_compile")->Apply(configure);
+BENCHMARK(rmsnorm_eager)->Name("rmsnorm_4096x4096_bf16/smelt")->Apply(configure);
+BENCHMARK(rmsnorm_compiled)->Name("rmsnorm_4096x4096_bf16/smelt_compile")->Apply(configure);
+BENCHMARK(layernorm_eager)->Name("layernorm_residual_4096x4096_bf16/smelt")->Apply(configure);
+BENCHMARK(layernorm_compiled)->Name("layernorm_residual_4096x4096_bf16/smelt_compile")->Apply(configure);
 BENCHMARK_MAIN();

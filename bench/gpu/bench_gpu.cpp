@@ -1,4 +1,4 @@
-// GPU benchmark of smelt (SUITE.md W1, W2, W3, W7, W8, W12; eager and compiled) and the copy floor.
+// GPU benchmark of smelt (SUITE.md W1-W8, W12; eager and compiled), reductions, and the copy floor.
 //
 // Usage: bench_gpu OUT.json [reps] | bench_gpu --w12 LABEL (prints W12's first-call row; run it
 // in fresh processes with an empty and with a warm SMELT_CACHE_DIR). Times each workload as
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "smelt/compile.h"
+#include "smelt/random.h"
 #include "smelt/smelt.h"
 #include "smelt/telemetry.h"
 #include "bench/workloads.h"
@@ -139,6 +140,64 @@ int w12(const char* label, int argc, char** argv) {
   std::printf("{\"work\": \"W12_first_call_W3\", \"system\": \"smelt_compile_%s\", \"time_us\": %.1f}\n", label,
               ms * 1e3);
   return 0;
+}
+
+/// Random normal values of `shape` drawn on the GPU itself (nothing crosses the bus), in `dtype`.
+Array gpu_normal(const Shape& shape, Dtype dtype, uint64_t seed) {
+  const Device g = Device::cuda(0);
+  DefaultDeviceScope scope(g);
+  Array a = astype(random::normal(random::key(seed), shape), dtype);
+  a.eval();
+  if (!(a.device() == g)) {
+    std::fprintf(stderr, "bench_gpu: an input was made on %s, not on the GPU\n", a.device().str().c_str());
+    std::exit(1);
+  }
+  return a;
+}
+
+/// The reduction workloads (W4, W5, W6) and single reductions, eager and compiled, each checked
+/// against the CPU on its first 32 rows.
+struct RowWork {
+  std::string work;
+  std::function<std::vector<Array>(const std::vector<Array>&)> fn;
+  std::vector<Array> inputs;  // on the GPU; inputs of x's rank are sliced for the check
+  double bytes;
+  bool all_rows = false;  // column reductions: the check needs every row
+};
+
+template <class Row>
+void bench_rows(const RowWork& w, int reps, std::vector<Row>& rows) {
+  const Device g = Device::cuda(0);
+  auto check = [&](const std::vector<Array>& result) {
+    const int64_t k = w.all_rows ? w.inputs[0].shape()[0] : 32;
+    std::vector<Array> host;
+    for (const Array& a : w.inputs) {
+      if (a.ndim() < 2 || a.ndim() != w.inputs[0].ndim()) {
+        host.push_back(to_device(a, Device::cpu()));
+        continue;
+      }
+      std::vector<int64_t> lo(a.ndim(), 0), hi(a.shape().begin(), a.shape().end());
+      hi[0] = k;
+      host.push_back(to_device(slice(a, lo, hi), Device::cpu()));
+    }
+    Array want = w.fn(host)[0];
+    std::vector<int64_t> lo(result[0].ndim(), 0), hi(result[0].shape().begin(), result[0].shape().end());
+    if (!w.all_rows) hi[0] = k;
+    return rel_error(slice(result[0], lo, hi), want);
+  };
+  for (const Array& a : w.inputs)
+    if (!(a.device() == g)) std::exit(1);
+  double us = median_us([&] { return w.fn(w.inputs)[0]; }, g, reps);
+  rows.push_back({w.work, "smelt_eager", us, w.bytes, check(w.fn(w.inputs))});
+  try {
+    CompileOptions o;
+    o.fallback = CompileFallback::Raise;
+    auto f = compile_flat(w.fn, o, "bench_gpu_" + w.work);
+    us = median_us([&] { return f(w.inputs)[0]; }, g, reps);
+    rows.push_back({w.work, "smelt_compile", us, w.bytes, check(f(w.inputs))});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s compiled: %s\n", w.work.c_str(), e.what());
+  }
 }
 
 }  // namespace
@@ -283,6 +342,32 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "W8 compiled: %s\n", e.what());
     }
+  }
+  {  // Reductions: W4, W5, W6 (SUITE.md), a column reduction, bfloat16 and float32 row sums
+    using V = std::vector<Array>;
+    const Shape big{16384, 4096};
+    const double nb = 16384.0 * 4096;
+    Array xb = gpu_normal(big, bfloat16, 21), rb = gpu_normal(big, bfloat16, 22);
+    Array wb = gpu_normal({4096}, bfloat16, 23), bb = gpu_normal({4096}, bfloat16, 24);
+    Array xf = gpu_normal(big, float32, 25);
+    Array x5 = gpu_normal({4096, 32768}, float32, 26);
+    std::vector<RowWork> works = {
+        {"W4_rmsnorm_16384x4096_bf16", [](const V& in) { return V{rms_norm(in[0], in[1], 1e-6)}; }, {xb, wb}, 2.0 * 2 * nb},
+        {"W5_softmax_4096x32768_f32",
+         [](const V& in) {
+           // Written as max/exp/sum/divide, as SUITE.md asks.
+           Array e = exp(subtract(in[0], max(in[0], {-1}, true)));
+           return V{divide(e, sum(e, {-1}, true))};
+         },
+         {x5}, 2.0 * 4 * 4096 * 32768},
+        {"W6_layernorm_residual_16384x4096_bf16",
+         [](const V& in) { return V{layer_norm(add(in[0], in[1]), in[2], in[3], 1e-5)}; }, {xb, rb, wb, bb}, 3.0 * 2 * nb},
+        {"sum_axis1_16384x4096_f32", [](const V& in) { return V{sum(in[0], {1})}; }, {xf}, 4.0 * nb},
+        {"sum_axis0_16384x4096_f32", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xf}, 4.0 * nb, true},
+        {"sum_axis1_16384x4096_bf16", [](const V& in) { return V{sum(in[0], {1})}; }, {xb}, 2.0 * nb},
+        {"sum_axis0_16384x4096_bf16", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xb}, 2.0 * nb, true},
+    };
+    for (const auto& w : works) bench_rows(w, reps, rows);
   }
   FILE* f = std::fopen(argv[1], "w");
   if (!f) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""GPU peers for scripts/gpu.sh: PyTorch eager, torch.compile and jax.jit on SUITE.md's W1, W2, W3,
-W7 and W8 and the copy floor, joined with smelt's rows (bench_gpu's JSON, plus W12 rows given as
+"""GPU peers for scripts/gpu.sh: PyTorch eager, torch.compile and jax.jit on SUITE.md's W1-W8,
+single reductions (row and column sums, float32 and bfloat16) and the copy floor, joined with smelt's rows (bench_gpu's JSON, plus W12 rows given as
 extra JSON lines) into one JSON report and a table (SUITE.md's fields).
 
 Usage: peers_gpu.py SMELT_JSON OUT_JSON [reps] [TABLE_TXT] [W12_JSONL]. CUDA events around each
@@ -196,6 +196,61 @@ def main():
             last[0] = j8(jx8)
         rows.append({"work": "W8_dispatch_32ops_16_f32", "system": "jax_jit",
                      "time_us": host_per_call(call8, lambda: last[0].block_until_ready()), "bytes": 0})
+
+    # Reductions: W4 RMSNorm, W5 softmax (max/exp/sum/divide), W6 LayerNorm + residual, and sums
+    # over the last and the first axis (bench_gpu.cpp's rows, same shapes and dtypes).
+    big = (16384, 4096)
+    nb = 16384 * 4096
+    xb = torch.randn(big, device=dev).to(torch.bfloat16)
+    rb = torch.randn(big, device=dev).to(torch.bfloat16)
+    wb = torch.randn(4096, device=dev).to(torch.bfloat16)
+    bb = torch.randn(4096, device=dev).to(torch.bfloat16)
+    xf = torch.randn(big, device=dev)
+    x5 = torch.randn((4096, 32768), device=dev)
+
+    def rmsnorm(x, w, m=torch):
+        xc = x.astype(m.float32) if m is not torch else x.float()
+        ms = (xc * xc).mean(-1, keepdims=True) if m is not torch else (xc * xc).mean(-1, keepdim=True)
+        y = xc * (1.0 / m.sqrt(ms + 1e-6)) * (w.astype(m.float32) if m is not torch else w.float())
+        return y.astype(x.dtype) if m is not torch else y.to(x.dtype)
+
+    def softmax(x, m=torch):
+        kd = {"keepdims": True} if m is not torch else {"keepdim": True}
+        mx = x.max(-1, **kd) if m is not torch else x.amax(-1, **kd)
+        e = m.exp(x - mx)
+        return e / e.sum(-1, **kd)
+
+    def layernorm(x, r, w, b, m=torch):
+        h = x + r
+        hc = h.astype(m.float32) if m is not torch else h.float()
+        kd = {"keepdims": True} if m is not torch else {"keepdim": True}
+        d = hc - hc.mean(-1, **kd)
+        var = (d * d).mean(-1, **kd)
+        wf = w.astype(m.float32) if m is not torch else w.float()
+        bf = b.astype(m.float32) if m is not torch else b.float()
+        y = d * (1.0 / m.sqrt(var + 1e-5)) * wf + bf
+        return y.astype(h.dtype) if m is not torch else y.to(h.dtype)
+
+    def sum1(x, m=torch):
+        return x.sum(-1) if m is not torch else x.sum(-1)
+
+    def sum0(x, m=torch):
+        return x.sum(0, keepdims=True) if m is not torch else x.sum(0, keepdim=True)
+
+    red = [("W4_rmsnorm_16384x4096_bf16", rmsnorm, [xb, wb], 2.0 * 2 * nb),
+           ("W5_softmax_4096x32768_f32", softmax, [x5], 2.0 * 4 * 4096 * 32768),
+           ("W6_layernorm_residual_16384x4096_bf16", layernorm, [xb, rb, wb, bb], 3.0 * 2 * nb),
+           ("sum_axis1_16384x4096_f32", sum1, [xf], 4.0 * nb),
+           ("sum_axis0_16384x4096_f32", sum0, [xf], 4.0 * nb),
+           ("sum_axis1_16384x4096_bf16", sum1, [xb], 2.0 * nb),
+           ("sum_axis0_16384x4096_bf16", sum0, [xb], 2.0 * nb)]
+    for work, fn, args, nbytes in red:
+        add(work, "torch_eager", lambda fn=fn, args=args: fn(*args), nbytes)
+        cf = torch.compile(fn)
+        add(work, "torch_compile", lambda cf=cf, args=args: cf(*args), nbytes)
+        if jax_ok:
+            add_jax(work, lambda *a, fn=fn: fn(*a, m=jnp), args, nbytes)
+    del xb, rb, xf, x5
 
     # Floor: the best copy bandwidth measured in this run.
     copy_gbps = max(r["bytes"] / r["time_us"] / 1e3 for r in rows if r["work"] == "copy_1GiB")

@@ -4,10 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <algorithm>
 #include <sstream>
 
 #include "smelt/errors.h"
 #include "src/codegen/embedded_sources.h"
+#include "src/codegen/row_plan.h"
 
 namespace smelt::codegen {
 
@@ -145,14 +148,143 @@ void emit_body(std::ostringstream& os, const FusedProgram& p, const char* indent
       case InstrKind::Cast:
         os << "smelt::convert<" << cpp_type(in.dtype) << ", " << operand_type(0) << ">(v" << in.operands[0] << ")";
         break;
+      case InstrKind::Reduce: throw UnsupportedError("fuse: a reduction in an element-wise program");
     }
     os << ";\n";
   }
 }
 
+// One instruction's right-hand side for a row program (inputs and reductions excluded).
+std::string row_expr(const FusedProgram& p, int i) {
+  const Instr& in = p.instrs[i];
+  std::ostringstream os;
+  auto operand_type = [&](size_t k) { return cpp_type(p.instrs[in.operands[k]].dtype); };
+  switch (in.kind) {
+    case InstrKind::Input:
+    case InstrKind::Constant:
+    case InstrKind::Reduce: break;
+    case InstrKind::Unary:
+      os << "smelt::scalar::" << scalar_fn_name(in.unary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ")";
+      break;
+    case InstrKind::Binary:
+      os << "smelt::scalar::" << scalar_fn_name(in.binary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ", v"
+         << in.operands[1] << ")";
+      break;
+    case InstrKind::Select: os << "v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2]; break;
+    case InstrKind::Cast:
+      os << "smelt::convert<" << cpp_type(in.dtype) << ", " << operand_type(0) << ">(v" << in.operands[0] << ")";
+      break;
+  }
+  return os.str();
+}
+
+// A row program: per row, one pass per reduction (its prologue into a row buffer, then the
+// shared row order of reduce_order.h), per-row values once, then the epilogue pass writing the
+// per-element outputs. Values a later pass needs again are kept in row buffers.
+std::string emit_cpu_row_kernel(const FusedProgram& p) {
+  std::ostringstream os;
+  os << "// smelt fused CPU row kernel (generated; shapes are arguments, not part of the source)\n";
+  os << "// " << describe_program(p) << "\n";
+  os << embedded_kernel_preamble();
+  const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
+  const RowPlan plan = plan_row_program(p, true);
+  os << "\nextern \"C\" void " << kCpuKernelSymbol
+     << "(int64_t row_begin, int64_t row_end, const smelt::reduce_order::RowArgs* a) {\n";
+  os << "  const int64_t n = a->n;\n";
+  emit_constants(os, p);
+  // Which inputs are read per element (a row pointer) and which once per row.
+  std::vector<char> element_input(nin, 0);
+  for (const Instr& in : p.instrs)
+    if (in.kind == InstrKind::Input && !in.per_row) element_input[in.index] = 1;
+  for (size_t k = 0; k < nin; ++k)
+    if (element_input[k])
+      os << "  auto g" << k << " = smelt::reduce_order::row_buffer<" << cpp_type(p.input_dtypes[k]) << ">(n);\n";
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    if (plan.keep[i]) os << "  auto c" << i << " = smelt::reduce_order::row_buffer<" << cpp_type(p.instrs[i].dtype) << ">(n);\n";
+  for (size_t o = 0; o < nout; ++o)
+    os << "  " << cpp_type(p.output_dtype(o)) << "* out" << o << " = reinterpret_cast<" << cpp_type(p.output_dtype(o))
+       << "*>(a->ptr[" << nin + o << "]);\n";
+  os << "  for (int64_t r = row_begin; r < row_end; ++r) {\n";
+  for (size_t k = 0; k < nin; ++k)
+    if (element_input[k])
+      os << "    const " << cpp_type(p.input_dtypes[k]) << "* in" << k << " = smelt::reduce_order::row_of<"
+         << cpp_type(p.input_dtypes[k]) << ">(*a, " << k << ", r, g" << k << ".get());\n";
+  // A pointer to the row of a per-element value: an input's row, or its kept buffer.
+  auto row_pointer = [&](int i) {
+    const Instr& in = p.instrs[i];
+    if (in.kind == InstrKind::Input) return "in" + std::to_string(in.index);
+    return "c" + std::to_string(i) + ".get()";
+  };
+  auto emit_loop = [&](const RowLoop& loop, const std::function<void(const std::string&)>& tail) {
+    if (loop.reduce >= 0 && (loop.compute.empty() || p.instrs[p.instrs[loop.reduce].operands[0]].kind == InstrKind::Input))
+      return;  // the reduction reads a kept buffer or an input's row directly
+    os << "#pragma GCC ivdep\n    for (int64_t j = 0; j < n; ++j) {\n";
+    // Kept values of earlier passes that this pass reads.
+    std::vector<char> read(p.instrs.size(), 0);
+    for (int i : loop.compute)
+      for (int o : p.instrs[i].operands)
+        if (!p.instrs[o].per_row && plan.keep[o] && std::find(loop.compute.begin(), loop.compute.end(), o) == loop.compute.end())
+          read[o] = 1;
+    if (loop.reduce < 0)
+      for (int o : p.outputs)
+        if (!p.instrs[o].per_row && plan.keep[o] && std::find(loop.compute.begin(), loop.compute.end(), o) == loop.compute.end())
+          read[o] = 1;
+    for (size_t i = 0; i < p.instrs.size(); ++i)
+      if (read[i]) os << "      const " << cpp_type(p.instrs[i].dtype) << " v" << i << " = c" << i << "[j];\n";
+    for (int i : loop.compute) {
+      const Instr& in = p.instrs[i];
+      os << "      const " << cpp_type(in.dtype) << " v" << i << " = ";
+      if (in.kind == InstrKind::Input) os << "in" << in.index << "[j]";
+      else os << row_expr(p, i);
+      os << ";\n";
+      if (plan.keep[i]) os << "      c" << i << "[j] = v" << i << ";\n";
+    }
+    tail("      ");
+    os << "    }\n";
+  };
+  size_t next_loop = 0;
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr& in = p.instrs[i];
+    if (!in.per_row || in.kind == InstrKind::Constant) continue;
+    if (in.kind == InstrKind::Input) {
+      os << "    const " << cpp_type(in.dtype) << " v" << i << " = smelt::reduce_order::row_value<" << cpp_type(in.dtype)
+         << ">(*a, " << in.index << ", r);\n";
+      continue;
+    }
+    if (in.kind != InstrKind::Reduce) {
+      os << "    const " << cpp_type(in.dtype) << " v" << i << " = " << row_expr(p, static_cast<int>(i)) << ";\n";
+      continue;
+    }
+    const RowLoop& loop = plan.loops[next_loop++];
+    SMELT_ASSERT(loop.reduce == static_cast<int>(i), "row kernel: passes out of order");
+    emit_loop(loop, [](const std::string&) {});
+    const Instr& operand = p.instrs[in.operands[0]];
+    const char* t = cpp_type(operand.dtype);
+    const ReduceOp op = in.reduce == ReduceOp::Mean ? ReduceOp::Sum : in.reduce;
+    os << "    const " << cpp_type(in.dtype) << " v" << i << " = ";
+    std::string call = std::string("smelt::reduce_order::reduce_row<smelt::ReduceOp::") + reduce_op_enumerator(op) + ", " +
+                       t + ">(" + row_pointer(in.operands[0]) + ", n, a->rows)";
+    if (in.reduce == ReduceOp::Mean)
+      os << "smelt::scalar::divide<" << cpp_type(in.dtype) << ">(" << call << ", smelt::reduce_order::mean_divisor<"
+         << cpp_type(in.dtype) << ">(n, " << in.ddof << "))";
+    else os << call;
+    os << ";\n";
+  }
+  SMELT_ASSERT(next_loop + 1 == plan.loops.size(), "row kernel: a pass was not emitted");
+  emit_loop(plan.loops.back(), [&](const std::string& indent) {
+    for (size_t o = 0; o < nout; ++o)
+      if (!p.instrs[p.outputs[o]].per_row) os << indent << "out" << o << "[r * n + j] = v" << p.outputs[o] << ";\n";
+  });
+  for (size_t o = 0; o < nout; ++o)
+    if (p.instrs[p.outputs[o]].per_row) os << "    out" << o << "[r] = v" << p.outputs[o] << ";\n";
+  os << "  }\n}\n";
+  return os.str();
+}
+
 }  // namespace
 
 std::string emit_cpu_kernel(const FusedProgram& p) {
+  if (p.is_row_program()) return emit_cpu_row_kernel(p);
   std::ostringstream os;
   os << "// smelt fused CPU kernel (generated; shapes are arguments, not part of the source)\n";
   os << "// " << describe_program(p) << "\n";
@@ -213,6 +345,7 @@ std::string describe_program(const FusedProgram& p) {
       case InstrKind::Binary: expr[i] = std::string(scalar_fn_name(in.binary)) + "(" + op(0) + ", " + op(1) + ")"; break;
       case InstrKind::Select: expr[i] = "where(" + op(0) + ", " + op(1) + ", " + op(2) + ")"; break;
       case InstrKind::Cast: expr[i] = std::string(dtype_name(in.dtype)) + "(" + op(0) + ")"; break;
+      case InstrKind::Reduce: expr[i] = std::string(reduce_op_name(in.reduce)) + "_row(" + op(0) + ")"; break;
     }
     if (expr[i].size() > 200) expr[i] = "v" + std::to_string(i);
   }

@@ -17,6 +17,16 @@ inline constexpr const char* kCpuKernelSymbol = "smelt_fused_kernel";
 using CpuKernelFn = void (*)(int64_t begin, int64_t end, int ndim, const int64_t* shape, char* const* args,
                              const int64_t* strides, int contiguous);
 
+}  // namespace smelt::codegen
+namespace smelt::reduce_order {
+struct RowArgs;
+}
+namespace smelt::codegen {
+
+/// The entry point's signature for a row program (FusedProgram::reduced_axes > 0): rows
+/// [row_begin, row_end) of the index space that `args` describes (see reduce_order.h).
+using CpuRowKernelFn = void (*)(int64_t row_begin, int64_t row_end, const reduce_order::RowArgs* args);
+
 /// The C++ name of a dtype's element type in generated code.
 const char* cpp_type(Dtype dtype);
 /// An exact C++ literal for a scalar (hex floats; bit patterns for NaN and ±inf; 16-bit floats

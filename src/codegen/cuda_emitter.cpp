@@ -6,6 +6,9 @@
 #include <functional>
 #include <sstream>
 
+#include "src/codegen/gpu_row_order.h"
+#include "src/codegen/row_plan.h"
+
 namespace smelt::codegen {
 
 const char* cuda_type_name(Dtype d) {
@@ -71,7 +74,119 @@ int cuda_vector_width(const FusedProgram& p, const std::string& layout) {
   return static_cast<int>(16 / smallest);
 }
 
+namespace {
+
+// One instruction's right-hand side (inputs, constants and reductions are emitted elsewhere).
+std::string cuda_expr(const FusedProgram& p, int i) {
+  const Instr& in = p.instrs[i];
+  auto opt = [&](size_t k) { return cuda_type_name(p.instrs[in.operands[k]].dtype); };
+  std::ostringstream b;
+  switch (in.kind) {
+    case InstrKind::Input:
+    case InstrKind::Constant:
+    case InstrKind::Reduce: break;
+    case InstrKind::Unary: b << "op_" << scalar_fn_name(in.unary) << "<" << opt(0) << ">(v" << in.operands[0] << ")"; break;
+    case InstrKind::Binary:
+      b << "op_" << scalar_fn_name(in.binary) << "<" << opt(0) << ">(v" << in.operands[0] << ", v" << in.operands[1] << ")";
+      break;
+    case InstrKind::Select: b << "(v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2] << ")"; break;
+    case InstrKind::Cast: b << "cvt<" << cuda_type_name(in.dtype) << ", " << opt(0) << ">(v" << in.operands[0] << ")"; break;
+  }
+  return b.str();
+}
+
+}  // namespace
+
+std::string emit_cuda_row_kernel(const FusedProgram& p) {
+  const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
+  const RowPlan plan = plan_row_program(p, false);  // later passes re-read the row (L1/L2)
+  std::ostringstream os;
+  os << gpu_row_order_source();
+  os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
+        "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n";
+  os << "struct RowArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 rows, n, groups, chunk, threads, knd, rnd; i64 kshape[MAXD]; i64 kst["
+     << kCudaFusedMaxArgs << "][MAXD]; i64 rshape[MAXD]; i64 rst[" << kCudaFusedMaxArgs << "][MAXD]; };\n";
+  // Offset of element j of a row in input k: one stride for the common single row axis.
+  os << "__device__ inline i64 roff(const RowArgs& a, int k, i64 j) {\n"
+        "  if (a.rnd == 1) return j * a.rst[k][0];\n"
+        "  i64 o = 0;\n"
+        "  for (int d = (int)a.rnd - 1; d >= 0; --d) { o += (j % a.rshape[d]) * a.rst[k][d]; j /= a.rshape[d]; }\n"
+        "  return o;\n}\n";
+  os << "extern \"C\" __global__ void k(RowArgs a) {\n"
+        "  __shared__ u64 shraw[9];\n"
+        "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
+        "  const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();\n"
+        "  if (r >= a.rows) return;\n"
+        "  const i64 n = a.n;\n";
+  for (size_t k = 0; k < nin; ++k) {
+    const char* t = cuda_type_name(p.input_dtypes[k]);
+    os << "  const " << t << "* x" << k << ";\n  { i64 o = 0, q = r;\n"
+       << "    for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[" << k << "][d]; q /= a.kshape[d]; }\n"
+       << "    x" << k << " = (const " << t << "*)a.p[" << k << "] + o; }\n";
+  }
+  for (size_t o = 0; o < nout; ++o)
+    os << "  " << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
+       << nin + o << "];\n";
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    if (p.instrs[i].kind == InstrKind::Constant)
+      os << "  const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
+  // The per-element lines of a pass at element j.
+  auto pass_body = [&](const RowLoop& loop, const std::string& indent) {
+    std::ostringstream b;
+    for (int i : loop.compute) {
+      const Instr& in = p.instrs[i];
+      b << indent << "const " << cuda_type_name(in.dtype) << " v" << i << " = ";
+      if (in.kind == InstrKind::Input) b << "x" << in.index << "[roff(a, " << in.index << ", j)]";
+      else b << cuda_expr(p, i);
+      b << ";\n";
+    }
+    return b.str();
+  };
+  size_t next_loop = 0;
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr& in = p.instrs[i];
+    if (!in.per_row || in.kind == InstrKind::Constant) continue;
+    const char* t = cuda_type_name(in.dtype);
+    if (in.kind == InstrKind::Input) {
+      os << "  const " << t << " v" << i << " = x" << in.index << "[0];\n";
+      continue;
+    }
+    if (in.kind != InstrKind::Reduce) {
+      os << "  const " << t << " v" << i << " = " << cuda_expr(p, static_cast<int>(i)) << ";\n";
+      continue;
+    }
+    const RowLoop& loop = plan.loops[next_loop++];
+    const Dtype rt = p.instrs[in.operands[0]].dtype;
+    const std::string R = "R" + std::to_string(i);
+    os << "  typedef " << gpu_red_type(in.reduce, rt) << " " << R << ";\n";
+    os << "  " << R << "::Acc t" << i << " = " << R << "::init();\n";
+    os << "  for (i64 g = 0; g < a.groups; ++g) {\n"
+          "    const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);\n"
+          "    " << R << "::Acc acc = " << R << "::init();\n"
+          "    ROW_FOR(j, lo, hi, lane, T, " << gpu_row_vector(rt) << ") {\n"
+       << pass_body(loop, "      ") << "      acc = " << R << "::step(acc, " << R << "::load(v" << in.operands[0] << "));\n"
+       << "    }\n"
+          "    acc = row_tree<" << R << ">(acc, T, (" << R << "::Acc*)shraw);\n"
+          "    t" << i << " = g == 0 ? acc : " << R << "::step(t" << i << ", acc);\n  }\n";
+    os << "  const " << t << " v" << i << " = ";
+    if (in.reduce == ReduceOp::Mean)
+      os << "op_divide<" << t << ">(" << R << "::finish(t" << i << "), cvt<" << t << ", double>((double)(n - " << in.ddof
+         << " > 0 ? n - " << in.ddof << " : 0)));\n";
+    else os << R << "::finish(t" << i << ");\n";
+  }
+  // The epilogue: every element of the row, threads side by side (coalesced).
+  os << "  for (i64 j = lane; j < n; j += T) {\n" << pass_body(plan.loops.back(), "    ");
+  for (size_t o = 0; o < nout; ++o)
+    if (!p.instrs[p.outputs[o]].per_row) os << "    y" << o << "[r * n + j] = v" << p.outputs[o] << ";\n";
+  os << "  }\n";
+  for (size_t o = 0; o < nout; ++o)
+    if (p.instrs[p.outputs[o]].per_row) os << "  if (lane == 0) y" << o << "[r] = v" << p.outputs[o] << ";\n";
+  os << "}\n";
+  return os.str();
+}
+
 std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, bool vectorized) {
+  if (p.is_row_program()) return emit_cuda_row_kernel(p);
   const bool flat = layout != "strided";
   const int vector_width = flat && vectorized ? cuda_vector_width(p, layout) : 1;
   const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
@@ -133,6 +248,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
           break;
         case InstrKind::Select: b << "(v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2] << ")"; break;
         case InstrKind::Cast: b << "cvt<" << cuda_type_name(in.dtype) << ", " << opt(0) << ">(v" << in.operands[0] << ")"; break;
+        case InstrKind::Reduce: break;  // row programs: emit_cuda_row_kernel
       }
       b << ";\n";
     }

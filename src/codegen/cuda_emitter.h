@@ -24,6 +24,13 @@ inline constexpr int kCudaFusedMaxArgs = 16;
 /// and every output is 16-byte aligned.
 std::string emit_cuda_kernel(const FusedProgram& program, const std::string& layout, bool vectorized = false);
 
+/// CUDA C++ of the kernel `k(RowArgs)` for a row program (program.reduced_axes > 0): a warp or a
+/// block per row (codegen/gpu_row_order.h, the eager Reduce's order), one pass over the row per
+/// reduction (its prologue recomputed from the inputs), per-row values once, then the epilogue
+/// pass writing per-element outputs. Rows split into chunks are combined in the same order as
+/// the eager split kernels, by the same block.
+std::string emit_cuda_row_kernel(const FusedProgram& program);
+
 /// Elements per thread of the vectorized flat layout: 16 bytes of the narrowest contiguous
 /// operand (4 for float32, 8 for bfloat16), so every operand moves in whole 16-byte vectors.
 int cuda_vector_width(const FusedProgram& program, const std::string& layout);

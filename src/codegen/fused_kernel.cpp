@@ -11,6 +11,16 @@
 
 namespace smelt::codegen {
 
+bool is_row_kernel(const FusedParams& p) { return p.kernel && p.kernel->program.is_row_program(); }
+int row_kernel_reduced_axes(const FusedParams& p) { return p.kernel ? p.kernel->program.reduced_axes : 0; }
+bool row_kernel_output_per_row(const FusedParams& p, size_t o) {
+  return p.kernel && p.kernel->program.instrs[p.kernel->program.outputs[o]].per_row;
+}
+
+bool supports_row_programs(Device device) {
+  return device.type == Device::Type::Cpu || device.type == Device::Type::Cuda;
+}
+
 std::shared_ptr<const FusedKernel> make_fused_kernel(FusedProgram program, Device device) {
 #if SMELT_HAS_CUDA
   if (device.type == Device::Type::Cuda) {
@@ -21,6 +31,7 @@ std::shared_ptr<const FusedKernel> make_fused_kernel(FusedProgram program, Devic
                              " inputs and outputs; this group has " + std::to_string(nargs));
     auto k = std::make_shared<FusedKernel>();
     char hex[17];
+    // Row programs have one source; element-wise ones are named by their strided layout.
     std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>()(emit_cuda_kernel(program, "strided")));
     k->program = std::move(program);
     k->device = device;

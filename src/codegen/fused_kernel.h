@@ -18,6 +18,16 @@ struct FusedKernel {
   std::shared_ptr<const void> library;  // keeps `cpu`'s code loaded while this kernel lives
 };
 
+/// A row program's facts for the shape rules (FusedProgram::reduced_axes > 0): its index space is
+/// the inputs' broadcast shape, whose trailing reduced axes are rows; per-row outputs have those
+/// axes set to 1.
+bool is_row_kernel(const FusedParams& p);
+int row_kernel_reduced_axes(const FusedParams& p);
+bool row_kernel_output_per_row(const FusedParams& p, size_t output);
+
+/// Whether `device` has kernels for row programs (fused reductions, FusedProgram::reduced_axes).
+bool supports_row_programs(Device device);
+
 /// Generates and builds (or loads from the caches) the kernel of `program` for `device`.
 /// Throws UnsupportedError when it cannot be built.
 std::shared_ptr<const FusedKernel> make_fused_kernel(FusedProgram program, Device device);

@@ -193,7 +193,11 @@ std::string program_key(const FusedProgram& p) {
     uint64_t bits = 0;
     if (in.kind == InstrKind::Constant) in.value.cast(in.dtype).store(&bits);
     put(bits);
+    put(static_cast<uint64_t>(in.reduce));
+    put(static_cast<uint64_t>(in.ddof));
+    put(static_cast<uint64_t>(in.per_row));
   }
+  put(static_cast<uint64_t>(p.reduced_axes));
   put(p.outputs.size());
   for (int o : p.outputs) put(static_cast<uint64_t>(o));
   return k;

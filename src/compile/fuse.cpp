@@ -16,10 +16,20 @@ namespace smelt::compiler {
 
 namespace {
 
-// What a step contributes to a fused kernel, if anything: the primitive table's fuse role.
-using Role = FuseRole;
+// What a step contributes to a fused kernel, if anything: the primitive table's fuse role, and
+// Reduce for reductions (they join as row programs; see row_join).
+enum class Role : uint8_t { None, Compute, Broadcast, Constant, Reduce };
 
-Role role_of(const Tape&, const Step& s) { return prim_fuse_role(s.prim.kind); }
+Role role_of(const Tape&, const Step& s) {
+  if (s.prim.kind == PrimKind::Reduce) return Role::Reduce;
+  switch (prim_fuse_role(s.prim.kind)) {
+    case FuseRole::None: return Role::None;
+    case FuseRole::Compute: return Role::Compute;
+    case FuseRole::Broadcast: return Role::Broadcast;
+    case FuseRole::Constant: return Role::Constant;
+  }
+  return Role::None;
+}
 
 bool broadcastable_to(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;
@@ -34,7 +44,45 @@ struct Group {
   Shape shape;
   Device device;           // every member runs here: one kernel never mixes devices
   std::vector<int> steps;  // indices into tape.steps, in tape order once sorted
+  // Row groups (reductions joined): the trailing `nred` axes of `shape` are rows; per-row
+  // values have `row_shape` (those axes set to 1).
+  int nred = 0;
+  Shape row_shape;
+  bool has_reduce = false;
 };
+
+// Steps that compute (one per group, counted against the size limits).
+bool arithmetic(Role r) { return r == Role::Compute || r == Role::Reduce; }
+
+/// The number of trailing axes a Reduce step reduces when they are exactly the last k axes of
+/// its input (k >= 1), else 0: row programs reduce rows.
+int trailing_reduce(const Tape& tape, const Step& s) {
+  if (s.prim.kind != PrimKind::Reduce) return 0;
+  const auto& axes = s.prim.get<ReduceParams>().axes;
+  const int nd = static_cast<int>(tape.values[s.inputs[0]].shape.size());
+  const int k = static_cast<int>(axes.size());
+  if (k == 0 || k > nd) return 0;
+  for (int i = 0; i < k; ++i)
+    if (axes[i] != nd - k + i) return 0;
+  return k;
+}
+
+/// `full` with its trailing k axes set to 1.
+Shape rows_of(const Shape& full, int k) {
+  Shape r = full;
+  for (size_t d = full.size() - k; d < full.size(); ++d) r[d] = 1;
+  return r;
+}
+
+/// Whether `shape` is `full` with some trailing axes (at least one) set to 1; gives how many.
+int row_shape_axes(const Shape& shape, const Shape& full) {
+  if (shape.size() != full.size() || shape == full) return 0;
+  int k = 0;
+  while (k < static_cast<int>(full.size()) && shape[full.size() - 1 - k] == 1) ++k;
+  for (int kk = k; kk >= 1; --kk)
+    if (rows_of(full, kk) == shape) return kk;
+  return 0;
+}
 
 }  // namespace
 
@@ -67,13 +115,95 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
 
   std::vector<int> group_of(nsteps, -1);
   std::vector<Group> groups;
+  // Reductions join only where the device has row kernels.
+  const bool rows_allowed = codegen::supports_row_programs(tape.device);
+  // Whether a row-shaped value of a group of shape `full` leads (through row-shaped element-wise
+  // steps) to a reduction of `full`'s rows that could join: only then do row-shaped steps join.
+  auto leads_to_reduce = [&](int step, const Shape& full, int k) {
+    std::vector<int> work{step};
+    std::unordered_set<int> seen;
+    while (!work.empty()) {
+      const int i = work.back();
+      work.pop_back();
+      if (!seen.insert(i).second || seen.size() > 64) continue;
+      const Step& st = tape.steps[i];
+      if (trailing_reduce(tape, st) == k && tape.values[st.inputs[0]].shape == full) return true;
+      if (role_of(tape, st) == Role::None) continue;
+      for (int in : st.inputs)
+        if (producer[in] >= 0) work.push_back(producer[in]);
+    }
+    return false;
+  };
+  // Whether value v's consumers are all arithmetic steps of group gid, or broadcasts in it that
+  // only such steps read.
+  auto consumed_inside = [&](int v, int gid, const std::unordered_set<int>& in_group) {
+    for (int c : consumers[v]) {
+      if (group_of[c] == gid) continue;
+      if (role_of(tape, tape.steps[c]) != Role::Broadcast || !in_group.count(c)) return false;
+      for (int cc : consumers[tape.steps[c].outputs[0]])
+        if (group_of[cc] != gid) return false;
+    }
+    return true;
+  };
+  // How a reduction or a row-shaped step joins group g (see Group): `ok` when it may, `per_row`
+  // for a value of the group's rows, `becomes_rows` with the index space (`shape`) and its row
+  // axes when the group turns into a row group.
+  struct RowJoin {
+    bool ok = true, per_row = false, becomes_rows = false;
+    Shape shape;
+    int nred = 0;
+  };
+  auto row_join = [&](const Group& g, const Step& ps, Role r, const Shape& pshape) {
+    RowJoin j;
+    j.shape = g.shape;
+    if (r == Role::Reduce) {
+      const int k = trailing_reduce(tape, ps);
+      const Shape& in_shape = tape.values[ps.inputs[0]].shape;
+      j.ok = k > 0;
+      if (!j.ok) return j;
+      j.per_row = true;
+      if (g.nred > 0) {
+        j.ok = k == g.nred && in_shape == g.shape;
+      } else if (in_shape == g.shape || pshape == g.shape) {
+        // The group so far computes the reduction's consumers at the full shape or at its rows.
+        j.becomes_rows = true;
+        j.shape = in_shape;
+        j.nred = k;
+      } else {
+        j.ok = false;
+      }
+      return j;
+    }
+    if (r != Role::Compute || pshape == g.shape || !rows_allowed) return j;
+    if (g.nred > 0) {
+      j.per_row = pshape == g.row_shape;
+      return j;
+    }
+    // A row-shaped step of a group not yet of rows: joins when a reduction of the group's rows
+    // produces it, which then makes the group a row group.
+    const int k = row_shape_axes(pshape, g.shape);
+    if (k > 0 && leads_to_reduce(producer[ps.outputs[0]], g.shape, k)) {
+      j.per_row = j.becomes_rows = true;
+      j.nred = k;
+    }
+    return j;
+  };
   // Roots from the end: a compute step not yet taken starts a group that grows toward inputs.
   for (int root = nsteps - 1; root >= 0; --root) {
     const Step& rs = tape.steps[root];
-    if (group_of[root] >= 0 || role_of(tape, rs) != Role::Compute || !fits_device(rs, rs.device)) continue;
+    if (group_of[root] >= 0 || !fits_device(rs, rs.device)) continue;
+    const Role root_role = role_of(tape, rs);
+    if (root_role != Role::Compute && !(root_role == Role::Reduce && rows_allowed && trailing_reduce(tape, rs) > 0))
+      continue;
     Group g;
     g.shape = tape.values[rs.outputs[0]].shape;
     g.device = rs.device;
+    if (root_role == Role::Reduce) {  // a reduction ends the chain: its rows are the index space
+      g.nred = trailing_reduce(tape, rs);
+      g.shape = tape.values[rs.inputs[0]].shape;
+      g.row_shape = tape.values[rs.outputs[0]].shape;
+      g.has_reduce = true;
+    }
     int gid = static_cast<int>(groups.size());
     group_of[root] = gid;
     g.steps.push_back(root);
@@ -109,18 +239,22 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
           const Step& ps = tape.steps[p];
           Role r = role_of(tape, ps);
           if (r == Role::None || ps.outputs.size() != 1 || !fits_device(ps, g.device)) continue;
+          if (r == Role::Reduce && !rows_allowed) continue;
           const Shape& pshape = tape.values[ps.outputs[0]].shape;
+          // A reduction or a row-shaped step makes (or keeps) this a row group.
+          const RowJoin rj = row_join(g, ps, r, pshape);
+          if (!rj.ok) continue;
           // Computing at the group's index recomputes values of smaller shapes: allowed for
-          // broadcasts and constants (free), not for arithmetic (it could multiply the work).
-          if (r == Role::Compute && pshape != g.shape) continue;
-          if (r != Role::Compute && !broadcastable_to(pshape, g.shape)) continue;
-          if (is_output[ps.outputs[0]] && (pshape != g.shape || r != Role::Compute)) continue;
+          // broadcasts and constants (free), not for arithmetic (it could multiply the work);
+          // per-row values of a row group are computed once per row.
+          if (r == Role::Compute && pshape != g.shape && !rj.per_row) continue;
+          if (r != Role::Compute && r != Role::Reduce && !broadcastable_to(pshape, g.shape)) continue;
+          if (is_output[ps.outputs[0]] && !(arithmetic(r) && (pshape == rj.shape || rj.per_row))) continue;
           // An arithmetic value joins only when every consumer is an arithmetic step of this
-          // group: otherwise it must still be stored for the others.
-          bool all_inside = std::all_of(consumers[ps.outputs[0]].begin(), consumers[ps.outputs[0]].end(),
-                                        [&](int c) { return group_of[c] == gid; });
-          if (r == Role::Compute && !all_inside) continue;
-          if (r == Role::Compute && compute + 1 > kMaxFusedInstructions) continue;
+          // group (or a broadcast in it that only such steps read): otherwise it must still be
+          // stored for the others.
+          if (arithmetic(r) && !consumed_inside(ps.outputs[0], gid, in_group)) continue;
+          if (arithmetic(r) && compute + 1 > kMaxFusedInstructions) continue;
           std::vector<int> fresh;
           external_reads(ps, fresh);
           std::sort(fresh.begin(), fresh.end());
@@ -132,15 +266,22 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
           reads.erase(pout);
           reads.insert(fresh.begin(), fresh.end());
           outputs += is_output[pout] ? 1 : 0;
-          if (r == Role::Compute) group_of[p] = gid;
+          if (arithmetic(r)) group_of[p] = gid;
           in_group.insert(p);
           g.steps.push_back(p);
-          if (r == Role::Compute) ++compute;
+          if (arithmetic(r)) ++compute;
+          if (rj.becomes_rows) {
+            g.shape = rj.shape;
+            g.nred = rj.nred;
+            g.row_shape = rows_of(rj.shape, rj.nred);
+          }
+          g.has_reduce = g.has_reduce || r == Role::Reduce;
           added = true;
         }
       }
     }
-    if (compute < 2) {  // a single operation is not wrapped
+    // Row-shaped steps that joined for a reduction that then could not: no kernel for them.
+    if (compute < 2 || (g.nred > 0 && !g.has_reduce)) {  // a single operation is not wrapped
       for (int s : g.steps) group_of[s] = -1;
       continue;
     }
@@ -148,6 +289,42 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
     groups.push_back(std::move(g));
   }
   if (groups.empty()) return;
+
+  // A row group's program: which values are per row, checked against the shapes. False when the
+  // group cannot run as a row kernel (it then stays unfused).
+  auto mark_rows = [&](codegen::FusedProgram& prog, const Group& g, const std::vector<int>& arg_values,
+                       const std::vector<int>& out_values) {
+    prog.reduced_axes = g.nred;
+    // The kernel's index space is its inputs' broadcast shape: it must be the group's.
+    Shape full;
+    for (int v : arg_values) full = broadcast_shapes(full, tape.values[v].shape);
+    if (full != g.shape) return false;
+    for (auto& ins : prog.instrs) {
+      switch (ins.kind) {
+        case codegen::InstrKind::Input: {
+          const Shape& s = tape.values[arg_values[ins.index]].shape;
+          ins.per_row = true;
+          for (int k = 0; k < g.nred && k < static_cast<int>(s.size()); ++k) ins.per_row = ins.per_row && s[s.size() - 1 - k] == 1;
+          break;
+        }
+        case codegen::InstrKind::Constant: ins.per_row = true; break;
+        case codegen::InstrKind::Reduce:
+          if (prog.instrs[ins.operands[0]].per_row) return false;  // a reduction of a broadcast value
+          ins.per_row = true;
+          break;
+        case codegen::InstrKind::Unary:
+        case codegen::InstrKind::Binary:
+        case codegen::InstrKind::Select:
+        case codegen::InstrKind::Cast:
+          ins.per_row = std::all_of(ins.operands.begin(), ins.operands.end(), [&](int o) { return prog.instrs[o].per_row; });
+          break;
+      }
+    }
+    // Each output is per row exactly when its value has the rows' shape.
+    for (size_t o = 0; o < out_values.size(); ++o)
+      if (prog.instrs[prog.outputs[o]].per_row != (tape.values[out_values[o]].shape == g.row_shape)) return false;
+    return true;
+  };
 
   // Lower each group to a program; on failure the group's steps stay as they are.
   std::vector<std::optional<Step>> fused_at(nsteps);  // replacement placed at the group's last step
@@ -208,6 +385,12 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
       } else if (s.prim.kind == PrimKind::Select) {
         ins.kind = codegen::InstrKind::Select;
         ins.operands = {operand(s.inputs[0]), operand(s.inputs[1]), operand(s.inputs[2])};
+      } else if (s.prim.kind == PrimKind::Reduce) {
+        const auto& rp = s.prim.get<ReduceParams>();
+        ins.kind = codegen::InstrKind::Reduce;
+        ins.reduce = rp.op;
+        ins.ddof = rp.ddof;
+        ins.operands = {operand(s.inputs[0])};
       } else {
         SMELT_ASSERT(s.prim.kind == PrimKind::Cast, "fuse: unexpected step " + s.prim.str());
         ins.kind = codegen::InstrKind::Cast;
@@ -219,7 +402,7 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
     // Outputs: the root, and any arithmetic member used outside the group (function outputs).
     std::vector<int> out_values;
     for (int si : g.steps) {
-      if (role_of(tape, tape.steps[si]) != Role::Compute) continue;
+      if (!arithmetic(role_of(tape, tape.steps[si]))) continue;
       int v = tape.steps[si].outputs[0];
       bool outside = is_output[v];
       for (int c : consumers[v]) outside = outside || !members.count(c);
@@ -227,6 +410,7 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
     }
     if (static_cast<int>(arg_values.size() + out_values.size()) > kMaxFusedArguments) continue;
     for (int v : out_values) prog.outputs.push_back(instr_of.at(v));
+    if (g.nred > 0 && !mark_rows(prog, g, arg_values, out_values)) continue;
     std::shared_ptr<const codegen::FusedKernel> kernel;
     try {
       kernel = codegen::make_fused_kernel(std::move(prog), g.device);
@@ -243,7 +427,7 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
     // Broadcasts and constants stay: other groups or steps may read them; the DCE below drops
     // those that nobody reads any more.
     for (int si : g.steps)
-      if (role_of(tape, tape.steps[si]) == Role::Compute) removed[si] = 1;
+      if (arithmetic(role_of(tape, tape.steps[si]))) removed[si] = 1;
     fused_at[g.steps.back()] = std::move(fused);
   }
   std::vector<Step> steps;

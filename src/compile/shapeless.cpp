@@ -12,6 +12,7 @@
 
 #include "smelt/errors.h"
 #include "smelt/ops.h"
+#include "src/codegen/fused_kernel.h"
 #include "src/core/node.h"
 #include "src/primitives/shape_rules.h"
 
@@ -211,7 +212,16 @@ std::vector<Mask> output_masks(const Tape& tape, const Step& s, const std::vecto
     case PrimKind::Fused: {
       Mask m(out_rank(0), 0);
       for (auto& x : in) or_into(m, aligned(x, m.size()));
-      return same(m);
+      if (s.prim.kind != PrimKind::Fused || !codegen::is_row_kernel(s.prim.get<FusedParams>())) return same(m);
+      // A row program's per-row outputs do not follow the reduced axes.
+      std::vector<Mask> out;
+      for (size_t o = 0; o < nout; ++o) {
+        Mask mo = m;
+        if (codegen::row_kernel_output_per_row(s.prim.get<FusedParams>(), o))
+          for (size_t d = mo.size() - codegen::row_kernel_reduced_axes(s.prim.get<FusedParams>()); d < mo.size(); ++d) mo[d] = 0;
+        out.push_back(mo);
+      }
+      return out;
     }
     case PrimKind::Concatenate: {
       Mask m = in[0];
@@ -324,6 +334,14 @@ std::vector<Shape> step_shapes(const Tape& tape, const Step& s, const ShapelessS
         Shape j;
         for (auto& x : in) j = broadcast_shape_of(j, x, s.prim.str());
         out.assign(s.outputs.size(), j);
+        if (s.prim.kind == PrimKind::Fused && codegen::is_row_kernel(s.prim.get<FusedParams>())) {
+          // A row kernel's per-row outputs have its reduced (trailing) axes set to 1.
+          const FusedParams& fp = s.prim.get<FusedParams>();
+          const size_t k = static_cast<size_t>(codegen::row_kernel_reduced_axes(fp));
+          for (size_t o = 0; o < out.size(); ++o)
+            if (codegen::row_kernel_output_per_row(fp, o))
+              for (size_t d = j.size() - std::min(k, j.size()); d < j.size(); ++d) out[o][d] = 1;
+        }
         break;
       }
       case Rule::Scatter: {
@@ -446,7 +464,9 @@ ShapelessPlan plan_shapeless(const Tape& tape, const std::string& function) {
       if (is_broadcasting_elementwise(s.prim.kind)) {
         Shape j;
         for (int r : roots) j = broadcast_shape_of(j, shape(r), "");
-        if (j == shape(s.outputs[0])) ps.operands = roots;
+        Shape full;  // the index space (a row kernel's first output may be per row)
+        for (int v : s.inputs) full = broadcast_shape_of(full, shape(v), "");
+        if (j == full) ps.operands = roots;
       } else if (s.prim.kind == PrimKind::Matmul) {
         bool ok = true;
         Shape batch;

@@ -177,8 +177,15 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
     case PrimKind::Fused: {
       Shape s;
       for (auto& x : in) s = broadcast_shape_of(s, x, prim.str());
-      size_t outs = prim.get<FusedParams>().kernel->program.outputs.size();
-      return std::vector<Shape>(outs, s);
+      const FusedParams& fp = prim.get<FusedParams>();
+      size_t outs = fp.kernel->program.outputs.size();
+      if (!codegen::is_row_kernel(fp)) return std::vector<Shape>(outs, s);
+      // A row program: per-row outputs have the reduced (trailing) axes set to 1.
+      std::vector<Shape> shapes(outs, s);
+      for (size_t o = 0; o < outs; ++o)
+        if (codegen::row_kernel_output_per_row(fp, o))
+          for (size_t d = s.size() - static_cast<size_t>(codegen::row_kernel_reduced_axes(fp)); d < s.size(); ++d) shapes[o][d] = 1;
+      return shapes;
     }
     case PrimKind::Transpose: {
       need_inputs(prim, in, 1);

@@ -10,6 +10,7 @@
 
 #include "compile_helpers.h"
 #include "src/codegen/cpp_emitter.h"
+#include "src/codegen/cuda_emitter.h"
 #include "src/codegen/embedded_sources.h"
 
 namespace smelt {
@@ -141,9 +142,8 @@ std::string emitted(const FusedProgram& p) {
   return src;
 }
 
-void expect_golden(const std::string& name, const FusedProgram& p) {
-  const std::string got = emitted(p);
-  const fs::path file = golden_dir() / (name + ".cpp");
+void expect_golden_text(const std::string& name, const std::string& got) {
+  const fs::path file = golden_dir() / name;
   const char* update = std::getenv("SMELT_UPDATE_GOLDEN");
   if (update && std::string(update) == "1") {
     fs::create_directories(golden_dir());
@@ -156,6 +156,35 @@ void expect_golden(const std::string& name, const FusedProgram& p) {
   want << f.rdbuf();
   EXPECT_EQ(got, want.str()) << "the generated source of " << name << " changed; if intended, rerun with "
                              << "SMELT_UPDATE_GOLDEN=1 and review the diff of " << file;
+}
+
+void expect_golden(const std::string& name, const FusedProgram& p) { expect_golden_text(name + ".cpp", emitted(p)); }
+
+/// The one program that fusing `fn` over `examples` gives (a row program for the norms).
+FusedProgram traced_program(const std::function<std::vector<Array>(const std::vector<Array>&)>& fn,
+                            const std::vector<Array>& examples) {
+  const compiler::Tape tape = test::optimized_tape(fn, examples);  // owns the kernels
+  auto programs = test::fused_programs(tape);
+  EXPECT_EQ(programs.size(), 1u);
+  return programs.empty() ? FusedProgram{} : *programs[0];
+}
+
+FusedProgram rms_norm_rows() {
+  return traced_program([](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; },
+                        {zeros({4, 64}, bfloat16), zeros({64}, bfloat16)});
+}
+
+FusedProgram softmax_rows() {
+  return traced_program([](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; },
+                        {zeros({4, 64}, float32)});
+}
+
+// Fused reductions: RMSNorm (a prologue cast and square, a mean, the per-row rsqrt, the epilogue
+// with the weight) for the CPU, and softmax (two reductions) for both devices.
+TEST(CodegenGolden, RmsNormRowKernel) { expect_golden("rms_norm_rows_bf16", rms_norm_rows()); }
+TEST(CodegenGolden, SoftmaxRowKernel) { expect_golden("softmax_rows_f32", softmax_rows()); }
+TEST(CodegenGolden, SoftmaxRowKernelCuda) {
+  expect_golden_text("softmax_rows_f32.cu", codegen::emit_cuda_row_kernel(softmax_rows()));
 }
 
 TEST(CodegenGolden, Float32Chain) { expect_golden("float32_chain", float32_chain()); }

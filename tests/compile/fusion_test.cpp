@@ -49,15 +49,35 @@ TEST(Fusion, SingleOperationsAreNotWrapped) {
   EXPECT_EQ(test::Dumps::count(tape, "Binary(Add)"), 1) << tape;
 }
 
-TEST(Fusion, ReductionSplitsTwoGroups) {
+TEST(Fusion, ReductionJoinsItsPrologueAndAReshapeEndsTheGroup) {
   test::Dumps dumps;
   Fn fn = [](const std::vector<Array>& in) { return std::vector<Array>{sqrt(sum(exp(in[0]) * 2.0f, {-1})) + 1.0f}; };
   auto f = compile_flat(fn, dumps.options());
   expect_same(f, fn, {rand({6, 40}, 5)});
   const std::string tape = dumps.final_tape();
   ASSERT_EQ(test::Dumps::count(tape, "Fused"), 2) << tape;
+  ASSERT_EQ(test::Dumps::count(tape, "Reduce"), 0) << tape;
+  // In tape order: the reduction with its prologue (a row kernel), the reshape that drops the
+  // reduced axis (not fusable), the chain after it.
+  const size_t first = tape.find("Fused(sum_row(multiply(exp(in0), 2)))");
+  const size_t reshape = tape.find("Reshape(");
+  const size_t second = tape.find("Fused(add(sqrt(in0), 1))");
+  ASSERT_NE(first, std::string::npos) << tape;
+  ASSERT_NE(second, std::string::npos) << tape;
+  EXPECT_LT(first, reshape);
+  EXPECT_LT(reshape, second);
+}
+
+// A reduction over a leading axis (a column reduction) does not join: the chains before and
+// after it are kernels of their own.
+TEST(Fusion, ColumnReductionSplitsTwoGroups) {
+  test::Dumps dumps;
+  Fn fn = [](const std::vector<Array>& in) { return std::vector<Array>{sqrt(sum(exp(in[0]) * 2.0f, {0})) + 1.0f}; };
+  auto f = compile_flat(fn, dumps.options());
+  expect_same(f, fn, {rand({6, 40}, 5)});
+  const std::string tape = dumps.final_tape();
+  ASSERT_EQ(test::Dumps::count(tape, "Fused"), 2) << tape;
   ASSERT_EQ(test::Dumps::count(tape, "Reduce"), 1) << tape;
-  // In tape order: the chain before the reduction, the reduction, the chain after it.
   const size_t first = tape.find("Fused(multiply(exp(in0), 2))");
   const size_t reduce = tape.find("Reduce(sum");
   const size_t second = tape.find("Fused(add(sqrt(in0), 1))");
@@ -320,7 +340,7 @@ TEST(Fusion, ScalarSharedByTwoKernelsIsALiteralInBoth) {
   test::Dumps dumps;
   Fn fn = [](const std::vector<Array>& in) {
     Array u = exp(in[0]) * 2.0f;
-    Array v = sum(u, {-1}, true);
+    Array v = sum(u, {0}, true);  // over columns: stays a step between the two kernels
     return std::vector<Array>{(u - v) * 2.0f};
   };
   auto f = compile_flat(fn, dumps.options());

@@ -2,6 +2,7 @@
 #include "smelt/errors.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
+#include "src/backend/cpu/reduce_order.h"
 #include "src/codegen/fused_kernel.h"
 
 namespace smelt::cpu {
@@ -48,11 +49,73 @@ void run_outer_axes(const codegen::FusedKernel& k, const Shape& shape, const std
   });
 }
 
+/// A row program: the index space is the inputs' broadcast shape; its trailing reduced axes are
+/// rows, run in parallel (each row by one thread, in the order of reduce_order.h).
+void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  Shape full;
+  for (const auto& in : inputs) full = broadcast_shapes(full, in.shape());
+  const int nd = static_cast<int>(full.size()), nred = k.program.reduced_axes;
+  SMELT_ASSERT(nred <= nd, "Fused: a row program's reduced axes exceed the rank of " + shape_to_string(full));
+  for (auto& out : outputs) alloc_contiguous(out);
+  const size_t nin = inputs.size(), nargs = nin + outputs.size();
+  Shape kept_shape(full.begin(), full.end() - nred), red_shape(full.end() - nred, full.end());
+  const int64_t rows = shape_size(kept_shape), n = shape_size(red_shape);
+  if (rows == 0) return;
+  // Element strides per argument: inputs broadcast (stride 0 on size-1 axes); outputs are
+  // contiguous and addressed by the kernel itself (r * n + j, or r).
+  std::vector<int64_t> kst(nargs * std::max(1, nd - nred), 0), rst(nargs * std::max(1, nred), 0);
+  Shape ks = kept_shape.empty() ? Shape{1} : kept_shape, rs = red_shape.empty() ? Shape{1} : red_shape;
+  const int knd = static_cast<int>(ks.size()), rnd = static_cast<int>(rs.size());
+  for (size_t a = 0; a < nin; ++a) {
+    const auto& node = inputs[a].node();
+    const int off = nd - static_cast<int>(node.shape.size());
+    for (int d = 0; d < static_cast<int>(node.shape.size()); ++d) {
+      const int64_t st = node.shape[d] == 1 ? 0 : node.strides[d];
+      const int fd = off + d;
+      if (fd < nd - nred) kst[a * knd + fd] = st;
+      else rst[a * rnd + (fd - (nd - nred))] = st;
+    }
+  }
+  // Merge the row's axes where every input allows it, so the common case is one unit-stride run.
+  Shape mshape;
+  std::vector<std::vector<int64_t>> mst(nin);
+  for (int d = 0; d < rnd; ++d) {
+    if (rs[d] == 1 && rnd > 1) continue;
+    bool merge = !mshape.empty();
+    for (size_t a = 0; a < nin && merge; ++a) merge = mst[a].back() == rst[a * rnd + d] * rs[d];
+    if (merge) {
+      mshape.back() *= rs[d];
+      for (size_t a = 0; a < nin; ++a) mst[a].back() = rst[a * rnd + d];
+    } else {
+      mshape.push_back(rs[d]);
+      for (size_t a = 0; a < nin; ++a) mst[a].push_back(rst[a * rnd + d]);
+    }
+  }
+  if (mshape.empty()) {
+    mshape.push_back(1);
+    for (auto& m : mst) m.push_back(0);
+  }
+  SMELT_ASSERT(static_cast<int>(mshape.size()) <= kKernelAxes, "Fused: too many row axes in " + shape_to_string(full));
+  const int mnd = static_cast<int>(mshape.size());
+  std::vector<int64_t> red_strides(nargs * mnd, 0);
+  for (size_t a = 0; a < nin; ++a)
+    for (int d = 0; d < mnd; ++d) red_strides[a * mnd + d] = mst[a][d];
+  std::vector<char*> ptrs(nargs);
+  for (size_t a = 0; a < nin; ++a) ptrs[a] = arg_ptr(inputs[a]);
+  for (size_t o = 0; o < outputs.size(); ++o) ptrs[nin + o] = arg_ptr(outputs[o]);
+  reduce_order::RowArgs args{ptrs.data(), rows, n, knd, mnd, ks.data(), kst.data(), mshape.data(), red_strides.data()};
+  // The loader returns every kernel's entry as CpuKernelFn; a row program's has this signature.
+  auto fn = reinterpret_cast<codegen::CpuRowKernelFn>(reinterpret_cast<void (*)()>(k.cpu));
+  parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, n)),
+               [&](int64_t b, int64_t e) { fn(b, e, &args); });
+}
+
 }  // namespace
 
 void eval_Fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
   const codegen::FusedKernel& k = *p.kernel;
   SMELT_ASSERT(k.cpu != nullptr, "Fused: the kernel was not built for the CPU");
+  if (k.program.is_row_program()) return run_rows(k, inputs, outputs);
   const Shape& shape = outputs[0].shape();
   const int nd = static_cast<int>(shape.size());
   const size_t nin = inputs.size(), nargs = nin + outputs.size();

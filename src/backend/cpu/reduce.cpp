@@ -13,6 +13,7 @@
 #include "smelt/errors.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
+#include "src/backend/cpu/reduce_order.h"
 #include "src/backend/cpu/scalar_math.h"
 #include "src/core/convert.h"
 #include "src/core/dispatch.h"
@@ -20,6 +21,15 @@
 namespace smelt::cpu {
 
 namespace {
+
+using reduce_order::Cascade;
+using reduce_order::group_count;
+using reduce_order::is_float_v;
+using reduce_order::Red;
+using reduce_order::reduce_run;
+using reduce_order::store_t;
+using reduce_order::widen;
+static_assert(reduce_order::kSplitWork == kGrain, "reduce_order's split threshold must follow the CPU grain");
 
 // ---- Layout planning -------------------------------------------------------------------------
 
@@ -95,220 +105,7 @@ class Walker {
   int64_t in_ = 0, out_ = 0;
 };
 
-/// Number of groups a long reduction with few independent tasks is split into. Depends only on
-/// the sizes, so results do not change with the thread count.
-int64_t group_count(int64_t tasks, int64_t reduce_len, int64_t work_per_step) {
-  constexpr int64_t kMinGroup = 1 << 14;
-  if (tasks >= 16 || tasks * reduce_len * work_per_step < 4 * kGrain) return 1;
-  return std::clamp<int64_t>(reduce_len / kMinGroup, 1, 64);
-}
-
 // ---- Reduction operators ---------------------------------------------------------------------
-
-/// Element type for buffers of T (std::vector<bool> is not a buffer of bools).
-template <class T>
-using store_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
-
-template <class In>
-inline constexpr bool is_float_v = std::is_floating_point_v<In> || is_half_v<In>;
-
-/// float16 to float without branches (vectorizes), bit-identical to half_to_float: the
-/// exponent is rebiased; subnormals go through an exact float subtraction; inf/NaN keep their
-/// mantissa.
-inline float half_bits_to_float(uint16_t h) {
-  const uint32_t em = static_cast<uint32_t>(h & 0x7fffu) << 13;
-  const uint32_t e = em & 0x0f800000u;
-  const uint32_t normal = em + 0x38000000u;
-  const uint32_t special = normal + 0x38000000u;
-  const uint32_t sub =
-      std::bit_cast<uint32_t>(std::bit_cast<float>(em + 0x38800000u) - std::bit_cast<float>(0x38800000u));
-  // Masks rather than selects: GCC vectorizes the integer form.
-  const uint32_t is_special = 0u - static_cast<uint32_t>(e == 0x0f800000u);
-  const uint32_t is_sub = 0u - static_cast<uint32_t>(e == 0);
-  const uint32_t r = (normal & ~(is_special | is_sub)) | (special & is_special) | (sub & is_sub);
-  return std::bit_cast<float>(r | (static_cast<uint32_t>(h & 0x8000u) << 16));
-}
-
-/// An element in the type kernels compute with (halves as float).
-template <class In>
-inline compute_t<In> widen(In x) {
-  if constexpr (std::is_same_v<In, float16_t>) return half_bits_to_float(x.bits);
-  else return static_cast<compute_t<In>>(x);
-}
-
-/// Accumulator, output, identity and step of a reduction of `In` by `Op`.
-template <ReduceOp Op, class In>
-struct Red {
-  static constexpr bool kSumLike = Op == ReduceOp::Sum || Op == ReduceOp::Prod;
-  static constexpr bool kBoolOut = Op == ReduceOp::All || Op == ReduceOp::Any;
-  // Integer sums and products wrap: they run in uint64 whatever the signedness.
-  using Acc = std::conditional_t<kBoolOut, bool,
-              std::conditional_t<kSumLike && !is_float_v<In>, uint64_t, compute_t<In>>>;
-  using Out = std::conditional_t<kBoolOut, bool,
-              std::conditional_t<!kSumLike || is_float_v<In>, In,
-              std::conditional_t<std::is_unsigned_v<In> && !std::is_same_v<In, bool>, uint64_t, int64_t>>>;
-  // Float sums combine partial results pairwise for accuracy; the other operators are exact.
-  static constexpr bool kPairwise = kSumLike && is_float_v<In>;
-  static constexpr bool kIsMax = Op == ReduceOp::Max;
-  static constexpr ReduceOp kOp = Op;
-  static constexpr bool kVectorMinMax = (Op == ReduceOp::Max || Op == ReduceOp::Min) && std::is_floating_point_v<Acc>;
-
-  static Acc init() {
-    if constexpr (Op == ReduceOp::Sum) return Acc(0);
-    else if constexpr (Op == ReduceOp::Prod) return Acc(1);
-    else if constexpr (Op == ReduceOp::All) return true;
-    else if constexpr (Op == ReduceOp::Any) return false;
-    else if constexpr (std::is_same_v<Acc, bool>) return Op == ReduceOp::Min;
-    else if constexpr (std::is_floating_point_v<Acc>)
-      return Op == ReduceOp::Max ? -std::numeric_limits<Acc>::infinity() : std::numeric_limits<Acc>::infinity();
-    else return Op == ReduceOp::Max ? std::numeric_limits<Acc>::lowest() : std::numeric_limits<Acc>::max();
-  }
-  static Acc load(In x) {
-    if constexpr (kBoolOut) {
-      if constexpr (is_half_v<In>) return widen(x) != 0.0f;
-      else return x != In(0);
-    } else if constexpr (std::is_same_v<Acc, uint64_t> && std::is_signed_v<In>) {
-      return static_cast<uint64_t>(static_cast<int64_t>(x));  // sign-extend, then wrap
-    } else {
-      return static_cast<Acc>(widen(x));
-    }
-  }
-  static Acc step(Acc a, Acc x) {
-    if constexpr (Op == ReduceOp::Sum) return static_cast<Acc>(a + x);
-    else if constexpr (Op == ReduceOp::Prod) return static_cast<Acc>(a * x);
-    else if constexpr (Op == ReduceOp::All) return a && x;
-    else if constexpr (Op == ReduceOp::Any) return a || x;
-    else if constexpr (std::is_same_v<Acc, bool>) return Op == ReduceOp::Max ? (a || x) : (a && x);
-    else if constexpr (std::is_floating_point_v<Acc>) {
-      // NaN propagates: once the accumulator is NaN no comparison replaces it.
-      // NaN propagates: once the accumulator is NaN no comparison replaces it. (Written as
-      // nested selects, which GCC's loop vectorizer accepts.)
-      if constexpr (Op == ReduceOp::Max) return x != x ? x : (x > a ? x : a);
-      else return x != x ? x : (x < a ? x : a);
-    } else {
-      if constexpr (Op == ReduceOp::Max) return x > a ? x : a;
-      else return x < a ? x : a;
-    }
-  }
-  static Out finish(Acc a) {
-    if constexpr (std::is_same_v<Acc, uint64_t>) return static_cast<Out>(a);
-    else return convert<Out, Acc>(a);
-  }
-};
-
-/// Pairwise combination of a stream of partial results (a binary counter of levels), so that
-/// accumulating many runs keeps pairwise summation's O(log n) error growth.
-template <class R>
-class Cascade {
- public:
-  using Acc = typename R::Acc;
-  void push(Acc v) {
-    int level = 0;
-    while (n_ > 0 && level_[n_ - 1] == level) {
-      v = R::step(val_[n_ - 1], v);
-      --n_;
-      ++level;
-    }
-    val_[n_] = v;
-    level_[n_++] = level;
-  }
-  Acc result() const {
-    if (n_ == 0) return R::init();
-    Acc r = val_[n_ - 1];
-    for (int i = n_ - 2; i >= 0; --i) r = R::step(val_[i], r);
-    return r;
-  }
-
- private:
-  Acc val_[66];
-  int level_[66];
-  int n_ = 0;
-};
-
-/// NaN-propagating max/min of n contiguous elements with explicit 16-byte vectors: the
-/// compiler does not vectorize the NaN-aware select on its own.
-template <class R, class In>
-typename R::Acc minmax_contiguous(const In* p, int64_t n) {
-  using Acc = typename R::Acc;
-  typedef Acc V __attribute__((vector_size(16)));
-  constexpr int L = 16 / sizeof(Acc);
-  auto vstep = [](V a, V x) {
-    if constexpr (R::kIsMax) return ((x > a) | (x != x)) ? x : a;
-    else return ((x < a) | (x != x)) ? x : a;
-  };
-  auto load = [&](int64_t i) {
-    V v;
-    if constexpr (std::is_same_v<In, Acc>) {
-      std::memcpy(&v, p + i, sizeof(V));
-    } else {
-      for (int l = 0; l < L; ++l) v[l] = R::load(p[i + l]);
-    }
-    return v;
-  };
-  V a0 = V{} + R::init(), a1 = a0;
-  int64_t i = 0;
-  for (; i + 2 * L <= n; i += 2 * L) {
-    a0 = vstep(a0, load(i));
-    a1 = vstep(a1, load(i + L));
-  }
-  Acc r = R::init();
-  for (int l = 0; l < L; ++l) r = R::step(R::step(r, a0[l]), a1[l]);
-  for (; i < n; ++i) r = R::step(r, R::load(p[i]));
-  return r;
-}
-
-/// Reduces n elements at stride s. Float sums split in halves down to blocks of 128 that use
-/// eight accumulators (NumPy's pairwise scheme); the rest use eight lanes, which vectorizes.
-template <class R, class In>
-typename R::Acc reduce_run(const In* p, int64_t n, int64_t s) {
-  using Acc = typename R::Acc;
-  constexpr int64_t kBlock = 128;
-  if (n < 8) {
-    Acc a = R::init();
-    for (int64_t i = 0; i < n; ++i) a = R::step(a, R::load(p[i * s]));
-    return a;
-  }
-  if (R::kPairwise && n > kBlock) {
-    int64_t h = (n / 2) & ~int64_t(7);
-    Acc lo = reduce_run<R>(p, h, s);
-    Acc hi = reduce_run<R>(p + h * s, n - h, s);
-    return R::step(lo, hi);
-  }
-  if constexpr (R::kVectorMinMax) {
-    if (s == 1) return minmax_contiguous<R>(p, n);
-  }
-  if constexpr (is_half_v<In>) {
-    // Widen blocks in a loop that vectorizes, then reduce them as floats: the same operations
-    // in the same order (a pairwise leaf is at most 128 long, so it is one block).
-    if (s == 1) {
-      using RF = Red<R::kOp, float>;
-      static_assert(std::is_same_v<typename RF::Acc, Acc>);
-      float buf[256];
-      Acc r = R::init();
-      for (int64_t b = 0; b < n; b += 256) {
-        const int64_t m = std::min<int64_t>(256, n - b);
-        for (int64_t i = 0; i < m; ++i) buf[i] = widen(p[b + i]);
-        Acc part = reduce_run<RF>(buf, m, 1);
-        r = b == 0 ? part : R::step(r, part);
-      }
-      return r;
-    }
-  }
-  Acc lane[8];
-  for (auto& l : lane) l = R::init();
-  int64_t i = 0;
-  if (s == 1) {
-    for (; i + 8 <= n; i += 8)
-      for (int l = 0; l < 8; ++l) lane[l] = R::step(lane[l], R::load(p[i + l]));
-  } else {
-    for (; i + 8 <= n; i += 8)
-      for (int l = 0; l < 8; ++l) lane[l] = R::step(lane[l], R::load(p[(i + l) * s]));
-  }
-  Acc r = R::step(R::step(R::step(lane[0], lane[1]), R::step(lane[2], lane[3])),
-                  R::step(R::step(lane[4], lane[5]), R::step(lane[6], lane[7])));
-  for (; i < n; ++i) r = R::step(r, R::load(p[i * s]));
-  return r;
-}
 
 /// Reduces the reduced positions [b, e) (row-major over `red`) starting at `base`.
 template <class R, class In>
@@ -455,6 +252,46 @@ void reduce_columns(const In* src, typename R::Out* dst, store_t<typename R::Acc
   });
 }
 
+/// Whether every reduced axis longer than 1 comes after every kept axis longer than 1.
+bool trailing_axes(const Shape& shape, const std::vector<int>& axes) {
+  bool seen_reduced = false;
+  for (int i = 0; i < static_cast<int>(shape.size()); ++i) {
+    if (shape[i] == 1) continue;
+    const bool reduced = std::binary_search(axes.begin(), axes.end(), i);
+    if (!reduced && seen_reduced) return false;
+    seen_reduced = seen_reduced || reduced;
+  }
+  return true;
+}
+
+/// The elements of a strided array in row-major order.
+template <class In>
+std::vector<store_t<In>> gather_row_major(const In* src, const Shape& shape, const Strides& strides) {
+  const int64_t total = shape_size(shape);
+  std::vector<store_t<In>> v(static_cast<size_t>(total));
+  std::vector<AxisInfo> axes;
+  const Strides rm = row_major_strides(shape);
+  for (size_t i = 0; i < shape.size(); ++i) axes.push_back({shape[i], strides[i], rm[i]});
+  // make_dims orders by the input's strides; keep the logical order instead (no sort needed
+  // for correctness: every position is visited once and written at its row-major offset).
+  Dims d;
+  for (const auto& a : axes) {
+    if (a.size == 1) continue;
+    d.shape.push_back(a.size);
+    d.in.push_back(a.in);
+    d.out.push_back(a.out);
+  }
+  if (d.shape.empty()) {
+    if (total == 1) v[0] = src[0];
+    return v;
+  }
+  parallel_for(total, kGrain, [&](int64_t b, int64_t e) {
+    Walker w(d, b);
+    for (int64_t i = b; i < e; ++i, w.next()) v[static_cast<size_t>(w.out())] = src[w.in()];
+  });
+  return v;
+}
+
 template <class R, class In>
 void run_reduce(const Array& in, Array& out, const std::vector<int>& axes) {
   using Acc = typename R::Acc;
@@ -463,14 +300,28 @@ void run_reduce(const Array& in, Array& out, const std::vector<int>& axes) {
                                                    " does not match the kernel's");
   const auto& n = in.node();
   const Strides os = row_major_strides(out.shape());
-  std::vector<AxisInfo> kept_axes, red_axes;
-  for (int i = 0; i < in.ndim(); ++i) {
-    bool reduced = std::binary_search(axes.begin(), axes.end(), i);
-    (reduced ? red_axes : kept_axes).push_back({n.shape[i], n.strides[i], reduced ? 0 : os[i]});
-  }
-  Dims kept = make_dims(std::move(kept_axes)), red = make_dims(std::move(red_axes));
-  if (red.shape.empty()) red = Dims{{1}, {0}, {0}};
+  auto plan = [&](const Strides& st, Dims& kept, Dims& red) {
+    std::vector<AxisInfo> kept_axes, red_axes;
+    for (int i = 0; i < in.ndim(); ++i) {
+      bool reduced = std::binary_search(axes.begin(), axes.end(), i);
+      (reduced ? red_axes : kept_axes).push_back({n.shape[i], st[i], reduced ? 0 : os[i]});
+    }
+    kept = make_dims(std::move(kept_axes));
+    red = make_dims(std::move(red_axes));
+    if (red.shape.empty()) red = Dims{{1}, {0}, {0}};
+  };
+  Dims kept, red;
+  plan(n.strides, kept, red);
   const In* src = in_ptr<In>(in);
+  // A reduction over the trailing axes (rows) follows the row order of reduce_order.h whatever
+  // the input's layout, as fused row kernels do: a row that is not one unit-stride run is read
+  // through a row-major copy (the column path would combine in another order).
+  std::vector<store_t<In>> copy;
+  if (trailing_axes(n.shape, axes) && red.count() > 1 && !(red.nd() == 1 && red.in[0] == 1)) {
+    copy = gather_row_major<In>(src, n.shape, n.strides);
+    src = reinterpret_cast<const In*>(copy.data());
+    plan(row_major_strides(n.shape), kept, red);
+  }
   Out* dst = out_ptr<Out>(out);
   const int64_t outs = kept.count(), rn = red.count();
   if (outs == 0) return;
@@ -750,7 +601,7 @@ void divide_by_count(const Array& in, Array& out, const ReduceParams& p) {
   if constexpr (scalar::float_v<T>) {
     int64_t count = 1;
     for (int ax : p.axes) count *= in.shape()[ax];
-    const T d = convert<T>(static_cast<double>(std::max<int64_t>(count - p.ddof, 0)));
+    const T d = reduce_order::mean_divisor<T>(count, p.ddof);
     T* o = static_cast<T*>(out.node().data_ptr());
     const int64_t n = out.size();
     parallel_for(n, kGrain, [&](int64_t b, int64_t e) {

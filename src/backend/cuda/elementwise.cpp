@@ -3,14 +3,18 @@
 // Each kernel is generated as source for its exact op, dtypes and layout and built by NVRTC
 // (compiler.cpp). Two layouts: *flat*, where every input is contiguous or one broadcast value
 // (4 elements per thread, loads issued before the stores so in-place outputs stay correct),
-// and *strided*, where collapsed shape and strides are passed and each thread decomposes its
-// index. Outputs are always row-major.
+// *rows*, where the collapsed layout has two axes (a broadcast row or column, a transpose): a
+// block takes 1024 elements of one row, so a thread finds its row and column with one division
+// instead of a 64-bit division and modulo per axis and element; and *strided*, where collapsed
+// shape and strides are passed and each thread decomposes its index. Outputs are always
+// row-major.
 #include <cstring>
 #include <string>
 
 #include "smelt/errors.h"
 #include "src/backend/cuda/allocator.h"
 #include "src/backend/cuda/cuda.h"
+#include "src/backend/cuda/elementwise_sources.h"
 #include "src/backend/cuda/kernels.h"
 #include "src/codegen/cuda_emitter.h"
 #include "src/backend/cpu/kernel_utils.h"
@@ -45,7 +49,43 @@ int flat_kind(const detail::Node& n) {
 constexpr unsigned kBlock = 256;
 constexpr int kPerThread = 4;
 
+/// `expr` with each input name v<i> indexed as v<i>[j] (names are v0..v2, never prefixes of one
+/// another).
+std::string indexed_expr(const std::string& expr, size_t inputs) {
+  std::string e = expr;
+  for (size_t i = 0; i < inputs; ++i) {
+    const std::string from = "v" + std::to_string(i);
+    for (size_t pos = e.find(from); pos != std::string::npos; pos = e.find(from, pos + from.size() + 3))
+      e.replace(pos, from.size(), from + "[j]");
+  }
+  return e;
+}
+
 }  // namespace
+
+std::string elementwise_rows_source(const std::vector<std::string>& types, const std::string& out_type,
+                                    const std::string& expr) {
+  std::string b = kEwArgsSource;
+  b += "extern \"C\" __global__ void k(EwArgs a) {\n"
+       "  const i64 cols = a.L.shape[1], tiles = (cols + 1023) / 1024;\n"
+       "  const i64 blk = bid(), row = blk / tiles;\n"
+       "  if (row >= a.L.shape[0]) return;\n"
+       "  const i64 c0 = (blk - row * tiles) * 1024 + threadIdx.x;\n";
+  for (size_t i = 0; i < types.size(); ++i) {
+    const std::string id = std::to_string(i);
+    b += "  const " + types[i] + "* x" + id + " = (const " + types[i] + "*)a.in[" + id + "] + row * a.L.st[" + id +
+         "][0];\n  const i64 s" + id + " = a.L.st[" + id + "][1];\n  " + types[i] + " v" + id + "[4];\n";
+  }
+  b += "  " + out_type + "* y = (" + out_type + "*)a.out + row * cols;\n";
+  b += "  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 c = c0 + j * 256;\n    if (c < cols) {\n";
+  for (size_t i = 0; i < types.size(); ++i) {
+    const std::string id = std::to_string(i);
+    b += "      v" + id + "[j] = x" + id + "[c * s" + id + "];\n";
+  }
+  b += "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 c = c0 + j * 256;\n"
+       "    if (c < cols) y[c] = " + indexed_expr(expr, types.size()) + ";\n  }\n}\n";
+  return b;
+}
 
 const char* device_type(Dtype dtype) { return codegen::cuda_type_name(dtype); }
 
@@ -121,10 +161,11 @@ void run_elementwise(const std::string& key, const std::vector<Array>& inputs, A
     std::vector<const Strides*> st;
     for (auto& in : inputs) st.push_back(&in.node().strides);
     args.layout = collapse_layout(inputs[0].shape(), st, what);
-    mode = "strided";
+    mode = args.layout.nd == 2 && kBlock == 256 ? "rows" : "strided";
   }
   const std::string full_key = "ew|" + key + "|" + type_key + out_type + "|" + mode;
   CUfunction fn = get_kernel(s.index, full_key, [&] {
+    if (mode == "rows") return elementwise_rows_source(types, out_type, expr);
     std::string b = kEwArgsSource;
     b += "extern \"C\" __global__ void k(EwArgs a) {\n";
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -142,14 +183,7 @@ void run_elementwise(const std::string& key, const std::vector<Array>& inputs, A
       }
       b += "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < " + std::to_string(kPerThread) +
            "; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n    if (i < a.n) {\n";
-      std::string e = expr;
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        // v0 -> v0[j] in the expression (names are v0..v2, never prefixes of one another)
-        const std::string from = "v" + std::to_string(i);
-        for (size_t pos = e.find(from); pos != std::string::npos; pos = e.find(from, pos + from.size() + 3))
-          e.replace(pos, from.size(), from + "[j]");
-      }
-      b += "      y[i] = " + e + ";\n    }\n  }\n}\n";
+      b += "      y[i] = " + indexed_expr(expr, inputs.size()) + ";\n    }\n  }\n}\n";
     } else {
       b += "  const i64 i = gid();\n  if (i >= a.n) return;\n  i64 r = i";
       for (size_t i = 0; i < inputs.size(); ++i) b += ", o" + std::to_string(i) + " = 0";
@@ -165,7 +199,10 @@ void run_elementwise(const std::string& key, const std::vector<Array>& inputs, A
     }
     return b;
   }, what);
-  const uint64_t grid = flat ? blocks_for(n, kBlock * kPerThread) : blocks_for(n, kBlock);
+  const uint64_t grid = flat              ? blocks_for(n, kBlock * kPerThread)
+                        : mode == "rows" ? static_cast<uint64_t>(args.layout.shape[0]) *
+                                               blocks_for(args.layout.shape[1], kBlock * kPerThread)
+                                         : blocks_for(n, kBlock);
   launch(s, fn, grid, kBlock, &args, what);
 }
 

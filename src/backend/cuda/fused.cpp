@@ -9,6 +9,7 @@
 #include "src/backend/cuda/kernels.h"
 #include "src/codegen/cuda_emitter.h"
 #include "src/codegen/fused_kernel.h"
+#include "src/codegen/gpu_row_order.h"
 
 namespace smelt::cuda {
 
@@ -22,6 +23,83 @@ struct FusedArgs {
   int64_t st[codegen::kCudaFusedMaxArgs][kMaxDims] = {};
 };
 
+/// Mirrors the device struct RowArgs of emit_cuda_row_kernel.
+struct RowArgs {
+  uint64_t p[codegen::kCudaFusedMaxArgs] = {};
+  int64_t rows = 0, n = 0, groups = 1, chunk = 0, threads = 256, knd = 0, rnd = 0;
+  int64_t kshape[kMaxDims] = {};
+  int64_t kst[codegen::kCudaFusedMaxArgs][kMaxDims] = {};
+  int64_t rshape[kMaxDims] = {};
+  int64_t rst[codegen::kCudaFusedMaxArgs][kMaxDims] = {};
+};
+
+/// Collapses `shape`'s axes where every input's strides allow; throws past kMaxDims axes.
+int64_t collapse(const Shape& shape, const std::vector<Strides>& st, int64_t* out_shape, int64_t (*out_st)[kMaxDims],
+                 const std::string& what) {
+  int64_t cnd = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = cnd > 0;
+    for (size_t i = 0; i < st.size() && merge; ++i) merge = out_st[i][cnd - 1] == st[i][d] * shape[d];
+    if (merge) {
+      out_shape[cnd - 1] *= shape[d];
+      for (size_t i = 0; i < st.size(); ++i) out_st[i][cnd - 1] = st[i][d];
+      continue;
+    }
+    if (cnd == kMaxDims)
+      throw UnsupportedError(what + ": more than " + std::to_string(kMaxDims) + " non-mergeable axes in shape " +
+                             shape_to_string(shape));
+    out_shape[cnd] = shape[d];
+    for (size_t i = 0; i < st.size(); ++i) out_st[i][cnd] = st[i][d];
+    ++cnd;
+  }
+  if (cnd == 0) {
+    out_shape[0] = 1;
+    cnd = 1;
+  }
+  return cnd;
+}
+
+/// A row program: one warp or block per row (codegen/gpu_row_order.h).
+void eval_fused_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, std::vector<Array>& outputs,
+                     const std::string& what) {
+  Shape full;
+  for (const auto& in : inputs) full = broadcast_shapes(full, in.shape());
+  const int nd = static_cast<int>(full.size()), nred = k.program.reduced_axes;
+  for (auto& out : outputs) alloc_output(out);
+  const size_t nin = inputs.size();
+  const Shape kept(full.begin(), full.end() - nred), red(full.end() - nred, full.end());
+  RowArgs args;
+  args.rows = shape_size(kept);
+  args.n = shape_size(red);
+  if (args.rows == 0) return;
+  std::vector<Strides> kst(nin, Strides(kept.size(), 0)), rst(nin, Strides(red.size(), 0));
+  for (size_t i = 0; i < nin; ++i) {
+    const auto& node = inputs[i].node();
+    const int off = nd - static_cast<int>(node.shape.size());
+    for (int d = 0; d < static_cast<int>(node.shape.size()); ++d) {
+      const int64_t st = node.shape[d] == 1 ? 0 : node.strides[d];
+      const int fd = off + d;
+      if (fd < nd - nred) kst[i][fd] = st;
+      else rst[i][fd - (nd - nred)] = st;
+    }
+    args.p[i] = dptr(inputs[i]);
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) args.p[nin + o] = dptr(outputs[o]);
+  args.knd = collapse(kept, kst, args.kshape, args.kst, what);
+  args.rnd = collapse(red, rst, args.rshape, args.rst, what);
+  const codegen::GpuRowOrder order = codegen::gpu_row_order(args.rows, args.n);
+  args.groups = order.groups;
+  args.chunk = order.chunk;
+  args.threads = order.threads;
+  DeviceState& s = state_of(outputs[0]);
+  const std::string key = "fused_rows|" + k.hash;
+  CUfunction fn = find_kernel(s.index, key);
+  if (!fn) fn = get_kernel(s.index, key, [&] { return codegen::emit_cuda_row_kernel(k.program); }, what);
+  const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, 256 / 32) : static_cast<uint64_t>(args.rows);
+  launch(s, fn, grid, 256, &args, what);
+}
+
 }  // namespace
 
 void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
@@ -29,6 +107,7 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   // Error messages name the program; describing it costs more than a launch, so only on demand.
   auto describe = [&] { return "Fused(" + codegen::describe_program(k.program) + ")"; };
   if (k.device.type != Device::Type::Cuda) throw UnsupportedError(describe() + ": the kernel was made for " + k.device.str());
+  if (k.program.is_row_program()) return eval_fused_rows(k, inputs, outputs, describe());
   const Shape& shape = outputs[0].shape();
   const int nd = static_cast<int>(shape.size());
   const size_t nin = inputs.size();

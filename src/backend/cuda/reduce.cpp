@@ -1,13 +1,16 @@
 // CUDA kernels for Reduce (sum/prod/max/min/all/any/mean over any axes) and ArgReduce.
 //
-// Every output is computed by a fixed sequence of operations that depends only on the shapes and
-// strides (never on timing), so results are deterministic. Two layouts:
-//  - row: the reduced axes include the input's innermost axis (or there is one output). A block
-//    of 256 threads reduces one output (or one of G groups of it, G fixed by the sizes), each
-//    thread striding over the reduced positions, then a shared-memory tree; with G > 1 a second
-//    kernel combines the G partials of each output in order.
-//  - column: the innermost axis is kept. One thread per output walks the reduced positions in
-//    order; neighbouring threads read neighbouring addresses (coalesced).
+// Every output is computed by a fixed sequence of operations that depends only on the shapes
+// (never on timing), so results are deterministic. Three plans:
+//  - rows: the reduced axes are the trailing ones. The order of codegen/gpu_row_order.h, the
+//    one fused row kernels follow: a warp per short row, a block of 256 per long row (16-byte
+//    vector loads, warp shuffles), few long rows split into chunks combined in order by a
+//    second kernel. An input whose rows are not contiguous is copied first.
+//  - columns: the innermost axis is kept and the reduced axes form one block before it (sum
+//    over axis 0). Threads run along the kept axis (coalesced); the reduced rows split into
+//    groups across blocks when there are few outputs, combined in order by a second kernel.
+//  - general (any other layout): a block per output (or per group of it), threads striding
+//    over the reduced positions, or one thread per output walking them in order.
 #include <algorithm>
 #include <string>
 
@@ -15,6 +18,8 @@
 #include "src/backend/cuda/allocator.h"
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
+#include "src/backend/cuda/reduce_sources.h"
+#include "src/codegen/gpu_row_order.h"
 
 namespace smelt::cuda {
 
@@ -37,25 +42,228 @@ const char* kRedArgsSource =
     "  for (int d = (int)L.nd - 1; d >= 0; --d) { o += (r % L.shape[d]) * L.st[0][d]; r /= L.shape[d]; }\n"
     "  return o;\n}\n";
 
-int red_code(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return 0;
-    case ReduceOp::Prod: return 1;
-    case ReduceOp::Max: return 2;
-    case ReduceOp::Min: return 3;
-    case ReduceOp::All: return 4;
-    case ReduceOp::Any: return 5;
-    case ReduceOp::Mean: return 0;
-  }
-  return 0;
-}
-
 constexpr unsigned kBlock = 256;
 
 /// Source of the final store: R::finish(acc), then Mean's division by the count.
 std::string store_expr(bool mean, const std::string& out_t) {
   if (!mean) return "R::finish(acc)";
   return "op_divide<" + out_t + ">(R::finish(acc), cvt<" + out_t + ", double>((double)a.divisor))";
+}
+
+/// Mirrors the device struct RowRedArgs.
+struct RowRedArgs {
+  uint64_t in = 0, out = 0, partial = 0;
+  int64_t rows = 0, n = 0, groups = 1, chunk = 0, threads = 256, divisor = 0;
+};
+
+const char* kRowRedArgsSource =
+    "struct RowRedArgs { u64 in, out, partial; i64 rows, n, groups, chunk, threads, divisor; };\n";
+
+/// Whether every reduced axis longer than 1 comes after every kept axis longer than 1.
+bool trailing_axes(const Shape& shape, const std::vector<int>& axes) {
+  bool seen_reduced = false;
+  for (int i = 0; i < static_cast<int>(shape.size()); ++i) {
+    if (shape[i] == 1) continue;
+    const bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (!reduced && seen_reduced) return false;
+    seen_reduced = seen_reduced || reduced;
+  }
+  return true;
+}
+
+/// Mirrors the device struct ColRedArgs.
+struct ColRedArgs {
+  uint64_t in = 0, out = 0, partial = 0;
+  int64_t outer = 0, m = 0, inner = 0, groups = 1, chunk = 0, divisor = 0;
+};
+
+const char* kColRedArgsSource =
+    "struct ColRedArgs { u64 in, out, partial; i64 outer, m, inner, groups, chunk, divisor; };\n";
+
+}  // namespace
+
+/// The columns plan's kernel: input [outer, m, inner] row-major, m reduced. Block x covers 256
+/// neighbouring inner positions (coalesced), y the outer index and the group of m; each thread
+/// combines its column's rows of the group in order, four loads in flight at a time.
+std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
+  const std::string in_t = device_type(in), out_t = device_type(out);
+  std::string b = std::string(kColRedArgsSource) + "typedef " + codegen::gpu_red_type(op, in) +
+                  " R;\ntypedef R::Acc Acc;\n";
+  b += "extern \"C\" __global__ void k(ColRedArgs a) {\n"
+       "  const i64 tiles = (a.inner + 255) / 256;\n"
+       "  const i64 blk = bid();\n"
+       "  const i64 tile = blk % tiles, og = blk / tiles;\n"
+       "  const i64 o = og / a.groups, g = og % a.groups;\n"
+       "  const i64 i = tile * 256 + threadIdx.x;\n"
+       "  if (o >= a.outer || i >= a.inner) return;\n"
+       "  const i64 lo = g * a.chunk, hi = min(a.m, lo + a.chunk);\n"
+       "  const " + in_t + "* x = (const " + in_t + "*)a.in + o * a.m * a.inner + i;\n"
+       "  Acc acc = R::init();\n"
+       "  i64 q = lo;\n"
+       "  for (; q + 4 <= hi; q += 4) {\n"
+       "    const " + in_t + " v0 = x[q * a.inner], v1 = x[(q + 1) * a.inner], v2 = x[(q + 2) * a.inner], v3 = x[(q + 3) * a.inner];\n"
+       "    acc = R::step(acc, R::load(v0)); acc = R::step(acc, R::load(v1));\n"
+       "    acc = R::step(acc, R::load(v2)); acc = R::step(acc, R::load(v3));\n"
+       "  }\n"
+       "  for (; q < hi; ++q) acc = R::step(acc, R::load(x[q * a.inner]));\n"
+       "  const i64 k = o * a.inner + i;\n";
+  if (partial) b += "  ((Acc*)a.partial)[g * a.outer * a.inner + k] = acc;\n}\n";
+  else b += "  ((" + out_t + "*)a.out)[k] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n}\n";
+  return b;
+}
+
+/// The columns plan's second kernel: each output's group results combined in order.
+std::string reduce_columns_combine_source(ReduceOp op, Dtype in, Dtype out) {
+  const std::string out_t = device_type(out);
+  return std::string(kColRedArgsSource) + "typedef " + codegen::gpu_red_type(op, in) +
+         " R;\ntypedef R::Acc Acc;\n"
+         "extern \"C\" __global__ void k(ColRedArgs a) {\n"
+         "  const i64 k = gid(), n = a.outer * a.inner;\n  if (k >= n) return;\n"
+         "  const Acc* pp = (const Acc*)a.partial + k;\n"
+         "  Acc acc = pp[0];\n"
+         "  for (i64 g = 1; g < a.groups; ++g) acc = R::step(acc, pp[g * n]);\n"
+         "  ((" + out_t + "*)a.out)[k] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n}\n";
+}
+
+namespace {
+
+/// The columns plan: `in` row-major as [outer, m, inner], m reduced. Groups from the sizes
+/// alone: enough blocks to fill a large GPU (about 2048) when the outputs alone do not.
+void reduce_columns(const ReduceParams& p, const Array& in, Array& out, int64_t outer, int64_t m, int64_t inner,
+                    const std::string& what) {
+  DeviceState& s = state_of(out);
+  const Dtype dt = in.dtype();
+  ColRedArgs args;
+  args.in = dptr(in);
+  args.out = dptr(out);
+  args.outer = outer;
+  args.m = m;
+  args.inner = inner;
+  args.divisor = std::max<int64_t>(m - p.ddof, 0);
+  const int64_t tiles = (inner + 255) / 256, blocks = outer * tiles;
+  int64_t groups = 1;
+  if (blocks < 2048) groups = std::clamp<int64_t>(2048 / blocks, 1, std::max<int64_t>(1, m / 64));
+  args.chunk = (m + groups - 1) / groups;
+  args.groups = (m + args.chunk - 1) / args.chunk;
+  const bool split = args.groups > 1;
+  BufferPtr partial;
+  if (split) {
+    partial = allocator(out.device()).allocate(static_cast<size_t>(outer * inner * args.groups) * 8);
+    args.partial = reinterpret_cast<uint64_t>(partial->ptr);
+  }
+  const std::string key = "reduce_cols|" + std::string(reduce_op_name(p.op)) + "|" + dtype_name(dt) + "|" +
+                          dtype_name(out.dtype()) + (split ? "|split" : "");
+  CUfunction fn = get_kernel(s.index, key, [&] { return reduce_columns_source(p.op, dt, out.dtype(), split); }, what);
+  launch(s, fn, static_cast<uint64_t>(blocks * args.groups), 256, &args, what);
+  if (!split) return;
+  CUfunction fin = get_kernel(s.index, key + "|combine",
+                              [&] { return reduce_columns_combine_source(p.op, dt, out.dtype()); }, what);
+  launch(s, fin, blocks_for(outer * inner, kBlock), kBlock, &args, what);
+}
+
+/// For the columns plan: the reduced axes longer than 1 form one block with a kept axis longer
+/// than 1 after it; gives [outer, m, inner].
+bool column_block(const Shape& shape, const std::vector<int>& axes, int64_t& outer, int64_t& m, int64_t& inner) {
+  outer = m = inner = 1;
+  int phase = 0;  // 0: kept before, 1: reduced, 2: kept after
+  for (int i = 0; i < static_cast<int>(shape.size()); ++i) {
+    const bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (shape[i] == 1) continue;
+    if (reduced) {
+      if (phase == 2) return false;
+      phase = 1;
+      m *= shape[i];
+    } else if (phase == 0) {
+      outer *= shape[i];
+    } else {
+      phase = 2;
+      inner *= shape[i];
+    }
+  }
+  return phase == 2;
+}
+
+}  // namespace
+
+/// The row kernel of the rows plan (see gpu_row_order.h for the order): each thread walks its
+/// vectors of the row, moved as one 16-byte load when aligned and whole, element by element
+/// otherwise (the same elements in the same order).
+std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
+  const std::string in_t = device_type(in), out_t = device_type(out);
+  const int vec = codegen::gpu_row_vector(in);
+  std::string b = std::string(kRowRedArgsSource) + codegen::gpu_row_order_source() + "typedef " +
+                  codegen::gpu_red_type(op, in) + " R;\ntypedef R::Acc Acc;\n";
+  b += "extern \"C\" __global__ void k(RowRedArgs a) {\n"
+       "  __shared__ Acc sh[9];\n"
+       "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
+       "  const i64 blk = bid();\n"
+       "  const i64 r = T == 32 ? blk * (blockDim.x / 32) + threadIdx.x / 32 : blk / a.groups;\n"
+       "  const i64 g = T == 32 ? 0 : blk % a.groups;\n"
+       "  if (r >= a.rows) return;\n"
+       "  const " + in_t + "* x = (const " + in_t + "*)a.in + r * a.n;\n"
+       "  const i64 lo = g * a.chunk, hi = min(a.n, lo + a.chunk);\n"
+       "  Acc acc = R::init();\n"
+       "  for (i64 b = lo + (i64)lane * " + std::to_string(vec) + "; b < hi; b += (i64)T * " + std::to_string(vec) + ") {\n"
+       "    if (b + " + std::to_string(vec) + " <= hi && ((u64)(x + b) & 15) == 0) {\n"
+       "      union { uint4 u; " + in_t + " e[" + std::to_string(vec) + "]; } v;\n"
+       "      v.u = *(const uint4*)(x + b);\n"
+       "      #pragma unroll\n"
+       "      for (int e = 0; e < " + std::to_string(vec) + "; ++e) acc = R::step(acc, R::load(v.e[e]));\n"
+       "    } else {\n"
+       "      for (i64 j = b; j < min(b + " + std::to_string(vec) + ", hi); ++j) acc = R::step(acc, R::load(x[j]));\n"
+       "    }\n"
+       "  }\n"
+       "  acc = row_tree<R>(acc, T, sh);\n"
+       "  if (lane != 0) return;\n";
+  if (partial) b += "  ((Acc*)a.partial)[r * a.groups + g] = acc;\n}\n";
+  else b += "  ((" + out_t + "*)a.out)[r] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n}\n";
+  return b;
+}
+
+/// The second kernel of a split row: each row's chunk results combined in order.
+std::string reduce_rows_combine_source(ReduceOp op, Dtype in, Dtype out) {
+  const std::string out_t = device_type(out);
+  return std::string(kRowRedArgsSource) + "typedef " + codegen::gpu_red_type(op, in) +
+         " R;\ntypedef R::Acc Acc;\n"
+         "extern \"C\" __global__ void k(RowRedArgs a) {\n"
+         "  const i64 r = gid();\n  if (r >= a.rows) return;\n"
+         "  const Acc* pp = (const Acc*)a.partial + r * a.groups;\n"
+         "  Acc acc = pp[0];\n"
+         "  for (i64 g = 1; g < a.groups; ++g) acc = R::step(acc, pp[g]);\n"
+         "  ((" + out_t + "*)a.out)[r] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n}\n";
+}
+
+namespace {
+
+/// The rows plan: `in` is row-contiguous, its trailing `n` elements per row reduced.
+void reduce_rows(const ReduceParams& p, const Array& in, Array& out, int64_t rows, int64_t n, const std::string& what) {
+  DeviceState& s = state_of(out);
+  const Dtype dt = in.dtype();
+  const codegen::GpuRowOrder order = codegen::gpu_row_order(rows, n);
+  RowRedArgs args;
+  args.in = in.size() > 0 ? dptr(in) : 0;
+  args.out = dptr(out);
+  args.rows = rows;
+  args.n = n;
+  args.groups = order.groups;
+  args.chunk = order.chunk;
+  args.threads = order.threads;
+  args.divisor = std::max<int64_t>(n - p.ddof, 0);
+  const bool split = order.groups > 1;
+  BufferPtr partial;
+  if (split) {
+    partial = allocator(out.device()).allocate(static_cast<size_t>(rows * order.groups) * 8);
+    args.partial = reinterpret_cast<uint64_t>(partial->ptr);
+  }
+  const std::string key = "reduce_rows|" + std::string(reduce_op_name(p.op)) + "|" + dtype_name(dt) + "|" +
+                          dtype_name(out.dtype()) + (split ? "|split" : "");
+  CUfunction fn = get_kernel(s.index, key, [&] { return reduce_rows_source(p.op, dt, out.dtype(), split); }, what);
+  const uint64_t grid = order.threads == 32 ? blocks_for(rows, 256 / 32) : static_cast<uint64_t>(rows * order.groups);
+  launch(s, fn, grid, 256, &args, what);
+  if (!split) return;
+  CUfunction fin = get_kernel(s.index, key + "|combine",
+                              [&] { return reduce_rows_combine_source(p.op, dt, out.dtype()); }, what);
+  launch(s, fin, blocks_for(rows, kBlock), kBlock, &args, what);
 }
 
 }  // namespace
@@ -84,6 +292,17 @@ void eval_reduce(const ReduceParams& p, const std::vector<Array>& inputs, Array&
   }
   args.count = count;
   args.divisor = std::max<int64_t>(count - p.ddof, 0);
+  if (count > 0 && trailing_axes(n.shape, p.axes)) {
+    // Rows: read through a row-major copy when the input's rows are not contiguous, so the
+    // order is the logical one (fused row kernels read logical positions too).
+    if (is_row_contiguous(n.shape, n.strides)) return reduce_rows(p, in, out, n_out, count, what);
+    Array c = make_array(in.shape(), dt, in.device(), make_prim(PrimKind::Copy, NoParams{}), {in});
+    c.eval();
+    return reduce_rows(p, c, out, n_out, count, what);
+  }
+  int64_t outer = 1, m = 1, inner = 1;
+  if (count > 0 && column_block(n.shape, p.axes, outer, m, inner) && is_row_contiguous(n.shape, n.strides))
+    return reduce_columns(p, in, out, outer, m, inner, what);
   args.kept = collapse_layout(out.shape(), {&n.strides}, what);
   args.red = collapse_layout(red_shape, {&n.strides}, what);
   if (args.red.nd == 0) {  // nothing reduced (or one element): a 1-long reduction
@@ -110,7 +329,7 @@ void eval_reduce(const ReduceParams& p, const std::vector<Array>& inputs, Array&
   args.chunk = (count + groups - 1) / groups;
 
   const std::string in_t = device_type(dt), out_t = device_type(out.dtype());
-  const std::string red_t = "Red<" + std::to_string(red_code(p.op)) + ", " + in_t + ">";
+  const std::string red_t = codegen::gpu_red_type(p.op, dt);
   const std::string key = "reduce|" + std::string(reduce_op_name(p.op)) + "|" + in_t + "|" + out_t + "|" +
                           (row ? "row" : "col") + (groups > 1 ? "|g" : "");
   const std::string head = std::string(kRedArgsSource) + "typedef " + red_t + " R;\ntypedef R::Acc Acc;\n";

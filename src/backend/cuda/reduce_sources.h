@@ -1,0 +1,23 @@
+// CUDA sources of the Reduce kernels' rows and columns plans (pure: no GPU), compiled for sm_90 by
+// tests/backend/cuda/reduce_source_test.cpp on machines without a GPU.
+#pragma once
+
+#include <string>
+
+#include "smelt/dtype.h"
+#include "src/primitives/primitive.h"
+
+namespace smelt::cuda {
+
+/// The kernel reducing rows (codegen/gpu_row_order.h's order) of `in` into `out`; with
+/// `partial`, each (row, chunk) writes its accumulator for reduce_rows_combine_source.
+std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial);
+/// The kernel combining a split row's chunk accumulators in order.
+std::string reduce_rows_combine_source(ReduceOp op, Dtype in, Dtype out);
+
+/// The columns plan's kernel (input [outer, m, inner] row-major, m reduced; with `partial`,
+/// per-group accumulators) and its combining kernel.
+std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial);
+std::string reduce_columns_combine_source(ReduceOp op, Dtype in, Dtype out);
+
+}  // namespace smelt::cuda

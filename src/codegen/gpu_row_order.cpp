@@ -1,0 +1,81 @@
+// The GPU row reduction order (see gpu_row_order.h): the one definition eager and fused kernels use.
+#include "src/codegen/gpu_row_order.h"
+
+#include <algorithm>
+
+#include "src/codegen/cuda_emitter.h"
+
+namespace smelt::codegen {
+
+GpuRowOrder gpu_row_order(int64_t rows, int64_t n) {
+  GpuRowOrder o;
+  o.threads = n <= kGpuWarpRowMax ? 32 : 256;
+  // Few long rows leave most of the GPU idle: split them into chunks of about 32K elements
+  // (at most 1024), a multiple of 4096 so that every thread's vectors stay whole.
+  o.groups = 1;
+  if (rows < 512 && n >= 65536) o.groups = std::min<int64_t>((n + 32767) / 32768, 1024);
+  constexpr int64_t kAlign = 4096;
+  const int64_t per = (n + o.groups - 1) / o.groups;
+  o.chunk = std::max<int64_t>(kAlign, (per + kAlign - 1) / kAlign * kAlign);
+  o.groups = std::max<int64_t>(1, (n + o.chunk - 1) / o.chunk);
+  return o;
+}
+
+int gpu_row_vector(Dtype reduced) { return static_cast<int>(16 / size_of(reduced)); }
+
+std::string gpu_red_type(ReduceOp op, Dtype in) {
+  // The device preamble's Red numbers the operators (0 sum, 1 prod, 2 max, 3 min, 4 all, 5 any).
+  int code = 0;
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean: code = 0; break;
+    case ReduceOp::Prod: code = 1; break;
+    case ReduceOp::Max: code = 2; break;
+    case ReduceOp::Min: code = 3; break;
+    case ReduceOp::All: code = 4; break;
+    case ReduceOp::Any: code = 5; break;
+  }
+  return "Red<" + std::to_string(code) + ", " + cuda_type_name(in) + ">";
+}
+
+const char* gpu_row_order_source() {
+  return R"CUDA(
+template <class A> __device__ inline A shfl_dn(A v, int off) {
+  if constexpr (same_t<A, bool>::v) return __shfl_down_sync(0xffffffffu, (int)v, off) != 0;
+  else return __shfl_down_sync(0xffffffffu, v, off);
+}
+template <class A> __device__ inline A shfl_0(A v) {
+  if constexpr (same_t<A, bool>::v) return __shfl_sync(0xffffffffu, (int)v, 0) != 0;
+  else return __shfl_sync(0xffffffffu, v, 0);
+}
+// The tree over a row's threads (all of them call it; `threads` is the same in the whole
+// block): in each warp lanes combine pairwise at distances 16, 8, 4, 2, 1 (lane 0 ends with
+// the warp's result; higher lanes compute values nobody reads); with 256 threads, warp 0 then
+// combines the 8 warp results at distances 4, 2, 1. Every thread of the row gets the result.
+// `sh` holds at least 9 accumulators.
+template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int threads, typename R::Acc* sh) {
+  #pragma unroll
+  for (int off = 16; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
+  if (threads == 32) return shfl_0(a);
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __syncthreads();  // an earlier tree may still read sh
+  if (lane == 0) sh[w] = a;
+  __syncthreads();
+  if (w == 0) {
+    a = sh[lane < 8 ? lane : 0];
+    #pragma unroll
+    for (int off = 4; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
+    if (lane == 0) sh[8] = a;
+  }
+  __syncthreads();
+  return sh[8];
+}
+// The elements j of [lo, hi) that thread `lane` of `threads` combines, in order: `vec`
+// consecutive ones from lo + vec * lane, then every threads * vec.
+#define ROW_FOR(j, lo, hi, lane, threads, vec) \
+  for (i64 j##_b = (lo) + (i64)(lane) * (vec); j##_b < (hi); j##_b += (i64)(threads) * (vec)) \
+    for (i64 j = j##_b, j##_e = min(j##_b + (i64)(vec), (i64)(hi)); j < j##_e; ++j)
+)CUDA";
+}
+
+}  // namespace smelt::codegen

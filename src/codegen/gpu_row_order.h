@@ -1,0 +1,42 @@
+// The order in which a GPU reduction combines one row, shared by the eager CUDA Reduce kernels
+// and fused CUDA row kernels (pure: no GPU needed, so the sources are testable anywhere).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "smelt/dtype.h"
+#include "src/primitives/primitive.h"
+
+namespace smelt::codegen {
+
+/// How a row of n elements among `rows` rows is reduced on the GPU. Depends on the sizes only:
+///  - `threads` threads share a row: a warp (32) for rows up to kGpuWarpRowMax elements, else a
+///    block of 256;
+///  - thread `lane` takes `vec` consecutive elements (16 bytes of the reduced dtype) from
+///    lo + vec * lane, then every threads * vec (ROW_FOR in gpu_row_order_source), combining
+///    each into its accumulator in that order;
+///  - the threads' accumulators combine in a fixed tree (row_tree);
+///  - few long rows split into `groups` chunks of `chunk` elements (a multiple of 4096, so of
+///    every threads * vec), whose results combine in order: ((p0 + p1) + p2) + ...
+struct GpuRowOrder {
+  int64_t threads = 256;
+  int64_t groups = 1;
+  int64_t chunk = 0;
+};
+
+inline constexpr int64_t kGpuWarpRowMax = 2048;
+
+GpuRowOrder gpu_row_order(int64_t rows, int64_t n);
+
+/// Elements a thread takes at a time: 16 bytes of `reduced` (the reduction's input dtype).
+int gpu_row_vector(Dtype reduced);
+
+/// The device's reduction struct for `op` over `in` ("Red<0, float>"); Mean reduces as Sum.
+std::string gpu_red_type(ReduceOp op, Dtype in);
+
+/// Device code after the preamble: shfl_dn/shfl_0, row_tree<R>(acc, threads, shared) and the
+/// ROW_FOR(j, lo, hi, lane, threads, vec) loop that fix the order above.
+const char* gpu_row_order_source();
+
+}  // namespace smelt::codegen

@@ -1,0 +1,119 @@
+// The Reduce rows-plan kernels and fused row kernels (softmax, RMSNorm, LayerNorm, var, every
+// reduction operator and dtype) compile with NVRTC for sm_90 on any machine with the toolkit.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#if SMELT_HAS_CUDA
+#include "smelt/errors.h"
+#include "src/backend/cuda/compiler.h"
+#include "src/backend/cuda/elementwise_sources.h"
+#include "src/backend/cuda/reduce_sources.h"
+#include "src/codegen/cuda_emitter.h"
+#include "src/codegen/gpu_row_order.h"
+#endif
+
+#include "compile/compile_helpers.h"
+
+namespace smelt::test {
+namespace {
+
+#if SMELT_HAS_CUDA
+/// Compiles `body` after the device preamble for sm_90; skips when NVRTC cannot be opened.
+void expect_compiles(const std::string& body, const std::string& what) {
+  try {
+    std::string cubin = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + body, true, what);
+    EXPECT_FALSE(cubin.empty()) << what;
+  } catch (const DeviceError& e) {
+    if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
+    GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
+  }
+}
+#endif
+
+TEST(CudaReduceSource, RowPlanKernelsCompileForEveryOperatorAndDtype) {
+#if SMELT_HAS_CUDA
+  const std::vector<std::pair<ReduceOp, std::vector<Dtype>>> cases = {
+      {ReduceOp::Sum, {float32, bfloat16, float16, float64, int32, uint8, bool_}},
+      {ReduceOp::Mean, {float32, float64}},
+      {ReduceOp::Max, {float32, bfloat16, int64}},
+      {ReduceOp::Min, {float16, uint16}},
+      {ReduceOp::Prod, {float32, int8}},
+      {ReduceOp::All, {bool_, float32}},
+      {ReduceOp::Any, {int16}},
+  };
+  for (const auto& [op, dtypes] : cases)
+    for (Dtype dt : dtypes) {
+      Dtype out = dt;
+      if (op == ReduceOp::All || op == ReduceOp::Any) out = bool_;
+      else if ((op == ReduceOp::Sum || op == ReduceOp::Prod) && !is_floating(dt))
+        out = dt == bool_ || is_signed_integral(dt) ? int64 : uint64;  // NumPy's accumulator dtypes
+      const std::string what = std::string(reduce_op_name(op)) + " " + dtype_name(dt);
+      expect_compiles(cuda::reduce_rows_source(op, dt, out, false), what);
+      expect_compiles(cuda::reduce_rows_source(op, dt, out, true) , what + " split");
+      expect_compiles(cuda::reduce_rows_combine_source(op, dt, out), what + " combine");
+      expect_compiles(cuda::reduce_columns_source(op, dt, out, false), what + " columns");
+      expect_compiles(cuda::reduce_columns_source(op, dt, out, true), what + " columns split");
+      expect_compiles(cuda::reduce_columns_combine_source(op, dt, out), what + " columns combine");
+    }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+TEST(CudaReduceSource, RowOrderDependsOnTheSizesOnly) {
+#if SMELT_HAS_CUDA
+  // Short rows: a warp each; long rows: a block; few long rows: chunks that keep vectors whole.
+  EXPECT_EQ(codegen::gpu_row_order(100000, 512).threads, 32);
+  EXPECT_EQ(codegen::gpu_row_order(16384, 4096).threads, 256);
+  EXPECT_EQ(codegen::gpu_row_order(16384, 4096).groups, 1);
+  const auto few = codegen::gpu_row_order(4, 1 << 20);
+  EXPECT_GT(few.groups, 1);
+  EXPECT_EQ(few.chunk % 4096, 0);
+  EXPECT_GE(few.groups * few.chunk, int64_t{1} << 20);
+  EXPECT_LT((few.groups - 1) * few.chunk, int64_t{1} << 20);
+  EXPECT_EQ(codegen::gpu_row_vector(float32), 4);
+  EXPECT_EQ(codegen::gpu_row_vector(bfloat16), 8);
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+TEST(CudaReduceSource, FusedRowKernelsCompile) {
+#if SMELT_HAS_CUDA
+  using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+  const std::vector<std::pair<std::string, Fn>> fns = {
+      {"softmax", [](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; }},
+      {"rms_norm", [](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; }},
+      {"layer_norm", [](const std::vector<Array>& in) { return std::vector<Array>{layer_norm(add(in[0], in[0]), in[1], in[1], 1e-5)}; }},
+      {"std", [](const std::vector<Array>& in) { return std::vector<Array>{std(in[0], {-1}, true, 1)}; }},
+      {"logsumexp", [](const std::vector<Array>& in) { return std::vector<Array>{logsumexp(in[0], {-1}, true)}; }},
+  };
+  for (const auto& [name, fn] : fns)
+    for (Dtype dt : {float32, bfloat16}) {
+      auto tape = optimized_tape(fn, {zeros({8, 64}, dt), zeros({64}, dt)});
+      auto programs = fused_programs(tape);
+      ASSERT_FALSE(programs.empty()) << name;
+      for (auto* p : programs) {
+        ASSERT_TRUE(p->is_row_program()) << name;
+        expect_compiles(codegen::emit_cuda_row_kernel(*p), name + " " + dtype_name(dt));
+      }
+    }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// The element-wise rows layout (broadcast columns and rows such as x - col) compiles.
+TEST(CudaReduceSource, ElementwiseRowsLayoutCompiles) {
+#if SMELT_HAS_CUDA
+  expect_compiles(cuda::elementwise_rows_source({"float", "float"}, "float", "op_subtract<float>(v0, v1)"), "x - col");
+  expect_compiles(cuda::elementwise_rows_source({"bf16"}, "float", "cvt<float, bf16>(v0)"), "cast");
+  expect_compiles(cuda::elementwise_rows_source({"bool", "i64", "i64"}, "i64", "(v0 ? v1 : v2)"), "where");
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+}  // namespace
+}  // namespace smelt::test

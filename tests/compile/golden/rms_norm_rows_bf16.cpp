@@ -1,0 +1,38 @@
+// smelt fused CPU row kernel (generated; shapes are arguments, not part of the source)
+// bfloat16(multiply(multiply(float32(in0), rsqrt(add(mean_row(multiply(float32(in0), float32(in0))), 9.9999999747524271e-07))), in1))
+// <embedded preamble: dtype.h, convert.h, scalar_math.h>
+
+extern "C" void smelt_fused_kernel(int64_t row_begin, int64_t row_end, const smelt::reduce_order::RowArgs* a) {
+  const int64_t n = a->n;
+  volatile float k4 = 0x1.0c6f7ap-20f;
+  const float v4 = k4;
+  auto g0 = smelt::reduce_order::row_buffer<smelt::bfloat16_t>(n);
+  auto g1 = smelt::reduce_order::row_buffer<float>(n);
+  auto c1 = smelt::reduce_order::row_buffer<float>(n);
+  auto c2 = smelt::reduce_order::row_buffer<float>(n);
+  smelt::bfloat16_t* out0 = reinterpret_cast<smelt::bfloat16_t*>(a->ptr[2]);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const smelt::bfloat16_t* in0 = smelt::reduce_order::row_of<smelt::bfloat16_t>(*a, 0, r, g0.get());
+    const float* in1 = smelt::reduce_order::row_of<float>(*a, 1, r, g1.get());
+#pragma GCC ivdep
+    for (int64_t j = 0; j < n; ++j) {
+      const smelt::bfloat16_t v0 = in0[j];
+      const float v1 = smelt::convert<float, smelt::bfloat16_t>(v0);
+      c1[j] = v1;
+      const float v2 = smelt::scalar::multiply<float>(v1, v1);
+      c2[j] = v2;
+    }
+    const float v3 = smelt::scalar::divide<float>(smelt::reduce_order::reduce_row<smelt::ReduceOp::Sum, float>(c2.get(), n, a->rows), smelt::reduce_order::mean_divisor<float>(n, 0));
+    const float v5 = smelt::scalar::add<float>(v3, v4);
+    const float v6 = smelt::scalar::rsqrt<float>(v5);
+#pragma GCC ivdep
+    for (int64_t j = 0; j < n; ++j) {
+      const float v1 = c1[j];
+      const float v7 = smelt::scalar::multiply<float>(v1, v6);
+      const float v8 = in1[j];
+      const float v9 = smelt::scalar::multiply<float>(v7, v8);
+      const smelt::bfloat16_t v10 = smelt::convert<smelt::bfloat16_t, float>(v9);
+      out0[r * n + j] = v10;
+    }
+  }
+}

@@ -1,0 +1,565 @@
+// The vjp and jvp rule of every primitive kind, written with public ops so they run on every device,
+// compile like any other graph and can be differentiated again (higher order).
+#include "src/transforms/rules.h"
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "smelt/errors.h"
+#include "src/core/node.h"
+#include "src/ops/op_utils.h"
+
+namespace smelt::transforms {
+
+namespace {
+
+[[noreturn]] void no_rule(const Array& out, const char* mode, const std::string& why) {
+  const auto& n = out.node();
+  std::string ins;
+  for (const auto& in : n.inputs) ins += (ins.empty() ? "" : ", ") + describe(in);
+  throw UnsupportedError(std::string(mode) + ": " + n.prim.str() + " has no " + mode + " rule (" + why +
+                         "); inputs " + ins + ", output " + describe(out) +
+                         ". Wrap the value in stop_gradient if no gradient should flow through it.");
+}
+
+Array zeros_of(const Array& like) { return zeros_like(like); }
+
+Array same_prim(const Array& out, std::vector<Array> inputs) {
+  return make_array(out.shape(), out.dtype(), out.device(), out.node().prim, std::move(inputs));
+}
+
+/// Tangents with the missing (zero) ones made explicit, for rules that apply the primitive itself.
+std::vector<Array> dense(const std::vector<Array>& tangents, const std::vector<Array>& inputs) {
+  std::vector<Array> out(tangents.size());
+  for (size_t i = 0; i < tangents.size(); ++i) out[i] = tangents[i].valid() ? tangents[i] : zeros_of(inputs[i]);
+  return out;
+}
+
+Array slice_node(const Array& a, Shape shape, std::vector<int64_t> start, std::vector<int64_t> step) {
+  return make_array(std::move(shape), a.dtype(), a.device(),
+                    make_prim(PrimKind::Slice, SliceParams{std::move(start), std::move(step)}), {a});
+}
+
+Array slice_update_node(const Array& a, const Array& update, const SliceParams& p) {
+  return make_array(a.shape(), a.dtype(), a.device(), make_prim(PrimKind::SliceUpdate, p), {a, update});
+}
+
+Array as(const Array& mask, Dtype dtype) { return astype(mask, dtype); }
+
+// ---- Element-wise derivatives (shared by vjp and jvp) -----------------------------------------
+
+/// d out / d x of a unary op; an empty handle for ops whose derivative is zero.
+Array unary_derivative(UnaryOp op, const Array& x, const Array& out) {
+  constexpr double ln2 = std::numbers::ln2, ln10 = std::numbers::ln10;
+  switch (op) {
+    case UnaryOp::Abs: return sign(x);
+    case UnaryOp::Negative: return full_value(x.shape(), Scalar::of_int(-1), x.dtype(), x.device());
+    case UnaryOp::Square: return x * 2.0;
+    case UnaryOp::Reciprocal: return -(out * out);
+    case UnaryOp::Sqrt: return 0.5 / out;
+    case UnaryOp::Rsqrt: return out / x * -0.5;
+    case UnaryOp::Exp: return out;
+    case UnaryOp::Exp2: return out * ln2;
+    case UnaryOp::Expm1: return out + 1.0;
+    case UnaryOp::Log: return reciprocal(x);
+    case UnaryOp::Log2: return reciprocal(x * ln2);
+    case UnaryOp::Log10: return reciprocal(x * ln10);
+    case UnaryOp::Log1p: return reciprocal(x + 1.0);
+    case UnaryOp::Sin: return cos(x);
+    case UnaryOp::Cos: return -sin(x);
+    case UnaryOp::Tan: return out * out + 1.0;
+    case UnaryOp::Asin: return rsqrt(1.0 - x * x);
+    case UnaryOp::Acos: return -rsqrt(1.0 - x * x);
+    case UnaryOp::Atan: return reciprocal(x * x + 1.0);
+    case UnaryOp::Sinh: return cosh(x);
+    case UnaryOp::Cosh: return sinh(x);
+    case UnaryOp::Tanh: return 1.0 - out * out;
+    case UnaryOp::Asinh: return rsqrt(x * x + 1.0);
+    case UnaryOp::Acosh: return rsqrt(x * x - 1.0);
+    case UnaryOp::Atanh: return reciprocal(1.0 - x * x);
+    case UnaryOp::Erf: return exp(-(x * x)) * (2.0 / std::sqrt(std::numbers::pi));
+    case UnaryOp::ErfInv: return exp(out * out) * (std::sqrt(std::numbers::pi) / 2.0);
+    case UnaryOp::Sigmoid: return out * (1.0 - out);
+    case UnaryOp::Relu: return as(x > 0.0, x.dtype());
+    // Piecewise constant: the derivative is zero wherever it exists (JAX and MLX agree).
+    case UnaryOp::Sign:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    // Bool or integer outputs carry no gradient.
+    case UnaryOp::IsNan:
+    case UnaryOp::IsInf:
+    case UnaryOp::IsFinite:
+    case UnaryOp::LogicalNot:
+    case UnaryOp::BitwiseNot: return Array();
+  }
+  return Array();
+}
+
+/// d out / d x and d out / d y of a binary op (empty handles for zero derivatives).
+std::pair<Array, Array> binary_derivatives(BinaryOp op, const Array& x, const Array& y, const Array& out) {
+  switch (op) {
+    case BinaryOp::Add: return {ones_like(out), ones_like(out)};
+    case BinaryOp::Subtract: return {ones_like(out), -ones_like(out)};
+    case BinaryOp::Multiply: return {y, x};
+    case BinaryOp::Divide: return {reciprocal(y), -(out / y)};
+    case BinaryOp::Remainder: return {ones_like(out), -floor_divide(x, y)};
+    // fmod(x, y) = x - trunc(x / y) * y.
+    case BinaryOp::Fmod: return {ones_like(out), -((x - out) / y)};
+    case BinaryOp::Power: {
+      // d/dy = x^y log x; taken as 0 at x = 0 (where x^y is 0 or 1 for y > 0), as JAX does.
+      Array dy = where(x == 0.0, zeros_of(out), out * log(x));
+      return {y * power(x, y - 1.0), dy};
+    }
+    // Ties send half the gradient to each side (JAX); NaN inputs are not separated.
+    case BinaryOp::Maximum: {
+      Array dx = where(x > y, ones_like(out), where(x == y, full_value(out.shape(), Scalar::of_float(0.5), out.dtype(), out.device()), zeros_of(out)));
+      return {dx, 1.0 - dx};
+    }
+    case BinaryOp::Minimum: {
+      Array dx = where(x < y, ones_like(out), where(x == y, full_value(out.shape(), Scalar::of_float(0.5), out.dtype(), out.device()), zeros_of(out)));
+      return {dx, 1.0 - dx};
+    }
+    case BinaryOp::Atan2: {
+      Array r = x * x + y * y;
+      return {y / r, -(x / r)};
+    }
+    // Piecewise constant (floor_divide) or integer / bool results.
+    case BinaryOp::FloorDivide:
+    case BinaryOp::Equal:
+    case BinaryOp::NotEqual:
+    case BinaryOp::Less:
+    case BinaryOp::LessEqual:
+    case BinaryOp::Greater:
+    case BinaryOp::GreaterEqual:
+    case BinaryOp::LogicalAnd:
+    case BinaryOp::LogicalOr:
+    case BinaryOp::LogicalXor:
+    case BinaryOp::BitwiseAnd:
+    case BinaryOp::BitwiseOr:
+    case BinaryOp::BitwiseXor:
+    case BinaryOp::LeftShift:
+    case BinaryOp::RightShift: return {Array(), Array()};
+  }
+  return {Array(), Array()};
+}
+
+// ---- Reductions ---------------------------------------------------------------------------------
+
+int64_t reduced_count(const Shape& shape, const std::vector<int>& axes) {
+  int64_t n = 1;
+  for (int a : axes) n *= shape[static_cast<size_t>(a)];
+  return n;
+}
+
+/// The product of every other element of each reduced group, shaped like x: exclusive cumulative
+/// products from both ends, so zeros in x are handled exactly (no division by x).
+Array prod_partials(const Array& x, const std::vector<int>& axes) {
+  const int r = x.ndim();
+  Axes perm;
+  std::vector<bool> reduced(static_cast<size_t>(r), false);
+  for (int a : axes) reduced[static_cast<size_t>(a)] = true;
+  for (int i = 0; i < r; ++i)
+    if (!reduced[static_cast<size_t>(i)]) perm.push_back(i);
+  Shape kept_shape;
+  for (int i : perm) kept_shape.push_back(x.shape(i));
+  for (int a : axes) perm.push_back(a);
+  Array t = transpose(x, perm);
+  Shape flat = kept_shape;
+  flat.push_back(reduced_count(x.shape(), axes));
+  Array f = reshape(t, flat);
+  const int last = static_cast<int>(flat.size()) - 1;
+  Array p = cumprod(f, last, false, true) * cumprod(f, last, true, true);
+  Axes inverse(static_cast<size_t>(r));
+  for (int i = 0; i < r; ++i) inverse[static_cast<size_t>(perm[static_cast<size_t>(i)])] = i;
+  return transpose(reshape(p, t.shape()), inverse);
+}
+
+/// d out / d x of a max or min reduction: the tied extremes share the gradient equally (JAX, MLX).
+Array extreme_partials(const Array& x, const Array& out, const std::vector<int>& axes) {
+  Array mask = as(x == out, x.dtype());
+  Axes ax(axes.begin(), axes.end());
+  return mask / sum(mask, ax, true);
+}
+
+Array reduce_partials(const ReduceParams& p, const Array& x, const Array& out) {
+  switch (p.op) {
+    case ReduceOp::Sum: return ones_like(x);
+    case ReduceOp::Mean: {
+      int64_t n = reduced_count(x.shape(), p.axes) - p.ddof;
+      return full_value(x.shape(), Scalar::of_float(1.0 / static_cast<double>(n > 0 ? n : 0)), x.dtype(), x.device());
+    }
+    case ReduceOp::Prod: return prod_partials(x, p.axes);
+    case ReduceOp::Max:
+    case ReduceOp::Min: return extreme_partials(x, out, p.axes);
+    case ReduceOp::All:
+    case ReduceOp::Any: return Array();  // bool outputs
+  }
+  return Array();
+}
+
+// ---- Indexing helpers ---------------------------------------------------------------------------
+
+/// Cotangent of take's input: the output's cotangent added back at the taken positions.
+Array take_vjp(const Array& a, const Array& indices, const Array& g, int axis) {
+  Shape idx_flat = {indices.size()};
+  Shape g_shape(a.shape().begin(), a.shape().begin() + axis);
+  g_shape.push_back(indices.size());
+  g_shape.insert(g_shape.end(), a.shape().begin() + axis + 1, a.shape().end());
+  Array gr = reshape(g, g_shape);
+  Shape idx_shape(static_cast<size_t>(a.ndim()), 1);
+  idx_shape[static_cast<size_t>(axis)] = indices.size();
+  Array idx = broadcast_to(reshape(indices, idx_shape), g_shape);
+  return scatter(zeros_of(a), idx, gr, axis, ScatterReduce::Add);
+}
+
+/// g restricted to the positions a ScatterElements with `indices` writes to (all axes but `axis`
+/// start at 0 and have the indices' length), then gathered along `axis`.
+Array scatter_updates_cotangent(const Array& g, const Array& indices, int axis) {
+  std::vector<int64_t> start(static_cast<size_t>(g.ndim()), 0), step(static_cast<size_t>(g.ndim()), 1);
+  Shape shape = indices.shape();
+  shape[static_cast<size_t>(axis)] = g.shape(axis);
+  Array gs = shape == g.shape() ? g : slice_node(g, shape, start, step);
+  return take_along_axis(gs, indices, axis);
+}
+
+}  // namespace
+
+Array unbroadcast(const Array& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const size_t lead = g.shape().size() - shape.size();
+  Axes axes;
+  for (size_t i = 0; i < g.shape().size(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)) axes.push_back(static_cast<int>(i));
+  Array s = axes.empty() ? g : sum(g, axes, true);
+  return reshape(s, shape);
+}
+
+const char* rule_name(Rule rule) {
+  switch (rule) {
+    case Rule::Full: return "rule";
+    case Rule::Partial: return "partial";
+    case Rule::Zero: return "zero";
+    case Rule::NoInputs: return "no inputs";
+    case Rule::None: return "none";
+  }
+  return "?";
+}
+
+RuleInfo rule_info(PrimKind kind) {
+  using R = Rule;
+  switch (kind) {
+    case PrimKind::None: return {R::NoInputs, R::NoInputs, "a leaf: the walk stops at it"};
+    case PrimKind::Full: return {R::NoInputs, R::NoInputs, "a constant"};
+    case PrimKind::Arange: return {R::NoInputs, R::NoInputs, "a constant"};
+    case PrimKind::Unary:
+      return {R::Full, R::Full,
+              "derivative times the cotangent; sign/floor/ceil/round give zero, bool/integer results none"};
+    case PrimKind::Binary:
+      return {R::Full, R::Full,
+              "partials, summed back over broadcast axes; max/min split ties in half; floor_divide, "
+              "comparisons, logical and bitwise ops give zero"};
+    case PrimKind::Select: return {R::Full, R::Full, "the cotangent goes to the chosen branch; none to the condition"};
+    case PrimKind::Cast: return {R::Full, R::Full, "the cotangent cast back to the input dtype (none for integer inputs)"};
+    case PrimKind::Copy: return {R::Full, R::Full, "identity"};
+    case PrimKind::Reshape: return {R::Full, R::Full, "reshape back"};
+    case PrimKind::Transpose: return {R::Full, R::Full, "inverse permutation"};
+    case PrimKind::Broadcast: return {R::Full, R::Full, "sum over the broadcast axes"};
+    case PrimKind::Slice: return {R::Full, R::Full, "the cotangent placed into zeros (slice_update)"};
+    case PrimKind::SliceUpdate: return {R::Full, R::Full, "array: the cotangent with the region zeroed; update: the region"};
+    case PrimKind::Concatenate: return {R::Full, R::Full, "slices of the cotangent"};
+    case PrimKind::Pad:
+      return {R::Partial, R::Full, "constant mode: the cotangent's interior; reflect/edge have no vjp yet"};
+    case PrimKind::Reduce:
+      return {R::Full, R::Full,
+              "sum/mean broadcast back; prod by exclusive products (exact at zeros); max/min split ties "
+              "equally; all/any give none"};
+    case PrimKind::ArgReduce: return {R::Zero, R::Zero, "integer output"};
+    case PrimKind::Scan:
+      return {R::Partial, R::Partial, "cumsum: reverse cumsum; cumprod: via division (inputs must be non-zero); cummax/cummin have none"};
+    case PrimKind::Matmul: return {R::Full, R::Full, "g·bᵀ and aᵀ·g"};
+    case PrimKind::Gather: return {R::Full, R::Full, "scatter-add of the cotangent; none to the indices"};
+    case PrimKind::GatherElements: return {R::Full, R::Full, "scatter-add along the axis"};
+    case PrimKind::GatherND: return {R::Partial, R::Full, "scatter_nd-add (batch_dims = 0 only)"};
+    case PrimKind::Scatter:
+      return {R::Partial, R::Partial, "assign and add reductions; mul/max/min have none"};
+    case PrimKind::ScatterND:
+      return {R::Partial, R::Partial, "assign and add reductions; mul/max/min have none"};
+    case PrimKind::Sort: return {R::Full, R::Full, "the cotangent scattered back through argsort"};
+    case PrimKind::ArgSort: return {R::Zero, R::Zero, "integer output"};
+    case PrimKind::TopK: return {R::Full, R::Full, "values: scattered back through the indices; indices: integer"};
+    case PrimKind::Conv: return {R::None, R::Full, "vjp not written yet (planned: conv_transpose / swapped conv); jvp is bilinear"};
+    case PrimKind::ConvTranspose: return {R::None, R::Full, "vjp not written yet; jvp is bilinear"};
+    case PrimKind::Pool: return {R::None, R::None, "not written yet"};
+    case PrimKind::RandomBits: return {R::Zero, R::Zero, "integer output"};
+    case PrimKind::Fused: return {R::None, R::None, "exists only in compiled tapes, after differentiation"};
+  }
+  return {R::None, R::None, "?"};
+}
+
+std::vector<Array> vjp_rule(const Array& out, const Array& g) {
+  const detail::Node& n = out.node();
+  const std::vector<Array>& in = n.inputs;
+  std::vector<Array> cts(in.size());
+  switch (n.prim.kind) {
+    case PrimKind::None:
+    case PrimKind::Full:
+    case PrimKind::Arange:
+    case PrimKind::ArgReduce:
+    case PrimKind::ArgSort:
+    case PrimKind::RandomBits: return cts;
+    case PrimKind::Unary: {
+      Array d = unary_derivative(n.prim.get<UnaryParams>().op, in[0], out);
+      if (d.valid()) cts[0] = g * d;
+      else if (is_floating(in[0].dtype())) cts[0] = zeros_of(in[0]);
+      return cts;
+    }
+    case PrimKind::Binary: {
+      auto [dx, dy] = binary_derivatives(n.prim.get<BinaryParams>().op, in[0], in[1], out);
+      if (dx.valid()) cts[0] = unbroadcast(g * dx, in[0].shape());
+      else if (is_floating(in[0].dtype())) cts[0] = zeros_of(in[0]);
+      if (dy.valid()) cts[1] = unbroadcast(g * dy, in[1].shape());
+      else if (is_floating(in[1].dtype())) cts[1] = zeros_of(in[1]);
+      return cts;
+    }
+    case PrimKind::Select: {
+      Array z = zeros_of(g);
+      cts[1] = unbroadcast(where(in[0], g, z), in[1].shape());
+      cts[2] = unbroadcast(where(in[0], z, g), in[2].shape());
+      return cts;
+    }
+    case PrimKind::Cast:
+      if (is_floating(in[0].dtype())) cts[0] = astype(g, in[0].dtype());
+      return cts;
+    case PrimKind::Copy: cts[0] = g; return cts;
+    case PrimKind::Reshape: cts[0] = reshape(g, in[0].shape()); return cts;
+    case PrimKind::Transpose: {
+      const auto& perm = n.prim.get<PermParams>().perm;
+      Axes inverse(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int>(i);
+      cts[0] = transpose(g, inverse);
+      return cts;
+    }
+    case PrimKind::Broadcast: cts[0] = unbroadcast(g, in[0].shape()); return cts;
+    case PrimKind::Slice:
+      cts[0] = slice_update_node(zeros_of(in[0]), g, n.prim.get<SliceParams>());
+      return cts;
+    case PrimKind::SliceUpdate: {
+      const auto& p = n.prim.get<SliceParams>();
+      cts[0] = slice_update_node(g, zeros_of(in[1]), p);
+      cts[1] = slice_node(g, in[1].shape(), p.start, p.step);
+      return cts;
+    }
+    case PrimKind::Concatenate: {
+      const int axis = n.prim.get<AxisParams>().axis;
+      int64_t offset = 0;
+      for (size_t i = 0; i < in.size(); ++i) {
+        std::vector<int64_t> start(static_cast<size_t>(g.ndim()), 0), step(static_cast<size_t>(g.ndim()), 1);
+        start[static_cast<size_t>(axis)] = offset;
+        offset += in[i].shape(axis);
+        if (is_floating(in[i].dtype())) cts[i] = astype(slice_node(g, in[i].shape(), start, step), in[i].dtype());
+      }
+      return cts;
+    }
+    case PrimKind::Pad: {
+      const auto& p = n.prim.get<PadParams>();
+      bool cropping = false;
+      for (size_t i = 0; i < p.low.size(); ++i) cropping = cropping || p.low[i] < 0 || p.high[i] < 0;
+      if (p.mode != PadMode::Constant || cropping)
+        no_rule(out, "vjp", "only constant padding without cropping has one");
+      cts[0] = slice_node(g, in[0].shape(), p.low, std::vector<int64_t>(p.low.size(), 1));
+      return cts;
+    }
+    case PrimKind::Reduce: {
+      const auto& p = n.prim.get<ReduceParams>();
+      Array d = reduce_partials(p, in[0], out);
+      if (!d.valid()) return cts;
+      Array gb = broadcast_to(g, in[0].shape());
+      cts[0] = p.op == ReduceOp::Sum ? gb : gb * d;
+      return cts;
+    }
+    case PrimKind::Scan: {
+      const auto& p = n.prim.get<ScanParams>();
+      switch (p.op) {
+        case ScanOp::Sum: cts[0] = cumsum(g, p.axis, !p.reverse, p.exclusive); return cts;
+        case ScanOp::Prod:
+          // y_i = prod_{j<=i} x_j, so dL/dx_j = sum_{i>=j} g_i y_i / x_j (x must be non-zero).
+          cts[0] = cumsum(g * out, p.axis, !p.reverse, p.exclusive) / in[0];
+          return cts;
+        case ScanOp::Max:
+        case ScanOp::Min: no_rule(out, "vjp", "cummax/cummin are not differentiable here yet");
+      }
+      return cts;
+    }
+    case PrimKind::Matmul:
+      cts[0] = matmul(g, swapaxes(in[1], -1, -2));
+      cts[1] = matmul(swapaxes(in[0], -1, -2), g);
+      return cts;
+    case PrimKind::Gather:
+      cts[0] = take_vjp(in[0], in[1], g, n.prim.get<AxisParams>().axis);
+      return cts;
+    case PrimKind::GatherElements:
+      cts[0] = scatter(zeros_of(in[0]), in[1], g, n.prim.get<AxisParams>().axis, ScatterReduce::Add);
+      return cts;
+    case PrimKind::GatherND:
+      if (n.prim.get<GatherNDParams>().batch_dims != 0) no_rule(out, "vjp", "batch_dims > 0");
+      cts[0] = scatter_nd(zeros_of(in[0]), in[1], g, ScatterReduce::Add);
+      return cts;
+    case PrimKind::Scatter: {
+      const auto& p = n.prim.get<ScatterParams>();
+      switch (p.reduce) {
+        case ScatterReduce::Assign:
+          cts[0] = scatter(g, in[1], zeros_of(in[2]), p.axis, ScatterReduce::Assign);
+          cts[2] = scatter_updates_cotangent(g, in[1], p.axis);
+          return cts;
+        case ScatterReduce::Add:
+          cts[0] = g;
+          cts[2] = scatter_updates_cotangent(g, in[1], p.axis);
+          return cts;
+        case ScatterReduce::Mul:
+        case ScatterReduce::Max:
+        case ScatterReduce::Min: no_rule(out, "vjp", "only assign and add scatters have one");
+      }
+      return cts;
+    }
+    case PrimKind::ScatterND: {
+      const auto& p = n.prim.get<ScatterParams>();
+      switch (p.reduce) {
+        case ScatterReduce::Assign:
+          cts[0] = scatter_nd(g, in[1], zeros_of(in[2]), ScatterReduce::Assign);
+          cts[2] = gather_nd(g, in[1]);
+          return cts;
+        case ScatterReduce::Add:
+          cts[0] = g;
+          cts[2] = gather_nd(g, in[1]);
+          return cts;
+        case ScatterReduce::Mul:
+        case ScatterReduce::Max:
+        case ScatterReduce::Min: no_rule(out, "vjp", "only assign and add scatters have one");
+      }
+      return cts;
+    }
+    case PrimKind::Sort: {
+      const int axis = n.prim.get<SortParams>().axis;
+      cts[0] = scatter(zeros_of(in[0]), argsort(in[0], axis), g, axis, ScatterReduce::Add);
+      return cts;
+    }
+    case PrimKind::TopK: {
+      if (n.output_index != 0) return cts;  // the indices: integer
+      const auto& p = n.prim.get<TopKParams>();
+      Array idx = topk(in[0], p.k, p.axis, p.largest).second;
+      cts[0] = scatter(zeros_of(in[0]), idx, g, p.axis, ScatterReduce::Add);
+      return cts;
+    }
+    case PrimKind::Conv:
+    case PrimKind::ConvTranspose:
+    case PrimKind::Pool:
+    case PrimKind::Fused: no_rule(out, "vjp", rule_info(n.prim.kind).note);
+  }
+  return cts;
+}
+
+Array jvp_rule(const Array& out, const std::vector<Array>& t) {
+  const detail::Node& n = out.node();
+  const std::vector<Array>& in = n.inputs;
+  switch (n.prim.kind) {
+    case PrimKind::None:
+    case PrimKind::Full:
+    case PrimKind::Arange:
+    case PrimKind::ArgReduce:
+    case PrimKind::ArgSort:
+    case PrimKind::RandomBits: return Array();
+    case PrimKind::Unary: {
+      if (!is_floating(out.dtype())) return Array();
+      Array d = unary_derivative(n.prim.get<UnaryParams>().op, in[0], out);
+      return d.valid() ? t[0] * d : Array();
+    }
+    case PrimKind::Binary: {
+      if (!is_floating(out.dtype())) return Array();
+      auto [dx, dy] = binary_derivatives(n.prim.get<BinaryParams>().op, in[0], in[1], out);
+      Array r;
+      if (t[0].valid() && dx.valid()) r = t[0] * dx;
+      if (t[1].valid() && dy.valid()) r = r.valid() ? r + t[1] * dy : t[1] * dy;
+      return r.valid() ? broadcast_to(r, out.shape()) : r;
+    }
+    case PrimKind::Select: {
+      std::vector<Array> ts = {in[0], t[1].valid() ? t[1] : zeros_of(in[1]), t[2].valid() ? t[2] : zeros_of(in[2])};
+      return same_prim(out, ts);
+    }
+    case PrimKind::Cast: return is_floating(out.dtype()) ? astype(t[0], out.dtype()) : Array();
+    case PrimKind::Copy:
+    case PrimKind::Reshape:
+    case PrimKind::Transpose:
+    case PrimKind::Broadcast:
+    case PrimKind::Slice:
+    case PrimKind::SliceUpdate:
+    case PrimKind::Concatenate: return same_prim(out, dense(t, in));
+    case PrimKind::Pad: {
+      PadParams p = n.prim.get<PadParams>();
+      p.value = Scalar::of_int(0).cast(out.dtype());  // the padding is constant: zero tangent there
+      return make_array(out.shape(), out.dtype(), out.device(), make_prim(PrimKind::Pad, p), {t[0]});
+    }
+    case PrimKind::Reduce: {
+      const auto& p = n.prim.get<ReduceParams>();
+      if (p.op == ReduceOp::Sum || p.op == ReduceOp::Mean) return same_prim(out, {t[0]});
+      Array d = reduce_partials(p, in[0], out);
+      if (!d.valid()) return Array();
+      return sum(t[0] * d, Axes(p.axes.begin(), p.axes.end()), true);
+    }
+    case PrimKind::Scan: {
+      const auto& p = n.prim.get<ScanParams>();
+      switch (p.op) {
+        case ScanOp::Sum: return same_prim(out, {t[0]});
+        case ScanOp::Prod: return out * cumsum(t[0] / in[0], p.axis, p.reverse, p.exclusive);
+        case ScanOp::Max:
+        case ScanOp::Min: no_rule(out, "jvp", "cummax/cummin are not differentiable here yet");
+      }
+      return Array();
+    }
+    case PrimKind::Matmul: {
+      Array r;
+      if (t[0].valid()) r = matmul(t[0], in[1]);
+      if (t[1].valid()) r = r.valid() ? r + matmul(in[0], t[1]) : matmul(in[0], t[1]);
+      return r;
+    }
+    case PrimKind::Gather:
+    case PrimKind::GatherElements:
+    case PrimKind::GatherND: return same_prim(out, {t[0].valid() ? t[0] : zeros_of(in[0]), in[1]});
+    case PrimKind::Scatter:
+    case PrimKind::ScatterND: {
+      const auto& p = n.prim.get<ScatterParams>();
+      switch (p.reduce) {
+        case ScatterReduce::Assign:
+        case ScatterReduce::Add:
+          return same_prim(out, {t[0].valid() ? t[0] : zeros_of(in[0]), in[1], t[2].valid() ? t[2] : zeros_of(in[2])});
+        case ScatterReduce::Mul:
+        case ScatterReduce::Max:
+        case ScatterReduce::Min: no_rule(out, "jvp", "only assign and add scatters have one");
+      }
+      return Array();
+    }
+    case PrimKind::Sort: {
+      const int axis = n.prim.get<SortParams>().axis;
+      return take_along_axis(t[0], argsort(in[0], axis), axis);
+    }
+    case PrimKind::TopK: {
+      if (n.output_index != 0) return Array();
+      const auto& p = n.prim.get<TopKParams>();
+      return take_along_axis(t[0], topk(in[0], p.k, p.axis, p.largest).second, p.axis);
+    }
+    case PrimKind::Conv:
+    case PrimKind::ConvTranspose: {
+      // Bilinear in (input, weight): the same primitive applied to each tangent in turn.
+      Array r;
+      if (t[0].valid()) r = same_prim(out, {t[0], in[1]});
+      if (t[1].valid()) r = r.valid() ? r + same_prim(out, {in[0], t[1]}) : same_prim(out, {in[0], t[1]});
+      return r;
+    }
+    case PrimKind::Pool:
+    case PrimKind::Fused: no_rule(out, "jvp", rule_info(n.prim.kind).note);
+  }
+  return Array();
+}
+
+}  // namespace smelt::transforms

@@ -224,6 +224,50 @@ Array scatter_updates_cotangent(const Array& g, const Array& indices, int axis) 
   return take_along_axis(gs, indices, axis);
 }
 
+// ---- Convolution ---------------------------------------------------------------------------------
+
+/// R[a, b, k...] = Σ_{n, p} in[n, a, k·dil + p·stride - lo] · cot[n, b, p]: the correlation of an
+/// input with a cotangent that gives a convolution's weight gradient. It is itself a convolution
+/// of inᵀ [A, N, ...] with cotᵀ [B, N, ...], with stride and dilation swapped; the result is cut to
+/// the kernel's size `kernel`.
+Array weight_correlation(const Array& in, const Array& cot, const std::vector<int64_t>& stride,
+                         const std::vector<int64_t>& dil, const std::vector<int64_t>& lo,
+                         const std::vector<int64_t>& hi, const Shape& kernel) {
+  ConvOptions o{dil, lo, hi, stride, 1};
+  Array r = conv(swapaxes(in, 0, 1), swapaxes(cot, 0, 1), o);
+  Shape want = {r.shape(0), r.shape(1)};
+  want.insert(want.end(), kernel.begin(), kernel.end());
+  if (r.shape() == want) return r;
+  return slice_node(r, want, std::vector<int64_t>(want.size(), 0), std::vector<int64_t>(want.size(), 1));
+}
+
+/// The weight gradient group by group: channels of `in` and `cot` split into `groups` blocks, each
+/// block's [in_ch, cot_ch, K] correlation transposed to [cot_ch, in_ch, K], stacked along axis 0.
+Array grouped_weight_grad(const Array& in, const Array& cot, int64_t groups, const std::vector<int64_t>& stride,
+                          const std::vector<int64_t>& dil, const std::vector<int64_t>& lo,
+                          const std::vector<int64_t>& hi, const Shape& kernel) {
+  auto block = [&](const Array& a, int64_t gi) {
+    if (groups == 1) return a;
+    const int64_t c = a.shape(1) / groups;
+    Shape shape = a.shape();
+    shape[1] = c;
+    std::vector<int64_t> start(shape.size(), 0), step(shape.size(), 1);
+    start[1] = gi * c;
+    return slice_node(a, shape, start, step);
+  };
+  std::vector<Array> parts;
+  for (int64_t gi = 0; gi < groups; ++gi)
+    parts.push_back(swapaxes(weight_correlation(block(in, gi), block(cot, gi), stride, dil, lo, hi, kernel), 0, 1));
+  return groups == 1 ? parts[0] : concatenate(parts, 0);
+}
+
+/// `a` cut to `shape` from the origin (an adjoint's output can be longer than the input when the
+/// forward op dropped trailing positions).
+Array crop_to(const Array& a, const Shape& shape) {
+  if (a.shape() == shape) return a;
+  return slice_node(a, shape, std::vector<int64_t>(shape.size(), 0), std::vector<int64_t>(shape.size(), 1));
+}
+
 }  // namespace
 
 Array unbroadcast(const Array& g, const Shape& shape) {
@@ -289,8 +333,12 @@ RuleInfo rule_info(PrimKind kind) {
     case PrimKind::Sort: return {R::Full, R::Full, "the cotangent scattered back through argsort"};
     case PrimKind::ArgSort: return {R::Zero, R::Zero, "integer output"};
     case PrimKind::TopK: return {R::Full, R::Full, "values: scattered back through the indices; indices: integer"};
-    case PrimKind::Conv: return {R::None, R::Full, "vjp not written yet (planned: conv_transpose / swapped conv); jvp is bilinear"};
-    case PrimKind::ConvTranspose: return {R::None, R::Full, "vjp not written yet; jvp is bilinear"};
+    case PrimKind::Conv:
+      return {R::Full, R::Full,
+              "input: conv_transpose of the cotangent; weight: a conv of the transposed input and cotangent; "
+              "jvp is bilinear"};
+    case PrimKind::ConvTranspose:
+      return {R::Full, R::Full, "input: conv of the cotangent; weight: as conv's with the roles swapped"};
     case PrimKind::Pool: return {R::None, R::None, "not written yet"};
     case PrimKind::RandomBits: return {R::Zero, R::Zero, "integer output"};
     case PrimKind::Fused: return {R::None, R::None, "exists only in compiled tapes, after differentiation"};
@@ -452,8 +500,28 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
       cts[0] = scatter(zeros_of(in[0]), idx, g, p.axis, ScatterReduce::Add);
       return cts;
     }
-    case PrimKind::Conv:
-    case PrimKind::ConvTranspose:
+    case PrimKind::Conv: {
+      const auto& p = n.prim.get<ConvParams>();
+      const Shape& xs = in[0].shape();
+      const Shape kernel(in[1].shape().begin() + 2, in[1].shape().end());
+      // The input's cotangent is the adjoint, conv_transpose with the same weight; output_padding
+      // restores the trailing positions the forward stride skipped.
+      std::vector<int64_t> outpad;
+      for (size_t i = 0; i < kernel.size(); ++i)
+        outpad.push_back(xs[i + 2] - ((g.shape(static_cast<int>(i) + 2) - 1) * p.strides[i] - p.padding_lo[i] -
+                                      p.padding_hi[i] + p.dilations[i] * (kernel[i] - 1) + 1));
+      cts[0] = conv_transpose(g, in[1], {p.strides, p.padding_lo, p.padding_hi, p.dilations, outpad, p.groups});
+      cts[1] = grouped_weight_grad(in[0], g, p.groups, p.strides, p.dilations, p.padding_lo, p.padding_hi, kernel);
+      return cts;
+    }
+    case PrimKind::ConvTranspose: {
+      const auto& p = n.prim.get<ConvTransposeParams>();
+      const Shape kernel(in[1].shape().begin() + 2, in[1].shape().end());
+      // conv_transpose is the adjoint of conv with the same weight, so conv is its adjoint.
+      cts[0] = crop_to(conv(g, in[1], {p.strides, p.padding_lo, p.padding_hi, p.dilations, p.groups}), in[0].shape());
+      cts[1] = grouped_weight_grad(g, in[0], p.groups, p.strides, p.dilations, p.padding_lo, p.padding_hi, kernel);
+      return cts;
+    }
     case PrimKind::Pool:
     case PrimKind::Fused: no_rule(out, "vjp", rule_info(n.prim.kind).note);
   }

@@ -268,6 +268,35 @@ Array crop_to(const Array& a, const Shape& shape) {
   return slice_node(a, shape, std::vector<int64_t>(shape.size(), 0), std::vector<int64_t>(shape.size(), 1));
 }
 
+/// The adjoint of reflect or edge padding along one axis: the interior of `g` plus the padded
+/// positions added back onto the elements they copied (edge: the first/last element; reflect:
+/// elements 1..low and n-1-high..n-2, in reverse order). Padding's index map is separable, so the
+/// adjoint over all axes is this applied axis by axis.
+Array pad_axis_adjoint(const Array& g, int axis, int64_t low, int64_t high, int64_t n, PadMode mode) {
+  const size_t ax = static_cast<size_t>(axis);
+  auto part = [&](int64_t start, int64_t len, int64_t step) {
+    Shape shape = g.shape();
+    shape[ax] = len;
+    std::vector<int64_t> st(shape.size(), 0), sp(shape.size(), 1);
+    st[ax] = start;
+    sp[ax] = step;
+    return slice_node(g, shape, st, sp);
+  };
+  auto place = [&](const Array& a, int64_t before, int64_t after) {
+    std::vector<std::pair<int64_t, int64_t>> width(static_cast<size_t>(g.ndim()), {0, 0});
+    width[ax] = {before, after};
+    return pad(a, width);
+  };
+  const bool edge = mode == PadMode::Edge;
+  Array r = part(low, n, 1);
+  if (low > 0)
+    r = r + (edge ? place(sum(part(0, low, 1), {axis}, true), 0, n - 1) : place(part(low - 1, low, -1), 1, n - 1 - low));
+  if (high > 0)
+    r = r + (edge ? place(sum(part(low + n, high, 1), {axis}, true), n - 1, 0)
+                  : place(part(low + n + high - 1, high, -1), n - 1 - high, 1));
+  return r;
+}
+
 }  // namespace
 
 Array unbroadcast(const Array& g, const Shape& shape) {
@@ -314,7 +343,9 @@ RuleInfo rule_info(PrimKind kind) {
     case PrimKind::SliceUpdate: return {R::Full, R::Full, "array: the cotangent with the region zeroed; update: the region"};
     case PrimKind::Concatenate: return {R::Full, R::Full, "slices of the cotangent"};
     case PrimKind::Pad:
-      return {R::Partial, R::Full, "constant mode: the cotangent's interior; reflect/edge have no vjp yet"};
+      return {R::Partial, R::Full,
+              "constant: the cotangent's interior; reflect/edge: padded positions added back onto the elements "
+              "they copy; negative (cropping) pads have no vjp"};
     case PrimKind::Reduce:
       return {R::Full, R::Full,
               "sum/mean broadcast back; prod by exclusive products (exact at zeros); max/min split ties "
@@ -414,9 +445,22 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
       const auto& p = n.prim.get<PadParams>();
       bool cropping = false;
       for (size_t i = 0; i < p.low.size(); ++i) cropping = cropping || p.low[i] < 0 || p.high[i] < 0;
-      if (p.mode != PadMode::Constant || cropping)
-        no_rule(out, "vjp", "only constant padding without cropping has one");
-      cts[0] = slice_node(g, in[0].shape(), p.low, std::vector<int64_t>(p.low.size(), 1));
+      if (cropping) no_rule(out, "vjp", "negative (cropping) pads have none yet");
+      switch (p.mode) {
+        case PadMode::Constant:
+          cts[0] = slice_node(g, in[0].shape(), p.low, std::vector<int64_t>(p.low.size(), 1));
+          return cts;
+        case PadMode::Reflect:
+        case PadMode::Edge: {
+          Array r = g;
+          for (int a = 0; a < g.ndim(); ++a) {
+            const size_t i = static_cast<size_t>(a);
+            if (p.low[i] != 0 || p.high[i] != 0) r = pad_axis_adjoint(r, a, p.low[i], p.high[i], in[0].shape(a), p.mode);
+          }
+          cts[0] = r;
+          return cts;
+        }
+      }
       return cts;
     }
     case PrimKind::Reduce: {

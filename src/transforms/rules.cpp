@@ -2,6 +2,7 @@
 // compile like any other graph and can be differentiated again (higher order).
 #include "src/transforms/rules.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -370,7 +371,9 @@ RuleInfo rule_info(PrimKind kind) {
               "jvp is bilinear"};
     case PrimKind::ConvTranspose:
       return {R::Full, R::Full, "input: conv of the cotangent; weight: as conv's with the roles swapped"};
-    case PrimKind::Pool: return {R::None, R::None, "not written yet"};
+    case PrimKind::Pool:
+      return {R::Partial, R::Partial,
+              "avg: conv_transpose of the cotangent scaled per window; max pooling has no rule yet"};
     case PrimKind::RandomBits: return {R::Zero, R::Zero, "integer output"};
     case PrimKind::Fused: return {R::None, R::None, "exists only in compiled tapes, after differentiation"};
   }
@@ -566,7 +569,34 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
       cts[1] = grouped_weight_grad(g, in[0], p.groups, p.strides, p.dilations, p.padding_lo, p.padding_hi, kernel);
       return cts;
     }
-    case PrimKind::Pool:
+    case PrimKind::Pool: {
+      const auto& p = n.prim.get<PoolParams>();
+      switch (p.kind) {
+        case PoolKind::Max: no_rule(out, "vjp", "max pooling has none yet");
+        case PoolKind::Avg: break;
+      }
+      // Average pooling is the window sum (a depthwise conv with a ones kernel) scaled by 1/divisor
+      // per window; its adjoint is conv_transpose of the scaled cotangent. The per-window scale is
+      // read off the pool itself (pool(ones) / window count), so count_include_pad and ceil_mode
+      // need no separate model; ceil_mode's extra windows get extra right padding in the conv.
+      const Array& x = in[0];
+      const int64_t c = x.shape(1);
+      Shape ks = {c, 1};
+      ks.insert(ks.end(), p.kernel.begin(), p.kernel.end());
+      Array ones_k = full_value(ks, Scalar::of_int(1), x.dtype(), x.device());
+      std::vector<int64_t> hi = p.padding_hi, outpad;
+      for (size_t i = 0; i < p.kernel.size(); ++i) {
+        const int64_t size = x.shape(static_cast<int>(i) + 2), windows = out.shape(static_cast<int>(i) + 2);
+        const int64_t reach = (windows - 1) * p.strides[i] + p.dilations[i] * (p.kernel[i] - 1) + 1;
+        hi[i] += std::max<int64_t>(0, reach - (size + p.padding_lo[i] + hi[i]));
+        outpad.push_back(size + p.padding_lo[i] + hi[i] - reach);
+      }
+      Array ones_x = ones_like(x);
+      Array counts = conv(ones_x, ones_k, {p.strides, p.padding_lo, hi, p.dilations, c});
+      Array scale = where(counts == 0.0, zeros_of(out), same_prim(out, {ones_x}) / counts);
+      cts[0] = conv_transpose(g * scale, ones_k, {p.strides, p.padding_lo, hi, p.dilations, outpad, c});
+      return cts;
+    }
     case PrimKind::Fused: no_rule(out, "vjp", rule_info(n.prim.kind).note);
   }
   return cts;
@@ -669,6 +699,11 @@ Array jvp_rule(const Array& out, const std::vector<Array>& t) {
       return r;
     }
     case PrimKind::Pool:
+      switch (n.prim.get<PoolParams>().kind) {
+        case PoolKind::Max: no_rule(out, "jvp", "max pooling has none yet");
+        case PoolKind::Avg: return same_prim(out, {t[0]});  // linear
+      }
+      return Array();
     case PrimKind::Fused: no_rule(out, "jvp", rule_info(n.prim.kind).note);
   }
   return Array();

@@ -25,6 +25,9 @@ namespace {
 }
 
 Array zeros_of(const Array& like) { return zeros_like(like); }
+Array zeros_shaped(const Shape& shape, Dtype dtype, Device device) {
+  return full_value(shape, Scalar::of_int(0), dtype, device);
+}
 
 Array same_prim(const Array& out, std::vector<Array> inputs) {
   return make_array(out.shape(), out.dtype(), out.device(), out.node().prim, std::move(inputs));
@@ -298,6 +301,76 @@ Array pad_axis_adjoint(const Array& g, int axis, int64_t low, int64_t high, int6
   return r;
 }
 
+/// Max pooling seen as one strided view of the (-inf padded) input per kernel offset: `hits[j]`
+/// marks the windows whose max is the value offset j reads, and `count` the tied maxima per
+/// window, which share the window's gradient equally (as for max reductions).
+struct MaxPoolWindows {
+  std::vector<std::pair<int64_t, int64_t>> width;  // the padding, right side extended for ceil_mode
+  Shape padded;
+  std::vector<SliceParams> views;
+  std::vector<Array> hits;
+  Array count;
+};
+
+MaxPoolWindows max_pool_windows(const Array& x, const Array& out, const PoolParams& p) {
+  MaxPoolWindows w;
+  const size_t k = p.kernel.size();
+  w.width = {{0, 0}, {0, 0}};
+  w.padded = {x.shape(0), x.shape(1)};
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t size = x.shape(static_cast<int>(i) + 2), windows = out.shape(static_cast<int>(i) + 2);
+    const int64_t reach = (windows - 1) * p.strides[i] + p.dilations[i] * (p.kernel[i] - 1) + 1;
+    const int64_t hi = p.padding_hi[i] + std::max<int64_t>(0, reach - (size + p.padding_lo[i] + p.padding_hi[i]));
+    w.width.push_back({p.padding_lo[i], hi});
+    w.padded.push_back(size + p.padding_lo[i] + hi);
+  }
+  Array xp = pad(x, w.width, PadMode::Constant, full_value({}, Scalar::of_float(-INFINITY), x.dtype(), Device::cpu()));
+  std::vector<int64_t> offset(k, 0);
+  for (bool more = true; more;) {
+    SliceParams v{{0, 0}, {1, 1}};
+    for (size_t i = 0; i < k; ++i) {
+      v.start.push_back(offset[i] * p.dilations[i]);
+      v.step.push_back(p.strides[i]);
+    }
+    w.hits.push_back(as(slice_node(xp, out.shape(), v.start, v.step) == out, x.dtype()));
+    w.count = w.count.valid() ? w.count + w.hits.back() : w.hits.back();
+    w.views.push_back(std::move(v));
+    more = false;
+    for (size_t i = k; i-- > 0;) {
+      if (++offset[i] < p.kernel[i]) {
+        more = true;
+        break;
+      }
+      offset[i] = 0;
+    }
+  }
+  return w;
+}
+
+Array max_pool_vjp(const Array& x, const Array& out, const Array& g, const PoolParams& p) {
+  MaxPoolWindows w = max_pool_windows(x, out, p);
+  Array share = g / w.count;
+  Array gp;
+  for (size_t j = 0; j < w.views.size(); ++j) {
+    Array part = slice_update_node(zeros_shaped(w.padded, x.dtype(), x.device()), share * w.hits[j], w.views[j]);
+    gp = gp.valid() ? gp + part : part;
+  }
+  std::vector<int64_t> start = {0, 0}, step(w.padded.size(), 1);
+  for (size_t i = 0; i < p.kernel.size(); ++i) start.push_back(p.padding_lo[i]);
+  return slice_node(gp, x.shape(), start, step);
+}
+
+Array max_pool_jvp(const Array& x, const Array& out, const Array& t, const PoolParams& p) {
+  MaxPoolWindows w = max_pool_windows(x, out, p);
+  Array tp = pad(t, w.width);
+  Array r;
+  for (size_t j = 0; j < w.views.size(); ++j) {
+    Array part = slice_node(tp, out.shape(), w.views[j].start, w.views[j].step) * w.hits[j];
+    r = r.valid() ? r + part : part;
+  }
+  return r / w.count;
+}
+
 }  // namespace
 
 Array unbroadcast(const Array& g, const Shape& shape) {
@@ -372,8 +445,9 @@ RuleInfo rule_info(PrimKind kind) {
     case PrimKind::ConvTranspose:
       return {R::Full, R::Full, "input: conv of the cotangent; weight: as conv's with the roles swapped"};
     case PrimKind::Pool:
-      return {R::Partial, R::Partial,
-              "avg: conv_transpose of the cotangent scaled per window; max pooling has no rule yet"};
+      return {R::Full, R::Full,
+              "avg: conv_transpose of the cotangent scaled per window; max: the window's cotangent to its "
+              "maxima (ties split equally)"};
     case PrimKind::RandomBits: return {R::Zero, R::Zero, "integer output"};
     case PrimKind::Fused: return {R::None, R::None, "exists only in compiled tapes, after differentiation"};
   }
@@ -572,7 +646,7 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
     case PrimKind::Pool: {
       const auto& p = n.prim.get<PoolParams>();
       switch (p.kind) {
-        case PoolKind::Max: no_rule(out, "vjp", "max pooling has none yet");
+        case PoolKind::Max: cts[0] = max_pool_vjp(in[0], out, g, p); return cts;
         case PoolKind::Avg: break;
       }
       // Average pooling is the window sum (a depthwise conv with a ones kernel) scaled by 1/divisor
@@ -700,7 +774,7 @@ Array jvp_rule(const Array& out, const std::vector<Array>& t) {
     }
     case PrimKind::Pool:
       switch (n.prim.get<PoolParams>().kind) {
-        case PoolKind::Max: no_rule(out, "jvp", "max pooling has none yet");
+        case PoolKind::Max: return max_pool_jvp(in[0], out, t[0], n.prim.get<PoolParams>());
         case PoolKind::Avg: return same_prim(out, {t[0]});  // linear
       }
       return Array();

@@ -213,15 +213,19 @@ TEST(GradErrors, IntegerInputsAndOutputs) {
 }
 
 TEST(GradErrors, ThroughAnOpWithoutAGradient) {
-  Array x = random_array({1, 1, 4, 4}, float32, -1, 1, 24);
-  auto pooled = [](const Array& x) { return sum(max_pool(x, PoolOptions{.kernel = {2, 2}})); };
-  EXPECT_THROW_MSG(grad(pooled)(x), UnsupportedError, "vjp: Pool(");
-  EXPECT_THROW_MSG(grad(pooled)(x), UnsupportedError, "has no vjp rule (max pooling has none yet)");
+  Array x = random_array({3, 4}, float32, -1, 1, 24);
+  Array indices = Array({1, 0, 2, 2}, {1, 4});
+  auto scattered = [&](const Array& x) { return sum(scatter(x, indices, slice(x, {0, 0}, {1, 4}) * 2.0f, 0, ScatterReduce::Mul)); };
+  EXPECT_THROW_MSG(grad(scattered)(x), UnsupportedError,
+                   "vjp: Scatter(");
+  EXPECT_THROW_MSG(grad(scattered)(x), UnsupportedError,
+                   "has no vjp rule (only assign and add scatters have one); inputs float32[3,4], int32[1,4], "
+                   "float32[1,4], output float32[3,4]. Wrap the value in stop_gradient");
   EXPECT_THROW_MSG(grad([](const Array& x) { return sum(cummax(x, 0)); })(random_array({3}, float32, -1, 1, 25)),
                    UnsupportedError, "cummax/cummin");
-  // stop_gradient makes the same function differentiable (no gradient through the pool).
-  Array g = grad([&](const Array& x) { return sum(stop_gradient(max_pool(x, PoolOptions{.kernel = {2, 2}}))) + sum(x); })(x);
-  EXPECT_TRUE(all_close(g, std::vector<double>(16, 1.0), 0, 0));
+  // stop_gradient makes the same function differentiable (no gradient through the scatter).
+  Array g = grad([&](const Array& x) { return sum(stop_gradient(scatter(x, indices, slice(x, {0, 0}, {1, 4}), 0, ScatterReduce::Mul))) + sum(x); })(x);
+  EXPECT_TRUE(all_close(g, std::vector<double>(12, 1.0), 0, 0));
 }
 
 TEST(GradErrors, VjpAndJvpArgumentChecks) {

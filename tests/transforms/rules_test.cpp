@@ -101,6 +101,10 @@ std::vector<Case> cases() {
        [](V x) { return avg_pool(x[0], {.kernel = {3}, .strides = {2}, .padding_lo = {1}, .padding_hi = {1}, .ceil_mode = true, .count_include_pad = true}); }},
       {"avg_pool_ceil_dilated", PrimKind::Pool, {{1, 2, 8}}, -2, 2,
        [](V x) { return avg_pool(x[0], {.kernel = {2}, .strides = {3}, .dilations = {2}, .ceil_mode = true}); }},
+      {"max_pool", PrimKind::Pool, {{2, 2, 6, 5}}, -2, 2,
+       [](V x) { return max_pool(x[0], {.kernel = {3, 2}, .strides = {2, 1}, .padding_lo = {1, 0}, .padding_hi = {1, 1}, .dilations = {1, 2}}); }},
+      {"max_pool_ceil", PrimKind::Pool, {{1, 2, 8}}, -2, 2,
+       [](V x) { return max_pool(x[0], {.kernel = {3}, .strides = {2}, .ceil_mode = true}); }},
       {"softmax", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return softmax(x[0]); }},
       {"layer_norm", PrimKind::Reduce, {{3, 4}, {4}}, -2, 2, [](V x) { return layer_norm(x[0], x[1], std::nullopt); }},
   };

@@ -371,6 +371,17 @@ Array max_pool_jvp(const Array& x, const Array& out, const Array& t, const PoolP
   return r / w.count;
 }
 
+/// W[..., i, j] = d y_i / d x_j of cummax/cummin along the last axis: 1/count over the tied
+/// extremes x_j == y_i among the positions the prefix (suffix when reversed) i covers. An n×n
+/// weight per row, built with public ops so it runs on every device.
+Array scan_extreme_weights(const Array& xm, const Array& ym, bool reverse) {
+  const int64_t n = xm.shape(-1);
+  Array i = reshape(arange(n, int64), {n, 1}), j = reshape(arange(n, int64), {1, n});
+  Array covered = reverse ? j >= i : j <= i;
+  Array m = astype(logical_and(expand_dims(xm, -2) == expand_dims(ym, -1), covered), xm.dtype());
+  return m / sum(m, {-1}, true);
+}
+
 }  // namespace
 
 Array unbroadcast(const Array& g, const Shape& shape) {
@@ -426,7 +437,8 @@ RuleInfo rule_info(PrimKind kind) {
               "equally; all/any give none"};
     case PrimKind::ArgReduce: return {R::Zero, R::Zero, "integer output"};
     case PrimKind::Scan:
-      return {R::Partial, R::Partial, "cumsum: reverse cumsum; cumprod: via division (inputs must be non-zero); cummax/cummin have none"};
+      return {R::Partial, R::Partial, "cumsum: reverse cumsum; cumprod: via division (inputs must be non-zero); cummax/cummin: to the "
+              "running extreme, ties split equally"};
     case PrimKind::Matmul: return {R::Full, R::Full, "g·bᵀ and aᵀ·g"};
     case PrimKind::Gather: return {R::Full, R::Full, "scatter-add of the cotangent; none to the indices"};
     case PrimKind::GatherElements: return {R::Full, R::Full, "scatter-add along the axis"};
@@ -557,7 +569,12 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
           cts[0] = cumsum(g * out, p.axis, !p.reverse, p.exclusive) / in[0];
           return cts;
         case ScanOp::Max:
-        case ScanOp::Min: no_rule(out, "vjp", "cummax/cummin are not differentiable here yet");
+        case ScanOp::Min: {
+          if (p.exclusive) no_rule(out, "vjp", "exclusive cummax/cummin");
+          Array w = scan_extreme_weights(moveaxis(in[0], p.axis, -1), moveaxis(out, p.axis, -1), p.reverse);
+          cts[0] = moveaxis(sum(expand_dims(moveaxis(g, p.axis, -1), -1) * w, {-2}), -1, p.axis);
+          return cts;
+        }
       }
       return cts;
     }
@@ -729,7 +746,11 @@ Array jvp_rule(const Array& out, const std::vector<Array>& t) {
         case ScanOp::Sum: return same_prim(out, {t[0]});
         case ScanOp::Prod: return out * cumsum(t[0] / in[0], p.axis, p.reverse, p.exclusive);
         case ScanOp::Max:
-        case ScanOp::Min: no_rule(out, "jvp", "cummax/cummin are not differentiable here yet");
+        case ScanOp::Min: {
+          if (p.exclusive) no_rule(out, "jvp", "exclusive cummax/cummin");
+          Array w = scan_extreme_weights(moveaxis(in[0], p.axis, -1), moveaxis(out, p.axis, -1), p.reverse);
+          return moveaxis(sum(w * expand_dims(moveaxis(t[0], p.axis, -1), -2), {-1}), -1, p.axis);
+        }
       }
       return Array();
     }

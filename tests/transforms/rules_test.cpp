@@ -71,6 +71,8 @@ std::vector<Case> cases() {
       {"cumsum", PrimKind::Scan, {{3, 4}}, -2, 2, [](V x) { return sin(cumsum(x[0], 1)); }},
       {"cumsum_reverse_exclusive", PrimKind::Scan, {{3, 4}}, -2, 2, [](V x) { return sin(cumsum(x[0], 0, true, true)); }},
       {"cumprod", PrimKind::Scan, {{3, 4}}, 0.5, 1.5, [](V x) { return cumprod(x[0], 1); }},
+      {"cummax", PrimKind::Scan, {{3, 5}}, -2, 2, [](V x) { return cummax(x[0], 1); }},
+      {"cummin_reverse", PrimKind::Scan, {{4, 3}}, -2, 2, [](V x) { return cummin(x[0], 0, true); }},
       {"matmul", PrimKind::Matmul, {{3, 4}, {4, 2}}, -2, 2, [](V x) { return matmul(x[0], x[1]); }},
       {"matmul_batched", PrimKind::Matmul, {{2, 3, 4}, {4, 2}}, -2, 2, [](V x) { return matmul(x[0], x[1]); }},
       {"matmul_vector", PrimKind::Matmul, {{4}, {4, 2}}, -2, 2, [](V x) { return matmul(x[0], x[1]); }},

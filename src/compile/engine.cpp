@@ -13,6 +13,7 @@
 #include "smelt/compile.h"
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
+#include "smelt/transforms.h"
 #include "src/compile/passes.h"
 #include "src/compile/shapeless.h"
 #include "src/compile/tape.h"
@@ -46,7 +47,9 @@ uint64_t global_trace_count() { return g_traces.load(); }
 
 namespace detail {
 
-bool is_tracer(const Array& a) { return a.valid() && a.node().tracer; }
+// Inside a transform (grad, jvp, ...) a compiled function runs its function directly, as it does
+// on tracers, so the transform sees (and differentiates) the ops it builds.
+bool is_tracer(const Array& a) { return (a.valid() && a.node().tracer) || in_transform(); }
 
 /// What one call's inputs look like: the part of the key that is compared component-wise.
 struct CallKey {

@@ -520,12 +520,14 @@ TEST(CompiledModel, FusedGroupsNameTheOnnxNodesTheyCameFrom) {
   ASSERT_EQ(ov.segments.size(), 1u);
   ASSERT_EQ(ov.segments[0].fused.size(), 1u) << describe(ov);
   const onnx::FusedGroup& g = ov.segments[0].fused[0];
-  // Mul by a constant, Tanh, Add, Exp: in execution order, each once; ReduceSum is not element-wise.
-  EXPECT_EQ(g.nodes, (std::vector<std::string>{"Mul 'Mul_0'", "Tanh 'Tanh_0'", "Add 'Add_0'", "Exp 'Exp_0'"}));
-  EXPECT_EQ(g.str(), "Fused[Mul 'Mul_0', Tanh 'Tanh_0', Add 'Add_0', Exp 'Exp_0']");
+  // Mul by a constant, Tanh, Add, Exp: in execution order, each once; the ReduceSum over the
+  // last axis joins them (a row kernel).
+  EXPECT_EQ(g.nodes, (std::vector<std::string>{"Mul 'Mul_0'", "Tanh 'Tanh_0'", "Add 'Add_0'", "Exp 'Exp_0'",
+                                               "ReduceSum 'ReduceSum_0'"}));
+  EXPECT_EQ(g.str(), "Fused[Mul 'Mul_0', Tanh 'Tanh_0', Add 'Add_0', Exp 'Exp_0', ReduceSum 'ReduceSum_0']");
   EXPECT_FALSE(g.kernel.empty());
   ASSERT_EQ(ov.fused.size(), 1u);
-  EXPECT_EQ(ov.fused[0], "segment 0: Fused[Mul 'Mul_0', Tanh 'Tanh_0', Add 'Add_0', Exp 'Exp_0']");
+  EXPECT_EQ(ov.fused[0], "segment 0: Fused[Mul 'Mul_0', Tanh 'Tanh_0', Add 'Add_0', Exp 'Exp_0', ReduceSum 'ReduceSum_0']");
 
   // Two independent chains and a node that makes several steps (HardSigmoid: multiply, add,
   // clip): two kernels, each naming only its own nodes, a node once however many steps it made.

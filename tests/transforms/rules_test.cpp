@@ -1,0 +1,205 @@
+// Every primitive's vjp and jvp rule against central finite differences in float64, and the rules table.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "smelt/transforms.h"
+#include "src/transforms/rules.h"
+#include "test_utils.h"
+
+namespace smelt {
+namespace {
+
+using Fn = std::function<Array(const std::vector<Array>&)>;
+
+struct Case {
+  std::string name;
+  PrimKind kind;              // the primitive whose rules the case exercises
+  std::vector<Shape> shapes;  // float64 inputs
+  double lo = -2.0, hi = 2.0; // input domain (kept away from singularities and kinks)
+  Fn f;
+  bool vjp = true, jvp = true;
+};
+
+Array idx(std::vector<int64_t> v, Shape s) { return Array(v, std::move(s)); }
+
+std::vector<Case> cases() {
+  using V = const std::vector<Array>&;
+  auto u = [](const char* name, Array (*op)(const Array&), double lo = -2.0, double hi = 2.0) {
+    return Case{name, PrimKind::Unary, {{3, 4}}, lo, hi, [op](V x) { return op(x[0]); }};
+  };
+  auto b = [](const char* name, Array (*op)(const Array&, const Array&), double lo = -2.0, double hi = 2.0) {
+    // Broadcasting: [3, 4] with [4].
+    return Case{name, PrimKind::Binary, {{3, 4}, {4}}, lo, hi, [op](V x) { return op(x[0], x[1]); }};
+  };
+  return {
+      u("abs", abs), u("negative", negative), u("sign", sign), u("square", square),
+      u("reciprocal", reciprocal, 0.5, 2.0), u("sqrt", sqrt, 0.5, 2.0), u("rsqrt", rsqrt, 0.5, 2.0), u("exp", exp),
+      u("exp2", exp2), u("expm1", expm1), u("log", log, 0.5, 2.0), u("log2", log2, 0.5, 2.0),
+      u("log10", log10, 0.5, 2.0), u("log1p", log1p, -0.5, 2.0), u("sin", sin), u("cos", cos),
+      u("tan", tan, -1.0, 1.0), u("arcsin", arcsin, -0.9, 0.9), u("arccos", arccos, -0.9, 0.9), u("arctan", arctan),
+      u("sinh", sinh), u("cosh", cosh), u("tanh", tanh), u("arcsinh", arcsinh), u("arccosh", arccosh, 1.5, 3.0),
+      u("arctanh", arctanh, -0.9, 0.9), u("erf", erf), u("erfinv", erfinv, -0.9, 0.9), u("sigmoid", sigmoid),
+      u("relu", relu), u("floor", floor), u("ceil", ceil), u("round", round),
+      b("add", add), b("subtract", subtract), b("multiply", multiply), b("divide", divide, 0.5, 2.0),
+      b("remainder", remainder, 0.5, 2.0), b("fmod", fmod, 0.5, 2.0), b("maximum", maximum), b("minimum", minimum),
+      b("arctan2", arctan2), b("floor_divide", floor_divide, 0.5, 2.0),
+      {"power", PrimKind::Binary, {{3, 4}, {3, 1}}, 0.5, 2.0, [](V x) { return power(x[0], x[1]); }},
+      {"where", PrimKind::Select, {{3, 4}, {4}}, -2, 2,
+       [](V x) { return where(Array({true, false, true, true}), x[0], x[1]); }},
+      {"copy", PrimKind::Copy, {{3, 4}}, -2, 2, [](V x) { return copy(x[0]) * x[0]; }},
+      {"reshape", PrimKind::Reshape, {{3, 4}}, -2, 2, [](V x) { return reshape(x[0], {2, 6}) * reshape(x[0], {2, 6}); }},
+      {"transpose", PrimKind::Transpose, {{3, 4}}, -2, 2, [](V x) { return sin(transpose(x[0])); }},
+      {"broadcast_to", PrimKind::Broadcast, {{4}}, -2, 2, [](V x) { return broadcast_to(x[0], {3, 4}) * reshape(arange(12.0, 24.0, 1.0, float64), {3, 4}); }},
+      {"slice", PrimKind::Slice, {{5, 4}}, -2, 2, [](V x) { return exp(slice(x[0], {4, 1}, {0, 4}, {-2, 2})); }},
+      {"slice_update", PrimKind::SliceUpdate, {{5, 4}, {2, 2}}, -2, 2,
+       [](V x) { return sin(slice_update(x[0], x[1], {1, 0}, {5, 4}, {2, 2})); }},
+      {"concatenate", PrimKind::Concatenate, {{2, 4}, {3, 4}}, -2, 2, [](V x) { return sin(concatenate({x[0], x[1]}, 0)); }},
+      {"pad", PrimKind::Pad, {{3, 4}}, -2, 2, [](V x) { return exp(pad(x[0], {{1, 2}, {0, 1}})); }},
+      {"pad_edge", PrimKind::Pad, {{3, 4}}, -2, 2, [](V x) { return exp(pad(x[0], {{1, 2}, {0, 3}}, PadMode::Edge)); }},
+      {"pad_reflect", PrimKind::Pad, {{3, 5}}, -2, 2, [](V x) { return exp(pad(x[0], {{2, 1}, {3, 2}}, PadMode::Reflect)); }},
+      {"sum", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return sum(x[0] * x[0], {1}); }},
+      {"mean", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return mean(sin(x[0]), {0}); }},
+      {"var", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return var(x[0], {1}, false, 1); }},
+      {"prod", PrimKind::Reduce, {{3, 4}}, 0.5, 1.5, [](V x) { return prod(x[0], {0}); }},
+      {"max", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return max(x[0], {1}); }},
+      {"min", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return min(x[0]); }},
+      {"logsumexp", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return logsumexp(x[0], {1}); }},
+      {"cumsum", PrimKind::Scan, {{3, 4}}, -2, 2, [](V x) { return sin(cumsum(x[0], 1)); }},
+      {"cumsum_reverse_exclusive", PrimKind::Scan, {{3, 4}}, -2, 2, [](V x) { return sin(cumsum(x[0], 0, true, true)); }},
+      {"cumprod", PrimKind::Scan, {{3, 4}}, 0.5, 1.5, [](V x) { return cumprod(x[0], 1); }},
+      {"cummax", PrimKind::Scan, {{3, 5}}, -2, 2, [](V x) { return cummax(x[0], 1); }},
+      {"cummin_reverse", PrimKind::Scan, {{4, 3}}, -2, 2, [](V x) { return cummin(x[0], 0, true); }},
+      {"matmul", PrimKind::Matmul, {{3, 4}, {4, 2}}, -2, 2, [](V x) { return matmul(x[0], x[1]); }},
+      {"matmul_batched", PrimKind::Matmul, {{2, 3, 4}, {4, 2}}, -2, 2, [](V x) { return matmul(x[0], x[1]); }},
+      {"matmul_vector", PrimKind::Matmul, {{4}, {4, 2}}, -2, 2, [](V x) { return matmul(x[0], x[1]); }},
+      {"take", PrimKind::Gather, {{3, 4}}, -2, 2, [](V x) { return take(x[0], idx({2, 0, 2, -1}, {2, 2}), 1); }},
+      {"take_along_axis", PrimKind::GatherElements, {{3, 4}}, -2, 2,
+       [](V x) { return take_along_axis(x[0], idx({0, 2, 1, 1, 0, 2, 2, 2}, {2, 4}), 0); }},
+      {"gather_nd", PrimKind::GatherND, {{3, 4}}, -2, 2, [](V x) { return gather_nd(x[0], idx({2, 1, 0, 3, 2, 1}, {3, 2})); }},
+      {"scatter", PrimKind::Scatter, {{3, 4}, {2, 3}}, -2, 2,
+       [](V x) { return sin(scatter(x[0], idx({1, 0, 2, 2, 1, 0}, {2, 3}), x[1], 0)); }},
+      {"scatter_add", PrimKind::Scatter, {{3, 4}, {2, 3}}, -2, 2,
+       [](V x) { return sin(scatter(x[0], idx({1, 0, 1, 1, 0, 1}, {2, 3}), x[1], 0, ScatterReduce::Add)); }},
+      {"scatter_nd", PrimKind::ScatterND, {{3, 4}, {2, 4}}, -2, 2,
+       [](V x) { return sin(scatter_nd(x[0], idx({2, 0}, {2, 1}), x[1])); }},
+      {"scatter_nd_add", PrimKind::ScatterND, {{3, 4}, {3, 4}}, -2, 2,
+       [](V x) { return sin(scatter_nd(x[0], idx({2, 0, 2}, {3, 1}), x[1], ScatterReduce::Add)); }},
+      {"sort", PrimKind::Sort, {{3, 4}}, -2, 2, [](V x) { return sort(x[0], 1) * arange(0.0, 4.0, 1.0, float64); }},
+      {"topk", PrimKind::TopK, {{3, 5}}, -2, 2, [](V x) { return topk(x[0], 2, 1).first * Array({1.0, 3.0}); }},
+      {"conv", PrimKind::Conv, {{2, 2, 6, 5}, {3, 2, 3, 2}}, -2, 2, [](V x) { return conv2d(x[0], x[1], {2, 1}, {1, 0}, {1, 2}); }},
+      {"conv_grouped", PrimKind::Conv, {{1, 4, 7}, {6, 2, 3}}, -2, 2,
+       [](V x) { return conv(x[0], x[1], {.strides = {2}, .padding_lo = {1}, .padding_hi = {2}, .groups = 2}); }},
+      {"conv_transpose", PrimKind::ConvTranspose, {{2, 2, 3, 4}, {2, 3, 2, 3}}, -2, 2,
+       [](V x) { return conv_transpose(x[0], x[1], {.strides = {2, 1}, .padding_lo = {1, 0}, .padding_hi = {0, 1}, .dilations = {1, 2}, .output_padding = {1, 0}}); }},
+      {"conv_transpose_grouped", PrimKind::ConvTranspose, {{1, 4, 5}, {4, 2, 3}}, -2, 2,
+       [](V x) { return conv_transpose(x[0], x[1], {.strides = {3}, .groups = 2}); }},
+      {"avg_pool", PrimKind::Pool, {{2, 3, 6, 5}}, -2, 2,
+       [](V x) { return avg_pool(x[0], {.kernel = {3, 2}, .strides = {2, 2}, .padding_lo = {1, 0}, .padding_hi = {1, 1}}); }},
+      {"avg_pool_ceil_count_pad", PrimKind::Pool, {{1, 2, 7}}, -2, 2,
+       [](V x) { return avg_pool(x[0], {.kernel = {3}, .strides = {2}, .padding_lo = {1}, .padding_hi = {1}, .ceil_mode = true, .count_include_pad = true}); }},
+      {"avg_pool_ceil_dilated", PrimKind::Pool, {{1, 2, 8}}, -2, 2,
+       [](V x) { return avg_pool(x[0], {.kernel = {2}, .strides = {3}, .dilations = {2}, .ceil_mode = true}); }},
+      {"max_pool", PrimKind::Pool, {{2, 2, 6, 5}}, -2, 2,
+       [](V x) { return max_pool(x[0], {.kernel = {3, 2}, .strides = {2, 1}, .padding_lo = {1, 0}, .padding_hi = {1, 1}, .dilations = {1, 2}}); }},
+      {"max_pool_ceil", PrimKind::Pool, {{1, 2, 8}}, -2, 2,
+       [](V x) { return max_pool(x[0], {.kernel = {3}, .strides = {2}, .ceil_mode = true}); }},
+      {"softmax", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return softmax(x[0]); }},
+      {"layer_norm", PrimKind::Reduce, {{3, 4}, {4}}, -2, 2, [](V x) { return layer_norm(x[0], x[1], std::nullopt); }},
+  };
+}
+
+double dot(const Array& a, const Array& b) { return sum(a * b).item<double>(); }
+
+// Central differences: (F(h) - F(-h)) / 2h with F(s) = <w, f(x + s u)>, |u|, |w| <= 1. The
+// truncation error is at most h²/6 · max|F'''| and the rounding error about ε · max|F| / h. On
+// these domains (at most 30 elements, kept away from singularities) |F| <= ~1e3 and
+// |F'''| <= ~1e4 (arctanh near ±0.9 is the steepest: (2+6x²)/(1-x²)³ ≈ 1e3 per element), so with
+// h = 1e-5 in float64 the difference is within 1e-10·1e4/6 + 2.2e-16·1e3/1e-5 ≈ 2e-7 of the
+// derivative. kTol = 1e-6 (relative to 1 + |derivative|) is above that bound, while a wrong rule
+// is off by O(1).
+constexpr double kStep = 1e-5;
+constexpr double kTol = 1e-6;
+
+void check_case(const Case& c, bool transposed_inputs, uint32_t seed) {
+  SCOPED_TRACE(c.name + (transposed_inputs ? " (transposed inputs)" : ""));
+  std::vector<Array> x, u;
+  for (size_t i = 0; i < c.shapes.size(); ++i) {
+    Shape s = c.shapes[i];
+    if (transposed_inputs && s.size() == 2) {
+      // A non-contiguous input: the transpose of an array of the reversed shape.
+      x.push_back(transpose(test::random_array({s[1], s[0]}, float64, c.lo, c.hi, seed + static_cast<uint32_t>(i))));
+    } else {
+      x.push_back(test::random_array(s, float64, c.lo, c.hi, seed + static_cast<uint32_t>(i)));
+    }
+    u.push_back(test::random_array(s, float64, -1, 1, seed + 50 + static_cast<uint32_t>(i)));
+  }
+  ArrayFn fn = [&](const std::vector<Array>& in) { return std::vector<Array>{c.f(in)}; };
+  Array out = c.f(x);
+  Array w = test::random_array(out.shape(), float64, -1, 1, seed + 99);
+  auto shifted = [&](double h) {
+    std::vector<Array> xs;
+    for (size_t i = 0; i < x.size(); ++i) xs.push_back(x[i] + u[i] * h);
+    return dot(w, c.f(xs));
+  };
+  const double fd = (shifted(kStep) - shifted(-kStep)) / (2 * kStep);
+  const double tol = kTol * (1.0 + std::abs(fd));
+  double vjp_dot = 0, jvp_dot = 0;
+  if (c.vjp) {
+    auto [outs, grads] = vjp(fn, x, {w});
+    EXPECT_TRUE(test::bit_equal(outs[0], out));
+    ASSERT_EQ(grads.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(grads[i].shape(), x[i].shape());
+      vjp_dot += dot(grads[i], u[i]);
+    }
+    EXPECT_NEAR(vjp_dot, fd, tol) << "vjp";
+  }
+  if (c.jvp) {
+    auto [outs, tangents] = jvp(fn, x, u);
+    ASSERT_EQ(tangents[0].shape(), out.shape());
+    jvp_dot = dot(w, tangents[0]);
+    EXPECT_NEAR(jvp_dot, fd, tol) << "jvp";
+  }
+  // <w, J u> both ways: the two modes agree to rounding (a few ulps of the terms summed).
+  if (c.vjp && c.jvp) {
+    EXPECT_NEAR(vjp_dot, jvp_dot, 1e-10 * (1.0 + std::abs(jvp_dot)));
+  }
+}
+
+TEST(AutodiffRules, EveryRuleMatchesFiniteDifferences) {
+  for (const auto& c : cases()) check_case(c, false, 7);
+}
+
+TEST(AutodiffRules, RulesHoldOnNonContiguousInputs) {
+  for (const auto& c : cases()) check_case(c, true, 21);
+}
+
+TEST(AutodiffRules, EveryPrimitiveKindDeclaresItsRules) {
+  std::set<PrimKind> covered;
+  for (const auto& c : cases()) covered.insert(c.kind);
+  // A cast changes the precision, so finite differences cannot check it to kTol: grad_test checks
+  // its rule exactly (the cotangent cast back).
+  covered.insert(PrimKind::Cast);
+  auto check = [&](PrimKind kind) {
+    transforms::RuleInfo info = transforms::rule_info(kind);
+    EXPECT_NE(std::string(info.note), "?") << prim_name(kind);
+    EXPECT_FALSE(std::string(info.note).empty()) << prim_name(kind);
+    // A kind with a (full or partial) rule in either mode has a finite-difference case above.
+    bool has_rule = info.vjp == transforms::Rule::Full || info.vjp == transforms::Rule::Partial ||
+                    info.jvp == transforms::Rule::Full || info.jvp == transforms::Rule::Partial;
+    if (has_rule) {
+      EXPECT_TRUE(covered.count(kind)) << prim_name(kind) << " has rules but no finite-difference case";
+    }
+  };
+  check(PrimKind::None);
+#define X(name, ...) check(PrimKind::name);
+  SMELT_PRIMITIVES(X)
+#undef X
+}
+
+}  // namespace
+}  // namespace smelt

@@ -329,6 +329,7 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
   // Lower each group to a program; on failure the group's steps stay as they are.
   std::vector<std::optional<Step>> fused_at(nsteps);  // replacement placed at the group's last step
   std::vector<char> removed(nsteps, 0);
+  std::vector<Device> unusable_devices;  // devices whose kernel generator refused a group
   for (auto& g : groups) {
     codegen::FusedProgram prog;
     std::unordered_map<int, int> instr_of;  // tape value -> instruction
@@ -411,13 +412,17 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
     if (static_cast<int>(arg_values.size() + out_values.size()) > kMaxFusedArguments) continue;
     for (int v : out_values) prog.outputs.push_back(instr_of.at(v));
     if (g.nred > 0 && !mark_rows(prog, g, arg_values, out_values)) continue;
+    if (std::find(unusable_devices.begin(), unusable_devices.end(), g.device) != unusable_devices.end()) continue;
     std::shared_ptr<const codegen::FusedKernel> kernel;
     try {
       kernel = codegen::make_fused_kernel(std::move(prog), g.device);
     } catch (const UnsupportedError& e) {
       if (telemetry::enabled())
         telemetry::emit({"compile.fallback", 0.0, {{"function", function}, {"op", "fuse"}, {"reason", e.what()}}});
-      break;  // keep this and every later group unfused (the compiler is not usable); earlier ones stay fused
+      // Keep this and every later group of this device unfused (its compiler is not usable:
+      // each try would fail the same way); earlier groups and other devices' groups stay fused.
+      unusable_devices.push_back(g.device);
+      continue;
     }
     Step fused;
     fused.prim = make_prim(PrimKind::Fused, FusedParams{kernel});

@@ -87,6 +87,12 @@ T wrap(__int128 v) {
   return static_cast<T>(static_cast<uint64_t>(static_cast<unsigned __int128>(v)));
 }
 
+/// a * b modulo 2^128: the exact product's low bits without signed overflow (uint64 * uint64
+/// overflows __int128), which is all wrap<T> keeps.
+inline __int128 mul_mod(__int128 a, __int128 b) {
+  return static_cast<__int128>(static_cast<unsigned __int128>(a) * static_cast<unsigned __int128>(b));
+}
+
 /// Elements of an evaluated array as T (exact when T is the array's element type).
 template <class T>
 std::vector<T> values(Array a) {

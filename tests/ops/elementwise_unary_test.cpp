@@ -157,7 +157,7 @@ TEST(Unary, IntegerSemanticsAreExact) {
       EXPECT_EQ(abs_v[i], wrap<T>(v < 0 ? -v : v));
       EXPECT_EQ(neg_v[i], wrap<T>(-v));
       EXPECT_EQ(sign_v[i], static_cast<T>(v > 0 ? 1 : (v < 0 ? -1 : 0)));
-      EXPECT_EQ(sq_v[i], wrap<T>(v * v));
+      EXPECT_EQ(sq_v[i], wrap<T>(mul_mod(v, v)));
       EXPECT_EQ(relu_v[i], v > 0 ? x[i] : T(0));
       EXPECT_EQ(not_v[i], wrap<T>(-v - 1));
       EXPECT_EQ(lnot_v[i], v == 0);

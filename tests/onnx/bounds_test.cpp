@@ -325,7 +325,7 @@ TEST(OnnxBounds, NestedSubgraphsHitTheDepthLimit) {
   onnx::RunOptions o;
   o.max_call_depth = 2;
   EXPECT_THROW_MSG(onnx::run(m, {}, o), OnnxError,
-                   "If 'If_0': subgraph 'leaf' would nest 3 levels deep, past the run's max_call_depth of 2");
+                   "If 'If_0' (inputs tensor(bool)[]): subgraph 'leaf' would nest 3 levels deep, past the run's max_call_depth of 2");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -356,7 +356,7 @@ TEST(OnnxBounds, RegexFullMatchSemantics) {
   EXPECT_EQ(regex_full_match("(?i)hello|bye", {"HeLLo", "bye", "byebye"}), (std::vector<bool>{true, true, false}));
   // A pattern RE2 cannot compile (backreferences are not RE2 syntax).
   EXPECT_THROW_MSG(regex_full_match("(a)\\1", {"aa"}), OnnxError,
-                   "RegexFullMatch 'RegexFullMatch_0': invalid pattern \"(a)\\1\": invalid escape sequence");
+                   "RegexFullMatch 'RegexFullMatch_0' (inputs tensor(string)[1]): invalid pattern \"(a)\\1\": invalid escape sequence");
 }
 
 TEST(OnnxBounds, RegexOverManyStringsIsCancellable) {

@@ -46,7 +46,7 @@ TEST(OnnxModelFuzz, TfIdfHugeMaxGramLengthDoesNotLoopForEver) {
 
 TEST(OnnxModelFuzz, TfIdfAttributesOutOfRange) {
   EXPECT_THROW_MSG(onnx::run(tfidf(0, 2, 0), {rows()}), OnnxError,
-                   "TfIdfVectorizer 'TfIdfVectorizer_0': needs 1 <= min_gram_length <= max_gram_length and "
+                   "TfIdfVectorizer 'TfIdfVectorizer_0' (inputs tensor(int64)[2,4]): needs 1 <= min_gram_length <= max_gram_length and "
                    "max_skip_count >= 0, got 0, 2, 0");
   EXPECT_THROW_MSG(onnx::run(tfidf(1, 2, -1), {rows()}), OnnxError, "got 1, 2, -1");
   EXPECT_THROW_MSG(onnx::run(tfidf(1, 2, 0, {0, 9}), {rows()}), OnnxError,
@@ -70,7 +70,7 @@ TEST(OnnxModelFuzz, Scan8StatesWithoutABatchAxis) {
   Value scalar = Value::tensor(Array(1.0f));
   Value xs = Value::tensor(ones({2, 3}, float32));
   EXPECT_THROW_MSG(onnx::run(m, {scalar, xs}), OnnxError,
-                   "Scan 'Scan_0': input 1 (tensor(float)[]) must have a batch axis");
+                   "Scan 'Scan_0' (inputs none, tensor(float)[], tensor(float)[2,3]): input 1 (tensor(float)[]) must have a batch axis");
   // A scan input without the scanned axis, and batch sizes that differ.
   g = GraphBuilder();
   state = g.input("state", onnx::ElemType::Float, 1);
@@ -103,7 +103,7 @@ TEST(OnnxModelFuzz, ScanAxesShorterThanTheScanInputs) {
                   {attr_graph("body", body.graph()), attr_int("num_scan_inputs", 1), attr_ints("scan_input_axes", {})}));
   onnx::Model m = make_model(g.graph(), 16);
   EXPECT_THROW_MSG(onnx::run(m, {Value::tensor(Array(1.0f)), Value::tensor(ones({3}, float32))}), OnnxError,
-                   "Scan 'Scan_0': scan_input_axes and scan_input_directions (or directions) need one entry per scan "
+                   "Scan 'Scan_0' (inputs tensor(float)[], tensor(float)[3]): scan_input_axes and scan_input_directions (or directions) need one entry per scan "
                    "input (1), got 0 and 1");
 }
 
@@ -122,7 +122,7 @@ TEST(OnnxModelFuzz, RoiAlignOutputSizeAndBatchIndices) {
   Value rois = Value::tensor(Array(std::vector<float>{0, 0, 3, 3}, Shape{1, 4}));
   Value idx = Value::tensor(Array(std::vector<int64_t>{0}, Shape{1}));
   EXPECT_THROW_MSG(onnx::run(model(int64_t{1} << 32), {x, rois, idx}), OnnxError,
-                   "RoiAlign 'RoiAlign_0': the output [1, 2, 4294967296, 5] would hold more than 2^28 values");
+                   "RoiAlign 'RoiAlign_0' (inputs tensor(float)[1,2,4,4], tensor(float)[1,4], tensor(int64)[1]): the output [1, 2, 4294967296, 5] would hold more than 2^28 values");
   EXPECT_THROW_MSG(onnx::run(model(0), {x, rois, idx}), OnnxError,
                    "output_height and output_width must be >= 1 and sampling_ratio >= 0, got 0, 5, 0");
   Value no_idx = Value::tensor(Array(std::vector<int64_t>{}, Shape{0}));
@@ -146,7 +146,7 @@ TEST(OnnxModelFuzz, QuantizedConvRanksAndAttributeLengths) {
   };
   auto u8 = [](Shape s) { return Value::tensor(astype(ones(s, float32), uint8)); };
   EXPECT_THROW_MSG(onnx::run(model({}), {u8({4}), u8({4})}), OnnxError,
-                   "ConvInteger 'ConvInteger_0': X and W must have the same rank, at least 3, got tensor(uint8)[4] and "
+                   "ConvInteger 'ConvInteger_0' (inputs tensor(uint8)[4], tensor(uint8)[4]): X and W must have the same rank, at least 3, got tensor(uint8)[4] and "
                    "tensor(uint8)[4]");
   EXPECT_THROW_MSG(onnx::run(model({attr_ints("pads", {1})}), {u8({1, 1, 4, 4}), u8({1, 1, 2, 2})}), OnnxError,
                    "kernel_shape, strides and dilations need 2 values and pads 4, got 2, 2, 2 and 1");
@@ -168,7 +168,7 @@ TEST(OnnxModelFuzz, AttentionWithoutKeyHeads) {
   Value qv = Value::tensor(ones({1, 2, 3, 4}, float32));
   Value empty = Value::tensor(ones({1, 0, 3, 4}, float32));
   EXPECT_THROW_MSG(onnx::run(m, {qv, empty, empty}), OnnxError,
-                   "Attention 'Attention_0': K must have at least one head, got tensor(float)[1,0,3,4]");
+                   "Attention 'Attention_0' (inputs tensor(float)[1,2,3,4], tensor(float)[1,0,3,4], tensor(float)[1,0,3,4]): K must have at least one head, got tensor(float)[1,0,3,4]");
   // 3-d Q with 4-d K and V: refused, not read past K's shape.
   GraphBuilder g3;
   q = g3.input("q", onnx::ElemType::Float, 3);
@@ -201,7 +201,7 @@ TEST(OnnxModelFuzz, RnnWeightRanksAndSequenceLengths) {
   Value w = Value::tensor(ones({1, 4, 2}, float32));
   Value r = Value::tensor(ones({1, 4, 4}, float32));
   EXPECT_THROW_MSG(onnx::run(model(false), {x, w, Value::tensor(Array(1.0f))}), OnnxError,
-                   "RNN 'RNN_0': R must be [directions, gates * hidden, hidden], got tensor(float)[]");
+                   "RNN 'RNN_0' (inputs tensor(float)[2,3,2], tensor(float)[1,4,2], tensor(float)[]): R must be [directions, gates * hidden, hidden], got tensor(float)[]");
   EXPECT_THROW_MSG(onnx::run(model(true), {x, w, r, Value::tensor(Array(std::vector<int32_t>{2}, Shape{1}))}),
                    OnnxError, "sequence_lens has 1 values for a batch of 3");
   // Zero weights: the hidden state stays tanh(0) = 0.

@@ -332,6 +332,15 @@ std::vector<Value> op_roi_align(OpContext& c) {
   int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
   auto xv = x.to_vector<double>();
   int64_t r_count = rois_a.shape()[0];
+  // Checked before the output is sized (found by the fuzzer: output_height * output_width of
+  // 2^35 asked for 480 GB; fewer batch indices than rois were read past their end).
+  if (out_h < 1 || out_w < 1 || ratio < 0)
+    c.fail("output_height and output_width must be >= 1 and sampling_ratio >= 0, got " + std::to_string(out_h) +
+           ", " + std::to_string(out_w) + ", " + std::to_string(ratio));
+  constexpr int64_t kMaxOut = int64_t{1} << 28;
+  if (out_h > kMaxOut / out_w || (r_count * ch > 0 && out_h * out_w > kMaxOut / (r_count * ch)))
+    c.fail("the output [" + std::to_string(r_count) + ", " + std::to_string(ch) + ", " + std::to_string(out_h) + ", " +
+           std::to_string(out_w) + "] would hold more than 2^28 values");
   size_arg(c, out_h, "output_height", true);
   size_arg(c, out_w, "output_width", true);
   size_arg(c, ratio, "sampling_ratio");

@@ -142,7 +142,19 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
          << "  slot += (n * (i64)sizeof(" << t << ") + 15) / 16 * 16;\n";
     }
     os << "  if (a.cache) {\n";
-    for (int k : cached) os << "    for (i64 j = lane; j < n; j += T) c" << k << "[j] = x" << k << "[roff(a, " << k << ", j)];\n";
+    // A contiguous, 16-byte aligned row moves as whole 16-byte vectors (the slots are aligned),
+    // its tail element by element; other rows element by element through their strides.
+    for (int k : cached) {
+      const std::string c = "c" + std::to_string(k), x = "x" + std::to_string(k), kk = std::to_string(k);
+      const std::string per = std::to_string(16 / size_of(p.input_dtypes[k]));
+      os << "    if (a.rnd == 1 && a.rst[" << kk << "][0] == 1 && ((u64)" << x << " & 15) == 0) {\n"
+         << "      const i64 nv = n / " << per << ";\n"
+         << "      for (i64 v = lane; v < nv; v += T) ((uint4*)" << c << ")[v] = ((const uint4*)" << x << ")[v];\n"
+         << "      for (i64 j = nv * " << per << " + lane; j < n; j += T) " << c << "[j] = " << x << "[j];\n"
+         << "    } else {\n"
+         << "      for (i64 j = lane; j < n; j += T) " << c << "[j] = " << x << "[roff(a, " << kk << ", j)];\n"
+         << "    }\n";
+    }
     os << "    if (T == 32) __syncwarp(); else __syncthreads();\n  }\n";
   }
   for (size_t o = 0; o < nout; ++o)

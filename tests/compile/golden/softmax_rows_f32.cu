@@ -58,7 +58,13 @@ extern "C" __global__ void k(RowArgs a) {
   float* c0 = (float*)slot;
   slot += (n * (i64)sizeof(float) + 15) / 16 * 16;
   if (a.cache) {
-    for (i64 j = lane; j < n; j += T) c0[j] = x0[roff(a, 0, j)];
+    if (a.rnd == 1 && a.rst[0][0] == 1 && ((u64)x0 & 15) == 0) {
+      const i64 nv = n / 4;
+      for (i64 v = lane; v < nv; v += T) ((uint4*)c0)[v] = ((const uint4*)x0)[v];
+      for (i64 j = nv * 4 + lane; j < n; j += T) c0[j] = x0[j];
+    } else {
+      for (i64 j = lane; j < n; j += T) c0[j] = x0[roff(a, 0, j)];
+    }
     if (T == 32) __syncwarp(); else __syncthreads();
   }
   float* y0 = (float*)a.p[1];

@@ -318,7 +318,7 @@ void run_direct(const Array& x, const Array& w, Array& out, const std::vector<in
 
 // ---- cuDNN -------------------------------------------------------------------------------------
 
-/// One cuDNN handle per GPU, bound to smelt's stream of that GPU. cuDNN handles must not be used
+/// One cuDNN handle per GPU, bound to the current stream at each use. cuDNN handles must not be used
 /// by two threads at once: `mutex` is held from planning to the end of the enqueued call.
 struct DnnHandle {
   std::mutex mutex;
@@ -512,18 +512,18 @@ bool fits_int(const int64_t* dims, int n) {
   return true;
 }
 
-/// The handle of `device`, created and bound to its stream on first use; null when cuDNN cannot
-/// create one (then every convolution of the device takes the direct kernel). `h.mutex` held.
+/// The handle of `device`, created on first use and bound to the calling thread's current stream
+/// on every use (threads on different streams share it, one at a time under `h.mutex`); null
+/// when cuDNN cannot create one or cannot bind it (then the convolution takes the direct
+/// kernel: a handle on the wrong stream would order its work wrongly). `h.mutex` held.
 dnn::Handle handle_locked(const CudnnApi& api, DnnHandle& h, const DeviceState& s) {
   if (!h.tried) {
     h.tried = true;
     dnn::Handle handle = nullptr;
-    if (api.cudnnCreate(&handle) == dnn::CUDNN_STATUS_SUCCESS) {
-      if (api.cudnnSetStream(handle, s.stream) == dnn::CUDNN_STATUS_SUCCESS) h.handle = handle;
-      // A handle that cannot use smelt's stream would order its work wrongly: not used (leaked,
-      // once per process).
-    }
+    if (api.cudnnCreate(&handle) == dnn::CUDNN_STATUS_SUCCESS) h.handle = handle;
   }
+  if (!h.handle) return nullptr;
+  if (api.cudnnSetStream(h.handle, current_stream(s)) != dnn::CUDNN_STATUS_SUCCESS) return nullptr;
   return h.handle;
 }
 

@@ -22,7 +22,7 @@ class CudaBackend final : public Backend {
   void eval(const Primitive& prim, const std::vector<Array>& inputs, std::vector<Array>& outputs) override {
     eval_node(prim, inputs, outputs);
     // Inputs are still held here: with several streams they are not freed before this wait.
-    finish_node(device_state(outputs[0].device().index), "eval");
+    finish_node(outputs[0].device(), "eval");
   }
 
  private:
@@ -68,7 +68,7 @@ class CudaBackend final : public Backend {
  public:
   Array nonzero(const Array& a) override {
     Array r = eval_nonzero(a);
-    finish_node(state_of(a), "nonzero");
+    finish_node(a.device(), "nonzero");
     return r;
   }
 };
@@ -116,7 +116,7 @@ void transfer(const Array& in, Array& out) {
       uint64_t bits = 0;
       std::memcpy(&bits, n.data_ptr(), n.itemsize());
       fill_bits(out, bits);
-      finish_node(state_of(out), "to_device");
+      finish_node(out.device(), "to_device");
       return;
     }
     Array host = in;

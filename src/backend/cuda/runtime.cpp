@@ -233,7 +233,14 @@ CUstream current_stream(const DeviceState& s) {
   return stream_handle(s, smelt::detail::current_stream_id(Device::cuda(s.index)));
 }
 
-void finish_node(const DeviceState& s, const char* what) {
+namespace {
+// Set (before the device's own flag) when any GPU gets its first stream.
+std::atomic<bool> any_streams{false};
+}  // namespace
+
+void finish_node(Device device, const char* what) {
+  if (!any_streams.load()) return;
+  const DeviceState& s = device_state(device.index);
   if (!s.multi_stream.load()) return;
   check(driver()->cuStreamSynchronize(current_stream(s)), "cuStreamSynchronize", what);
 }
@@ -253,6 +260,7 @@ uint64_t create_stream(int device) {
   // Work queued before the first stream existed did not wait for itself at the end of its node:
   // set the flag first, then wait for everything queued so far. A node that launched after this
   // wait sees the flag at its end and waits for its own stream.
+  any_streams.store(true);
   if (!s.multi_stream.exchange(true)) check(d.cuCtxSynchronize(), "cuCtxSynchronize", what);
   return id;
 }

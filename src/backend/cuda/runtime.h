@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "smelt/device.h"
+
 namespace smelt::cuda {
 
 /// Driver entry points, resolved through cuGetProcAddress for the header's CUDA version.
@@ -93,6 +95,7 @@ CUstream current_stream(const DeviceState& s);
 /// Called at the end of each node evaluated on the device: once several streams exist, waits for
 /// the thread's current stream, so that the node's outputs are complete for any other stream
 /// (cross-stream ordering) and the buffers it read may be freed by any thread.
-void finish_node(const DeviceState& s, const char* what);
+/// Cheap while no stream exists (one atomic load, no device lookup): the default path.
+void finish_node(Device device, const char* what);
 
 }  // namespace smelt::cuda

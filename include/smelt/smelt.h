@@ -10,3 +10,4 @@
 
 #include "smelt/ops.h"
 #include "smelt/random.h"
+#include "smelt/stream.h"

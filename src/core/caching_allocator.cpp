@@ -28,7 +28,7 @@ void CachingAllocator::take_all_cached_locked(std::vector<Block>& out) {
 void CachingAllocator::evict_locked(size_t keep, std::vector<Block>& out) {
   while (stats_.cached_bytes > keep) {
     const Block old = lru_.front();
-    auto range = free_.equal_range(old.bytes);
+    auto range = free_.equal_range({old.stream, old.bytes});
     for (auto it = range.first; it != range.second; ++it)
       if (it->second == lru_.begin()) {
         free_.erase(it);
@@ -45,13 +45,15 @@ BufferPtr CachingAllocator::allocate(size_t bytes) {
   if (bytes > max_request())
     throw OutOfMemory("allocate: " + std::to_string(bytes) + " bytes is more than " + name_ + " memory can hold");
   const size_t size = block_size(bytes);
+  const uint64_t stream = stream_tag();
+  const std::pair<uint64_t, size_t> key{stream, size};
   std::vector<Block> to_free;
   {
     std::lock_guard lock(mutex_);
     stats_.num_allocs++;
     // The most recently freed block of the size: the likeliest to be warm in a CPU cache.
-    auto it = free_.upper_bound(size);
-    if (it != free_.begin() && std::prev(it)->first == size) {
+    auto it = free_.upper_bound(key);
+    if (it != free_.begin() && std::prev(it)->first == key) {
       --it;
       void* p = it->second->ptr;
       lru_.erase(it->second);
@@ -113,18 +115,19 @@ BufferPtr CachingAllocator::allocate(size_t bytes) {
 }
 
 void CachingAllocator::release(void* ptr, size_t bytes) {
+  const uint64_t stream = stream_tag();
   std::vector<Block> to_free;
   {
     std::lock_guard lock(mutex_);
     stats_.active_bytes -= bytes;
     const size_t cap = stats_.cache_limit, limit = stats_.limit;
     if (bytes > cap || (limit != 0 && stats_.active_bytes + stats_.cached_bytes + bytes > limit)) {
-      to_free.push_back({ptr, bytes});
+      to_free.push_back({ptr, bytes, stream});
     } else {
       // Make room under the cap by evicting the blocks freed longest ago.
       evict_locked(cap - bytes, to_free);
-      lru_.push_back({ptr, bytes});
-      free_.emplace(bytes, std::prev(lru_.end()));
+      lru_.push_back({ptr, bytes, stream});
+      free_.emplace(std::pair<uint64_t, size_t>{stream, bytes}, std::prev(lru_.end()));
       stats_.cached_bytes += bytes;
     }
   }

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/core/buffer.h"
@@ -49,12 +50,16 @@ class Allocator {
 /// limit: a freed block that would pass it first evicts the blocks freed longest ago (a block
 /// larger than the cap is freed at once). Before an allocation fails, the cache is given back
 /// and the allocation retried, whether the limit or the system refused it. Thread-safe; the
-/// system calls run outside the lock.
+/// system calls run outside the lock. A device with several streams keeps a free list per stream
+/// (stream_tag): a block freed on a stream is reused on that stream only, where stream order
+/// makes it safe; other streams get it only after it went back to the system (which waits for
+/// the whole device first).
 class CachingAllocator : public Allocator {
  public:
   struct Block {
     void* ptr;
     size_t bytes;
+    uint64_t stream = 0;  // the stream_tag() of the thread that freed it
   };
 
   BufferPtr allocate(size_t bytes) final;
@@ -78,6 +83,9 @@ class CachingAllocator : public Allocator {
   virtual void* system_alloc(size_t bytes) = 0;
   /// Gives blocks back to the system (in one call, so a device synchronizes once). Never throws.
   virtual void system_free(const std::vector<Block>& blocks) = 0;
+  /// The calling thread's current stream, whose free list serves and receives its blocks
+  /// (0: the default stream, and always on the CPU).
+  virtual uint64_t stream_tag() const { return 0; }
 
  private:
   // Moves every cached block into `out` (to be freed after the lock is dropped).
@@ -92,7 +100,8 @@ class CachingAllocator : public Allocator {
   const std::string name_;
   mutable std::mutex mutex_;
   std::list<Block> lru_;                                   // cached blocks, least recently freed first
-  std::multimap<size_t, std::list<Block>::iterator> free_;  // block size -> its place in lru_
+  // (stream, block size) -> its place in lru_
+  std::multimap<std::pair<uint64_t, size_t>, std::list<Block>::iterator> free_;
   MemoryStats stats_;
 };
 

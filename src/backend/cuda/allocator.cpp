@@ -11,6 +11,7 @@
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/runtime.h"
 #include "src/core/byte_size.h"
+#include "src/core/stream_state.h"
 
 namespace smelt::cuda {
 
@@ -58,14 +59,17 @@ void CudaAllocator::system_free(const std::vector<Block>& blocks) {
   const DriverApi* d = driver();
   if (!d) return;
   try {
-    DeviceState& s = device_state(device_);
-    // Kernels still queued may use a block's last owner's data: wait for them first, once.
-    d->cuStreamSynchronize(s.stream);
+    device_state(device_);  // the device's context is current
+    // Kernels still queued on any stream may use a block's last owner's data: wait for them
+    // first, once.
+    d->cuCtxSynchronize();
   } catch (const Error&) {
     return;  // the device is gone: nothing can be freed (called from ~Buffer, so no throw)
   }
   for (const Block& b : blocks) d->cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uint64_t>(b.ptr)));
 }
+
+uint64_t CudaAllocator::stream_tag() const { return smelt::detail::current_stream_id(Device::cuda(device_)); }
 
 Allocator& allocator(Device device) {
   static std::mutex m;

@@ -9,9 +9,9 @@ namespace smelt::cuda {
 
 /// Device memory of one GPU through cuMemAlloc, cached by size class (the CPU allocator's
 /// classes, at least 512 bytes) with the policy of CachingAllocator. Blocks are reused in stream
-/// order: every kernel of a device runs on its one stream, so a block freed by one kernel's
-/// output and handed to the next is safe; before blocks go back to the driver the stream is
-/// synchronized. The limit comes from SMELT_CUDA_MEMORY_LIMIT and the cache cap from
+/// order: a block freed by a thread goes to the free list of its current stream and is handed
+/// only to later requests on that stream, whose kernels run after every kernel queued before the
+/// free; before blocks go back to the driver the whole device is synchronized (every stream). The limit comes from SMELT_CUDA_MEMORY_LIMIT and the cache cap from
 /// SMELT_CUDA_CACHE_LIMIT (bytes, or with a K/M/G suffix; default half the device's memory).
 class CudaAllocator final : public CachingAllocator {
  public:
@@ -25,6 +25,7 @@ class CudaAllocator final : public CachingAllocator {
   size_t max_request() const override;
   void* system_alloc(size_t bytes) override;
   void system_free(const std::vector<Block>& blocks) override;
+  uint64_t stream_tag() const override;
 
  private:
   int device_;

@@ -189,7 +189,7 @@ void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, 
   unsigned gx = static_cast<unsigned>(grid < kMaxX ? grid : kMaxX);
   unsigned gy = static_cast<unsigned>((grid + kMaxX - 1) / kMaxX);
   if (gy > 65535) throw UnsupportedError(what + ": the launch needs more than 2^46 blocks");
-  check(d.cuLaunchKernel(fn, gx, gy, 1, block, 1, 1, 0, s.stream, params, nullptr), "cuLaunchKernel", what);
+  check(d.cuLaunchKernel(fn, gx, gy, 1, block, 1, 1, 0, current_stream(s), params, nullptr), "cuLaunchKernel", what);
 }
 
 }  // namespace smelt::cuda

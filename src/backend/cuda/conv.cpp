@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "smelt/errors.h"
@@ -38,6 +39,7 @@
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/cudnn.h"
 #include "src/backend/cuda/kernels.h"
+#include "src/core/stream_state.h"
 
 namespace smelt::cuda {
 
@@ -318,7 +320,7 @@ void run_direct(const Array& x, const Array& w, Array& out, const std::vector<in
 
 // ---- cuDNN -------------------------------------------------------------------------------------
 
-/// One cuDNN handle per GPU, bound to smelt's stream of that GPU. cuDNN handles must not be used
+/// One cuDNN handle per GPU and stream, bound to that stream at each use. cuDNN handles must not be used
 /// by two threads at once: `mutex` is held from planning to the end of the enqueued call.
 struct DnnHandle {
   std::mutex mutex;
@@ -326,11 +328,15 @@ struct DnnHandle {
   bool tried = false;  // creation attempted (handle stays null when it failed)
 };
 
-DnnHandle& dnn_handle(int device) {
+/// The handle of the device's current stream of this thread: streams do not share a handle, whose
+/// internal scratch would otherwise be used by two streams' convolutions at once.
+DnnHandle& dnn_handle(const DeviceState& s) {
   static std::mutex m;
-  static auto* handles = new std::map<int, std::unique_ptr<DnnHandle>>();  // never destroyed
+  // (device, stream id) -> handle; never destroyed
+  static auto* handles = new std::map<std::pair<int, uint64_t>, std::unique_ptr<DnnHandle>>();
+  const std::pair<int, uint64_t> key{s.index, smelt::detail::current_stream_id(Device::cuda(s.index))};
   std::lock_guard lock(m);
-  auto& h = (*handles)[device];
+  auto& h = (*handles)[key];
   if (!h) h = std::make_unique<DnnHandle>();
   return *h;
 }
@@ -512,18 +518,18 @@ bool fits_int(const int64_t* dims, int n) {
   return true;
 }
 
-/// The handle of `device`, created and bound to its stream on first use; null when cuDNN cannot
-/// create one (then every convolution of the device takes the direct kernel). `h.mutex` held.
+/// The handle `h` of the calling thread's current stream, created on first use and bound to that
+/// stream on every use (threads on one stream share it, one at a time under `h.mutex`); null
+/// when cuDNN cannot create one or cannot bind it (then the convolution takes the direct
+/// kernel: a handle on the wrong stream would order its work wrongly). `h.mutex` held.
 dnn::Handle handle_locked(const CudnnApi& api, DnnHandle& h, const DeviceState& s) {
   if (!h.tried) {
     h.tried = true;
     dnn::Handle handle = nullptr;
-    if (api.cudnnCreate(&handle) == dnn::CUDNN_STATUS_SUCCESS) {
-      if (api.cudnnSetStream(handle, s.stream) == dnn::CUDNN_STATUS_SUCCESS) h.handle = handle;
-      // A handle that cannot use smelt's stream would order its work wrongly: not used (leaked,
-      // once per process).
-    }
+    if (api.cudnnCreate(&handle) == dnn::CUDNN_STATUS_SUCCESS) h.handle = handle;
   }
+  if (!h.handle) return nullptr;
+  if (api.cudnnSetStream(h.handle, current_stream(s)) != dnn::CUDNN_STATUS_SUCCESS) return nullptr;
   return h.handle;
 }
 
@@ -533,7 +539,7 @@ bool run_cudnn(const DeviceState& s, const DnnProblem& p, uint64_t fx, uint64_t 
                const std::string& what) {
   const CudnnApi* api = cudnn();
   if (!api) return false;
-  DnnHandle& h = dnn_handle(s.index);
+  DnnHandle& h = dnn_handle(s);
   std::lock_guard lock(h.mutex);
   dnn::Handle handle = handle_locked(*api, h, s);
   if (!handle) return false;
@@ -663,7 +669,7 @@ bool cudnn_conv(const ConvParams& cp, const Array& x, const Array& w, Array& out
   // The plan is looked up before any copy, so that a declined problem costs nothing.
   {
     const CudnnApi& api = *cudnn();
-    DnnHandle& h = dnn_handle(s.index);
+    DnnHandle& h = dnn_handle(s);
     std::lock_guard lock(h.mutex);
     dnn::Handle handle = handle_locked(api, h, s);
     if (!handle || !plan_for(api, handle, p, s.index)->usable) return false;
@@ -702,7 +708,7 @@ bool cudnn_conv_transpose(const ConvTransposeParams& cp, const Array& x, const A
   const std::string what = "conv_transpose";
   {
     const CudnnApi& api = *cudnn();
-    DnnHandle& h = dnn_handle(s.index);
+    DnnHandle& h = dnn_handle(s);
     std::lock_guard lock(h.mutex);
     dnn::Handle handle = handle_locked(api, h, s);
     if (!handle || !plan_for(api, handle, p, s.index)->usable) return false;

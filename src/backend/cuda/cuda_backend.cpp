@@ -20,6 +20,13 @@ namespace {
 class CudaBackend final : public Backend {
  public:
   void eval(const Primitive& prim, const std::vector<Array>& inputs, std::vector<Array>& outputs) override {
+    eval_node(prim, inputs, outputs);
+    // Inputs are still held here: with several streams they are not freed before this wait.
+    finish_node(outputs[0].device(), "eval");
+  }
+
+ private:
+  void eval_node(const Primitive& prim, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
     Array& out = outputs[0];
     switch (prim.kind) {
       case PrimKind::None: SMELT_ASSERT(false, "eval: a leaf has no kernel"); return;
@@ -57,7 +64,13 @@ class CudaBackend final : public Backend {
       case PrimKind::Fused: eval_fused(prim.get<FusedParams>(), inputs, outputs); return;
     }
   }
-  Array nonzero(const Array& a) override { return eval_nonzero(a); }
+
+ public:
+  Array nonzero(const Array& a) override {
+    Array r = eval_nonzero(a);
+    finish_node(a.device(), "nonzero");
+    return r;
+  }
 };
 
 }  // namespace
@@ -85,8 +98,9 @@ Backend& backend(Device device) {
 }
 
 void synchronize(Device device) {
-  DeviceState& s = device_state(device.index);
-  check(driver()->cuStreamSynchronize(s.stream), "cuStreamSynchronize", "synchronize");
+  device_state(device.index);  // the device's context is current
+  // Every stream of the device, whichever thread queued on it.
+  check(driver()->cuCtxSynchronize(), "cuCtxSynchronize", "synchronize");
 }
 
 void transfer(const Array& in, Array& out) {
@@ -102,6 +116,7 @@ void transfer(const Array& in, Array& out) {
       uint64_t bits = 0;
       std::memcpy(&bits, n.data_ptr(), n.itemsize());
       fill_bits(out, bits);
+      finish_node(out.device(), "to_device");
       return;
     }
     Array host = in;
@@ -111,10 +126,10 @@ void transfer(const Array& in, Array& out) {
     }
     DeviceState& s = state_of(out);
     const DriverApi& d = *driver();
-    check(d.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(dptr(out)), host.node().data_ptr(), bytes, s.stream),
+    check(d.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(dptr(out)), host.node().data_ptr(), bytes, current_stream(s)),
           "cuMemcpyHtoDAsync", "to_device");
     // The host buffer may be freed as soon as this returns.
-    check(d.cuStreamSynchronize(s.stream), "cuStreamSynchronize", "to_device");
+    check(d.cuStreamSynchronize(current_stream(s)), "cuStreamSynchronize", "to_device");
     return;
   }
   if (src.type == Device::Type::Cuda && dst.type == Device::Type::Cpu) {
@@ -129,9 +144,9 @@ void transfer(const Array& in, Array& out) {
     if (bytes == 0) return;
     DeviceState& s = state_of(dev);
     const DriverApi& d = *driver();
-    check(d.cuMemcpyDtoHAsync(o.buffer->ptr, static_cast<CUdeviceptr>(dptr(dev)), bytes, s.stream),
+    check(d.cuMemcpyDtoHAsync(o.buffer->ptr, static_cast<CUdeviceptr>(dptr(dev)), bytes, current_stream(s)),
           "cuMemcpyDtoHAsync", "to_device");
-    check(d.cuStreamSynchronize(s.stream), "cuStreamSynchronize", "to_device");
+    check(d.cuStreamSynchronize(current_stream(s)), "cuStreamSynchronize", "to_device");
     return;
   }
   // GPU to another GPU: through the host (correct; peer copies are a later optimization).

@@ -214,7 +214,7 @@ void copy_to_contiguous(const Array& in, Array& out) {
   if (is_row_contiguous(n.shape, n.strides)) {
     DeviceState& s = state_of(out);
     check(driver()->cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(dptr(out)), static_cast<CUdeviceptr>(dptr(in)), bytes,
-                                      s.stream),
+                                      current_stream(s)),
           "cuMemcpyDtoDAsync", "Copy");
     return;
   }
@@ -237,9 +237,9 @@ void fill_bits(Array& out, uint64_t bits) {
   const CUdeviceptr d = static_cast<CUdeviceptr>(dptr(out));
   const DriverApi& api = *driver();
   switch (size_of(out.dtype())) {
-    case 1: check(api.cuMemsetD8Async(d, static_cast<unsigned char>(bits), static_cast<size_t>(n), s.stream), "cuMemsetD8Async", "Full"); return;
-    case 2: check(api.cuMemsetD16Async(d, static_cast<unsigned short>(bits), static_cast<size_t>(n), s.stream), "cuMemsetD16Async", "Full"); return;
-    case 4: check(api.cuMemsetD32Async(d, static_cast<unsigned>(bits), static_cast<size_t>(n), s.stream), "cuMemsetD32Async", "Full"); return;
+    case 1: check(api.cuMemsetD8Async(d, static_cast<unsigned char>(bits), static_cast<size_t>(n), current_stream(s)), "cuMemsetD8Async", "Full"); return;
+    case 2: check(api.cuMemsetD16Async(d, static_cast<unsigned short>(bits), static_cast<size_t>(n), current_stream(s)), "cuMemsetD16Async", "Full"); return;
+    case 4: check(api.cuMemsetD32Async(d, static_cast<unsigned>(bits), static_cast<size_t>(n), current_stream(s)), "cuMemsetD32Async", "Full"); return;
     default: break;
   }
   struct FillArgs {

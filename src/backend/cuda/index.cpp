@@ -55,20 +55,20 @@ BufferPtr scratch(const Array& on, int64_t bytes) {
 
 void fill_words(DeviceState& s, uint64_t p, uint32_t value, int64_t words, const std::string& what) {
   if (words <= 0) return;
-  check(driver()->cuMemsetD32Async(static_cast<CUdeviceptr>(p), value, static_cast<size_t>(words), s.stream),
+  check(driver()->cuMemsetD32Async(static_cast<CUdeviceptr>(p), value, static_cast<size_t>(words), current_stream(s)),
         "cuMemsetD32Async", what);
 }
 
 /// Copies `bytes` from the device to the host and waits for them (the one synchronization).
 void read_back(DeviceState& s, void* host, uint64_t dev, size_t bytes, const std::string& what) {
   const DriverApi& d = *driver();
-  check(d.cuMemcpyDtoHAsync(host, static_cast<CUdeviceptr>(dev), bytes, s.stream), "cuMemcpyDtoHAsync", what);
-  check(d.cuStreamSynchronize(s.stream), "cuStreamSynchronize", what);
+  check(d.cuMemcpyDtoHAsync(host, static_cast<CUdeviceptr>(dev), bytes, current_stream(s)), "cuMemcpyDtoHAsync", what);
+  check(d.cuStreamSynchronize(current_stream(s)), "cuStreamSynchronize", what);
 }
 
 void copy_device(DeviceState& s, uint64_t dst, uint64_t src, size_t bytes, const std::string& what) {
   if (bytes == 0) return;
-  check(driver()->cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes, s.stream),
+  check(driver()->cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes, current_stream(s)),
         "cuMemcpyDtoDAsync", what);
 }
 

@@ -1,5 +1,6 @@
 // CUDA Matmul: cuBLASLt for float32/float16/bfloat16 (float32 accumulation), a plain exact kernel
 // for the other dtypes (integers wrap, bool is an or of ands, float64 accumulates in float64).
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "src/backend/cuda/allocator.h"
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
+#include "src/core/stream_state.h"
 
 namespace smelt::cuda {
 
@@ -15,22 +17,29 @@ namespace {
 
 constexpr size_t kWorkspace = size_t{32} << 20;
 
+// cuBLASLt handles may be shared by threads; a workspace may not be shared by two streams
+// (their matmuls may run at once), so each stream of a device has its own, kept for good.
 struct LtHandle {
   cublasLtHandle_t handle = nullptr;
-  BufferPtr workspace;
+  std::map<uint64_t, BufferPtr> workspaces;  // stream id -> its workspace
 };
 
-LtHandle& lt_handle(Device device) {
+/// What one cublasLtMatmul needs: the device's handle and the current stream's workspace.
+struct LtCall {
+  cublasLtHandle_t handle;
+  void* workspace;
+};
+
+LtCall lt_handle(Device device) {
   static std::mutex m;
-  static auto* handles = new std::vector<LtHandle>();  // never destroyed
+  static auto* handles = new std::map<int, LtHandle>();  // never destroyed; entries never move
+  const uint64_t stream = smelt::detail::current_stream_id(device);
   std::lock_guard lock(m);
-  if (handles->size() <= static_cast<size_t>(device.index)) handles->resize(static_cast<size_t>(device.index) + 1);
-  LtHandle& h = (*handles)[static_cast<size_t>(device.index)];
-  if (!h.handle) {
-    check_cublas(cublaslt().cublasLtCreate(&h.handle), "cublasLtCreate", "matmul");
-    h.workspace = allocator(device).allocate(kWorkspace);
-  }
-  return h;
+  LtHandle& h = (*handles)[device.index];
+  if (!h.handle) check_cublas(cublaslt().cublasLtCreate(&h.handle), "cublasLtCreate", "matmul");
+  BufferPtr& ws = h.workspaces[stream];
+  if (!ws) ws = allocator(device).allocate(kWorkspace);
+  return {h.handle, ws->ptr};
 }
 
 /// A batch operand as cuBLASLt sees it: row-major matrices `batch_stride` elements apart (0: one
@@ -57,7 +66,7 @@ Operand prepare(const Array& x, int64_t rows, int64_t cols) {
 void lt_matmul(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m, int64_t n, int64_t k) {
   const CublasLtApi& lt = cublaslt();
   DeviceState& s = state_of(out);
-  LtHandle& h = lt_handle(out.device());
+  const LtCall h = lt_handle(out.device());
   const Operand pa = prepare(a, m, k), pb = prepare(b, k, n);
   cudaDataType_t type = CUDA_R_32F;
   switch (out.dtype()) {
@@ -118,7 +127,7 @@ void lt_matmul(const Array& a, const Array& b, Array& out, int64_t batch, int64_
   check_cublas(lt.cublasLtMatmul(h.handle, desc, &alpha, reinterpret_cast<const void*>(dptr(pb.data)), la,
                                  reinterpret_cast<const void*>(dptr(pa.data)), lb, &beta,
                                  reinterpret_cast<void*>(dptr(out)), lc, reinterpret_cast<void*>(dptr(out)), lc,
-                                 &result.algo, h.workspace->ptr, kWorkspace, s.stream),
+                                 &result.algo, h.workspace, kWorkspace, current_stream(s)),
                "cublasLtMatmul", what);
   // The copies made by prepare() are released here; the stream orders their reuse.
 }

@@ -13,6 +13,7 @@
 
 #include "smelt/errors.h"
 #include "src/backend/cuda/cuda.h"
+#include "src/core/stream_state.h"
 
 #ifndef SMELT_CUDA_MAJOR
 #define SMELT_CUDA_MAJOR 13
@@ -218,6 +219,55 @@ DeviceState& device_state(int index) {
   // Contexts are current per thread: make it current on every use (cheap when it already is).
   check(d.cuCtxSetCurrent(s->ctx), "cuCtxSetCurrent", what);
   return *s;
+}
+
+CUstream stream_handle(const DeviceState& s, uint64_t id) {
+  if (id == 0) return s.stream;
+  std::lock_guard lock(s.streams_mutex);
+  SMELT_ASSERT(id <= s.streams.size(), "cuda: stream " + std::to_string(id) + " of cuda:" + std::to_string(s.index) +
+                                            " was never created");
+  return s.streams[id - 1];
+}
+
+CUstream current_stream(const DeviceState& s) {
+  return stream_handle(s, smelt::detail::current_stream_id(Device::cuda(s.index)));
+}
+
+namespace {
+// Set (before the device's own flag) when any GPU gets its first stream.
+std::atomic<bool> any_streams{false};
+}  // namespace
+
+void finish_node(Device device, const char* what) {
+  if (!any_streams.load()) return;
+  const DeviceState& s = device_state(device.index);
+  if (!s.multi_stream.load()) return;
+  check(driver()->cuStreamSynchronize(current_stream(s)), "cuStreamSynchronize", what);
+}
+
+uint64_t create_stream(int device) {
+  DeviceState& s = device_state(device);
+  const DriverApi& d = *driver();
+  const std::string what = "Stream::create(cuda:" + std::to_string(device) + ")";
+  CUstream st = nullptr;
+  check(d.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING), "cuStreamCreate", what);
+  uint64_t id;
+  {
+    std::lock_guard lock(s.streams_mutex);
+    s.streams.push_back(st);
+    id = s.streams.size();
+  }
+  // Work queued before the first stream existed did not wait for itself at the end of its node:
+  // set the flag first, then wait for everything queued so far. A node that launched after this
+  // wait sees the flag at its end and waits for its own stream.
+  any_streams.store(true);
+  if (!s.multi_stream.exchange(true)) check(d.cuCtxSynchronize(), "cuCtxSynchronize", what);
+  return id;
+}
+
+void synchronize_stream(int device, uint64_t id) {
+  DeviceState& s = device_state(device);
+  check(driver()->cuStreamSynchronize(stream_handle(s, id)), "cuStreamSynchronize", "synchronize");
 }
 
 }  // namespace smelt::cuda

@@ -5,7 +5,13 @@
 #include <cublasLt.h>
 #include <nvrtc.h>
 
+#include <atomic>
+#include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
+
+#include "smelt/device.h"
 
 namespace smelt::cuda {
 
@@ -59,13 +65,20 @@ void check(CUresult r, const char* call, const std::string& what);
 void check_nvrtc(nvrtcResult r, const char* call, const std::string& what);
 void check_cublas(cublasStatus_t r, const char* call, const std::string& what);
 
-/// Per-GPU state: the primary context (made current on the calling thread by `activate`), one
-/// stream on which every kernel and copy of the device runs in order, and its properties.
+/// Per-GPU state: the primary context (made current on the calling thread by `activate`), the
+/// default stream on which every kernel and copy of the device runs in order unless the thread
+/// holds a StreamScope, the streams made by Stream::create, and the device's properties.
 struct DeviceState {
   int index = 0;
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
-  CUstream stream = nullptr;
+  CUstream stream = nullptr;  // the default stream (id 0)
+  // Streams with id 1, 2, ... (never destroyed: Stream handles may outlive any owner).
+  mutable std::mutex streams_mutex;
+  std::vector<CUstream> streams;
+  // Set for good when the first stream is made: from then on every node waits for its stream
+  // at its end, so an array is complete whichever stream reads or frees it next.
+  std::atomic<bool> multi_stream{false};
   int cc_major = 0, cc_minor = 0;
   int sm_count = 0;
   std::string name;
@@ -73,5 +86,16 @@ struct DeviceState {
 
 /// The state of GPU `index`, initialized on first use and made current on this thread.
 DeviceState& device_state(int index);
+
+/// The CUstream of stream `id` of the device (0: the default stream).
+CUstream stream_handle(const DeviceState& s, uint64_t id);
+/// The calling thread's current stream of the device: every launch, copy, memset, cuBLASLt and
+/// cuDNN call goes there.
+CUstream current_stream(const DeviceState& s);
+/// Called at the end of each node evaluated on the device: once several streams exist, waits for
+/// the thread's current stream, so that the node's outputs are complete for any other stream
+/// (cross-stream ordering) and the buffers it read may be freed by any thread.
+/// Cheap while no stream exists (one atomic load, no device lookup): the default path.
+void finish_node(Device device, const char* what);
 
 }  // namespace smelt::cuda

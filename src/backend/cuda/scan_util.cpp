@@ -103,7 +103,7 @@ void exclusive_scan_i64(DeviceState& s, uint64_t in, uint64_t out, int64_t n, ui
   const DriverApi& d = *driver();
   if (n <= 0) {
     if (total != 0)
-      check(d.cuMemsetD32Async(static_cast<CUdeviceptr>(total), 0u, 2, s.stream), "cuMemsetD32Async", what);
+      check(d.cuMemsetD32Async(static_cast<CUdeviceptr>(total), 0u, 2, current_stream(s)), "cuMemsetD32Async", what);
     return;
   }
   const int64_t blocks = (n + kScanBlockItems - 1) / kScanBlockItems;

@@ -99,17 +99,12 @@ std::string cuda_expr(const FusedProgram& p, int i) {
 
 std::string emit_cuda_row_kernel(const FusedProgram& p) {
   const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
-  // Later passes recompute from the inputs; inputs that several passes read come from a copy of
-  // the row in shared memory (a.cache: made once per row, read by every pass), else from global.
-  const RowPlan plan = plan_row_program(p, false);
-  const std::vector<int> cached = gpu_row_cached_inputs(p);
-  std::vector<char> is_cached(nin, 0);
-  for (int k : cached) is_cached[k] = 1;
+  const RowPlan plan = plan_row_program(p, false);  // later passes re-read the row (L1/L2)
   std::ostringstream os;
   os << gpu_row_order_source();
   os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
         "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n";
-  os << "struct RowArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 rows, n, groups, chunk, threads, knd, rnd, cache, cbytes; i64 kshape[MAXD]; i64 kst["
+  os << "struct RowArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 rows, n, groups, chunk, threads, knd, rnd; i64 kshape[MAXD]; i64 kst["
      << kCudaFusedMaxArgs << "][MAXD]; i64 rshape[MAXD]; i64 rst[" << kCudaFusedMaxArgs << "][MAXD]; };\n";
   // Offset of element j of a row in input k: one stride for the common single row axis.
   os << "__device__ inline i64 roff(const RowArgs& a, int k, i64 j) {\n"
@@ -119,7 +114,6 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
         "  return o;\n}\n";
   os << "extern \"C\" __global__ void k(RowArgs a) {\n"
         "  __shared__ u64 shraw[9];\n"
-        "  extern __shared__ __align__(16) unsigned char rowc[];\n"
         "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
         "  const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();\n"
         "  if (r >= a.rows) return;\n"
@@ -129,33 +123,6 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
     os << "  const " << t << "* x" << k << ";\n  { i64 o = 0, q = r;\n"
        << "    for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[" << k << "][d]; q /= a.kshape[d]; }\n"
        << "    x" << k << " = (const " << t << "*)a.p[" << k << "] + o; }\n";
-  }
-  // The row cache: each row's slot is a.cbytes (warp rows share a block: one slot per warp);
-  // input k's copy follows the earlier cached ones, each rounded up to 16 bytes. Threads copy
-  // side by side (coalesced); the passes then read in their own order, so the values and the
-  // reduction order are those of the global-memory path.
-  if (!cached.empty()) {
-    os << "  unsigned char* slot = rowc + (T == 32 ? (i64)(threadIdx.x / 32) : (i64)0) * a.cbytes;\n";
-    for (int k : cached) {
-      const char* t = cuda_type_name(p.input_dtypes[k]);
-      os << "  " << t << "* c" << k << " = (" << t << "*)slot;\n"
-         << "  slot += (n * (i64)sizeof(" << t << ") + 15) / 16 * 16;\n";
-    }
-    os << "  if (a.cache) {\n";
-    // A contiguous, 16-byte aligned row moves as whole 16-byte vectors (the slots are aligned),
-    // its tail element by element; other rows element by element through their strides.
-    for (int k : cached) {
-      const std::string c = "c" + std::to_string(k), x = "x" + std::to_string(k), kk = std::to_string(k);
-      const std::string per = std::to_string(16 / size_of(p.input_dtypes[k]));
-      os << "    if (a.rnd == 1 && a.rst[" << kk << "][0] == 1 && ((u64)" << x << " & 15) == 0) {\n"
-         << "      const i64 nv = n / " << per << ";\n"
-         << "      for (i64 v = lane; v < nv; v += T) ((uint4*)" << c << ")[v] = ((const uint4*)" << x << ")[v];\n"
-         << "      for (i64 j = nv * " << per << " + lane; j < n; j += T) " << c << "[j] = " << x << "[j];\n"
-         << "    } else {\n"
-         << "      for (i64 j = lane; j < n; j += T) " << c << "[j] = " << x << "[roff(a, " << kk << ", j)];\n"
-         << "    }\n";
-    }
-    os << "    if (T == 32) __syncwarp(); else __syncthreads();\n  }\n";
   }
   for (size_t o = 0; o < nout; ++o)
     os << "  " << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
@@ -169,9 +136,7 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
     for (int i : loop.compute) {
       const Instr& in = p.instrs[i];
       b << indent << "const " << cuda_type_name(in.dtype) << " v" << i << " = ";
-      if (in.kind == InstrKind::Input && is_cached[in.index])
-        b << "(a.cache ? c" << in.index << "[j] : x" << in.index << "[roff(a, " << in.index << ", j)])";
-      else if (in.kind == InstrKind::Input) b << "x" << in.index << "[roff(a, " << in.index << ", j)]";
+      if (in.kind == InstrKind::Input) b << "x" << in.index << "[roff(a, " << in.index << ", j)]";
       else b << cuda_expr(p, i);
       b << ";\n";
     }

@@ -4,8 +4,6 @@
 #include <algorithm>
 
 #include "src/codegen/cuda_emitter.h"
-#include "src/codegen/fused_program.h"
-#include "src/codegen/row_plan.h"
 
 namespace smelt::codegen {
 
@@ -21,17 +19,6 @@ GpuRowOrder gpu_row_order(int64_t rows, int64_t n) {
   o.chunk = std::max<int64_t>(kAlign, (per + kAlign - 1) / kAlign * kAlign);
   o.groups = std::max<int64_t>(1, (n + o.chunk - 1) / o.chunk);
   return o;
-}
-
-std::vector<int> gpu_row_cached_inputs(const FusedProgram& p) {
-  const RowPlan plan = plan_row_program(p, false);
-  std::vector<int> passes(p.input_dtypes.size(), 0), out;
-  for (const RowLoop& loop : plan.loops)
-    for (int i : loop.compute)
-      if (p.instrs[i].kind == InstrKind::Input && !p.instrs[i].per_row) ++passes[p.instrs[i].index];
-  for (size_t k = 0; k < passes.size(); ++k)
-    if (passes[k] > 1) out.push_back(static_cast<int>(k));
-  return out;
 }
 
 int gpu_row_vector(Dtype reduced) { return static_cast<int>(16 / size_of(reduced)); }

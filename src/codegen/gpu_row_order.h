@@ -4,14 +4,11 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "smelt/dtype.h"
 #include "src/primitives/primitive.h"
 
 namespace smelt::codegen {
-
-struct FusedProgram;
 
 /// How a row of n elements among `rows` rows is reduced on the GPU. Depends on the sizes only:
 ///  - `threads` threads share a row: a warp (32) for rows up to kGpuWarpRowMax elements, else a
@@ -31,14 +28,6 @@ struct GpuRowOrder {
 inline constexpr int64_t kGpuWarpRowMax = 2048;
 
 GpuRowOrder gpu_row_order(int64_t rows, int64_t n);
-
-/// The inputs (by index) a fused CUDA row kernel copies into shared memory once per row, because
-/// more than one pass over the row reads them (the rest are read where used). Sorted.
-std::vector<int> gpu_row_cached_inputs(const FusedProgram& p);
-
-/// Largest dynamic shared memory of a row kernel's block (the default limit without opt-in):
-/// rows whose cached inputs need more stay on the global-memory path.
-inline constexpr int64_t kGpuRowCacheMaxBytes = 48 * 1024;
 
 /// Elements a thread takes at a time: 16 bytes of `reduced` (the reduction's input dtype).
 int gpu_row_vector(Dtype reduced);

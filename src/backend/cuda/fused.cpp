@@ -26,7 +26,7 @@ struct FusedArgs {
 /// Mirrors the device struct RowArgs of emit_cuda_row_kernel.
 struct RowArgs {
   uint64_t p[codegen::kCudaFusedMaxArgs] = {};
-  int64_t rows = 0, n = 0, groups = 1, chunk = 0, threads = 256, knd = 0, rnd = 0, cache = 0, cbytes = 0;
+  int64_t rows = 0, n = 0, groups = 1, chunk = 0, threads = 256, knd = 0, rnd = 0;
   int64_t kshape[kMaxDims] = {};
   int64_t kst[codegen::kCudaFusedMaxArgs][kMaxDims] = {};
   int64_t rshape[kMaxDims] = {};
@@ -96,21 +96,8 @@ void eval_fused_rows(const codegen::FusedKernel& k, const std::vector<Array>& in
   const std::string key = "fused_rows|" + k.hash;
   CUfunction fn = find_kernel(s.index, key);
   if (!fn) fn = get_kernel(s.index, key, [&] { return codegen::emit_cuda_row_kernel(k.program); }, what);
-  // Inputs that several passes read are copied once per row into dynamic shared memory when the
-  // block's rows fit under the default limit (one slot per row: 8 warp rows or 1 block row).
-  for (int in : codegen::gpu_row_cached_inputs(k.program))
-    args.cbytes += (args.n * static_cast<int64_t>(size_of(k.program.input_dtypes[in])) + 15) / 16 * 16;
-  const int64_t rows_per_block = order.threads == 32 ? 256 / 32 : 1;
-  args.cache = args.cbytes > 0 && args.cbytes * rows_per_block <= codegen::kGpuRowCacheMaxBytes ? 1 : 0;
-  const unsigned shared = args.cache ? static_cast<unsigned>(args.cbytes * rows_per_block) : 0u;
-  const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, rows_per_block) : static_cast<uint64_t>(args.rows);
-  // launch() without dynamic shared memory: the same folding of long grids into y.
-  const uint64_t kMaxX = 0x7fffffffull;
-  const unsigned gx = static_cast<unsigned>(grid < kMaxX ? grid : kMaxX);
-  const unsigned gy = static_cast<unsigned>((grid + kMaxX - 1) / kMaxX);
-  if (gy > 65535) throw UnsupportedError(what + ": the launch needs more than 2^46 blocks");
-  void* params[] = {&args};
-  check(driver()->cuLaunchKernel(fn, gx, gy, 1, 256, 1, 1, shared, s.stream, params, nullptr), "cuLaunchKernel", what);
+  const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, 256 / 32) : static_cast<uint64_t>(args.rows);
+  launch(s, fn, grid, 256, &args, what);
 }
 
 }  // namespace

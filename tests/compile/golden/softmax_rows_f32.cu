@@ -36,7 +36,7 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
     for (i64 j = j##_b, j##_e = min(j##_b + (i64)(vec), (i64)(hi)); j < j##_e; ++j)
 __device__ inline u32 opaque32(u32 x) { u32 r; asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(x)); return r; }
 __device__ inline u64 opaque64(u64 x) { u64 r; asm volatile("mov.b64 %0, %1;" : "=l"(r) : "l"(x)); return r; }
-struct RowArgs { u64 p[16]; i64 rows, n, groups, chunk, threads, knd, rnd, cache, cbytes; i64 kshape[MAXD]; i64 kst[16][MAXD]; i64 rshape[MAXD]; i64 rst[16][MAXD]; };
+struct RowArgs { u64 p[16]; i64 rows, n, groups, chunk, threads, knd, rnd; i64 kshape[MAXD]; i64 kst[16][MAXD]; i64 rshape[MAXD]; i64 rst[16][MAXD]; };
 __device__ inline i64 roff(const RowArgs& a, int k, i64 j) {
   if (a.rnd == 1) return j * a.rst[k][0];
   i64 o = 0;
@@ -45,7 +45,6 @@ __device__ inline i64 roff(const RowArgs& a, int k, i64 j) {
 }
 extern "C" __global__ void k(RowArgs a) {
   __shared__ u64 shraw[9];
-  extern __shared__ __align__(16) unsigned char rowc[];
   const int T = (int)a.threads, lane = threadIdx.x % T;
   const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();
   if (r >= a.rows) return;
@@ -54,19 +53,6 @@ extern "C" __global__ void k(RowArgs a) {
   { i64 o = 0, q = r;
     for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[0][d]; q /= a.kshape[d]; }
     x0 = (const float*)a.p[0] + o; }
-  unsigned char* slot = rowc + (T == 32 ? (i64)(threadIdx.x / 32) : (i64)0) * a.cbytes;
-  float* c0 = (float*)slot;
-  slot += (n * (i64)sizeof(float) + 15) / 16 * 16;
-  if (a.cache) {
-    if (a.rnd == 1 && a.rst[0][0] == 1 && ((u64)x0 & 15) == 0) {
-      const i64 nv = n / 4;
-      for (i64 v = lane; v < nv; v += T) ((uint4*)c0)[v] = ((const uint4*)x0)[v];
-      for (i64 j = nv * 4 + lane; j < n; j += T) c0[j] = x0[j];
-    } else {
-      for (i64 j = lane; j < n; j += T) c0[j] = x0[roff(a, 0, j)];
-    }
-    if (T == 32) __syncwarp(); else __syncthreads();
-  }
   float* y0 = (float*)a.p[1];
   typedef Red<2, float> R1;
   R1::Acc t1 = R1::init();
@@ -74,7 +60,7 @@ extern "C" __global__ void k(RowArgs a) {
     const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
     R1::Acc acc = R1::init();
     ROW_FOR(j, lo, hi, lane, T, 4) {
-      const float v0 = (a.cache ? c0[j] : x0[roff(a, 0, j)]);
+      const float v0 = x0[roff(a, 0, j)];
       acc = R1::step(acc, R1::load(v0));
     }
     acc = row_tree<R1>(acc, T, (R1::Acc*)shraw);
@@ -87,7 +73,7 @@ extern "C" __global__ void k(RowArgs a) {
     const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
     R4::Acc acc = R4::init();
     ROW_FOR(j, lo, hi, lane, T, 4) {
-      const float v0 = (a.cache ? c0[j] : x0[roff(a, 0, j)]);
+      const float v0 = x0[roff(a, 0, j)];
       const float v2 = op_subtract<float>(v0, v1);
       const float v3 = op_exp<float>(v2);
       acc = R4::step(acc, R4::load(v3));
@@ -97,7 +83,7 @@ extern "C" __global__ void k(RowArgs a) {
   }
   const float v4 = R4::finish(t4);
   for (i64 j = lane; j < n; j += T) {
-    const float v0 = (a.cache ? c0[j] : x0[roff(a, 0, j)]);
+    const float v0 = x0[roff(a, 0, j)];
     const float v2 = op_subtract<float>(v0, v1);
     const float v3 = op_exp<float>(v2);
     const float v5 = op_divide<float>(v3, v4);

@@ -59,10 +59,9 @@ void CudaAllocator::system_free(const std::vector<Block>& blocks) {
   const DriverApi* d = driver();
   if (!d) return;
   try {
-    device_state(device_);  // the device's context is current
     // Kernels still queued on any stream may use a block's last owner's data: wait for them
     // first, once.
-    d->cuCtxSynchronize();
+    synchronize_all_streams(device_state(device_), "free");
   } catch (const Error&) {
     return;  // the device is gone: nothing can be freed (called from ~Buffer, so no throw)
   }

@@ -98,9 +98,8 @@ Backend& backend(Device device) {
 }
 
 void synchronize(Device device) {
-  device_state(device.index);  // the device's context is current
   // Every stream of the device, whichever thread queued on it.
-  check(driver()->cuCtxSynchronize(), "cuCtxSynchronize", "synchronize");
+  synchronize_all_streams(device_state(device.index), "synchronize");
 }
 
 void transfer(const Array& in, Array& out) {

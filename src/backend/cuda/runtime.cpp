@@ -261,8 +261,20 @@ uint64_t create_stream(int device) {
   // set the flag first, then wait for everything queued so far. A node that launched after this
   // wait sees the flag at its end and waits for its own stream.
   any_streams.store(true);
-  if (!s.multi_stream.exchange(true)) check(d.cuCtxSynchronize(), "cuCtxSynchronize", what);
+  if (!s.multi_stream.exchange(true)) synchronize_all_streams(s, what.c_str());
   return id;
+}
+
+void synchronize_all_streams(const DeviceState& s, const char* what) {
+  // Stream by stream, not cuCtxSynchronize: CUDA 13's cuGetProcAddress hands out
+  // cuCtxSynchronize_v2(CUcontext) for that name, which takes the context as an argument.
+  const DriverApi& d = *driver();
+  std::vector<CUstream> streams{s.stream};
+  {
+    std::lock_guard lock(s.streams_mutex);
+    streams.insert(streams.end(), s.streams.begin(), s.streams.end());
+  }
+  for (CUstream st : streams) check(d.cuStreamSynchronize(st), "cuStreamSynchronize", what);
 }
 
 void synchronize_stream(int device, uint64_t id) {

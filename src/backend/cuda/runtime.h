@@ -19,7 +19,7 @@ namespace smelt::cuda {
 struct DriverApi {
 #define SMELT_CU_FNS(X)                                                                            \
   X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)          \
-  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuGetErrorString)           \
+  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuGetErrorString)           \
   X(cuGetErrorName) X(cuStreamCreate) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree)            \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)                \
   X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction)               \
@@ -97,5 +97,8 @@ CUstream current_stream(const DeviceState& s);
 /// (cross-stream ordering) and the buffers it read may be freed by any thread.
 /// Cheap while no stream exists (one atomic load, no device lookup): the default path.
 void finish_node(Device device, const char* what);
+
+/// Waits for every stream of the device (its default stream and those Stream::create made).
+void synchronize_all_streams(const DeviceState& s, const char* what);
 
 }  // namespace smelt::cuda

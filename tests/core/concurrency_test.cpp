@@ -12,30 +12,10 @@
 #include "smelt/memory.h"
 #include "src/core/thread_pool.h"
 #include "test_utils.h"
+#include "thread_test_utils.h"
 
 namespace smelt::test {
 namespace {
-
-/// Runs fn(t) on `threads` threads started together, and joins them.
-template <class F>
-void on_threads(int threads, F fn) {
-  std::atomic<int> ready{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      // Start together, so that the calls overlap as much as they can.
-      ready++;
-      while (ready.load() < threads) std::this_thread::yield();
-      fn(t);
-    });
-  for (auto& th : pool) th.join();
-}
-
-/// SUITE.md's W1, GELU in its tanh form.
-Array gelu_chain(const Array& x) {
-  Array inner = Array(0.7978845608f) * (x + Array(0.044715f) * x * x * x);
-  return Array(0.5f) * x * (Array(1.0f) + tanh(inner));
-}
 
 // A graph with a multi-output primitive (topk) and a long chain, shared by every thread.
 Array shared_graph(const Array& x) {

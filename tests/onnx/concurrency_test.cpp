@@ -8,6 +8,7 @@
 #include "smelt/onnx.h"
 #include "tests/onnx/model_builder.h"
 #include "tests/test_utils.h"
+#include "thread_test_utils.h"
 
 namespace smelt::test {
 namespace {
@@ -23,19 +24,6 @@ onnx::Model tiny_transformer() { return onnx::load((repo_root() / "models" / "ti
 /// Inputs of the tiny transformer: token ids in [0, 1000) of shape [batch, seq].
 Value token_ids(int64_t batch, int64_t seq, uint32_t seed) {
   return Value::tensor(astype(random_array({batch, seq}, float32, 0.0, 999.0, seed), int64));
-}
-
-template <class F>
-void on_threads(int threads, F fn) {
-  std::atomic<int> ready{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      ready++;
-      while (ready.load() < threads) std::this_thread::yield();
-      fn(t);
-    });
-  for (auto& th : pool) th.join();
 }
 
 bool same_bits(const std::vector<Value>& got, const std::vector<Value>& want) {

@@ -5,29 +5,12 @@
 
 #include "smelt/compile.h"
 #include "tests/backend/cuda/cuda_test_utils.h"
+#include "thread_test_utils.h"
 
 namespace smelt {
 namespace {
 
 using namespace smelt::test;
-
-template <class F>
-void on_threads(int threads, F fn) {
-  std::atomic<int> ready{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      ready++;
-      while (ready.load() < threads) std::this_thread::yield();
-      fn(t);
-    });
-  for (auto& th : pool) th.join();
-}
-
-Array gelu_chain(const Array& x) {
-  Array inner = Array(0.7978845608f) * (x + Array(0.044715f) * x * x * x);
-  return Array(0.5f) * x * (Array(1.0f) + tanh(inner));
-}
 
 // One compiled function on the GPU from 8 threads: every result equals the single-threaded one.
 TEST(CudaConcurrency, CompiledFunctionFromManyThreads) {

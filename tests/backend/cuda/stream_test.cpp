@@ -8,24 +8,12 @@
 #include "smelt/memory.h"
 #include "smelt/stream.h"
 #include "tests/backend/cuda/cuda_test_utils.h"
+#include "thread_test_utils.h"
 
 namespace smelt {
 namespace {
 
 using namespace smelt::test;
-
-template <class F>
-void on_threads(int threads, F fn) {
-  std::atomic<int> ready{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      ready++;
-      while (ready.load() < threads) std::this_thread::yield();
-      fn(t);
-    });
-  for (auto& th : pool) th.join();
-}
 
 // A small model: matmuls (cuBLASLt, with its per-stream workspace), fused elementwise work and
 // a reduction.

@@ -14,6 +14,7 @@
 #include "smelt/telemetry.h"
 #include "src/codegen/disk_cache.h"
 #include "src/core/byte_size.h"
+#include "env_test_utils.h"
 #include "test_utils.h"
 
 namespace smelt::codegen {
@@ -21,24 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Sets an environment variable for the scope, then restores the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 /// Records the events of the disk cache while it lives.
 struct Events {

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "compile_helpers.h"
+#include "env_test_utils.h"
 #include "src/codegen/kernel_builder.h"
 
 namespace smelt {
@@ -27,24 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
 
-/// Sets an environment variable for the scope, then restores the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 /// A new empty folder, removed with the object.
 struct TempDir {

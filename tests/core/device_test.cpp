@@ -11,6 +11,7 @@
 
 #include "smelt/random.h"
 #include "test_utils.h"
+#include "env_test_utils.h"
 
 namespace smelt {
 namespace {
@@ -41,25 +42,7 @@ TEST(DeviceEnvironmentChild, Check) {
   EXPECT_EQ(ones({2}).device(), Device::cpu());
 }
 
-/// Sets (or, for null, unsets) an environment variable while it lives.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 /// Runs the child test with SMELT_DEFAULT_DEVICE=`value` (unset when null); true when it passed.
 ::testing::AssertionResult child_passes(const char* value, const std::string& expect) {

@@ -1,6 +1,8 @@
 // Concurrent calls: calls per second of one shared compiled function (W1) and one shared compiled
-// tiny transformer from 1, 2, 4 and 8 threads on the CPU, and of W1 from 1-4 threads on the GPU,
-// all on the default stream and then each thread on its own smelt::Stream (1-4 streams).
+// tiny transformer (ONNX builds only) from 1, 2, 4 and 8 threads on the CPU, and of W1 and of a
+// compiled MLP block (matmul, GELU, matmul, residual, LayerNorm: several kernels and cuBLAS calls
+// per call) from 1-4 threads on the GPU, all on the default stream and then each thread on its own
+// smelt::Stream (1-4 streams). Built by the bench preset and by scripts/gpu.sh (without ONNX).
 //
 // A plain program (no benchmark framework): each figure is the total number of calls the threads
 // finish in a fixed window after a warm-up, over the window's length; the median of --reps windows
@@ -25,7 +27,9 @@
 #include "bench/workloads.h"
 #include "smelt/compile.h"
 #include "smelt/memory.h"
+#if SMELT_BENCH_HAS_ONNX
 #include "smelt/onnx.h"
+#endif
 #include "smelt/smelt.h"
 
 namespace {
@@ -152,12 +156,14 @@ int main(int argc, char** argv) {
               y.eval();
             },
             rows);
+#if SMELT_BENCH_HAS_ONNX
     // The tiny transformer, compiled once and shared, on [2, 16] token ids.
     onnx::Model m = onnx::load(o.model);
     Array ids = astype(random::randint(random::key(2), 0, 1000, {2, 16}), int64);
     ids.eval();
     onnx::CompiledModel cm = onnx::compile(m, {onnx::Value::tensor(ids)});
     measure("tiny_transformer [2,16], compiled", "cpu", o.threads, o, [&] { cm({onnx::Value::tensor(ids)}); }, rows);
+#endif
   }
   if (cuda_available()) {
     // First every thread issues on the device's default stream; the figure is host throughput
@@ -183,6 +189,38 @@ int main(int argc, char** argv) {
               Array y = gelu(x);
               y.eval();
               synchronize(current_stream(Device::cuda(0)));  // this thread's own stream only
+            },
+            rows, &streams);
+    // A compiled MLP block on [64, 256] f32: per call two cuBLAS matmuls and fused kernels, so the
+    // host work per call is larger and kernels of different streams can overlap.
+    auto block = compile([](const Array& h, const Array& w1, const Array& w2, const Array& g, const Array& b) {
+      Array u = bench::gelu_tanh(matmul(h, w1));
+      return layer_norm(add(h, matmul(u, w2)), g, b, 1e-5);
+    });
+    Array h = random::normal(random::key(4), {64, 256});
+    Array w1 = multiply(random::normal(random::key(5), {256, 1024}), 0.05f);
+    Array w2 = multiply(random::normal(random::key(6), {1024, 256}), 0.05f);
+    Array g = ones({256});
+    Array b = zeros({256});
+    for (Array* a : {&h, &w1, &w2, &g, &b}) {
+      a->eval();
+      if (a->device() != Device::cuda(0)) {
+        std::fprintf(stderr, "bench_concurrency: a GPU input is on %s\n", a->device().str().c_str());
+        return 1;
+      }
+    }
+    measure("MLP block [64,256] f32, compiled", "cuda", {1, 2, 3, 4}, o,
+            [&] {
+              Array y = block(h, w1, w2, g, b);
+              y.eval();
+              synchronize(Device::cuda(0));
+            },
+            rows);
+    measure("MLP block [64,256] f32, compiled, streams", "cuda", {1, 2, 3, 4}, o,
+            [&] {
+              Array y = block(h, w1, w2, g, b);
+              y.eval();
+              synchronize(current_stream(Device::cuda(0)));
             },
             rows, &streams);
   }

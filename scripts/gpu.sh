@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command for the GPU: builds smelt with CUDA, runs the GPU tests, then the GPU benchmark
-# (SUITE.md's W1, W2, W3, W7, W8, W12 and the copy floor) with PyTorch and JAX in the same run. docs/cuda.md explains it.
+# (SUITE.md's W1, W2, W3, W7, W8, W12 and the copy floor) with PyTorch and JAX in the same run, and
+# the concurrent-calls benchmark (threads and streams). docs/cuda.md explains it.
 #
 # Needs an NVIDIA GPU with its driver, the CUDA toolkit, cmake, ninja, a C++20 compiler; for the
 # tests GoogleTest (Debian/Ubuntu libgtest-dev, or a source tree in /usr/src/googletest); for the
@@ -45,7 +46,7 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_CUDA=ON
   -DSMELT_TESTS=$TESTS "${GTEST_ARGS[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 grep -E "smelt:" "$OUT/configure.log"
 
-TARGETS=(smelt bench_gpu)
+TARGETS=(smelt bench_gpu bench_concurrency)
 if [ "$TESTS" = ON ]; then
   mapfile -t GPU_TESTS < <(ninja -C "$BUILD" -t targets all | sed -n 's/^\(backend_cuda_[a-z_]*_test\): .*/\1/p' |
     grep -E "${SMELT_GPU_TESTS:-.}" | sort -u)
@@ -100,6 +101,10 @@ if [ "${SMELT_GPU_SKIP_BENCH:-0}" != 1 ]; then
     SMELT_CACHE_DIR="$BUILD/w12-cache-1" "$BUILD/bench_gpu" --w12 warm_disk_cache >>"$OUT/w12.jsonl" || STATUS=1
   done
   cat "$OUT/w12.jsonl"
+  # Concurrent calls: one compiled function and one compiled MLP block from 1-4 threads, on the
+  # default stream and then on one smelt::Stream per thread (the CPU rows come first).
+  say "concurrent calls (bench_concurrency)"
+  "$BUILD/bench_concurrency" --threads 1,2,4,8 --json "$OUT/concurrency.json" || STATUS=1
   if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     python3 "$ROOT/bench/gpu/peers_gpu.py" "$OUT/smelt_gpu.json" "$OUT/gpu_bench.json" "$REPS" "$OUT/gpu_bench.txt" "$OUT/w12.jsonl" || STATUS=1
   else

@@ -6,12 +6,13 @@
 # Needs an NVIDIA GPU with its driver, the CUDA toolkit, cmake, ninja, a C++20 compiler; for the
 # tests GoogleTest (Debian/Ubuntu libgtest-dev, or a source tree in /usr/src/googletest); for the
 # peers python3 with torch. Needs none of Debian's other -dev packages and no network: ONNX is off
-# and, without OpenBLAS's headers, the CPU GEMM is smelt's portable one.
+# unless SMELT_DEVKIT names a folder made by scripts/devkit.sh on a Debian machine (protobuf and RE2
+# headers and libraries), and, without OpenBLAS's headers, the CPU GEMM is smelt's portable one.
 #
 # Environment: SMELT_GPU_BUILD (build folder, default build/gpu), OUT (reports, default
 # $SMELT_GPU_BUILD/report), SMELT_GPU_REPS (benchmark repetitions, default 50), SMELT_GPU_TESTS
 # (a regular expression picking test binaries, default all),
-# SMELT_GPU_SKIP_BENCH=1 (tests only). Exit status: non-zero when a build or a test failed.
+# SMELT_GPU_SKIP_BENCH=1 (tests only), SMELT_DEVKIT (build the ONNX layer too, see above). Exit status: non-zero when a build or a test failed.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,8 +42,15 @@ if [ ! -e /usr/include/gtest/gtest.h ] && [ ${#GTEST_ARGS[@]} -eq 0 ]; then
   TESTS=OFF
 fi
 
-say "configure ($BUILD)"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_CUDA=ON -DSMELT_ONNX=OFF \
+ONNX=OFF
+if [ -n "${SMELT_DEVKIT:-}" ]; then
+  # shellcheck disable=SC1091
+  source "$SMELT_DEVKIT/env.sh"
+  ONNX=ON
+fi
+
+say "configure ($BUILD, ONNX $ONNX)"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_CUDA=ON -DSMELT_ONNX=$ONNX \
   -DSMELT_TESTS=$TESTS "${GTEST_ARGS[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 grep -E "smelt:" "$OUT/configure.log"
 

@@ -63,6 +63,16 @@ class DefaultDeviceScope {
 };
 
 /// True when this build includes the CUDA backend and a GPU is visible.
+/// A device from its name: "cpu", "cuda" (GPU 0), "cuda:N", or "auto"/"" (the first GPU when
+/// there is one, else the CPU) — the values SMELT_DEFAULT_DEVICE and the CLI's --device accept.
+/// Other text raises InvalidArgument listing the accepted values, and a GPU this process cannot
+/// use raises DeviceError; both messages start with `what` (the setting's name). With
+/// `check_available` false only the text is checked (no GPU is touched: a process about to fork
+/// workers must not initialize CUDA), except that "auto" and "" still look for a GPU.
+Device parse_device(const std::string& text, const std::string& what, bool check_available = true);
+/// Raises DeviceError starting with `what` when `device` is a GPU this process cannot use.
+void check_device(Device device, const std::string& what);
+
 bool cuda_available();
 /// Number of visible GPUs (0 without the CUDA backend, a driver or a GPU).
 int cuda_device_count();

@@ -216,6 +216,10 @@ struct Node {
   std::string label() const;
 };
 
+namespace detail {
+struct DeviceConstants;
+}
+
 struct Graph {
   std::string name;
   std::vector<Node> nodes;
@@ -224,6 +228,10 @@ struct Graph {
   std::vector<ValueInfo> value_info;
   /// Constants by name (dense and sparse initializers), in file order.
   std::vector<std::pair<std::string, Value>> initializers;
+  /// Copies of the initializers on the devices runs asked for (RunOptions::device): made by the
+  /// first run on a device, shared by later runs and threads, freed with the graph. Set by the
+  /// loader; a graph built by hand has none and uploads its initializers on every such run.
+  std::shared_ptr<detail::DeviceConstants> device_constants;
 };
 
 struct OpsetImport {
@@ -336,6 +344,12 @@ struct RunOptions {
   /// How deep subgraphs (If/Loop/Scan bodies) and model-local function calls may nest; deeper
   /// raises OnnxError naming the node. (Recursive functions are refused at load already.)
   int max_call_depth = 64;
+  /// Where the run's tensor work happens. Unset: where the inputs are (the CPU for host arrays).
+  /// Set: tensor inputs are moved there and the initializers are uploaded there once per model
+  /// and device (Graph::device_constants); outputs stay there. Shape and index arithmetic of the
+  /// operators still runs on the host, and graph breaks read back only the values they need.
+  /// A GPU this process cannot use raises DeviceError.
+  std::optional<Device> device;
 };
 
 /// Runs the model eagerly on the graph inputs given in order (graph inputs that are also

@@ -50,19 +50,7 @@ Device decode(int v) { return v < 0 ? Device::cpu() : Device::cuda(v); }
 // cpu, cuda and cuda:N pick that device (a GPU that is not there is an error, not a silent CPU).
 Device default_device_from_env() {
   const char* env = std::getenv("SMELT_DEFAULT_DEVICE");
-  const std::string v = env ? env : "";
-  if (v.empty() || v == "auto") return cuda_available() ? Device::cuda(0) : Device::cpu();
-  if (v == "cpu") return Device::cpu();
-  Device d;
-  if (v == "cuda") {
-    d = Device::cuda(0);
-  } else if (v.rfind("cuda:", 0) == 0 && gpu_index(v.substr(5)) >= 0) {
-    d = Device::cuda(gpu_index(v.substr(5)));
-  } else {
-    throw InvalidArgument("SMELT_DEFAULT_DEVICE: unknown value '" + v + "'; accepted values: " + kAcceptedValues);
-  }
-  check_usable(d, "SMELT_DEFAULT_DEVICE=" + v);
-  return d;
+  return parse_device(env ? env : "", "SMELT_DEFAULT_DEVICE");
 }
 
 // The process default, read from the environment on first use. A bad value throws here, and
@@ -80,6 +68,23 @@ thread_local bool scoped = false;
 thread_local Device scoped_device;
 
 }  // namespace
+
+Device parse_device(const std::string& v, const std::string& what, bool check_available) {
+  if (v.empty() || v == "auto") return cuda_available() ? Device::cuda(0) : Device::cpu();
+  if (v == "cpu") return Device::cpu();
+  Device d;
+  if (v == "cuda") {
+    d = Device::cuda(0);
+  } else if (v.rfind("cuda:", 0) == 0 && gpu_index(v.substr(5)) >= 0) {
+    d = Device::cuda(gpu_index(v.substr(5)));
+  } else {
+    throw InvalidArgument(what + ": unknown value '" + v + "'; accepted values: " + kAcceptedValues);
+  }
+  if (check_available) check_usable(d, what + "=" + v);
+  return d;
+}
+
+void check_device(Device device, const std::string& what) { check_usable(device, what); }
 
 bool cuda_available() { return cuda_device_count() > 0; }
 

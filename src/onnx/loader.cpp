@@ -21,6 +21,7 @@
 
 #include "smelt/errors.h"
 #include "smelt/onnx.h"
+#include "src/onnx/device_constants.h"
 #include "src/onnx/fusions.h"
 #include "src/onnx/proto/onnx.pb.h"
 #include "src/onnx/registry.h"
@@ -504,6 +505,7 @@ void check_opsets(const std::vector<OpsetImport>& opsets, const std::string& whe
 
 std::shared_ptr<const Graph> Loader::graph(const pb::GraphProto& g) const {
   auto out = std::make_shared<Graph>();
+  out->device_constants = detail::make_device_constants();
   out->name = g.name();
   auto info = [&](const pb::ValueInfoProto& v) { return ValueInfo{v.name(), type(v.type())}; };
   for (const auto& v : g.input()) out->inputs.push_back(info(v));

@@ -9,6 +9,7 @@
 
 #include "smelt/compile.h"
 #include "smelt/onnx.h"
+#include "src/onnx/device_constants.h"
 #include "src/onnx/executor.h"
 #include "src/onnx/registry.h"
 
@@ -383,12 +384,16 @@ std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string,
   // present): its operators read shapes and indices on the host. GPU inputs still run their
   // element-wise and matrix work on the GPU, where the inputs are.
   DefaultDeviceScope device_scope(Device::cpu());
+  // With a device, the tensor inputs and initializers start there (initializers uploaded once per
+  // graph and device), and every operator follows its inputs (the device rule).
+  const std::optional<Device> device = options.device;
+  if (device) check_device(*device, "run: RunOptions::device");
   const Graph& g = *model.graph;
   Executor exec(model, &guard);
   Scope scope;
   std::unordered_set<std::string> initializer_names;
   for (const auto& [name, value] : g.initializers) {
-    scope.values[name] = value;
+    scope.values[name] = device ? initializer_on(g, name, value, *device) : value;
     initializer_names.insert(name);
   }
   for (const auto& in : g.inputs) {
@@ -404,7 +409,7 @@ std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string,
     check_input(in, it->second);
     // Copied, not moved (a Value is a few shared handles): a graph that declares an input name
     // twice reads the same given value again (found by the fuzzer: a moved-from value crashed).
-    scope.values[in.name] = it->second;
+    scope.values[in.name] = device ? value_to_device(it->second, *device) : it->second;
   }
   std::unordered_set<std::string> keep;
   for (const auto& o : g.outputs) keep.insert(o.name);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "smelt/errors.h"
+#include "tools/smelt/commands.h"
 #include "tools/smelt/onnx_commands.h"
 #ifdef SMELT_ONNX
 #include "smelt/onnx.h"
@@ -35,11 +36,13 @@ struct CheckOptions {
   bool fork = true;
   bool run_skipped = false;  // also run the skipped cases and name those that pass now
   int timeout_s = 120;
+  std::string device;  // --device: empty follows the default-device rule
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
-  throw InvalidArgument(message +
-                        "\nusage: smelt check DIR [--skip-list FILE] [--filter TEXT] [--verbose] [--no-fork] [--run-skipped]");
+  throw UsageError(message +
+                        "\nusage: smelt check DIR [--skip-list FILE] [--filter TEXT] [--device cpu|cuda[:N]] [--verbose] [--no-fork] "
+                        "[--run-skipped]");
 }
 
 CheckOptions parse_args(const std::vector<std::string>& args) {
@@ -56,11 +59,21 @@ CheckOptions parse_args(const std::vector<std::string>& args) {
     else if (a == "--no-fork") o.fork = false;
     else if (a == "--run-skipped") o.run_skipped = true;
     else if (a == "--timeout") o.timeout_s = std::atoi(value().c_str());
+    else if (a == "--device") o.device = value();
     else if (!a.empty() && a[0] == '-') usage_error("unknown option '" + a + "'");
     else if (o.dir.empty()) o.dir = a;
     else usage_error("more than one folder given");
   }
   if (o.dir.empty()) usage_error("no folder given");
+  // The text only: the cases run in forked children, and a parent that initialized CUDA would
+  // leave them unable to use it.
+  if (!o.device.empty() && o.device != "auto") {
+    try {
+      parse_device(o.device, "--device", false);
+    } catch (const InvalidArgument& e) {
+      usage_error(e.what());
+    }
+  }
   return o;
 }
 
@@ -193,7 +206,9 @@ std::string compare(const Value& got, const Value& want) {
 }
 
 /// Runs one case; "" when it passes, else the reason.
-std::string run_case(const fs::path& dir) {
+std::string run_case(const fs::path& dir, const std::string& device) {
+  onnx::RunOptions options;
+  options.device = parse_device(device, "--device");
   onnx::Model model = onnx::load((dir / "model.onnx").string());
   std::vector<const onnx::ValueInfo*> inputs;
   std::set<std::string> init;
@@ -218,7 +233,7 @@ std::string run_case(const fs::path& dir) {
     if (given.size() > inputs.size())
       return set.filename().string() + ": " + std::to_string(given.size()) + " input files for " +
              std::to_string(inputs.size()) + " graph inputs";
-    std::map<std::string, Value> out = onnx::run_named(model, named);
+    std::map<std::string, Value> out = onnx::run_named(model, named, options);
     const auto& outs = model.graph->outputs;
     size_t expected_count = 0;
     while (fs::exists(set / ("output_" + std::to_string(expected_count) + ".pb"))) ++expected_count;
@@ -234,9 +249,9 @@ std::string run_case(const fs::path& dir) {
   return "";
 }
 
-std::string run_case_caught(const fs::path& dir) {
+std::string run_case_caught(const fs::path& dir, const std::string& device) {
   try {
-    return run_case(dir);
+    return run_case(dir, device);
   } catch (const std::exception& e) {
     std::string m = e.what();
     std::replace(m.begin(), m.end(), '\n', ' ');
@@ -245,19 +260,19 @@ std::string run_case_caught(const fs::path& dir) {
 }
 
 /// Runs a case in a child process, so a crash or a hang fails that case only.
-std::string run_case_forked(const fs::path& dir, int timeout_s) {
+std::string run_case_forked(const fs::path& dir, int timeout_s, const std::string& device) {
   int fds[2];
-  if (pipe(fds) != 0) return run_case_caught(dir);
+  if (pipe(fds) != 0) return run_case_caught(dir, device);
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return run_case_caught(dir);
+    return run_case_caught(dir, device);
   }
   if (pid == 0) {
     close(fds[0]);
     alarm(static_cast<unsigned>(timeout_s));
-    std::string r = run_case_caught(dir);
+    std::string r = run_case_caught(dir, device);
     const char* p = r.data();
     size_t left = r.size();
     while (left > 0) {
@@ -311,14 +326,14 @@ int run_check(const std::vector<std::string>& args) {
     if (skips.count(name)) {
       ++skipped;
       if (o.run_skipped) {
-        std::string why = o.fork ? run_case_forked(dir, o.timeout_s) : run_case_caught(dir);
+        std::string why = o.fork ? run_case_forked(dir, o.timeout_s, o.device) : run_case_caught(dir, o.device);
         if (why.empty()) std::printf("SKIPPED BUT PASSES %s: delete it from the skip list\n", name.c_str());
       } else if (o.verbose) {
         std::printf("SKIP %s: %s\n", name.c_str(), skips[name].c_str());
       }
       continue;
     }
-    std::string reason = o.fork ? run_case_forked(dir, o.timeout_s) : run_case_caught(dir);
+    std::string reason = o.fork ? run_case_forked(dir, o.timeout_s, o.device) : run_case_caught(dir, o.device);
     if (reason.empty()) {
       ++passed;
       if (o.verbose) std::printf("PASS %s\n", name.c_str());

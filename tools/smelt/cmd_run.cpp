@@ -37,7 +37,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: smelt run MODEL [--input NAME=FILE.npy | NAME=random[:D0xD1...]]... [--dim SYMBOL=N]...\n"
     "                 [--output-dir DIR] [--repeat N] [--threads N] [--seed S] [--json FILE]\n"
-    "                 [--no-fuse] [--timeout SECONDS] [--compile [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N]]";
+    "                 [--no-fuse] [--timeout SECONDS] [--device cpu|cuda[:N]]\n"
+    "                 [--compile [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N]]";
 
 constexpr const char* kHelp =
     "\n"
@@ -56,6 +57,9 @@ constexpr const char* kHelp =
     "  --no-fuse                 load without the load-time fusions (GELU, LayerNorm, Conv+BatchNormalization)\n"
     "  --timeout SECONDS         stop any one run (eager or compiled) that takes longer than this (a decimal number);\n"
     "                            the error names the node it was running and the exit status is 1\n"
+    "  --device D                where the model runs: cpu, cuda (GPU 0) or cuda:N (default: the first GPU when\n"
+    "                            there is one, else the CPU; SMELT_DEFAULT_DEVICE changes it). Inputs are made on the\n"
+    "                            host and moved there, initializers are uploaded once; times include waiting for the GPU\n"
     "\n"
     "  --compile                 also run the model compiled (smelt::onnx::compile): print its segments (where\n"
     "                            graph breaks split it, which run compiled, why each ends), check once that the\n"
@@ -91,6 +95,7 @@ struct RunOptions {
   bool help = false;
   bool no_fuse = false;
   double timeout_s = 0;  // 0: no limit
+  std::string device;    // --device; empty: the default device
 };
 
 InputSpec parse_input(const std::string& text) {
@@ -154,6 +159,13 @@ RunOptions parse_args(const std::vector<std::string>& args) {
       if (v.empty() || *end != '\0' || !(t > 0) || t > 365.0 * 24 * 3600)
         usage_error("--timeout needs a positive number of seconds, got '" + v + "'");
       o.timeout_s = t;
+    } else if (a == "--device") {
+      o.device = value();
+      try {
+        parse_device(o.device, "--device", false);
+      } catch (const InvalidArgument& e) {
+        usage_error(e.what());
+      }
     } else if (a == "--static") {
       o.statics.push_back(parse_static(value()));
     } else if (a == "--eager-below") {
@@ -821,6 +833,12 @@ std::optional<int64_t> pays_off_after(double compile_ms, double eager_ms, double
   return static_cast<int64_t>(std::ceil(compile_ms / (eager_ms - compiled_ms)));
 }
 
+/// A tensor made on the host, on `device` (other values as they are).
+Value to_device_value(const Value& v, Device device) {
+  if (!v.is_tensor() || v.array().device() == device) return v;
+  return Value::tensor(to_device(v.array(), device), v.elem_type());
+}
+
 #endif  // SMELT_ONNX
 
 }  // namespace
@@ -840,6 +858,7 @@ int run_model(const std::vector<std::string>& args) {
   double load_ms = ms_since(t_load);
   const onnx::Graph& g = *model.graph;
 
+  const Device device = parse_device(o.device, "--device");
   ModelInputs prepared = make_model_inputs(model, o.inputs, o.statics, o.dims, o.seed);
   const std::vector<BoundInput>& bound = prepared.bound;
   const std::map<std::string, Value>& feed = prepared.feed;
@@ -848,6 +867,7 @@ int run_model(const std::vector<std::string>& args) {
   std::printf("model    %s (ir %lld, %s, %zu nodes, loaded in %s)\n", o.model.c_str(),
               static_cast<long long>(model.ir_version),
               ("opset " + std::to_string(model.opset(""))).c_str(), g.nodes.size(), ms_text(load_ms).c_str());
+  std::printf("device   %s\n", device.str().c_str());
   std::printf("threads  %d\n", cpu_threads());
   std::printf("inputs   (seed %llu)\n", static_cast<unsigned long long>(o.seed));
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -860,10 +880,12 @@ int run_model(const std::vector<std::string>& args) {
 
   // Each run (eager or compiled, first or repeated) gets the whole timeout.
   onnx::RunOptions run_options;
+  run_options.device = device;
   if (o.timeout_s > 0)
     run_options.timeout = std::chrono::milliseconds(std::max<int64_t>(1, std::llround(o.timeout_s * 1000.0)));
   auto t_first = std::chrono::steady_clock::now();
   std::map<std::string, Value> outputs = onnx::run_named(model, feed, run_options);
+  synchronize(device);  // a GPU run's outputs are queued when run returns: time the work too
   double first_ms = ms_since(t_first);
 
   // --compile: the first compiled call compiles (no example inputs), on the inputs the eager run had.
@@ -873,12 +895,16 @@ int run_model(const std::vector<std::string>& args) {
   if (o.compile) {
     onnx::CompileModelOptions co;
     co.static_inputs = statics;
+    co.device = device;
     if (o.eager_below) co.eager_below = *o.eager_below;
+    // A compiled model takes its inputs where they are (its key records their devices): the
+    // host-made inputs go to the model's device first, once.
     for (const auto& [name, v] : feed)
-      if (!statics.count(name)) dynamic_feed[name] = v;
+      if (!statics.count(name)) dynamic_feed[name] = to_device_value(v, device);
     auto t0 = std::chrono::steady_clock::now();
     compiled = onnx::compile(model, {}, co);
     std::map<std::string, Value> compiled_outputs = compiled->run_named(dynamic_feed, run_options);
+    synchronize(device);
     report.first_ms = ms_since(t0);
     report.overlay = compiled->overlay();
     for (const auto& out : g.outputs) {
@@ -892,10 +918,12 @@ int run_model(const std::vector<std::string>& args) {
   for (int r = 0; r < o.repeat; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     auto again = onnx::run_named(model, feed, run_options);
+    synchronize(device);
     times.push_back(ms_since(t0));
     if (compiled) {
       auto t1 = std::chrono::steady_clock::now();
       auto again_compiled = compiled->run_named(dynamic_feed, run_options);
+      synchronize(device);
       report.times.push_back(ms_since(t1));
     }
   }

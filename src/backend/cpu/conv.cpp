@@ -70,10 +70,13 @@ struct Range {
 };
 Range valid_range(int64_t off, int64_t step, int64_t lo, int64_t hi, int64_t count) {
   // first: smallest i with off + i*step >= lo; last: smallest i with off + i*step >= hi.
+  // In 128 bits: a stride or dilation near 2^63 (legal when the output has one position) must not
+  // overflow the rounding-up (found by the fuzzer under UBSan).
   auto at_least = [&](int64_t bound) -> int64_t {
-    int64_t need = bound - off;
+    const __int128 need = static_cast<__int128>(bound) - off;
     if (need <= 0) return 0;
-    return (need + step - 1) / step;
+    const __int128 i = (need + step - 1) / step;
+    return i > count ? count : static_cast<int64_t>(i);
   };
   int64_t first = std::min(at_least(lo), count);
   int64_t last = std::min(at_least(hi), count);

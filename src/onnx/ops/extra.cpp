@@ -62,9 +62,20 @@ Array broadcast_param(OpContext& c, const Array& p, const Array& x, int64_t axis
   if (p.size() == 1 && p.ndim() <= 1) return reshape(p, {});
   int axis = onnx_axis(c, axis_attr, x.ndim());
   if (block > 0) {
-    if (p.ndim() != x.ndim()) c.fail("blocked scale must have the input's rank, got " + shape_str(p.shape()));
-    Array r = repeat(p, block, axis);
-    return slice(r, Axes{axis}, {0}, {x.shape()[axis]}, {1});
+    // The spec's shape: ceil(x_dim / block_size) along the axis, x's dims elsewhere. Checked
+    // before repeating, and a block past the axis' length repeats only that far (the slice keeps
+    // no more): a block_size of 2^62 must not size a repeat of 2^63 elements.
+    const int64_t xd = x.shape()[static_cast<size_t>(axis)];
+    bool ok = p.ndim() == x.ndim();
+    for (int i = 0; ok && i < x.ndim(); ++i)
+      ok = p.shape()[static_cast<size_t>(i)] ==
+           (i == axis ? xd / block + (xd % block != 0 ? 1 : 0) : x.shape()[static_cast<size_t>(i)]);
+    if (!ok)
+      c.fail("a blocked scale or zero point for input " + shape_str(x.shape()) + ", axis " + std::to_string(axis) +
+             " and block_size " + std::to_string(block) + " must have x's shape with ceil(" + std::to_string(xd) +
+             " / block_size) along the axis, got " + shape_str(p.shape()));
+    Array r = repeat(p, std::min(block, std::max<int64_t>(xd, 1)), axis);
+    return slice(r, Axes{axis}, {0}, {xd}, {1});
   }
   if (p.ndim() != 1 || p.shape()[0] != x.shape()[axis])
     c.fail("per-axis scale must be 1-d with " + std::to_string(x.shape()[axis]) + " values, got " + shape_str(p.shape()));

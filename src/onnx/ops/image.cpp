@@ -249,12 +249,31 @@ std::vector<Value> op_deform_conv(OpContext& c) {
   int64_t oc = w.shape()[0], kh = w.shape()[2], kw = w.shape()[3];
   int64_t group = c.attr_int("group", 1), ogroups = c.attr_int("offset_group", 1);
   auto dil = c.attr_ints("dilations", {1, 1}), strides = c.attr_ints("strides", {1, 1}), pads = c.attr_ints("pads", {0, 0, 0, 0});
+  // Every attribute and shape is checked before any index is formed (found by the fuzzer under
+  // ASan: short attribute lists and a mismatched offset batch were read past their end).
+  if (dil.size() != 2 || strides.size() != 2 || pads.size() != 4)
+    c.fail("dilations and strides need 2 values and pads 4, got " + std::to_string(dil.size()) + ", " +
+           std::to_string(strides.size()) + " and " + std::to_string(pads.size()));
+  for (int i = 0; i < 2; ++i)
+    if (dil[static_cast<size_t>(i)] < 1 || strides[static_cast<size_t>(i)] < 1 || dil[static_cast<size_t>(i)] > ih + iw + kh + kw ||
+        strides[static_cast<size_t>(i)] > ih + iw + 1)
+      c.fail("dilations and strides must be positive and at most the input's size");
+  for (auto p : pads)
+    if (p < 0 || p > ih + iw + kh + kw) c.fail("pads must be non-negative and at most the input's size, got " + std::to_string(p));
+  if (group < 1 || ogroups < 1 || ch % group != 0 || ch % ogroups != 0 || oc % group != 0 || w.shape()[1] * group != ch)
+    c.fail("group " + std::to_string(group) + " and offset_group " + std::to_string(ogroups) + " must divide the " +
+           std::to_string(ch) + " input channels, and W " + c.input(1).describe() + " must have channels / group inputs");
   int64_t oh = (ih + pads[0] + pads[2] - (dil[0] * (kh - 1) + 1)) / strides[0] + 1;
   int64_t ow = (iw + pads[1] + pads[3] - (dil[1] * (kw - 1) + 1)) / strides[1] + 1;
-  int64_t k = kh * kw, l = oh * ow, plane = ih * iw;
-  if (off.shape()[1] != ogroups * 2 * k || off.shape()[2] != oh || off.shape()[3] != ow)
-    c.fail("offset must be [N, " + std::to_string(ogroups * 2 * k) + ", " + std::to_string(oh) + ", " + std::to_string(ow) +
-           "], got " + c.input(2).describe());
+  if (oh < 1 || ow < 1) c.fail("the kernel does not fit the padded input (output " + std::to_string(oh) + "x" + std::to_string(ow) + ")");
+  int64_t k = mul_size(c, kh, kw), l = mul_size(c, oh, ow), plane = mul_size(c, ih, iw);
+  if (off.shape()[0] != n || off.shape()[1] != mul_size(c, ogroups * 2, k) || off.shape()[2] != oh || off.shape()[3] != ow)
+    c.fail("offset must be [" + std::to_string(n) + ", " + std::to_string(ogroups * 2 * k) + ", " + std::to_string(oh) + ", " +
+           std::to_string(ow) + "], got " + c.input(2).describe());
+  if (c.has(4) && c.tensor(4).shape() != Shape{n, ogroups * k, oh, ow})
+    c.fail("mask must be [" + std::to_string(n) + ", " + std::to_string(ogroups * k) + ", " + std::to_string(oh) + ", " +
+           std::to_string(ow) + "], got " + c.input(4).describe());
+  (void)mul_size(c, mul_size(c, mul_size(c, n, ogroups), k), l);  // the corner tables' size
   auto offv = off.to_vector<double>();
   std::vector<double> maskv;
   if (c.has(4)) maskv = c.tensor(4).to_vector<double>();

@@ -78,12 +78,19 @@ struct Spatial {
 /// Kernel, strides, dilations and padding of a conv or pool node (auto_pad resolved).
 Spatial spatial_of(OpContext& c, const Shape& in, const std::vector<int64_t>& kernel) {
   size_t n = kernel.size();
+  if (in.size() < 3 || n != in.size() - 2)
+    c.fail("kernel_shape " + shape_str(kernel) + " must have one value per spatial axis of the input " + shape_str(in));
   Spatial s;
   s.kernel = kernel;
   s.strides = c.attr_ints("strides", std::vector<int64_t>(n, 1));
   s.dilations = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
   if (s.strides.size() != n || s.dilations.size() != n)
     c.fail("strides and dilations need one entry per spatial axis (" + std::to_string(n) + ")");
+  // Checked here too: SAME padding below divides by the strides and multiplies by the dilations.
+  for (size_t i = 0; i < n; ++i)
+    if (s.strides[i] < 1 || s.dilations[i] < 1 || kernel[i] < 1)
+      c.fail("kernel_shape, strides and dilations must be positive, got " + shape_str(kernel) + ", " +
+             shape_str(s.strides) + " and " + shape_str(s.dilations));
   std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
   if (pads.size() != 2 * n) c.fail("pads needs " + std::to_string(2 * n) + " entries, got " + std::to_string(pads.size()));
   s.lo.assign(pads.begin(), pads.begin() + static_cast<long>(n));
@@ -95,8 +102,12 @@ Spatial spatial_of(OpContext& c, const Shape& in, const std::vector<int64_t>& ke
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < n; ++i) {
       int64_t size = in[i + 2];
-      int64_t out = (size + s.strides[i] - 1) / s.strides[i];
-      int64_t total = std::max<int64_t>(0, (out - 1) * s.strides[i] + (kernel[i] - 1) * s.dilations[i] + 1 - size);
+      int64_t out = size / s.strides[i] + (size % s.strides[i] != 0 ? 1 : 0);
+      int64_t total = std::max<int64_t>(
+          0, checked_sub(add_size(c, add_size(c, mul_size(c, std::max<int64_t>(out - 1, 0), s.strides[i]),
+                                              mul_size(c, kernel[i] - 1, s.dilations[i])),
+                                  1),
+                         size, c.node().label()));
       int64_t small = total / 2;
       s.lo[i] = auto_pad == "SAME_UPPER" ? small : total - small;
       s.hi[i] = total - s.lo[i];
@@ -144,6 +155,12 @@ std::vector<Value> op_conv_transpose(OpContext& c) {
   if (strides.size() != n || dil.size() != n || out_pad.size() != n || pads.size() != 2 * n)
     c.fail("strides, dilations, output_padding and pads must match the " + std::to_string(n) + " spatial axes");
   if (output_shape.size() > n) output_shape.erase(output_shape.begin(), output_shape.end() - static_cast<long>(n));
+  // Both are read per spatial axis below (found by the fuzzer under ASan: a short kernel_shape
+  // or output_shape was read past its end).
+  if (kernel.size() != n)
+    c.fail("kernel_shape " + shape_str(kernel) + " must have one value per spatial axis (" + std::to_string(n) + ")");
+  if (!output_shape.empty() && output_shape.size() != n)
+    c.fail("output_shape " + shape_str(output_shape) + " must have one value per spatial axis (" + std::to_string(n) + ")");
   if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < n; ++i) {
       int64_t in = x.shape()[i + 2];
@@ -188,12 +205,16 @@ std::vector<Value> max_pool_with_indices(OpContext& c, const Array& x, const Poo
   std::vector<std::pair<int64_t, int64_t>> width(static_cast<size_t>(r), {0, 0});
   for (size_t i = 0; i < n; ++i) {
     int64_t in = x.shape()[i + 2];
-    int64_t span = (o.kernel[i] - 1) * o.dilations[i] + 1;
-    int64_t num = in + o.padding_lo[i] + o.padding_hi[i] - span;
-    int64_t out = (o.ceil_mode ? (num + o.strides[i] - 1) / o.strides[i] : num / o.strides[i]) + 1;
-    if (o.ceil_mode && (out - 1) * o.strides[i] >= in + o.padding_lo[i]) --out;
+    // Attributes from the model: every size step is checked (ShapeError naming the node).
+    if (o.kernel[i] < 1 || o.strides[i] < 1 || o.dilations[i] < 1 || o.padding_lo[i] < 0 || o.padding_hi[i] < 0)
+      c.fail("kernel_shape, strides and dilations must be positive and pads non-negative");
+    int64_t span = add_size(c, mul_size(c, o.kernel[i] - 1, o.dilations[i]), 1);
+    int64_t num = checked_sub(add_size(c, add_size(c, in, o.padding_lo[i]), o.padding_hi[i]), span, c.node().label());
+    if (num < 0) c.fail("the pooling window (" + std::to_string(span) + ") is larger than the padded input");
+    int64_t out = (o.ceil_mode ? num / o.strides[i] + (num % o.strides[i] != 0 ? 1 : 0) : num / o.strides[i]) + 1;
+    if (o.ceil_mode && mul_size(c, out - 1, o.strides[i]) >= in + o.padding_lo[i]) --out;
     out_sp.push_back(out);
-    int64_t need = (out - 1) * o.strides[i] + span;
+    int64_t need = add_size(c, mul_size(c, out - 1, o.strides[i]), span);
     width[i + 2] = {o.padding_lo[i], std::max<int64_t>(o.padding_hi[i], need - in - o.padding_lo[i])};
   }
   Dtype dt = x.dtype();
@@ -427,13 +448,18 @@ std::vector<Value> op_lrn(OpContext& c) {
   Dtype ct = compute_type(x.dtype());
   Array xf = astype(x, ct);
   Array sq = multiply(xf, xf);
-  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  // The window [c - lo, c + hi] only meets channels within ch - 1 of c: terms past that are zero
+  // (x² padded with +0), so a window wider than that sums the same, in the same order, from the
+  // clipped one — and a size of 2^32 neither loops 2^32 times nor pads 2^31 channels (found by the
+  // fuzzer: it hung).
+  const int64_t ch = x.shape()[1];
+  const int64_t lo = std::min((size - 1) / 2, std::max<int64_t>(ch - 1, 0));
+  const int64_t hi = std::min(size - 1 - (size - 1) / 2, std::max<int64_t>(ch - 1, 0));
   std::vector<std::pair<int64_t, int64_t>> width(static_cast<size_t>(x.ndim()), {0, 0});
   width[1] = {lo, hi};
   Array padded = pad(sq, width);
-  int64_t ch = x.shape()[1];
   Array acc = zeros(x.shape(), ct);
-  for (int64_t k = 0; k < size; ++k) acc = add(acc, slice(padded, Axes{1}, {k}, {k + ch}, {1}));
+  for (int64_t k = 0; k < lo + hi + 1; ++k) acc = add(acc, slice(padded, Axes{1}, {k}, {k + ch}, {1}));
   Array denom = power(add(full({}, Array(bias), ct), multiply(full({}, Array(alpha / static_cast<double>(size)), ct), acc)),
                       full({}, Array(beta), ct));
   return {tv(astype(divide(xf, denom), x.dtype()))};

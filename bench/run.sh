@@ -18,7 +18,7 @@ export SMELT_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" OMP_NUM_THRE
 
 echo "== building the bench preset (Release, -march=native)"
 cmake --preset bench >/dev/null
-cmake --build --preset bench --target bench_arrays bench_compile -j "$(nproc)"
+cmake --build --preset bench --target bench_arrays bench_matmul bench_compile -j "$(nproc)"
 
 if [ ! -x bench/.venv/bin/python ]; then
   echo "== creating bench/.venv"
@@ -34,6 +34,10 @@ echo "== smelt ($THREADS threads, $REPS runs per workload)"
 build/bench/bench/bench_arrays --benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true \
   --benchmark_out=bench/results/smelt_raw.json --benchmark_out_format=json
 
+echo "== smelt matmul + bias + GELU, eager and compiled"
+build/bench/bench/bench_matmul --benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true \
+  --benchmark_out=bench/results/smelt_matmul_raw.json --benchmark_out_format=json
+
 echo "== smelt compile: W8 (host time per call) and W12 (first call in a fresh process, cold and warm cache)"
 build/bench/bench/bench_compile --benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true \
   --benchmark_out=bench/results/smelt_compile_raw.json --benchmark_out_format=json
@@ -47,6 +51,6 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
   --out bench/results/numpy_raw.json
 bench/.venv/bin/python bench/peers/numpy_dispatch_bench.py --reps "$REPS" --out bench/results/numpy_dispatch_raw.json
 
-bench/.venv/bin/python bench/report.py --smelt bench/results/smelt_raw.json bench/results/smelt_compile_raw.json \
+bench/.venv/bin/python bench/report.py --smelt bench/results/smelt_raw.json bench/results/smelt_matmul_raw.json bench/results/smelt_compile_raw.json \
   --peers bench/results/numpy_raw.json bench/results/numpy_dispatch_raw.json --threads "$THREADS" --reps "$REPS" \
   --out bench/results/latest.json

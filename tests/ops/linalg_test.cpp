@@ -1,6 +1,7 @@
 // Tests for matmul: NumPy shape semantics, every dtype against float64 / exact references, strided operands.
 #include <limits>
 
+#include "src/core/allocator.h"
 #include "test_utils.h"
 
 namespace smelt {
@@ -72,7 +73,7 @@ const std::vector<std::pair<Shape, Shape>> kShapeCases = {
     {{4}, {4}},                // vector @ vector -> 0-d
     {{2, 3, 4}, {2, 4, 5}},    // batched
     {{2, 1, 3, 4}, {5, 4, 6}}, // batch broadcasting both ways
-    {{2, 3, 4}, {4, 5}},       // one matrix broadcast over a batch (folded into M)
+    {{2, 3, 4}, {4, 5}},       // one matrix broadcast over a batch (stride 0)
     {{3, 4}, {2, 4, 5}},       // the left matrix broadcast
     {{4}, {2, 4, 5}},          // vector @ batch
     {{2, 3, 4}, {4}},          // batch @ vector
@@ -220,7 +221,7 @@ TEST(Matmul, ResultsDoNotDependOnThreadCount) {
   Array half_a = random_array({8, 33, 65}, float16, -1, 1, 704), half_b = random_array({65, 17}, float16, -1, 1, 705);
   Array int_a = random_array({5, 70, 90}, int32, -50, 50, 706), int_b = random_array({5, 90, 60}, int32, -50, 50, 707);
   // Products the GEMM cuts into tiles (src/backend/cpu/gemm.h): square, transformer-like, a
-  // batch folded into M, a batch of separate tiled products, halves through float32.
+  // matrix broadcast over a batch, a batch of separate tiled products, halves through float32.
   Array sq_a = random_array({512, 512}, float32, -1, 1, 708), sq_b = random_array({512, 512}, float32, -1, 1, 709);
   Array tr_a = random_array({4, 64, 128}, float32, -1, 1, 710), tr_b = random_array({128, 512}, float32, -1, 1, 711);
   Array sep_a = random_array({3, 100, 300}, float32, -1, 1, 712), sep_b = random_array({3, 300, 200}, float32, -1, 1, 713);
@@ -243,6 +244,53 @@ TEST(Matmul, ResultsDoNotDependOnThreadCount) {
     for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(bit_equal(many[i], one[i])) << "result " << i << ", " << t << " threads";
   }
   set_cpu_threads(saved);
+}
+
+/// Evaluates matmul(a, b) with its operands already evaluated and returns how many buffers the
+/// product allocated: one (its result) unless an operand was copied (every copy of an array goes
+/// through the allocator).
+size_t allocations_of(const Array& a, const Array& b, Array* result) {
+  eval({a, b});
+  const size_t before = cpu_allocator().stats().num_allocs;
+  Array r = matmul(a, b);
+  r.eval();
+  *result = r;
+  return cpu_allocator().stats().num_allocs - before;
+}
+
+// Broadcast batch axes are read with stride 0 and swapped matrix axes go to BLAS as a
+// transpose flag: no operand is materialized, and the result has the bits of the product of the
+// materialized (contiguous) operands.
+TEST(Matmul, BroadcastBatchesAndTransposesAreReadInPlace) {
+  uint32_t seed = 800;
+  for (Dtype dt : {float32, float64, bfloat16, float16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    auto r = [&](const Shape& s) { return random_array(s, dt, -1, 1, seed++); };
+    Array q = r({2, 2, 3, 5, 8}), k = r({2, 2, 1, 5, 8}), v = r({2, 2, 1, 5, 8});
+    std::vector<std::pair<Array, Array>> cases = {
+        {r({2, 3, 5, 7}), r({1, 3, 7, 4})},              // [B,H,M,K] @ [1,H,K,N]
+        {r({4, 33, 70}), r({70, 20})},                    // [B,M,K] @ [K,N]: one GEMM per matrix, not folded
+        {r({1, 3, 9, 7}), r({2, 3, 7, 6})},              // the left operand broadcast
+        {q, swapaxes(k, -1, -2)},                         // GQA scores: k shared by 3 query heads
+        {r({2, 2, 3, 5, 5}), v},                          // GQA values
+        {r({6, 300, 40}), transpose(r({50, 40}))},        // x @ w^T as in a linear layer
+        {swapaxes(r({3, 40, 30}), 1, 2), r({1, 40, 20})}, // a transposed and b broadcast
+    };
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE("case " + std::to_string(i));
+      const Array& a = cases[i].first;
+      const Array& b = cases[i].second;
+      Array got;
+      EXPECT_EQ(allocations_of(a, b, &got), 1u);
+      // The same product over contiguous copies of the operands broadcast to the full batch.
+      Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2), Shape(b.shape().begin(), b.shape().end() - 2));
+      Shape fa = batch, fb = batch;
+      fa.insert(fa.end(), a.shape().end() - 2, a.shape().end());
+      fb.insert(fb.end(), b.shape().end() - 2, b.shape().end());
+      EXPECT_TRUE(bit_equal(got, matmul(copy(broadcast_to(a, fa)), copy(broadcast_to(b, fb)))));
+      EXPECT_TRUE(matches_reference(a, b, dt == float32 || dt == float64 ? 4 * tolerance_for(dt) : tolerance_for(dt)));
+    }
+  }
 }
 
 TEST(MatmulErrors, Messages) {

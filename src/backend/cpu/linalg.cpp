@@ -36,23 +36,6 @@ class BatchOffsets {
     }
     return off;
   }
-  /// True when every batch axis of size > 1 has stride 0 (one matrix broadcast over the batch).
-  bool broadcast() const {
-    for (size_t d = 0; d < shape_.size(); ++d)
-      if (shape_[d] != 1 && strides_[d] != 0) return false;
-    return true;
-  }
-  /// True when the batch axes and the row axis (rows `rows` apart, `m` of them) form one
-  /// uniformly strided run of rows.
-  bool folds_with_rows(int64_t rs, int64_t m) const {
-    int64_t expected = rs * m;
-    for (int d = static_cast<int>(shape_.size()) - 1; d >= 0; --d) {
-      if (shape_[d] == 1) continue;
-      if (strides_[d] != expected) return false;
-      expected *= shape_[d];
-    }
-    return true;
-  }
 
  private:
   Shape shape_;
@@ -116,19 +99,15 @@ void blas_matmul(const Array& a, const Array& b, Array& out) {
   T* pc = out_ptr<T>(out);
   constexpr bool kHalf = is_half_v<T>;
 
-  // One matrix on the right for the whole batch and evenly spaced rows on the left: a single
-  // GEMM with the batch folded into M.
-  int64_t mm = m, nb = batches;
-  if (batches > 1 && ob.broadcast() && (k <= 1 || ma.cs == 1) && oa.folds_with_rows(ma.rs, m) &&
-      ma.rs >= std::max<int64_t>(1, k)) {
-    mm = m * batches;
-    nb = 1;
-  }
-  const Mat sa = nb == 1 && mm != m ? Mat{ma.rs, 1} : ma;
-  const BlasOperand direct_a = kHalf ? BlasOperand{} : blas_operand(sa, mm, k);
+  // Every matrix of the batch is its own GEMM (tiles of gemm_tiles(m, n, k)), also when one
+  // operand is broadcast over the batch and the batch could fold into M: BLAS's results for a
+  // row depend on M (its small-matrix and edge kernels), so folding would make the bits depend on
+  // how the operands are laid out, and differ from the product of the materialized operands.
+  const int64_t nb = batches;
+  const BlasOperand direct_a = kHalf ? BlasOperand{} : blas_operand(ma, m, k);
   const BlasOperand direct_b = kHalf ? BlasOperand{} : blas_operand(mb, k, n);
   std::vector<G> wide;  // halves: the float32 products, rounded once at the end
-  if constexpr (kHalf) wide.resize(static_cast<size_t>(nb * mm * n));
+  if constexpr (kHalf) wide.resize(static_cast<size_t>(nb * m * n));
 
   // Operands BLAS cannot read in place are packed row-major (and widened), once per matrix: the
   // buffers keep the last matrix packed, so a batch-broadcast operand is packed once per chunk.
@@ -138,7 +117,7 @@ void blas_matmul(const Array& a, const Array& b, Array& out) {
   };
   auto args_for = [&](int64_t bi, Packed& p) {
     GemmArgs<G> g;
-    g.m = mm;
+    g.m = m;
     g.n = n;
     g.k = k;
     const T* xa = pa + oa(bi);
@@ -149,8 +128,8 @@ void blas_matmul(const Array& a, const Array& b, Array& out) {
       g.lda = direct_a.ld;
     } else {
       if (p.a_at != oa(bi)) {
-        p.a.resize(static_cast<size_t>(mm * k));
-        pack<G>(xa, sa, mm, k, p.a.data());
+        p.a.resize(static_cast<size_t>(m * k));
+        pack<G>(xa, ma, m, k, p.a.data());
         p.a_at = oa(bi);
       }
       g.a = p.a.data();
@@ -170,9 +149,9 @@ void blas_matmul(const Array& a, const Array& b, Array& out) {
       g.ldb = std::max<int64_t>(1, n);
     }
     if constexpr (kHalf)
-      g.c = wide.data() + bi * mm * n;
+      g.c = wide.data() + bi * m * n;
     else
-      g.c = pc + bi * mm * n;
+      g.c = pc + bi * m * n;
     g.ldc = n;
     return g;
   };
@@ -183,7 +162,7 @@ void blas_matmul(const Array& a, const Array& b, Array& out) {
     gemm<G>(args_for(0, p));
   } else {
     // Every (matrix, tile) pair is a task; each is the same BLAS call whichever thread runs it.
-    const GemmTiles tiles = gemm_tiles(mm, n, k);
+    const GemmTiles tiles = gemm_tiles(m, n, k);
     const int64_t per = tiles.count();
     parallel_for(nb * per, std::max<int64_t>(1, kTaskWork / tiles.work(k)), [&](int64_t tb, int64_t te) {
       Packed p;

@@ -1,14 +1,20 @@
-// CUDA Matmul: cuBLASLt for float32/float16/bfloat16 (float32 accumulation), a plain exact kernel
-// for the other dtypes (integers wrap, bool is an or of ands, float64 accumulates in float64).
+// CUDA Matmul: cuBLASLt for float32/float16/bfloat16 (float32 accumulation; broadcast and
+// transposed operands read in place), a plain exact kernel for the other dtypes (integers wrap,
+// bool is an or of ands, float64 accumulates in float64).
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "smelt/errors.h"
+#include "smelt/ops.h"
 #include "src/backend/cuda/allocator.h"
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
+#include "src/backend/cuda/matmul_plan.h"
 #include "src/core/stream_state.h"
 
 namespace smelt::cuda {
@@ -42,38 +48,63 @@ LtCall lt_handle(Device device) {
   return {h.handle, ws->ptr};
 }
 
-/// A batch operand as cuBLASLt sees it: row-major matrices `batch_stride` elements apart (0: one
-/// matrix broadcast over the batch). Copies the operand when its layout is anything else.
-struct Operand {
-  Array data;
-  int64_t batch_stride = 0;
-};
-
-Operand prepare(const Array& x, int64_t rows, int64_t cols) {
+/// `x` itself when cuBLASLt can read its matrices in place (row-major or transposed), else a
+/// contiguous copy of its distinct matrices: axes it is broadcast along (stride 0) stay
+/// broadcast in the copy, so even this fallback never materializes a broadcast.
+Array readable(const Array& x, int64_t rows, int64_t cols) {
   const auto& n = x.node();
   const int nd = x.ndim();
-  const bool mat_contig = (rows <= 1 || n.strides[nd - 2] == cols) && (cols <= 1 || n.strides[nd - 1] == 1);
-  bool batch_zero = true;
+  if (gemm_operand(n.strides[nd - 2], n.strides[nd - 1], rows, cols).ok) return x;
+  Shape start(nd, 0), stop = x.shape();
   for (int d = 0; d < nd - 2; ++d)
-    if (n.shape[d] != 1 && n.strides[d] != 0) batch_zero = false;
-  if (mat_contig && batch_zero) return {x, 0};
-  if (is_row_contiguous(n.shape, n.strides)) return {x, rows * cols};
-  Array c = make_array(x.shape(), x.dtype(), x.device(), make_prim(PrimKind::Copy, NoParams{}), {x});
+    if (n.strides[d] == 0) stop[d] = std::min<int64_t>(stop[d], 1);
+  Array c = broadcast_to(copy(slice(x, start, stop)), x.shape());
   c.eval();
-  return {c, rows * cols};
+  return c;
 }
 
-void lt_matmul(const Array& a, const Array& b, Array& out, int64_t batch, int64_t m, int64_t n, int64_t k) {
+cudaDataType_t lt_type(Dtype dt) {
+  switch (dt) {
+    case Dtype::Float16: return CUDA_R_16F;
+    case Dtype::BFloat16: return CUDA_R_16BF;
+    case Dtype::Float32: return CUDA_R_32F;
+    case Dtype::Bool:
+    case Dtype::Int8:
+    case Dtype::Int16:
+    case Dtype::Int32:
+    case Dtype::Int64:
+    case Dtype::UInt8:
+    case Dtype::UInt16:
+    case Dtype::UInt32:
+    case Dtype::UInt64:
+    case Dtype::Float64: break;
+  }
+  throw UnsupportedError(std::string("matmul: no cuBLASLt path for ") + dtype_name(dt));
+}
+
+/// Row-major C = A B through cuBLASLt with no copy of a broadcast or transposed operand: swapped
+/// matrix axes become transpose flags, broadcast batch axes stride 0 (matmul_plan.h), and batch
+/// axes that one stride cannot describe become a loop of calls over views.
+void lt_matmul(const Array& a0, const Array& b0, Array& out, int64_t m, int64_t n, int64_t k) {
   const CublasLtApi& lt = cublaslt();
   DeviceState& s = state_of(out);
   const LtCall h = lt_handle(out.device());
-  const Operand pa = prepare(a, m, k), pb = prepare(b, k, n);
-  cudaDataType_t type = CUDA_R_32F;
-  switch (out.dtype()) {
-    case Dtype::Float16: type = CUDA_R_16F; break;
-    case Dtype::BFloat16: type = CUDA_R_16BF; break;
-    default: type = CUDA_R_32F; break;
+  const Array a = readable(a0, m, k), b = readable(b0, k, n);
+  const int nd = out.ndim();
+  const auto &na = a.node(), &nb = b.node();
+  const GemmOperand ga = gemm_operand(na.strides[nd - 2], na.strides[nd - 1], m, k);
+  const GemmOperand gb = gemm_operand(nb.strides[nd - 2], nb.strides[nd - 1], k, n);
+  SMELT_ASSERT(ga.ok && gb.ok, "matmul: an operand copy is still not readable by cuBLASLt");
+  const Shape bshape(out.shape().begin(), out.shape().end() - 2);
+  Strides sc(bshape.size());
+  for (int64_t d = static_cast<int64_t>(bshape.size()) - 1, step = m * n; d >= 0; --d) {
+    sc[d] = step;
+    step *= bshape[d];
   }
+  const BatchPlan plan = plan_batches(bshape, Strides(na.strides.begin(), na.strides.end() - 2),
+                                      Strides(nb.strides.begin(), nb.strides.end() - 2), sc);
+  const cudaDataType_t type = lt_type(out.dtype());
+  const uint64_t es = size_of(out.dtype());
   const std::string what = "matmul";
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
@@ -93,28 +124,59 @@ void lt_matmul(const Array& a, const Array& b, Array& out, int64_t batch, int64_
   } cleanup{lt, desc, la, lb, lc, pref};
   // Exact float32 products (no TF32): results stay comparable with the CPU's.
   check_cublas(lt.cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate", what);
-  // Row-major C = A B is column-major C^T = B^T A^T: B's buffer is the first operand.
-  check_cublas(lt.cublasLtMatrixLayoutCreate(&la, type, static_cast<uint64_t>(n), static_cast<uint64_t>(k), n),
-               "cublasLtMatrixLayoutCreate", what);
-  check_cublas(lt.cublasLtMatrixLayoutCreate(&lb, type, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k),
-               "cublasLtMatrixLayoutCreate", what);
-  check_cublas(lt.cublasLtMatrixLayoutCreate(&lc, type, static_cast<uint64_t>(n), static_cast<uint64_t>(m), n),
-               "cublasLtMatrixLayoutCreate", what);
-  if (batch > 1) {
-    int32_t count = static_cast<int32_t>(batch);
-    int64_t sa = pb.batch_stride, sb = pa.batch_stride, sc = m * n;
-    for (auto [layout, stride] : {std::pair{la, sa}, std::pair{lb, sb}, std::pair{lc, sc}}) {
-      check_cublas(lt.cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+  // Row-major C = A B is column-major C^T = B^T A^T: b's buffer is cuBLAS's A, a's its B. A
+  // row-major matrix read column-major is its transpose, so a row-major operand is used as it is
+  // and an operand stored transposed (unit row stride) gets the transpose flag.
+  const cublasOperation_t op_b = gb.trans ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = ga.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_cublas(lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b),
+               "cublasLtMatmulDescSetAttribute", what);
+  check_cublas(lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a),
+               "cublasLtMatmulDescSetAttribute", what);
+  auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t ld) {
+    check_cublas(lt.cublasLtMatrixLayoutCreate(l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+                 "cublasLtMatrixLayoutCreate", what);
+  };
+  if (gb.trans) layout(&la, k, n, gb.ld); else layout(&la, n, k, gb.ld);
+  if (ga.trans) layout(&lb, m, k, ga.ld); else layout(&lb, k, m, ga.ld);
+  layout(&lc, n, m, n);
+  if (plan.count > 1) {
+    SMELT_ASSERT(plan.count <= INT32_MAX, "matmul: a strided batch longer than cuBLASLt's batch count");
+    const int32_t count = static_cast<int32_t>(plan.count);
+    const int64_t strides[3] = {plan.stride[1], plan.stride[0], plan.stride[2]};  // la = b, lb = a, lc
+    const cublasLtMatrixLayout_t layouts[3] = {la, lb, lc};
+    for (int i = 0; i < 3; ++i) {
+      check_cublas(lt.cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
                    "cublasLtMatrixLayoutSetAttribute", what);
-      check_cublas(lt.cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                                       sizeof stride),
+      check_cublas(lt.cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                       &strides[i], sizeof strides[i]),
                    "cublasLtMatrixLayoutSetAttribute", what);
     }
+  }
+  // Views start anywhere: tell the heuristic how aligned every pointer of every call (and the
+  // batch strides) really is, so that it never picks a kernel that needs more.
+  std::vector<uint64_t> b_addrs, a_addrs, c_addrs;
+  for (const auto& off : plan.offsets) {
+    a_addrs.push_back(dptr(a) + static_cast<uint64_t>(off[0]) * es);
+    b_addrs.push_back(dptr(b) + static_cast<uint64_t>(off[1]) * es);
+    c_addrs.push_back(dptr(out) + static_cast<uint64_t>(off[2]) * es);
+  }
+  if (plan.count > 1) {
+    a_addrs.push_back(static_cast<uint64_t>(plan.stride[0]) * es);
+    b_addrs.push_back(static_cast<uint64_t>(plan.stride[1]) * es);
+    c_addrs.push_back(static_cast<uint64_t>(plan.stride[2]) * es);
   }
   check_cublas(lt.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", what);
   size_t ws = kWorkspace;
   check_cublas(lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
                "cublasLtMatmulPreferenceSetAttribute", what);
+  const uint32_t align_a = common_alignment(b_addrs), align_b = common_alignment(a_addrs),
+                 align_c = common_alignment(c_addrs);
+  for (auto [attr, value] : {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a},
+                             std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
+                             std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+                             std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}})
+    check_cublas(lt.cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof value),
+                 "cublasLtMatmulPreferenceSetAttribute", what);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   check_cublas(lt.cublasLtMatmulAlgoGetHeuristic(h.handle, desc, la, lb, lc, lc, pref, 1, &result, &found),
@@ -124,12 +186,15 @@ void lt_matmul(const Array& a, const Array& b, Array& out, int64_t batch, int64_
                            std::to_string(m) + "x" + std::to_string(k) + "] @ [" + std::to_string(k) + "x" +
                            std::to_string(n) + "]");
   const float alpha = 1.0f, beta = 0.0f;
-  check_cublas(lt.cublasLtMatmul(h.handle, desc, &alpha, reinterpret_cast<const void*>(dptr(pb.data)), la,
-                                 reinterpret_cast<const void*>(dptr(pa.data)), lb, &beta,
-                                 reinterpret_cast<void*>(dptr(out)), lc, reinterpret_cast<void*>(dptr(out)), lc,
-                                 &result.algo, h.workspace, kWorkspace, current_stream(s)),
-               "cublasLtMatmul", what);
-  // The copies made by prepare() are released here; the stream orders their reuse.
+  for (size_t i = 0; i < plan.offsets.size(); ++i) {
+    const auto* pb = reinterpret_cast<const void*>(b_addrs[i]);
+    const auto* pa = reinterpret_cast<const void*>(a_addrs[i]);
+    auto* pc = reinterpret_cast<void*>(c_addrs[i]);
+    check_cublas(lt.cublasLtMatmul(h.handle, desc, &alpha, pb, la, pa, lb, &beta, pc, lc, pc, lc, &result.algo,
+                                   h.workspace, kWorkspace, current_stream(s)),
+                 "cublasLtMatmul", what);
+  }
+  // A copy made by readable() is released here; the stream orders the reuse of its memory.
 }
 
 /// Mirrors the device struct MmArgs.
@@ -201,7 +266,7 @@ void eval_matmul(const std::vector<Array>& inputs, Array& out) {
   switch (out.dtype()) {
     case Dtype::Float32:
     case Dtype::Float16:
-    case Dtype::BFloat16: lt_matmul(a, b, out, batch, m, n, k); return;
+    case Dtype::BFloat16: lt_matmul(a, b, out, m, n, k); return;
     case Dtype::Bool:
     case Dtype::Int8:
     case Dtype::Int16:

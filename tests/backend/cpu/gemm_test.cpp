@@ -32,7 +32,7 @@ std::string describe(const Case& c) {
 }
 
 // Products around and past the tiling threshold: square, transformer-like (few rows, wide),
-// tall and narrow (a batch folded into M), a vector times a matrix, edges that are not multiples
+// tall and narrow, a vector times a matrix, edges that are not multiples
 // of the tile sides, transposed operands.
 const std::vector<Case>& cases() {
   static const std::vector<Case> c = {

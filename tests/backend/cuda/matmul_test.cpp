@@ -2,6 +2,7 @@
 // other dtypes; batches, broadcast batches, transposed operands, empty and K = 0 products.
 #include <tuple>
 
+#include "src/core/allocator.h"
 #include "tests/backend/cuda/cuda_test_utils.h"
 
 namespace smelt {
@@ -42,6 +43,98 @@ TEST(CudaMatmul, FloatTypesThroughCublasLt) {
     Array v = random_array({17}, dt, -1, 1, 96);
     EXPECT_LT(rel_error(matmul(on_gpu(a), on_gpu(v)), matmul(a, v)), tol);
   }
+}
+
+/// Evaluates matmul(a, b) on evaluated operands and returns how many buffers it allocated: one
+/// (the result) unless an operand was copied.
+size_t allocations_of(const Array& a, const Array& b, Array* result) {
+  eval({a, b});
+  Allocator& alloc = allocator_for(gpu());
+  const size_t before = alloc.stats().num_allocs;
+  Array r = matmul(a, b);
+  r.eval();
+  *result = r;
+  return alloc.stats().num_allocs - before;
+}
+
+// Broadcast batch axes are strided batches with stride 0 (or a loop of calls), swapped matrix
+// axes are transpose flags: nothing is copied, and the bits are those of the product of the
+// materialized operands.
+TEST(CudaMatmul, BroadcastBatchesAndTransposesAreReadInPlace) {
+  SMELT_REQUIRE_GPU();
+  uint32_t seed = 120;
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const double tol = dt == float32 ? 1e-5 : (dt == float16 ? 2e-3 : 1e-2);
+    auto r = [&](const Shape& s) { return on_gpu(random_array(s, dt, -1, 1, seed++)); };
+    Array warm;
+    allocations_of(r({2, 8, 8}), r({8, 8}), &warm);  // the stream's cuBLASLt workspace
+    Array q = r({2, 2, 3, 5, 8}), k = r({2, 2, 1, 5, 8}), v = r({2, 2, 1, 5, 8});
+    std::vector<std::pair<Array, Array>> cases = {
+        {r({2, 3, 5, 7}), r({1, 3, 7, 4})},                 // [B,H,M,K] @ [1,H,K,N]: a loop over B
+        {r({4, 33, 70}), r({70, 20})},                       // [B,M,K] @ [K,N]: stride 0
+        {r({1, 3, 9, 7}), r({2, 3, 7, 6})},                 // the left operand broadcast
+        {q, swapaxes(k, -1, -2)},                            // GQA scores: k shared by 3 query heads
+        {r({2, 2, 3, 5, 5}), v},                             // GQA values
+        {r({6, 300, 40}), transpose(r({50, 40}))},           // x @ w^T
+        {swapaxes(r({3, 40, 30}), 1, 2), r({1, 40, 20})},    // a transposed and b broadcast
+    };
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE("case " + std::to_string(i));
+      const Array& a = cases[i].first;
+      const Array& b = cases[i].second;
+      Array got;
+      EXPECT_EQ(allocations_of(a, b, &got), 1u);
+      Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2), Shape(b.shape().begin(), b.shape().end() - 2));
+      Shape fa = batch, fb = batch;
+      fa.insert(fa.end(), a.shape().end() - 2, a.shape().end());
+      fb.insert(fb.end(), b.shape().end() - 2, b.shape().end());
+      EXPECT_TRUE(bit_equal(got, matmul(copy(broadcast_to(a, fa)), copy(broadcast_to(b, fb)))));
+      EXPECT_LT(rel_error(got, matmul(on_cpu(a), on_cpu(b))), tol);
+    }
+  }
+}
+
+// Views that start one element into a buffer: cuBLASLt is told the real alignment (it would
+// otherwise assume 256 bytes), reads them in place, and matches the CPU. (Kernels for other
+// alignments may order the sums differently: no bit comparison with aligned copies here.)
+TEST(CudaMatmul, MisalignedViewsAreReadInPlace) {
+  SMELT_REQUIRE_GPU();
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const double tol = dt == float32 ? 1e-5 : (dt == float16 ? 2e-3 : 1e-2);
+    Array wide = on_gpu(random_array({6, 64, 48}, dt, -1, 1, 130));
+    Array w = on_gpu(random_array({49, 16}, dt, -1, 1, 131));
+    Array warm;
+    allocations_of(wide, slice(w, {0, 0}, {48, 16}), &warm);
+    Array a = slice(wide, {0, 0, 1}, {6, 64, 48});  // [6,64,47], rows 48 apart, 1 element in
+    Array b = slice(w, {1, 0}, {48, 16});            // [47,16], 16 elements in
+    for (auto [x, y] : {std::pair{a, b}, std::pair{a, transpose(slice(on_gpu(random_array({17, 48}, dt, -1, 1, 132)), {0, 1}, {16, 48}))}}) {
+      Array got;
+      EXPECT_EQ(allocations_of(x, y, &got), 1u);
+      EXPECT_LT(rel_error(got, matmul(on_cpu(x), on_cpu(y))), tol);
+    }
+  }
+}
+
+// An operand cuBLASLt cannot read (both matrix strides past 1) is copied, but only its distinct
+// matrices: a broadcast batch axis stays broadcast in the copy.
+TEST(CudaMatmul, UnreadableOperandCopiesOnlyItsDistinctMatrices) {
+  SMELT_REQUIRE_GPU();
+  Array base = on_gpu(random_array({1, 14, 12}, float32, -1, 1, 140));
+  Array every_other = slice(base, {0, 0, 0}, {1, 14, 12}, {1, 2, 2});  // [1,7,6], strides (.., 24, 2)
+  Array a = on_gpu(random_array({64, 5, 7}, float32, -1, 1, 141));
+  eval({a, every_other});
+  Array warm;
+  allocations_of(a, copy(every_other), &warm);
+  Allocator& alloc = allocator_for(gpu());
+  alloc.reset_peak();
+  const size_t before = alloc.stats().active_bytes;
+  Array got = matmul(a, every_other);
+  got.eval();
+  // The result and one [1,7,6] copy (size classes round both up), never 64 copies of it.
+  EXPECT_LT(alloc.stats().peak_bytes - before, got.nbytes() + 64 * 7 * 6 * 4);
+  EXPECT_LT(rel_error(got, matmul(on_cpu(a), on_cpu(every_other))), 1e-5);
 }
 
 TEST(CudaMatmul, ExactKernelForIntegersAndBool) {

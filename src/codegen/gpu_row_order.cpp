@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "src/codegen/cuda_emitter.h"
+#include "src/codegen/fused_program.h"
+#include "src/codegen/row_plan.h"
 
 namespace smelt::codegen {
 
@@ -19,6 +21,23 @@ GpuRowOrder gpu_row_order(int64_t rows, int64_t n) {
   o.chunk = std::max<int64_t>(kAlign, (per + kAlign - 1) / kAlign * kAlign);
   o.groups = std::max<int64_t>(1, (n + o.chunk - 1) / o.chunk);
   return o;
+}
+
+std::vector<int> gpu_row_cached_inputs(const FusedProgram& p) {
+  const RowPlan plan = plan_row_program(p, false);
+  std::vector<int> passes(p.input_dtypes.size(), 0), out;
+  for (const RowLoop& loop : plan.loops) {
+    std::vector<char> seen(p.input_dtypes.size(), 0);  // two Input instructions of one input: one read
+    for (int i : loop.compute) {
+      const Instr& in = p.instrs[i];
+      if (in.kind != InstrKind::Input || in.per_row || seen[in.index]) continue;
+      seen[in.index] = 1;
+      ++passes[in.index];
+    }
+  }
+  for (size_t k = 0; k < passes.size(); ++k)
+    if (passes[k] > 1) out.push_back(static_cast<int>(k));
+  return out;
 }
 
 int gpu_row_vector(Dtype reduced) { return static_cast<int>(16 / size_of(reduced)); }
@@ -71,9 +90,13 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   return sh[8];
 }
 // The elements j of [lo, hi) that thread `lane` of `threads` combines, in order: `vec`
-// consecutive ones from lo + vec * lane, then every threads * vec.
+// consecutive ones from lo + vec * lane, then every threads * vec. ROW_VEC_FOR walks the first
+// element b of each vector (a kernel may move a whole vector b .. b + vec - 1 at once, then
+// combine its elements in order); ROW_FOR walks the elements one by one.
+#define ROW_VEC_FOR(b, lo, hi, lane, threads, vec) \
+  for (i64 b = (lo) + (i64)(lane) * (vec); b < (hi); b += (i64)(threads) * (vec))
 #define ROW_FOR(j, lo, hi, lane, threads, vec) \
-  for (i64 j##_b = (lo) + (i64)(lane) * (vec); j##_b < (hi); j##_b += (i64)(threads) * (vec)) \
+  ROW_VEC_FOR(j##_b, lo, hi, lane, threads, vec) \
     for (i64 j = j##_b, j##_e = min(j##_b + (i64)(vec), (i64)(hi)); j < j##_e; ++j)
 )CUDA";
 }

@@ -1,5 +1,6 @@
 // The CUDA kernel of the Fused primitive: a generated program (codegen/cuda_emitter) built by
 // NVRTC per layout, run over the inputs' broadcast strides in the output's index space.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,7 @@ struct FusedArgs {
 /// Mirrors the device struct RowArgs of emit_cuda_row_kernel.
 struct RowArgs {
   uint64_t p[codegen::kCudaFusedMaxArgs] = {};
-  int64_t rows = 0, n = 0, groups = 1, chunk = 0, threads = 256, knd = 0, rnd = 0;
+  int64_t rows = 0, n = 0, groups = 1, chunk = 0, threads = 256, knd = 0, rnd = 0, cache = 0, cbytes = 0;
   int64_t kshape[kMaxDims] = {};
   int64_t kst[codegen::kCudaFusedMaxArgs][kMaxDims] = {};
   int64_t rshape[kMaxDims] = {};
@@ -96,8 +97,24 @@ void eval_fused_rows(const codegen::FusedKernel& k, const std::vector<Array>& in
   const std::string key = "fused_rows|" + k.hash;
   CUfunction fn = find_kernel(s.index, key);
   if (!fn) fn = get_kernel(s.index, key, [&] { return codegen::emit_cuda_row_kernel(k.program); }, what);
-  const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, 256 / 32) : static_cast<uint64_t>(args.rows);
-  launch(s, fn, grid, 256, &args, what);
+  // Inputs that several passes read are copied once per row into dynamic shared memory when
+  // the block's rows fit (one slot per row: 8 warp rows or 1 block row): warp rows within
+  // kGpuWarpRowCacheMaxBytes, a block row within what the device allows a block.
+  const int64_t rows_per_block = order.threads == 32 ? 256 / 32 : 1;
+  for (int in : codegen::gpu_row_cached_inputs(k.program))
+    args.cbytes += (args.n * static_cast<int64_t>(size_of(k.program.input_dtypes[in])) + 15) / 16 * 16;
+  uint64_t shared = 0;
+  if (args.cbytes > 0) {
+    const int64_t bytes = args.cbytes * rows_per_block;
+    const int64_t device_limit = static_cast<int64_t>(max_dynamic_shared(s, fn));
+    const int64_t limit = order.threads == 32 ? std::min(codegen::kGpuWarpRowCacheMaxBytes, device_limit) : device_limit;
+    if (bytes <= limit) {
+      args.cache = 1;
+      shared = static_cast<uint64_t>(bytes);
+    }
+  }
+  const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, rows_per_block) : static_cast<uint64_t>(args.rows);
+  launch(s, fn, grid, 256, &args, what, shared);
 }
 
 }  // namespace

@@ -203,7 +203,7 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
        "  const " + in_t + "* x = (const " + in_t + "*)a.in + r * a.n;\n"
        "  const i64 lo = g * a.chunk, hi = min(a.n, lo + a.chunk);\n"
        "  Acc acc = R::init();\n"
-       "  for (i64 b = lo + (i64)lane * " + std::to_string(vec) + "; b < hi; b += (i64)T * " + std::to_string(vec) + ") {\n"
+       "  ROW_VEC_FOR(b, lo, hi, lane, T, " + std::to_string(vec) + ") {\n"
        "    if (b + " + std::to_string(vec) + " <= hi && ((u64)(x + b) & 15) == 0) {\n"
        "      union { uint4 u; " + in_t + " e[" + std::to_string(vec) + "]; } v;\n"
        "      v.u = *(const uint4*)(x + b);\n"

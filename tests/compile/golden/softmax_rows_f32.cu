@@ -30,21 +30,76 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   return sh[8];
 }
 // The elements j of [lo, hi) that thread `lane` of `threads` combines, in order: `vec`
-// consecutive ones from lo + vec * lane, then every threads * vec.
+// consecutive ones from lo + vec * lane, then every threads * vec. ROW_VEC_FOR walks the first
+// element b of each vector (a kernel may move a whole vector b .. b + vec - 1 at once, then
+// combine its elements in order); ROW_FOR walks the elements one by one.
+#define ROW_VEC_FOR(b, lo, hi, lane, threads, vec) \
+  for (i64 b = (lo) + (i64)(lane) * (vec); b < (hi); b += (i64)(threads) * (vec))
 #define ROW_FOR(j, lo, hi, lane, threads, vec) \
-  for (i64 j##_b = (lo) + (i64)(lane) * (vec); j##_b < (hi); j##_b += (i64)(threads) * (vec)) \
+  ROW_VEC_FOR(j##_b, lo, hi, lane, threads, vec) \
     for (i64 j = j##_b, j##_e = min(j##_b + (i64)(vec), (i64)(hi)); j < j##_e; ++j)
+template <class T> __device__ inline u64 to_bits(T v) {
+  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return v.b;
+  else if constexpr (same_t<T, float>::v) return __float_as_uint(v);
+  else if constexpr (same_t<T, double>::v) return (u64)__double_as_longlong(v);
+  else if constexpr (same_t<T, bool>::v) return v ? 1u : 0u;
+  else return (u64)(typename tr<T>::unsig)v;
+}
+template <class T> __device__ inline T from_bits(u64 b) {
+  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return T{(u16)b};
+  else if constexpr (same_t<T, float>::v) return __uint_as_float((u32)b);
+  else if constexpr (same_t<T, double>::v) return __longlong_as_double((long long)b);
+  else if constexpr (same_t<T, bool>::v) return (b & 0xffu) != 0;
+  else return (T)(typename tr<T>::unsig)b;
+}
+template <class T> __device__ inline T unpack(const u32* w, int j) {
+  if constexpr (sizeof(T) == 8) return from_bits<T>((u64)w[2 * j] | ((u64)w[2 * j + 1] << 32));
+  else if constexpr (sizeof(T) == 4) return from_bits<T>(w[j]);
+  else if constexpr (sizeof(T) == 2) return from_bits<T>((w[j >> 1] >> ((j & 1) * 16)) & 0xffffu);
+  else return from_bits<T>((w[j >> 2] >> ((j & 3) * 8)) & 0xffu);
+}
+template <class T> __device__ inline void pack(u32* w, int j, T v) {
+  const u64 b = to_bits(v);
+  if constexpr (sizeof(T) == 8) { w[2 * j] = (u32)b; w[2 * j + 1] = (u32)(b >> 32); }
+  else if constexpr (sizeof(T) == 4) w[j] = (u32)b;
+  else if constexpr (sizeof(T) == 2) w[j >> 1] |= (u32)b << ((j & 1) * 16);
+  else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);
+}
+template <class T, int V> __device__ inline void vload(u32* w, const T* p) {
+  constexpr int B = V * (int)sizeof(T);
+  if constexpr (B >= 16) {
+    #pragma unroll
+    for (int q = 0; q < B / 16; ++q) {
+      const uint4 v = ((const uint4*)p)[q];
+      w[4 * q] = v.x; w[4 * q + 1] = v.y; w[4 * q + 2] = v.z; w[4 * q + 3] = v.w;
+    }
+  } else if constexpr (B == 8) { const uint2 v = *(const uint2*)p; w[0] = v.x; w[1] = v.y; }
+  else if constexpr (B == 4) w[0] = *(const u32*)p;
+  else if constexpr (B == 2) w[0] = *(const u16*)p;
+  else w[0] = *(const u8*)p;
+}
+template <class T, int V> __device__ inline void vstore(T* p, const u32* w) {
+  constexpr int B = V * (int)sizeof(T);
+  if constexpr (B >= 16) {
+    #pragma unroll
+    for (int q = 0; q < B / 16; ++q) ((uint4*)p)[q] = make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
+  } else if constexpr (B == 8) *(uint2*)p = make_uint2(w[0], w[1]);
+  else if constexpr (B == 4) *(u32*)p = w[0];
+  else if constexpr (B == 2) *(u16*)p = (u16)w[0];
+  else *(u8*)p = (u8)w[0];
+}
 __device__ inline u32 opaque32(u32 x) { u32 r; asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(x)); return r; }
 __device__ inline u64 opaque64(u64 x) { u64 r; asm volatile("mov.b64 %0, %1;" : "=l"(r) : "l"(x)); return r; }
-struct RowArgs { u64 p[16]; i64 rows, n, groups, chunk, threads, knd, rnd; i64 kshape[MAXD]; i64 kst[16][MAXD]; i64 rshape[MAXD]; i64 rst[16][MAXD]; };
+struct RowArgs { u64 p[16]; i64 rows, n, groups, chunk, threads, knd, rnd, cache, cbytes; i64 kshape[MAXD]; i64 kst[16][MAXD]; i64 rshape[MAXD]; i64 rst[16][MAXD]; };
 __device__ inline i64 roff(const RowArgs& a, int k, i64 j) {
   if (a.rnd == 1) return j * a.rst[k][0];
   i64 o = 0;
   for (int d = (int)a.rnd - 1; d >= 0; --d) { o += (j % a.rshape[d]) * a.rst[k][d]; j /= a.rshape[d]; }
   return o;
 }
-extern "C" __global__ void k(RowArgs a) {
+extern "C" __global__ void __launch_bounds__(256, 4) k(RowArgs a) {
   __shared__ u64 shraw[9];
+  extern __shared__ __align__(16) unsigned char rowc[];
   const int T = (int)a.threads, lane = threadIdx.x % T;
   const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();
   if (r >= a.rows) return;
@@ -53,40 +108,116 @@ extern "C" __global__ void k(RowArgs a) {
   { i64 o = 0, q = r;
     for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[0][d]; q /= a.kshape[d]; }
     x0 = (const float*)a.p[0] + o; }
+  const bool f0 = a.rnd == 1 && a.rst[0][0] == 1 && ((u64)x0 & 15) == 0;
+  unsigned char* slot = rowc + (T == 32 ? (i64)(threadIdx.x / 32) : (i64)0) * a.cbytes;
+  float* c0 = (float*)slot;
+  slot += (n * (i64)sizeof(float) + 15) / 16 * 16;
+  if (a.cache) {
+    if (f0) {
+      const i64 nb = n * (i64)sizeof(float) / 16;
+      const uint4* s = (const uint4*)x0;
+      uint4* d = (uint4*)c0;
+      for (i64 q = lane; q < nb; q += 4 * T) {
+        uint4 u[4];
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) if (q + e * T < nb) u[e] = s[q + e * T];
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) if (q + e * T < nb) d[q + e * T] = u[e];
+      }
+      for (i64 j = nb * 16 / (i64)sizeof(float) + lane; j < n; j += T) c0[j] = x0[j];
+    } else {
+      for (i64 j = lane; j < n; j += T) c0[j] = x0[roff(a, 0, j)];
+    }
+    if (T == 32) __syncwarp(); else __syncthreads();
+  }
+  const float* q0 = a.cache ? (const float*)c0 : x0;
+  const bool cv0 = a.cache || f0;
   float* y0 = (float*)a.p[1];
   typedef Red<2, float> R1;
   R1::Acc t1 = R1::init();
-  for (i64 g = 0; g < a.groups; ++g) {
-    const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
-    R1::Acc acc = R1::init();
-    ROW_FOR(j, lo, hi, lane, T, 4) {
-      const float v0 = x0[roff(a, 0, j)];
-      acc = R1::step(acc, R1::load(v0));
+  {
+    const bool whole = cv0;
+    for (i64 g = 0; g < a.groups; ++g) {
+      const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
+      R1::Acc acc = R1::init();
+      ROW_VEC_FOR(b, lo, hi, lane, T, 4) {
+        if (whole && b + 4 <= hi) {
+          u32 w0[4];
+          vload<float, 4>(w0, q0 + b);
+          #pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float v0 = unpack<float>(w0, e);
+            acc = R1::step(acc, R1::load(v0));
+          }
+        } else {
+          for (i64 j = b, je = min(b + 4, hi); j < je; ++j) {
+            const float v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
+            acc = R1::step(acc, R1::load(v0));
+          }
+        }
+      }
+      acc = row_tree<R1>(acc, T, (R1::Acc*)shraw);
+      t1 = g == 0 ? acc : R1::step(t1, acc);
     }
-    acc = row_tree<R1>(acc, T, (R1::Acc*)shraw);
-    t1 = g == 0 ? acc : R1::step(t1, acc);
   }
   const float v1 = R1::finish(t1);
   typedef Red<0, float> R4;
   R4::Acc t4 = R4::init();
-  for (i64 g = 0; g < a.groups; ++g) {
-    const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
-    R4::Acc acc = R4::init();
-    ROW_FOR(j, lo, hi, lane, T, 4) {
-      const float v0 = x0[roff(a, 0, j)];
-      const float v2 = op_subtract<float>(v0, v1);
-      const float v3 = op_exp<float>(v2);
-      acc = R4::step(acc, R4::load(v3));
+  {
+    const bool whole = cv0;
+    for (i64 g = 0; g < a.groups; ++g) {
+      const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
+      R4::Acc acc = R4::init();
+      ROW_VEC_FOR(b, lo, hi, lane, T, 4) {
+        if (whole && b + 4 <= hi) {
+          u32 w0[4];
+          vload<float, 4>(w0, q0 + b);
+          #pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float v0 = unpack<float>(w0, e);
+            const float v2 = op_subtract<float>(v0, v1);
+            const float v3 = op_exp<float>(v2);
+            acc = R4::step(acc, R4::load(v3));
+          }
+        } else {
+          for (i64 j = b, je = min(b + 4, hi); j < je; ++j) {
+            const float v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
+            const float v2 = op_subtract<float>(v0, v1);
+            const float v3 = op_exp<float>(v2);
+            acc = R4::step(acc, R4::load(v3));
+          }
+        }
+      }
+      acc = row_tree<R4>(acc, T, (R4::Acc*)shraw);
+      t4 = g == 0 ? acc : R4::step(t4, acc);
     }
-    acc = row_tree<R4>(acc, T, (R4::Acc*)shraw);
-    t4 = g == 0 ? acc : R4::step(t4, acc);
   }
   const float v4 = R4::finish(t4);
-  for (i64 j = lane; j < n; j += T) {
-    const float v0 = x0[roff(a, 0, j)];
-    const float v2 = op_subtract<float>(v0, v1);
-    const float v3 = op_exp<float>(v2);
-    const float v5 = op_divide<float>(v3, v4);
-    y0[r * n + j] = v5;
+  {
+    const bool whole = cv0 && ((u64)(y0 + r * n) & 15) == 0;
+    for (i64 b = (i64)lane * 4; b < n; b += (i64)T * 4) {
+      if (whole && b + 4 <= n) {
+        u32 w0[4];
+        vload<float, 4>(w0, q0 + b);
+        u32 o0[4] = {};
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float v0 = unpack<float>(w0, e);
+          const float v2 = op_subtract<float>(v0, v1);
+          const float v3 = op_exp<float>(v2);
+          const float v5 = op_divide<float>(v3, v4);
+          pack(o0, e, v5);
+        }
+        vstore<float, 4>(y0 + r * n + b, o0);
+      } else {
+        for (i64 j = b, je = min(b + 4, n); j < je; ++j) {
+          const float v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
+          const float v2 = op_subtract<float>(v0, v1);
+          const float v3 = op_exp<float>(v2);
+          const float v5 = op_divide<float>(v3, v4);
+          y0[r * n + j] = v5;
+        }
+      }
+    }
   }
 }

@@ -63,10 +63,12 @@ std::string literal(const Instr& in) {
   return "0";
 }
 
-// Elements of any dtype in and out of arrays of 32-bit words (the vectorized layouts): packed
-// and unpacked with shifts at constant positions, so everything stays in registers (an element
-// array written through a uint4 pointer would go to local memory for 1- and 2-byte types).
-const char* word_helpers_source() {
+}  // namespace
+
+// Packed and unpacked with shifts at constant positions, so everything stays in registers (an
+// element array written through a uint4 pointer would go to local memory for 1- and 2-byte
+// types).
+const char* cuda_word_helpers_source() {
   return "template <class T> __device__ inline u64 to_bits(T v) {\n"
          "  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return v.b;\n"
          "  else if constexpr (same_t<T, float>::v) return __float_as_uint(v);\n"
@@ -91,8 +93,6 @@ const char* word_helpers_source() {
          "  else if constexpr (sizeof(T) == 2) w[j >> 1] |= (u32)b << ((j & 1) * 16);\n"
          "  else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);\n}\n";
 }
-
-}  // namespace
 
 int cuda_vector_width(const FusedProgram& p, const std::string& layout) {
   if (layout == "strided") return 1;
@@ -124,9 +124,9 @@ std::string cuda_expr(const FusedProgram& p, int i) {
   return b.str();
 }
 
-// V elements of T between memory at p and 32-bit words (word_helpers_source's layout), with 16-,
-// 8-, 4-, 2- or 1-byte accesses; p is aligned to V * sizeof(T) bytes, or to 16 when that is more.
-const char* vector_moves_source() {
+}  // namespace
+
+const char* cuda_vector_moves_source() {
   return "template <class T, int V> __device__ inline void vload(u32* w, const T* p) {\n"
          "  constexpr int B = V * (int)sizeof(T);\n"
          "  if constexpr (B >= 16) {\n"
@@ -149,6 +149,8 @@ const char* vector_moves_source() {
          "  else if constexpr (B == 2) *(u16*)p = (u16)w[0];\n"
          "  else *(u8*)p = (u8)w[0];\n}\n";
 }
+
+namespace {
 
 /// 32-bit words holding `v` elements of `d`.
 int words_for(Dtype d, int v) { return static_cast<int>((static_cast<size_t>(v) * size_of(d) + 3) / 4); }
@@ -179,7 +181,7 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
     if (!p.instrs[p.outputs[o]].per_row) element_outputs.push_back(static_cast<int>(o));
 
   std::ostringstream os;
-  os << gpu_row_order_source() << word_helpers_source() << vector_moves_source();
+  os << gpu_row_order_source() << cuda_word_helpers_source() << cuda_vector_moves_source();
   os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
         "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n";
   os << "struct RowArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 rows, n, groups, chunk, threads, knd, rnd, cache, cbytes; i64 kshape[MAXD]; i64 kst["
@@ -383,7 +385,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
   const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
   std::ostringstream os;
   // Elements of any dtype in and out of arrays of 32-bit words (the vectorized layout).
-  os << word_helpers_source();
+  os << cuda_word_helpers_source();
   os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
         "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n"
         "struct FusedArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 n; i64 nd; i64 shape[MAXD]; i64 st["

@@ -54,6 +54,9 @@ TEST(CudaReduceSource, RowPlanKernelsCompileForEveryOperatorAndDtype) {
       expect_compiles(cuda::reduce_rows_combine_source(op, dt, out), what + " combine");
       expect_compiles(cuda::reduce_columns_source(op, dt, out, false), what + " columns");
       expect_compiles(cuda::reduce_columns_source(op, dt, out, true), what + " columns split");
+      const int vec = static_cast<int>(16 / size_of(dt));
+      expect_compiles(cuda::reduce_columns_source(op, dt, out, false, vec), what + " columns vectors");
+      expect_compiles(cuda::reduce_columns_source(op, dt, out, true, vec), what + " columns vectors split");
       expect_compiles(cuda::reduce_columns_combine_source(op, dt, out), what + " columns combine");
     }
 #else

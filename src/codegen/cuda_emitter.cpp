@@ -217,8 +217,9 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
   if (!cached.empty()) {
     // The row cache: each row's slot is a.cbytes (warp rows share a block: one slot per warp);
     // input k's copy follows the earlier cached ones, each rounded up to 16 bytes. Threads copy
-    // side by side (coalesced), contiguous aligned rows as 16-byte vectors, up to four loads in
-    // flight before their stores; the passes then read in their own order, so values and reduction order are those
+    // side by side (coalesced), contiguous aligned rows as 16-byte asynchronous copies
+    // (cp.async on sm_80 and later: every copy of the thread in flight at once, no registers;
+    // plain 16-byte copies before), the rest element by element; the passes then read in their own order, so values and reduction order are those
     // of the global-memory path.
     os << "  unsigned char* slot = rowc + (T == 32 ? (i64)(threadIdx.x / 32) : (i64)0) * a.cbytes;\n";
     for (int k : cached) {
@@ -233,20 +234,24 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
       os << "    if (f" << kk << ") {\n"
          << "      const i64 nb = n * " << sz << " / 16;\n"
          << "      const uint4* s = (const uint4*)" << x << ";\n"
-         << "      uint4* d = (uint4*)" << c << ";\n"
-         << "      for (i64 q = lane; q < nb; q += 4 * T) {\n"
-         << "        uint4 u[4];\n"
-         << "        #pragma unroll\n"
-         << "        for (int e = 0; e < 4; ++e) if (q + e * T < nb) u[e] = s[q + e * T];\n"
-         << "        #pragma unroll\n"
-         << "        for (int e = 0; e < 4; ++e) if (q + e * T < nb) d[q + e * T] = u[e];\n"
-         << "      }\n"
+         << "#if __CUDA_ARCH__ >= 800\n"
+         << "      const u32 d = (u32)__cvta_generic_to_shared(" << c << ");\n"
+         << "      for (i64 q = lane; q < nb; q += T)\n"
+         << "        asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(d + (u32)(q * 16)), \"l\"(s + q) : \"memory\");\n"
+         << "#else\n"
+         << "      for (i64 q = lane; q < nb; q += T) ((uint4*)" << c << ")[q] = s[q];\n"
+         << "#endif\n"
          << "      for (i64 j = nb * 16 / " << sz << " + lane; j < n; j += T) " << c << "[j] = " << x << "[j];\n"
          << "    } else {\n"
          << "      for (i64 j = lane; j < n; j += T) " << c << "[j] = " << x << "[roff(a, " << kk << ", j)];\n"
          << "    }\n";
     }
-    os << "    if (T == 32) __syncwarp(); else __syncthreads();\n  }\n";
+    // Each thread waits for its own asynchronous copies, then the barrier makes every thread's
+    // part visible to the row's other threads.
+    os << "#if __CUDA_ARCH__ >= 800\n"
+          "    asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n"
+          "#endif\n"
+          "    if (T == 32) __syncwarp(); else __syncthreads();\n  }\n";
   }
   for (size_t k = 0; k < nin; ++k) {
     if (!per_element[k]) continue;

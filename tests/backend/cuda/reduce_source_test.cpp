@@ -114,7 +114,8 @@ TEST(CudaReduceSource, FusedRowKernelsCompile) {
 
 // The row kernels keep their vectors in registers: the 16-byte moves land in arrays of 32-bit
 // words indexed by constants once unrolled, so the PTX has no local memory (an element array
-// written through a vector pointer would put it there).
+// written through a vector pointer would put it there). On sm_90 the row cache is filled with
+// cp.async.
 TEST(CudaReduceSource, FusedRowKernelsUseNoLocalMemory) {
 #if SMELT_HAS_CUDA
   using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
@@ -138,6 +139,8 @@ TEST(CudaReduceSource, FusedRowKernelsUseNoLocalMemory) {
           GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
         }
         EXPECT_EQ(ptx.find(".local"), std::string::npos) << name << " " << dtype_name(dt);
+        // Each of these re-reads its row, which the row cache fetches with asynchronous copies.
+        EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << name << " " << dtype_name(dt);
       }
     }
 #else

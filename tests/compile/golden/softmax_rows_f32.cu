@@ -116,18 +116,20 @@ extern "C" __global__ void __launch_bounds__(256, 4) k(RowArgs a) {
     if (f0) {
       const i64 nb = n * (i64)sizeof(float) / 16;
       const uint4* s = (const uint4*)x0;
-      uint4* d = (uint4*)c0;
-      for (i64 q = lane; q < nb; q += 4 * T) {
-        uint4 u[4];
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) if (q + e * T < nb) u[e] = s[q + e * T];
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) if (q + e * T < nb) d[q + e * T] = u[e];
-      }
+#if __CUDA_ARCH__ >= 800
+      const u32 d = (u32)__cvta_generic_to_shared(c0);
+      for (i64 q = lane; q < nb; q += T)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d + (u32)(q * 16)), "l"(s + q) : "memory");
+#else
+      for (i64 q = lane; q < nb; q += T) ((uint4*)c0)[q] = s[q];
+#endif
       for (i64 j = nb * 16 / (i64)sizeof(float) + lane; j < n; j += T) c0[j] = x0[j];
     } else {
       for (i64 j = lane; j < n; j += T) c0[j] = x0[roff(a, 0, j)];
     }
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
     if (T == 32) __syncwarp(); else __syncthreads();
   }
   const float* q0 = a.cache ? (const float*)c0 : x0;

@@ -192,12 +192,19 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
         "  i64 o = 0;\n"
         "  for (int d = (int)a.rnd - 1; d >= 0; --d) { o += (j % a.rshape[d]) * a.rst[k][d]; j /= a.rshape[d]; }\n"
         "  return o;\n}\n";
-  // Blocks of 256 threads (the host launches no other size); at most 64 registers a thread, so
-  // that four blocks fit an SM when their row caches do.
-  os << "extern \"C\" __global__ void __launch_bounds__(256, 4) k(RowArgs a) {\n"
+  // Blocks of 256 threads, or up to 1024 for a block row whose cache is large (one or two blocks
+  // an SM): the first T threads reduce in the order of gpu_row_order.h, and every thread of the
+  // block copies the row and runs the epilogue, where the assignment of elements changes no
+  // bits. At most 64 registers a thread, so that four blocks of 256 fit an SM when their row
+  // caches do.
+  os << "extern \"C\" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {\n"
         "  __shared__ u64 shraw[9];\n";
   if (!cached.empty()) os << "  extern __shared__ __align__(16) unsigned char rowc[];\n";
+  // lane: the thread's place in the reduction order (reducer: it has one); el of ET: its place
+  // among the threads sharing the row for copies and the epilogue.
   os << "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
+        "  const bool reducer = T == 32 || (int)threadIdx.x < T;\n"
+        "  const int el = T == 32 ? lane : (int)threadIdx.x, ET = T == 32 ? 32 : (int)blockDim.x;\n"
         "  const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();\n"
         "  if (r >= a.rows) return;\n"
         "  const i64 n = a.n;\n";
@@ -236,14 +243,14 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
          << "      const uint4* s = (const uint4*)" << x << ";\n"
          << "#if __CUDA_ARCH__ >= 800\n"
          << "      const u32 d = (u32)__cvta_generic_to_shared(" << c << ");\n"
-         << "      for (i64 q = lane; q < nb; q += T)\n"
+         << "      for (i64 q = el; q < nb; q += ET)\n"
          << "        asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(d + (u32)(q * 16)), \"l\"(s + q) : \"memory\");\n"
          << "#else\n"
-         << "      for (i64 q = lane; q < nb; q += T) ((uint4*)" << c << ")[q] = s[q];\n"
+         << "      for (i64 q = el; q < nb; q += ET) ((uint4*)" << c << ")[q] = s[q];\n"
          << "#endif\n"
-         << "      for (i64 j = nb * 16 / " << sz << " + lane; j < n; j += T) " << c << "[j] = " << x << "[j];\n"
+         << "      for (i64 j = nb * 16 / " << sz << " + el; j < n; j += ET) " << c << "[j] = " << x << "[j];\n"
          << "    } else {\n"
-         << "      for (i64 j = lane; j < n; j += T) " << c << "[j] = " << x << "[roff(a, " << kk << ", j)];\n"
+         << "      for (i64 j = el; j < n; j += ET) " << c << "[j] = " << x << "[roff(a, " << kk << ", j)];\n"
          << "    }\n";
     }
     // Each thread waits for its own asynchronous copies, then the barrier makes every thread's
@@ -327,7 +334,7 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
     os << "    for (i64 g = 0; g < a.groups; ++g) {\n"
           "      const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);\n"
           "      " << R << "::Acc acc = " << R << "::init();\n"
-          "      ROW_VEC_FOR(b, lo, hi, lane, T, " << vec << ") {\n"
+          "      if (reducer) ROW_VEC_FOR(b, lo, hi, lane, T, " << vec << ") {\n"
           "        if (whole && b + " << vec << " <= hi) {\n"
        << vector_loads(ks, vec, "b", "          ")
        << "          #pragma unroll\n"
@@ -360,7 +367,7 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
     std::string whole = all_vectors(ks);
     for (int o : element_outputs) whole += " && ((u64)(y" + std::to_string(o) + " + r * n) & 15) == 0";
     os << "  {\n    const bool whole = " << whole << ";\n"
-       << "    for (i64 b = (i64)lane * " << ve << "; b < n; b += (i64)T * " << ve << ") {\n"
+       << "    for (i64 b = (i64)el * " << ve << "; b < n; b += (i64)ET * " << ve << ") {\n"
        << "      if (whole && b + " << ve << " <= n) {\n"
        << vector_loads(ks, ve, "b", "        ");
     for (int o : element_outputs) os << "        u32 o" << o << "[" << words_for(p.output_dtype(o), ve) << "] = {};\n";
@@ -378,7 +385,7 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
     os << "        }\n      }\n    }\n  }\n";
   }
   for (size_t o = 0; o < nout; ++o)
-    if (p.instrs[p.outputs[o]].per_row) os << "  if (lane == 0) y" << o << "[r] = v" << p.outputs[o] << ";\n";
+    if (p.instrs[p.outputs[o]].per_row) os << "  if (reducer && lane == 0) y" << o << "[r] = v" << p.outputs[o] << ";\n";
   os << "}\n";
   return os.str();
 }

@@ -71,6 +71,8 @@ template <class A> __device__ inline A shfl_0(A v) {
 // block): in each warp lanes combine pairwise at distances 16, 8, 4, 2, 1 (lane 0 ends with
 // the warp's result; higher lanes compute values nobody reads); with 256 threads, warp 0 then
 // combines the 8 warp results at distances 4, 2, 1. Every thread of the row gets the result.
+// A block of more than 256 threads (a fused row kernel's wider block) calls it from every
+// thread, the first 256 holding the row's accumulators: the other warps' results are not read.
 // `sh` holds at least 9 accumulators.
 template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int threads, typename R::Acc* sh) {
   #pragma unroll
@@ -78,7 +80,7 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   if (threads == 32) return shfl_0(a);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   __syncthreads();  // an earlier tree may still read sh
-  if (lane == 0) sh[w] = a;
+  if (lane == 0 && w < 8) sh[w] = a;
   __syncthreads();
   if (w == 0) {
     a = sh[lane < 8 ? lane : 0];

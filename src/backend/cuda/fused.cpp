@@ -113,8 +113,12 @@ void eval_fused_rows(const codegen::FusedKernel& k, const std::vector<Array>& in
       shared = static_cast<uint64_t>(bytes);
     }
   }
+  // A block row with a large cache leaves room for one or two blocks an SM: more threads copy
+  // its row and run its epilogue (the first 256 still reduce, in the same order).
+  unsigned block = 256;
+  if (order.threads != 32 && shared > 48 * 1024) block = shared > 112 * 1024 ? 1024 : 512;
   const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, rows_per_block) : static_cast<uint64_t>(args.rows);
-  launch(s, fn, grid, 256, &args, what, shared);
+  launch(s, fn, grid, block, &args, what, shared);
 }
 
 }  // namespace

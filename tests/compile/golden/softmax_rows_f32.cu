@@ -11,6 +11,8 @@ template <class A> __device__ inline A shfl_0(A v) {
 // block): in each warp lanes combine pairwise at distances 16, 8, 4, 2, 1 (lane 0 ends with
 // the warp's result; higher lanes compute values nobody reads); with 256 threads, warp 0 then
 // combines the 8 warp results at distances 4, 2, 1. Every thread of the row gets the result.
+// A block of more than 256 threads (a fused row kernel's wider block) calls it from every
+// thread, the first 256 holding the row's accumulators: the other warps' results are not read.
 // `sh` holds at least 9 accumulators.
 template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int threads, typename R::Acc* sh) {
   #pragma unroll
@@ -18,7 +20,7 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   if (threads == 32) return shfl_0(a);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   __syncthreads();  // an earlier tree may still read sh
-  if (lane == 0) sh[w] = a;
+  if (lane == 0 && w < 8) sh[w] = a;
   __syncthreads();
   if (w == 0) {
     a = sh[lane < 8 ? lane : 0];
@@ -97,10 +99,12 @@ __device__ inline i64 roff(const RowArgs& a, int k, i64 j) {
   for (int d = (int)a.rnd - 1; d >= 0; --d) { o += (j % a.rshape[d]) * a.rst[k][d]; j /= a.rshape[d]; }
   return o;
 }
-extern "C" __global__ void __launch_bounds__(256, 4) k(RowArgs a) {
+extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
   __shared__ u64 shraw[9];
   extern __shared__ __align__(16) unsigned char rowc[];
   const int T = (int)a.threads, lane = threadIdx.x % T;
+  const bool reducer = T == 32 || (int)threadIdx.x < T;
+  const int el = T == 32 ? lane : (int)threadIdx.x, ET = T == 32 ? 32 : (int)blockDim.x;
   const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();
   if (r >= a.rows) return;
   const i64 n = a.n;
@@ -118,14 +122,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) k(RowArgs a) {
       const uint4* s = (const uint4*)x0;
 #if __CUDA_ARCH__ >= 800
       const u32 d = (u32)__cvta_generic_to_shared(c0);
-      for (i64 q = lane; q < nb; q += T)
+      for (i64 q = el; q < nb; q += ET)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d + (u32)(q * 16)), "l"(s + q) : "memory");
 #else
-      for (i64 q = lane; q < nb; q += T) ((uint4*)c0)[q] = s[q];
+      for (i64 q = el; q < nb; q += ET) ((uint4*)c0)[q] = s[q];
 #endif
-      for (i64 j = nb * 16 / (i64)sizeof(float) + lane; j < n; j += T) c0[j] = x0[j];
+      for (i64 j = nb * 16 / (i64)sizeof(float) + el; j < n; j += ET) c0[j] = x0[j];
     } else {
-      for (i64 j = lane; j < n; j += T) c0[j] = x0[roff(a, 0, j)];
+      for (i64 j = el; j < n; j += ET) c0[j] = x0[roff(a, 0, j)];
     }
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_all;" ::: "memory");
@@ -142,7 +146,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) k(RowArgs a) {
     for (i64 g = 0; g < a.groups; ++g) {
       const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
       R1::Acc acc = R1::init();
-      ROW_VEC_FOR(b, lo, hi, lane, T, 4) {
+      if (reducer) ROW_VEC_FOR(b, lo, hi, lane, T, 4) {
         if (whole && b + 4 <= hi) {
           u32 w0[4];
           vload<float, 4>(w0, q0 + b);
@@ -170,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) k(RowArgs a) {
     for (i64 g = 0; g < a.groups; ++g) {
       const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
       R4::Acc acc = R4::init();
-      ROW_VEC_FOR(b, lo, hi, lane, T, 4) {
+      if (reducer) ROW_VEC_FOR(b, lo, hi, lane, T, 4) {
         if (whole && b + 4 <= hi) {
           u32 w0[4];
           vload<float, 4>(w0, q0 + b);
@@ -197,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) k(RowArgs a) {
   const float v4 = R4::finish(t4);
   {
     const bool whole = cv0 && ((u64)(y0 + r * n) & 15) == 0;
-    for (i64 b = (i64)lane * 4; b < n; b += (i64)T * 4) {
+    for (i64 b = (i64)el * 4; b < n; b += (i64)ET * 4) {
       if (whole && b + 4 <= n) {
         u32 w0[4];
         vload<float, 4>(w0, q0 + b);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #if SMELT_HAS_CUDA
 #include "smelt/errors.h"
@@ -107,6 +108,36 @@ TEST(CudaReduceSource, FusedRowKernelsCompile) {
         expect_compiles(codegen::emit_cuda_row_kernel(*p), name + " " + dtype_name(dt));
       }
     }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// The shared-memory row cache holds exactly the inputs that more than one pass reads: the row
+// of softmax and RMSNorm, both summands of a residual LayerNorm; never a weight that only the
+// epilogue reads.
+TEST(CudaReduceSource, RowCacheHoldsTheInputsSeveralPassesRead) {
+#if SMELT_HAS_CUDA
+  using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+  const std::vector<std::tuple<std::string, Fn, size_t>> fns = {
+      {"softmax", [](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; }, 1},
+      {"rms_norm", [](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; }, 1},
+      {"layer_norm_residual",
+       [](const std::vector<Array>& in) { return std::vector<Array>{layer_norm(add(in[0], in[2]), in[1], in[1], 1e-5)}; }, 2},
+  };
+  for (const auto& [name, fn, want] : fns) {
+    auto tape = optimized_tape(fn, {zeros({8, 64}, bfloat16), zeros({64}, bfloat16), zeros({8, 64}, bfloat16)});
+    auto programs = fused_programs(tape);
+    ASSERT_EQ(programs.size(), 1u) << name;
+    const codegen::FusedProgram& p = *programs[0];
+    const std::vector<int> cached = codegen::gpu_row_cached_inputs(p);
+    EXPECT_EQ(cached.size(), want) << name;
+    // The cached inputs are full rows (of the row's dtype), the others (weights) are not.
+    for (int k : cached) EXPECT_EQ(p.input_dtypes[k], bfloat16) << name;
+    if (name != "softmax") {
+      EXPECT_LT(cached.size(), p.input_dtypes.size()) << name << ": the weight is not cached";
+    }
+  }
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif

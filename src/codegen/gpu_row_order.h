@@ -37,10 +37,11 @@ GpuRowOrder gpu_row_order(int64_t rows, int64_t n);
 /// fit) and every pass reads that copy; inputs one pass reads come from global memory there.
 std::vector<int> gpu_row_cached_inputs(const FusedProgram& p);
 
-/// The most shared memory a block of warp rows (256 / 32 rows) gives its row cache: larger rows
-/// read global memory in every pass, so that several such blocks stay resident per SM. A block
-/// row may use what the device allows a block (opted in: 227 KiB on sm_90).
-inline constexpr int64_t kGpuWarpRowCacheMaxBytes = 48 * 1024;
+/// The most shared memory a block of warp rows (256 / 32 rows) gives its row cache (a float32
+/// row of 2048, the longest warp row, fits): larger rows read global memory in every pass, so
+/// that three or more such blocks stay resident per SM. A block row may use what the device
+/// allows a block (opted in: 227 KiB on sm_90).
+inline constexpr int64_t kGpuWarpRowCacheMaxBytes = 64 * 1024;
 
 /// Elements a thread takes at a time: 16 bytes of `reduced` (the reduction's input dtype).
 int gpu_row_vector(Dtype reduced);

@@ -30,8 +30,8 @@ const std::vector<std::pair<std::string, Fn>>& fns() {
 // not multiples of any vector width; rows whose re-read inputs go to the shared-memory row cache
 // (warp rows up to kGpuWarpRowCacheMaxBytes a block, block rows up to the device's opt-in limit:
 // 8 KiB bfloat16 rows as W4/W6, 128 KiB float32 rows as W5, both LayerNorm summands) and rows
-// past it that read global memory in every pass ({6, 2048} float32 warp rows, {2, 60000} and
-// {3, 200000} float32 block rows); {2, 100000} bfloat16 is cached and split into chunks. Caches
+// past it that read global memory in every pass ({6, 2048} float32 warp rows of the two-input
+// LayerNorm, {2, 60000} and {3, 200000} float32 block rows); {2, 100000} bfloat16 is cached and split into chunks. Caches
 // past 48 KiB run in wider blocks ({4, 20000} float32: 512 threads; {3, 32768}: 1024).
 const std::vector<Shape>& shapes() {
   static const std::vector<Shape> s = {{5, 1},     {33, 100},  {7, 1531},   {6, 2048},   {9, 4096},  {4, 3001},

@@ -216,10 +216,9 @@ bool column_block(const Shape& shape, const std::vector<int>& axes, int64_t& out
 }  // namespace
 
 /// The row kernel of the rows plan (see gpu_row_order.h for the order): each thread walks its
-/// vectors of the row (ROW_VEC_FOR's sequence), four at a time loaded together when they are
-/// whole and the row is 16-byte aligned, then one by one, element by element where a vector is
-/// partial or unaligned; every vector's elements are combined in order, so the order is the same
-/// whichever way they were moved.
+/// vectors of the row (ROW_VEC_FOR's sequence), four at a time, those whole and 16-byte aligned
+/// loaded together, a partial or unaligned one element by element; every vector's elements are
+/// combined in order, so the order is the same whichever way they were moved.
 std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
   const std::string in_t = device_type(in), out_t = device_type(out);
   const std::string vec = std::to_string(codegen::gpu_row_vector(in));
@@ -239,24 +238,24 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
        // Every vector of the thread starts a multiple of 16 bytes after x + lo.
        "  const bool aligned = ((u64)(x + lo) & 15) == 0;\n"
        "  Acc acc = R::init();\n"
-       "  i64 b = lo + (i64)lane * " + vec + ";\n"
-       "  for (; aligned && b + 3 * step + " + vec + " <= hi; b += 4 * step) {\n"
+       // Four of the thread's vectors at a time (b, b + step, ...): the whole aligned ones are
+       // loaded first, all in flight, then the four are combined in order, a partial or
+       // unaligned one element by element.
+       "  for (i64 b = lo + (i64)lane * " + vec + "; b < hi; b += 4 * step) {\n"
        "    u32 w[4][" + words + "];\n"
        "    #pragma unroll\n"
-       "    for (int u = 0; u < 4; ++u) vload<" + in_t + ", " + vec + ">(w[u], x + b + u * step);\n"
-       "    #pragma unroll\n"
        "    for (int u = 0; u < 4; ++u)\n"
-       "      #pragma unroll\n"
-       "      for (int e = 0; e < " + vec + "; ++e) acc = R::step(acc, R::load(unpack<" + in_t + ">(w[u], e)));\n"
-       "  }\n"
-       "  for (; b < hi; b += step) {\n"
-       "    if (aligned && b + " + vec + " <= hi) {\n"
-       "      u32 w[" + words + "];\n"
-       "      vload<" + in_t + ", " + vec + ">(w, x + b);\n"
-       "      #pragma unroll\n"
-       "      for (int e = 0; e < " + vec + "; ++e) acc = R::step(acc, R::load(unpack<" + in_t + ">(w, e)));\n"
-       "    } else {\n"
-       "      for (i64 j = b; j < min(b + " + vec + ", hi); ++j) acc = R::step(acc, R::load(x[j]));\n"
+       "      if (aligned && b + u * step + " + vec + " <= hi) vload<" + in_t + ", " + vec + ">(w[u], x + b + u * step);\n"
+       "    #pragma unroll\n"
+       "    for (int u = 0; u < 4; ++u) {\n"
+       "      const i64 v = b + u * step;\n"
+       "      if (v >= hi) break;\n"
+       "      if (aligned && v + " + vec + " <= hi) {\n"
+       "        #pragma unroll\n"
+       "        for (int e = 0; e < " + vec + "; ++e) acc = R::step(acc, R::load(unpack<" + in_t + ">(w[u], e)));\n"
+       "      } else {\n"
+       "        for (i64 j = v; j < min(v + " + vec + ", hi); ++j) acc = R::step(acc, R::load(x[j]));\n"
+       "      }\n"
        "    }\n"
        "  }\n"
        "  acc = row_tree<R>(acc, T, sh);\n"

@@ -277,14 +277,14 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
       os << "  const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
   // The per-element lines of a pass; `vector`: inputs unpacked from their words w<k> at element
   // e of the vector, else read at element j.
-  auto pass_body = [&](const RowLoop& loop, const std::string& indent, bool vector) {
+  auto pass_body = [&](const RowLoop& loop, const std::string& indent, bool vector, const std::string& word = "") {
     std::ostringstream b;
     for (int i : loop.compute) {
       const Instr& in = p.instrs[i];
       if (in.kind == InstrKind::Constant) continue;  // defined once above
       const char* t = cuda_type_name(in.dtype);
       b << indent << "const " << t << " v" << i << " = ";
-      if (in.kind == InstrKind::Input && vector) b << "unpack<" << t << ">(w" << in.index << ", e)";
+      if (in.kind == InstrKind::Input && vector) b << "unpack<" << t << ">(w" << in.index << word << ", e)";
       else if (in.kind == InstrKind::Input)
         b << "(cv" << in.index << " ? q" << in.index << "[j] : x" << in.index << "[roff(a, " << in.index << ", j)])";
       else b << cuda_expr(p, i);
@@ -321,30 +321,47 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
       continue;
     }
     // A reduction's pass in the order of gpu_row_order.h: the thread's vectors of `vec`
-    // elements (ROW_VEC_FOR), each combined element by element in order; a whole vector's
-    // inputs move as vectors, a partial one or a strided row element by element.
+    // elements (ROW_VECS_FOR, kPassVectors at a time: the whole ones of a contiguous aligned
+    // row, or of its cached copy, are loaded first), each combined element by element in order;
+    // a partial vector or a strided row is read element by element. One at a time: more would
+    // put the 64 registers of LayerNorm's kernel past the limit (spills), for little gain when
+    // the passes read the row cache.
+    constexpr int kPassVectors = 1;
+    const std::string per = std::to_string(kPassVectors);
     const RowLoop& loop = plan.loops[next_loop++];
     const std::vector<int> ks = pass_inputs(loop);
     const Dtype rt = p.instrs[in.operands[0]].dtype;
     const int vec = gpu_row_vector(rt);
-    const std::string R = "R" + std::to_string(i), op = "v" + std::to_string(in.operands[0]);
+    const std::string R = "R" + std::to_string(i), op = "v" + std::to_string(in.operands[0]), V = std::to_string(vec);
     os << "  typedef " << gpu_red_type(in.reduce, rt) << " " << R << ";\n";
     os << "  " << R << "::Acc t" << i << " = " << R << "::init();\n";
     os << "  {\n    const bool whole = " << all_vectors(ks) << ";\n";
     os << "    for (i64 g = 0; g < a.groups; ++g) {\n"
           "      const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);\n"
           "      " << R << "::Acc acc = " << R << "::init();\n"
-          "      if (reducer) ROW_VEC_FOR(b, lo, hi, lane, T, " << vec << ") {\n"
-          "        if (whole && b + " << vec << " <= hi) {\n"
-       << vector_loads(ks, vec, "b", "          ")
-       << "          #pragma unroll\n"
-          "          for (int e = 0; e < " << vec << "; ++e) {\n"
-       << pass_body(loop, "            ", true) << "            acc = " << R << "::step(acc, " << R << "::load(" << op << "));\n"
-       << "          }\n"
-          "        } else {\n"
-          "          for (i64 j = b, je = min(b + " << vec << ", hi); j < je; ++j) {\n"
-       << pass_body(loop, "            ", false) << "            acc = " << R << "::step(acc, " << R << "::load(" << op << "));\n"
-       << "          }\n"
+          "      if (reducer) ROW_VECS_FOR(b0, lo, hi, lane, T, " << V << ", " << per << ") {\n";
+    for (int k : ks) os << "        u32 w" << k << "[" << per << "][" << words_for(p.input_dtypes[k], vec) << "];\n";
+    os << "        #pragma unroll\n"
+          "        for (int u = 0; u < " << per << "; ++u)\n"
+          "          if (whole && ROW_VECS_AT(b0, u, T, " << V << ") + " << V << " <= hi) {\n";
+    for (int k : ks)
+      os << "            vload<" << cuda_type_name(p.input_dtypes[k]) << ", " << V << ">(w" << k << "[u], q" << k
+         << " + ROW_VECS_AT(b0, u, T, " << V << "));\n";
+    os << "          }\n"
+          "        #pragma unroll\n"
+          "        for (int u = 0; u < " << per << "; ++u) {\n"
+          "          const i64 b = ROW_VECS_AT(b0, u, T, " << V << ");\n"
+          "          if (b >= hi) break;\n"
+          "          if (whole && b + " << V << " <= hi) {\n"
+          "            #pragma unroll\n"
+          "            for (int e = 0; e < " << V << "; ++e) {\n"
+       << pass_body(loop, "              ", true, "[u]") << "              acc = " << R << "::step(acc, " << R << "::load(" << op << "));\n"
+       << "            }\n"
+          "          } else {\n"
+          "            for (i64 j = b, je = min(b + " << V << ", hi); j < je; ++j) {\n"
+       << pass_body(loop, "              ", false) << "              acc = " << R << "::step(acc, " << R << "::load(" << op << "));\n"
+       << "            }\n"
+          "          }\n"
           "        }\n"
           "      }\n"
           "      acc = row_tree<" << R << ">(acc, T, (" << R << "::Acc*)shraw);\n"

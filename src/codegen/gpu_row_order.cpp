@@ -91,15 +91,15 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   __syncthreads();
   return sh[8];
 }
-// The elements j of [lo, hi) that thread `lane` of `threads` combines, in order: `vec`
-// consecutive ones from lo + vec * lane, then every threads * vec. ROW_VEC_FOR walks the first
-// element b of each vector (a kernel may move a whole vector b .. b + vec - 1 at once, then
-// combine its elements in order); ROW_FOR walks the elements one by one.
-#define ROW_VEC_FOR(b, lo, hi, lane, threads, vec) \
-  for (i64 b = (lo) + (i64)(lane) * (vec); b < (hi); b += (i64)(threads) * (vec))
-#define ROW_FOR(j, lo, hi, lane, threads, vec) \
-  ROW_VEC_FOR(j##_b, lo, hi, lane, threads, vec) \
-    for (i64 j = j##_b, j##_e = min(j##_b + (i64)(vec), (i64)(hi)); j < j##_e; ++j)
+// The vectors of [lo, hi) that thread `lane` of `threads` combines, in order: `vec` consecutive
+// elements from lo + vec * lane, then every threads * vec, each vector's elements in order.
+// ROW_VECS_FOR walks them `per` at a time: vector u (0 to per - 1) of a step starts at
+// ROW_VECS_AT(b0, u, threads, vec). A kernel may load a step's vectors first, then combines them
+// in order, stopping at the first that starts at or past hi (a partial last vector's elements
+// stop at hi).
+#define ROW_VECS_FOR(b0, lo, hi, lane, threads, vec, per) \
+  for (i64 b0 = (lo) + (i64)(lane) * (vec); b0 < (hi); b0 += (i64)(per) * (i64)(threads) * (vec))
+#define ROW_VECS_AT(b0, u, threads, vec) ((b0) + (i64)(u) * (i64)(threads) * (vec))
 )CUDA";
 }
 

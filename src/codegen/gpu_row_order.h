@@ -17,7 +17,7 @@ struct FusedProgram;
 ///  - `threads` threads share a row: a warp (32) for rows up to kGpuWarpRowMax elements, else a
 ///    block of 256;
 ///  - thread `lane` takes `vec` consecutive elements (16 bytes of the reduced dtype) from
-///    lo + vec * lane, then every threads * vec (ROW_VEC_FOR and ROW_FOR in
+///    lo + vec * lane, then every threads * vec (ROW_VECS_FOR and ROW_VECS_AT in
 ///    gpu_row_order_source), combining each into its accumulator in that order;
 ///  - the threads' accumulators combine in a fixed tree (row_tree);
 ///  - few long rows split into `groups` chunks of `chunk` elements (a multiple of 4096, so of
@@ -50,8 +50,8 @@ int gpu_row_vector(Dtype reduced);
 std::string gpu_red_type(ReduceOp op, Dtype in);
 
 /// Device code after the preamble: shfl_dn/shfl_0, row_tree<R>(acc, threads, shared), and the
-/// ROW_VEC_FOR(b, lo, hi, lane, threads, vec) loop over a thread's vectors with ROW_FOR(j, ...)
-/// over their elements, which fix the order above.
+/// ROW_VECS_FOR(b0, lo, hi, lane, threads, vec, per) loop over a thread's vectors `per` at a time
+/// with ROW_VECS_AT(b0, u, threads, vec) the start of vector u, which fix the order above.
 const char* gpu_row_order_source();
 
 }  // namespace smelt::codegen

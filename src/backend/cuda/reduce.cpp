@@ -216,7 +216,7 @@ bool column_block(const Shape& shape, const std::vector<int>& axes, int64_t& out
 }  // namespace
 
 /// The row kernel of the rows plan (see gpu_row_order.h for the order): each thread walks its
-/// vectors of the row (ROW_VEC_FOR's sequence), four at a time, those whole and 16-byte aligned
+/// vectors of the row four at a time (ROW_VECS_FOR), those whole and 16-byte aligned
 /// loaded together, a partial or unaligned one element by element; every vector's elements are
 /// combined in order, so the order is the same whichever way they were moved.
 std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
@@ -234,21 +234,22 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
        "  const i64 g = T == 32 ? 0 : blk % a.groups;\n"
        "  if (r >= a.rows) return;\n"
        "  const " + in_t + "* x = (const " + in_t + "*)a.in + r * a.n;\n"
-       "  const i64 lo = g * a.chunk, hi = min(a.n, lo + a.chunk), step = (i64)T * " + vec + ";\n"
+       "  const i64 lo = g * a.chunk, hi = min(a.n, lo + a.chunk);\n"
        // Every vector of the thread starts a multiple of 16 bytes after x + lo.
        "  const bool aligned = ((u64)(x + lo) & 15) == 0;\n"
        "  Acc acc = R::init();\n"
-       // Four of the thread's vectors at a time (b, b + step, ...): the whole aligned ones are
+       // Four of the thread's vectors at a time (ROW_VECS_AT): the whole aligned ones are
        // loaded first, all in flight, then the four are combined in order, a partial or
        // unaligned one element by element.
-       "  for (i64 b = lo + (i64)lane * " + vec + "; b < hi; b += 4 * step) {\n"
+       "  ROW_VECS_FOR(b, lo, hi, lane, T, " + vec + ", 4) {\n"
        "    u32 w[4][" + words + "];\n"
        "    #pragma unroll\n"
        "    for (int u = 0; u < 4; ++u)\n"
-       "      if (aligned && b + u * step + " + vec + " <= hi) vload<" + in_t + ", " + vec + ">(w[u], x + b + u * step);\n"
+       "      if (aligned && ROW_VECS_AT(b, u, T, " + vec + ") + " + vec + " <= hi)\n"
+       "        vload<" + in_t + ", " + vec + ">(w[u], x + ROW_VECS_AT(b, u, T, " + vec + "));\n"
        "    #pragma unroll\n"
        "    for (int u = 0; u < 4; ++u) {\n"
-       "      const i64 v = b + u * step;\n"
+       "      const i64 v = ROW_VECS_AT(b, u, T, " + vec + ");\n"
        "      if (v >= hi) break;\n"
        "      if (aligned && v + " + vec + " <= hi) {\n"
        "        #pragma unroll\n"

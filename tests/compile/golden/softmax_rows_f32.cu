@@ -31,15 +31,15 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   __syncthreads();
   return sh[8];
 }
-// The elements j of [lo, hi) that thread `lane` of `threads` combines, in order: `vec`
-// consecutive ones from lo + vec * lane, then every threads * vec. ROW_VEC_FOR walks the first
-// element b of each vector (a kernel may move a whole vector b .. b + vec - 1 at once, then
-// combine its elements in order); ROW_FOR walks the elements one by one.
-#define ROW_VEC_FOR(b, lo, hi, lane, threads, vec) \
-  for (i64 b = (lo) + (i64)(lane) * (vec); b < (hi); b += (i64)(threads) * (vec))
-#define ROW_FOR(j, lo, hi, lane, threads, vec) \
-  ROW_VEC_FOR(j##_b, lo, hi, lane, threads, vec) \
-    for (i64 j = j##_b, j##_e = min(j##_b + (i64)(vec), (i64)(hi)); j < j##_e; ++j)
+// The vectors of [lo, hi) that thread `lane` of `threads` combines, in order: `vec` consecutive
+// elements from lo + vec * lane, then every threads * vec, each vector's elements in order.
+// ROW_VECS_FOR walks them `per` at a time: vector u (0 to per - 1) of a step starts at
+// ROW_VECS_AT(b0, u, threads, vec). A kernel may load a step's vectors first, then combines them
+// in order, stopping at the first that starts at or past hi (a partial last vector's elements
+// stop at hi).
+#define ROW_VECS_FOR(b0, lo, hi, lane, threads, vec, per) \
+  for (i64 b0 = (lo) + (i64)(lane) * (vec); b0 < (hi); b0 += (i64)(per) * (i64)(threads) * (vec))
+#define ROW_VECS_AT(b0, u, threads, vec) ((b0) + (i64)(u) * (i64)(threads) * (vec))
 template <class T> __device__ inline u64 to_bits(T v) {
   if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return v.b;
   else if constexpr (same_t<T, float>::v) return __float_as_uint(v);
@@ -146,19 +146,28 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
     for (i64 g = 0; g < a.groups; ++g) {
       const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
       R1::Acc acc = R1::init();
-      if (reducer) ROW_VEC_FOR(b, lo, hi, lane, T, 4) {
-        if (whole && b + 4 <= hi) {
-          u32 w0[4];
-          vload<float, 4>(w0, q0 + b);
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float v0 = unpack<float>(w0, e);
-            acc = R1::step(acc, R1::load(v0));
+      if (reducer) ROW_VECS_FOR(b0, lo, hi, lane, T, 4, 1) {
+        u32 w0[1][4];
+        #pragma unroll
+        for (int u = 0; u < 1; ++u)
+          if (whole && ROW_VECS_AT(b0, u, T, 4) + 4 <= hi) {
+            vload<float, 4>(w0[u], q0 + ROW_VECS_AT(b0, u, T, 4));
           }
-        } else {
-          for (i64 j = b, je = min(b + 4, hi); j < je; ++j) {
-            const float v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
-            acc = R1::step(acc, R1::load(v0));
+        #pragma unroll
+        for (int u = 0; u < 1; ++u) {
+          const i64 b = ROW_VECS_AT(b0, u, T, 4);
+          if (b >= hi) break;
+          if (whole && b + 4 <= hi) {
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float v0 = unpack<float>(w0[u], e);
+              acc = R1::step(acc, R1::load(v0));
+            }
+          } else {
+            for (i64 j = b, je = min(b + 4, hi); j < je; ++j) {
+              const float v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
+              acc = R1::step(acc, R1::load(v0));
+            }
           }
         }
       }
@@ -174,23 +183,32 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
     for (i64 g = 0; g < a.groups; ++g) {
       const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);
       R4::Acc acc = R4::init();
-      if (reducer) ROW_VEC_FOR(b, lo, hi, lane, T, 4) {
-        if (whole && b + 4 <= hi) {
-          u32 w0[4];
-          vload<float, 4>(w0, q0 + b);
-          #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float v0 = unpack<float>(w0, e);
-            const float v2 = op_subtract<float>(v0, v1);
-            const float v3 = op_exp<float>(v2);
-            acc = R4::step(acc, R4::load(v3));
+      if (reducer) ROW_VECS_FOR(b0, lo, hi, lane, T, 4, 1) {
+        u32 w0[1][4];
+        #pragma unroll
+        for (int u = 0; u < 1; ++u)
+          if (whole && ROW_VECS_AT(b0, u, T, 4) + 4 <= hi) {
+            vload<float, 4>(w0[u], q0 + ROW_VECS_AT(b0, u, T, 4));
           }
-        } else {
-          for (i64 j = b, je = min(b + 4, hi); j < je; ++j) {
-            const float v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
-            const float v2 = op_subtract<float>(v0, v1);
-            const float v3 = op_exp<float>(v2);
-            acc = R4::step(acc, R4::load(v3));
+        #pragma unroll
+        for (int u = 0; u < 1; ++u) {
+          const i64 b = ROW_VECS_AT(b0, u, T, 4);
+          if (b >= hi) break;
+          if (whole && b + 4 <= hi) {
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float v0 = unpack<float>(w0[u], e);
+              const float v2 = op_subtract<float>(v0, v1);
+              const float v3 = op_exp<float>(v2);
+              acc = R4::step(acc, R4::load(v3));
+            }
+          } else {
+            for (i64 j = b, je = min(b + 4, hi); j < je; ++j) {
+              const float v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
+              const float v2 = op_subtract<float>(v0, v1);
+              const float v3 = op_exp<float>(v2);
+              acc = R4::step(acc, R4::load(v3));
+            }
           }
         }
       }

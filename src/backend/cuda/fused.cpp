@@ -1,7 +1,9 @@
 // The CUDA kernel of the Fused primitive: a generated program (codegen/cuda_emitter) built by
 // NVRTC per layout, run over the inputs' broadcast strides in the output's index space.
 #include <algorithm>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "smelt/errors.h"
@@ -61,6 +63,21 @@ int64_t collapse(const Shape& shape, const std::vector<Strides>& st, int64_t* ou
   return cnd;
 }
 
+/// Bytes per row element of the inputs a row program's kernel caches (gpu_row_cached_inputs,
+/// each input's row later rounded up to 16 bytes), found once per program: planning the passes
+/// on every launch would cost more than the launch.
+std::vector<int64_t> cached_input_sizes(const codegen::FusedKernel& k) {
+  static std::mutex mutex;
+  static auto* sizes = new std::unordered_map<std::string, std::vector<int64_t>>();  // by program hash
+  std::lock_guard lock(mutex);
+  auto it = sizes->find(k.hash);
+  if (it != sizes->end()) return it->second;
+  std::vector<int64_t> v;
+  for (int in : codegen::gpu_row_cached_inputs(k.program))
+    v.push_back(static_cast<int64_t>(size_of(k.program.input_dtypes[in])));
+  return sizes->emplace(k.hash, std::move(v)).first->second;
+}
+
 /// A row program: one warp or block per row (codegen/gpu_row_order.h).
 void eval_fused_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, std::vector<Array>& outputs,
                      const std::string& what) {
@@ -101,8 +118,7 @@ void eval_fused_rows(const codegen::FusedKernel& k, const std::vector<Array>& in
   // the block's rows fit (one slot per row: 8 warp rows or 1 block row): warp rows within
   // kGpuWarpRowCacheMaxBytes, a block row within what the device allows a block.
   const int64_t rows_per_block = order.threads == 32 ? 256 / 32 : 1;
-  for (int in : codegen::gpu_row_cached_inputs(k.program))
-    args.cbytes += (args.n * static_cast<int64_t>(size_of(k.program.input_dtypes[in])) + 15) / 16 * 16;
+  for (int64_t size : cached_input_sizes(k)) args.cbytes += (args.n * size + 15) / 16 * 16;
   uint64_t shared = 0;
   if (args.cbytes > 0) {
     const int64_t bytes = args.cbytes * rows_per_block;

@@ -65,6 +65,35 @@ std::string literal(const Instr& in) {
 
 }  // namespace
 
+// Packed and unpacked with shifts at constant positions, so everything stays in registers (an
+// element array written through a uint4 pointer would go to local memory for 1- and 2-byte
+// types).
+const char* cuda_word_helpers_source() {
+  return "template <class T> __device__ inline u64 to_bits(T v) {\n"
+         "  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return v.b;\n"
+         "  else if constexpr (same_t<T, float>::v) return __float_as_uint(v);\n"
+         "  else if constexpr (same_t<T, double>::v) return (u64)__double_as_longlong(v);\n"
+         "  else if constexpr (same_t<T, bool>::v) return v ? 1u : 0u;\n"
+         "  else return (u64)(typename tr<T>::unsig)v;\n}\n"
+         "template <class T> __device__ inline T from_bits(u64 b) {\n"
+         "  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return T{(u16)b};\n"
+         "  else if constexpr (same_t<T, float>::v) return __uint_as_float((u32)b);\n"
+         "  else if constexpr (same_t<T, double>::v) return __longlong_as_double((long long)b);\n"
+         "  else if constexpr (same_t<T, bool>::v) return (b & 0xffu) != 0;\n"
+         "  else return (T)(typename tr<T>::unsig)b;\n}\n"
+         "template <class T> __device__ inline T unpack(const u32* w, int j) {\n"
+         "  if constexpr (sizeof(T) == 8) return from_bits<T>((u64)w[2 * j] | ((u64)w[2 * j + 1] << 32));\n"
+         "  else if constexpr (sizeof(T) == 4) return from_bits<T>(w[j]);\n"
+         "  else if constexpr (sizeof(T) == 2) return from_bits<T>((w[j >> 1] >> ((j & 1) * 16)) & 0xffffu);\n"
+         "  else return from_bits<T>((w[j >> 2] >> ((j & 3) * 8)) & 0xffu);\n}\n"
+         "template <class T> __device__ inline void pack(u32* w, int j, T v) {\n"
+         "  const u64 b = to_bits(v);\n"
+         "  if constexpr (sizeof(T) == 8) { w[2 * j] = (u32)b; w[2 * j + 1] = (u32)(b >> 32); }\n"
+         "  else if constexpr (sizeof(T) == 4) w[j] = (u32)b;\n"
+         "  else if constexpr (sizeof(T) == 2) w[j >> 1] |= (u32)b << ((j & 1) * 16);\n"
+         "  else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);\n}\n";
+}
+
 int cuda_vector_width(const FusedProgram& p, const std::string& layout) {
   if (layout == "strided") return 1;
   size_t smallest = 16;
@@ -97,14 +126,65 @@ std::string cuda_expr(const FusedProgram& p, int i) {
 
 }  // namespace
 
+const char* cuda_vector_moves_source() {
+  return "template <class T, int V> __device__ inline void vload(u32* w, const T* p) {\n"
+         "  constexpr int B = V * (int)sizeof(T);\n"
+         "  if constexpr (B >= 16) {\n"
+         "    #pragma unroll\n"
+         "    for (int q = 0; q < B / 16; ++q) {\n"
+         "      const uint4 v = ((const uint4*)p)[q];\n"
+         "      w[4 * q] = v.x; w[4 * q + 1] = v.y; w[4 * q + 2] = v.z; w[4 * q + 3] = v.w;\n"
+         "    }\n"
+         "  } else if constexpr (B == 8) { const uint2 v = *(const uint2*)p; w[0] = v.x; w[1] = v.y; }\n"
+         "  else if constexpr (B == 4) w[0] = *(const u32*)p;\n"
+         "  else if constexpr (B == 2) w[0] = *(const u16*)p;\n"
+         "  else w[0] = *(const u8*)p;\n}\n"
+         "template <class T, int V> __device__ inline void vstore(T* p, const u32* w) {\n"
+         "  constexpr int B = V * (int)sizeof(T);\n"
+         "  if constexpr (B >= 16) {\n"
+         "    #pragma unroll\n"
+         "    for (int q = 0; q < B / 16; ++q) ((uint4*)p)[q] = make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);\n"
+         "  } else if constexpr (B == 8) *(uint2*)p = make_uint2(w[0], w[1]);\n"
+         "  else if constexpr (B == 4) *(u32*)p = w[0];\n"
+         "  else if constexpr (B == 2) *(u16*)p = (u16)w[0];\n"
+         "  else *(u8*)p = (u8)w[0];\n}\n";
+}
+
+namespace {
+
+/// 32-bit words holding `v` elements of `d`.
+int words_for(Dtype d, int v) { return static_cast<int>((static_cast<size_t>(v) * size_of(d) + 3) / 4); }
+
+}  // namespace
+
 std::string emit_cuda_row_kernel(const FusedProgram& p) {
   const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
-  const RowPlan plan = plan_row_program(p, false);  // later passes re-read the row (L1/L2)
+  // Each pass recomputes its values from the inputs (no row buffers of intermediates); inputs
+  // that several passes read come from the row cache in shared memory when the host gives it
+  // room (a.cache), so global memory is read once per row.
+  const RowPlan plan = plan_row_program(p, false);
+  const std::vector<int> cached = gpu_row_cached_inputs(p);
+  // The inputs a pass reads per element, each once.
+  auto pass_inputs = [&](const RowLoop& loop) {
+    std::vector<int> ks;
+    for (int i : loop.compute) {
+      const Instr& in = p.instrs[i];
+      if (in.kind == InstrKind::Input && std::find(ks.begin(), ks.end(), in.index) == ks.end()) ks.push_back(in.index);
+    }
+    return ks;
+  };
+  std::vector<char> per_element(nin, 0);
+  for (const RowLoop& loop : plan.loops)
+    for (int k : pass_inputs(loop)) per_element[k] = 1;
+  std::vector<int> element_outputs;
+  for (size_t o = 0; o < nout; ++o)
+    if (!p.instrs[p.outputs[o]].per_row) element_outputs.push_back(static_cast<int>(o));
+
   std::ostringstream os;
-  os << gpu_row_order_source();
+  os << gpu_row_order_source() << cuda_word_helpers_source() << cuda_vector_moves_source();
   os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
         "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n";
-  os << "struct RowArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 rows, n, groups, chunk, threads, knd, rnd; i64 kshape[MAXD]; i64 kst["
+  os << "struct RowArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 rows, n, groups, chunk, threads, knd, rnd, cache, cbytes; i64 kshape[MAXD]; i64 kst["
      << kCudaFusedMaxArgs << "][MAXD]; i64 rshape[MAXD]; i64 rst[" << kCudaFusedMaxArgs << "][MAXD]; };\n";
   // Offset of element j of a row in input k: one stride for the common single row axis.
   os << "__device__ inline i64 roff(const RowArgs& a, int k, i64 j) {\n"
@@ -112,9 +192,19 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
         "  i64 o = 0;\n"
         "  for (int d = (int)a.rnd - 1; d >= 0; --d) { o += (j % a.rshape[d]) * a.rst[k][d]; j /= a.rshape[d]; }\n"
         "  return o;\n}\n";
-  os << "extern \"C\" __global__ void k(RowArgs a) {\n"
-        "  __shared__ u64 shraw[9];\n"
-        "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
+  // Blocks of 256 threads, or up to 1024 for a block row whose cache is large (one or two blocks
+  // an SM): the first T threads reduce in the order of gpu_row_order.h, and every thread of the
+  // block copies the row and runs the epilogue, where the assignment of elements changes no
+  // bits. At most 64 registers a thread, so that four blocks of 256 fit an SM when their row
+  // caches do.
+  os << "extern \"C\" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {\n"
+        "  __shared__ u64 shraw[9];\n";
+  if (!cached.empty()) os << "  extern __shared__ __align__(16) unsigned char rowc[];\n";
+  // lane: the thread's place in the reduction order (reducer: it has one); el of ET: its place
+  // among the threads sharing the row for copies and the epilogue.
+  os << "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
+        "  const bool reducer = T == 32 || (int)threadIdx.x < T;\n"
+        "  const int el = T == 32 ? lane : (int)threadIdx.x, ET = T == 32 ? 32 : (int)blockDim.x;\n"
         "  const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();\n"
         "  if (r >= a.rows) return;\n"
         "  const i64 n = a.n;\n";
@@ -124,21 +214,96 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
        << "    for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[" << k << "][d]; q /= a.kshape[d]; }\n"
        << "    x" << k << " = (const " << t << "*)a.p[" << k << "] + o; }\n";
   }
+  // Per input read per element: q<k> is the row as consecutive elements when cv<k> (the row in
+  // global memory when contiguous and 16-byte aligned, or its copy in the row cache); else
+  // element j is x<k>[roff(a, k, j)].
+  for (size_t k = 0; k < nin; ++k) {
+    if (!per_element[k]) continue;
+    os << "  const bool f" << k << " = a.rnd == 1 && a.rst[" << k << "][0] == 1 && ((u64)x" << k << " & 15) == 0;\n";
+  }
+  if (!cached.empty()) {
+    // The row cache: each row's slot is a.cbytes (warp rows share a block: one slot per warp);
+    // input k's copy follows the earlier cached ones, each rounded up to 16 bytes. Threads copy
+    // side by side (coalesced), contiguous aligned rows as 16-byte asynchronous copies
+    // (cp.async on sm_80 and later: every copy of the thread in flight at once, no registers;
+    // plain 16-byte copies before), the rest element by element; the passes then read in their own order, so values and reduction order are those
+    // of the global-memory path.
+    os << "  unsigned char* slot = rowc + (T == 32 ? (i64)(threadIdx.x / 32) : (i64)0) * a.cbytes;\n";
+    for (int k : cached) {
+      const char* t = cuda_type_name(p.input_dtypes[k]);
+      os << "  " << t << "* c" << k << " = (" << t << "*)slot;\n"
+         << "  slot += (n * (i64)sizeof(" << t << ") + 15) / 16 * 16;\n";
+    }
+    os << "  if (a.cache) {\n";
+    for (int k : cached) {
+      const std::string c = "c" + std::to_string(k), x = "x" + std::to_string(k), kk = std::to_string(k);
+      const std::string sz = "(i64)sizeof(" + std::string(cuda_type_name(p.input_dtypes[k])) + ")";
+      os << "    if (f" << kk << ") {\n"
+         << "      const i64 nb = n * " << sz << " / 16;\n"
+         << "      const uint4* s = (const uint4*)" << x << ";\n"
+         << "#if __CUDA_ARCH__ >= 800\n"
+         << "      const u32 d = (u32)__cvta_generic_to_shared(" << c << ");\n"
+         << "      for (i64 q = el; q < nb; q += ET)\n"
+         << "        asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(d + (u32)(q * 16)), \"l\"(s + q) : \"memory\");\n"
+         << "#else\n"
+         << "      for (i64 q = el; q < nb; q += ET) ((uint4*)" << c << ")[q] = s[q];\n"
+         << "#endif\n"
+         << "      for (i64 j = nb * 16 / " << sz << " + el; j < n; j += ET) " << c << "[j] = " << x << "[j];\n"
+         << "    } else {\n"
+         << "      for (i64 j = el; j < n; j += ET) " << c << "[j] = " << x << "[roff(a, " << kk << ", j)];\n"
+         << "    }\n";
+    }
+    // Each thread waits for its own asynchronous copies, then the barrier makes every thread's
+    // part visible to the row's other threads.
+    os << "#if __CUDA_ARCH__ >= 800\n"
+          "    asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n"
+          "#endif\n"
+          "    if (T == 32) __syncwarp(); else __syncthreads();\n  }\n";
+  }
+  for (size_t k = 0; k < nin; ++k) {
+    if (!per_element[k]) continue;
+    const char* t = cuda_type_name(p.input_dtypes[k]);
+    if (std::find(cached.begin(), cached.end(), static_cast<int>(k)) != cached.end())
+      os << "  const " << t << "* q" << k << " = a.cache ? (const " << t << "*)c" << k << " : x" << k << ";\n"
+         << "  const bool cv" << k << " = a.cache || f" << k << ";\n";
+    else
+      os << "  const " << t << "* q" << k << " = x" << k << ";\n  const bool cv" << k << " = f" << k << ";\n";
+  }
   for (size_t o = 0; o < nout; ++o)
     os << "  " << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
        << nin + o << "];\n";
   for (size_t i = 0; i < p.instrs.size(); ++i)
     if (p.instrs[i].kind == InstrKind::Constant)
       os << "  const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
-  // The per-element lines of a pass at element j.
-  auto pass_body = [&](const RowLoop& loop, const std::string& indent) {
+  // The per-element lines of a pass; `vector`: inputs unpacked from their words w<k> at element
+  // e of the vector, else read at element j.
+  auto pass_body = [&](const RowLoop& loop, const std::string& indent, bool vector, const std::string& word = "") {
     std::ostringstream b;
     for (int i : loop.compute) {
       const Instr& in = p.instrs[i];
-      b << indent << "const " << cuda_type_name(in.dtype) << " v" << i << " = ";
-      if (in.kind == InstrKind::Input) b << "x" << in.index << "[roff(a, " << in.index << ", j)]";
+      if (in.kind == InstrKind::Constant) continue;  // defined once above
+      const char* t = cuda_type_name(in.dtype);
+      b << indent << "const " << t << " v" << i << " = ";
+      if (in.kind == InstrKind::Input && vector) b << "unpack<" << t << ">(w" << in.index << word << ", e)";
+      else if (in.kind == InstrKind::Input)
+        b << "(cv" << in.index << " ? q" << in.index << "[j] : x" << in.index << "[roff(a, " << in.index << ", j)])";
       else b << cuda_expr(p, i);
       b << ";\n";
+    }
+    return b.str();
+  };
+  // Whether a pass may move whole vectors: every input it reads is consecutive and aligned.
+  auto all_vectors = [&](const std::vector<int>& ks) {
+    std::string c;
+    for (int k : ks) c += (c.empty() ? "" : " && ") + std::string("cv") + std::to_string(k);
+    return c.empty() ? std::string("true") : c;
+  };
+  auto vector_loads = [&](const std::vector<int>& ks, int vec, const std::string& at, const std::string& indent) {
+    std::ostringstream b;
+    for (int k : ks) {
+      const char* t = cuda_type_name(p.input_dtypes[k]);
+      b << indent << "u32 w" << k << "[" << words_for(p.input_dtypes[k], vec) << "];\n"
+        << indent << "vload<" << t << ", " << vec << ">(w" << k << ", q" << k << " + " << at << ");\n";
     }
     return b.str();
   };
@@ -155,32 +320,89 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
       os << "  const " << t << " v" << i << " = " << cuda_expr(p, static_cast<int>(i)) << ";\n";
       continue;
     }
+    // A reduction's pass in the order of gpu_row_order.h: the thread's vectors of `vec`
+    // elements (ROW_VECS_FOR, kPassVectors at a time: the whole ones of a contiguous aligned
+    // row, or of its cached copy, are loaded first), each combined element by element in order;
+    // a partial vector or a strided row is read element by element. One at a time: more would
+    // put the 64 registers of LayerNorm's kernel past the limit (spills), for little gain when
+    // the passes read the row cache.
+    constexpr int kPassVectors = 1;
+    const std::string per = std::to_string(kPassVectors);
     const RowLoop& loop = plan.loops[next_loop++];
+    const std::vector<int> ks = pass_inputs(loop);
     const Dtype rt = p.instrs[in.operands[0]].dtype;
-    const std::string R = "R" + std::to_string(i);
+    const int vec = gpu_row_vector(rt);
+    const std::string R = "R" + std::to_string(i), op = "v" + std::to_string(in.operands[0]), V = std::to_string(vec);
     os << "  typedef " << gpu_red_type(in.reduce, rt) << " " << R << ";\n";
     os << "  " << R << "::Acc t" << i << " = " << R << "::init();\n";
-    os << "  for (i64 g = 0; g < a.groups; ++g) {\n"
-          "    const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);\n"
-          "    " << R << "::Acc acc = " << R << "::init();\n"
-          "    ROW_FOR(j, lo, hi, lane, T, " << gpu_row_vector(rt) << ") {\n"
-       << pass_body(loop, "      ") << "      acc = " << R << "::step(acc, " << R << "::load(v" << in.operands[0] << "));\n"
-       << "    }\n"
-          "    acc = row_tree<" << R << ">(acc, T, (" << R << "::Acc*)shraw);\n"
-          "    t" << i << " = g == 0 ? acc : " << R << "::step(t" << i << ", acc);\n  }\n";
+    os << "  {\n    const bool whole = " << all_vectors(ks) << ";\n";
+    os << "    for (i64 g = 0; g < a.groups; ++g) {\n"
+          "      const i64 lo = g * a.chunk, hi = min(n, lo + a.chunk);\n"
+          "      " << R << "::Acc acc = " << R << "::init();\n"
+          "      if (reducer) ROW_VECS_FOR(b0, lo, hi, lane, T, " << V << ", " << per << ") {\n";
+    for (int k : ks) os << "        u32 w" << k << "[" << per << "][" << words_for(p.input_dtypes[k], vec) << "];\n";
+    os << "        #pragma unroll\n"
+          "        for (int u = 0; u < " << per << "; ++u)\n"
+          "          if (whole && ROW_VECS_AT(b0, u, T, " << V << ") + " << V << " <= hi) {\n";
+    for (int k : ks)
+      os << "            vload<" << cuda_type_name(p.input_dtypes[k]) << ", " << V << ">(w" << k << "[u], q" << k
+         << " + ROW_VECS_AT(b0, u, T, " << V << "));\n";
+    os << "          }\n"
+          "        #pragma unroll\n"
+          "        for (int u = 0; u < " << per << "; ++u) {\n"
+          "          const i64 b = ROW_VECS_AT(b0, u, T, " << V << ");\n"
+          "          if (b >= hi) break;\n"
+          "          if (whole && b + " << V << " <= hi) {\n"
+          "            #pragma unroll\n"
+          "            for (int e = 0; e < " << V << "; ++e) {\n"
+       << pass_body(loop, "              ", true, "[u]") << "              acc = " << R << "::step(acc, " << R << "::load(" << op << "));\n"
+       << "            }\n"
+          "          } else {\n"
+          "            for (i64 j = b, je = min(b + " << V << ", hi); j < je; ++j) {\n"
+       << pass_body(loop, "              ", false) << "              acc = " << R << "::step(acc, " << R << "::load(" << op << "));\n"
+       << "            }\n"
+          "          }\n"
+          "        }\n"
+          "      }\n"
+          "      acc = row_tree<" << R << ">(acc, T, (" << R << "::Acc*)shraw);\n"
+          "      t" << i << " = g == 0 ? acc : " << R << "::step(t" << i << ", acc);\n    }\n  }\n";
     os << "  const " << t << " v" << i << " = ";
     if (in.reduce == ReduceOp::Mean)
       os << "op_divide<" << t << ">(" << R << "::finish(t" << i << "), cvt<" << t << ", double>((double)(n - " << in.ddof
          << " > 0 ? n - " << in.ddof << " : 0)));\n";
     else os << R << "::finish(t" << i << ");\n";
   }
-  // The epilogue: every element of the row, threads side by side (coalesced).
-  os << "  for (i64 j = lane; j < n; j += T) {\n" << pass_body(plan.loops.back(), "    ");
+  if (!element_outputs.empty()) {
+    // The epilogue: each thread takes vectors of `ve` elements (16 bytes of the narrowest
+    // output), side by side; outputs are row-major, stored as 16-byte vectors when the row is
+    // aligned. Every element is independent, so this assignment changes no bits.
+    const RowLoop& loop = plan.loops.back();
+    const std::vector<int> ks = pass_inputs(loop);
+    size_t narrowest = 16;
+    for (int o : element_outputs) narrowest = std::min(narrowest, size_of(p.output_dtype(o)));
+    const int ve = static_cast<int>(16 / narrowest);
+    std::string whole = all_vectors(ks);
+    for (int o : element_outputs) whole += " && ((u64)(y" + std::to_string(o) + " + r * n) & 15) == 0";
+    os << "  {\n    const bool whole = " << whole << ";\n"
+       << "    for (i64 b = (i64)el * " << ve << "; b < n; b += (i64)ET * " << ve << ") {\n"
+       << "      if (whole && b + " << ve << " <= n) {\n"
+       << vector_loads(ks, ve, "b", "        ");
+    for (int o : element_outputs) os << "        u32 o" << o << "[" << words_for(p.output_dtype(o), ve) << "] = {};\n";
+    os << "        #pragma unroll\n"
+          "        for (int e = 0; e < " << ve << "; ++e) {\n"
+       << pass_body(loop, "          ", true);
+    for (int o : element_outputs) os << "          pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
+    os << "        }\n";
+    for (int o : element_outputs)
+      os << "        vstore<" << cuda_type_name(p.output_dtype(o)) << ", " << ve << ">(y" << o << " + r * n + b, o" << o << ");\n";
+    os << "      } else {\n"
+          "        for (i64 j = b, je = min(b + " << ve << ", n); j < je; ++j) {\n"
+       << pass_body(loop, "          ", false);
+    for (int o : element_outputs) os << "          y" << o << "[r * n + j] = v" << p.outputs[o] << ";\n";
+    os << "        }\n      }\n    }\n  }\n";
+  }
   for (size_t o = 0; o < nout; ++o)
-    if (!p.instrs[p.outputs[o]].per_row) os << "    y" << o << "[r * n + j] = v" << p.outputs[o] << ";\n";
-  os << "  }\n";
-  for (size_t o = 0; o < nout; ++o)
-    if (p.instrs[p.outputs[o]].per_row) os << "  if (lane == 0) y" << o << "[r] = v" << p.outputs[o] << ";\n";
+    if (p.instrs[p.outputs[o]].per_row) os << "  if (reducer && lane == 0) y" << o << "[r] = v" << p.outputs[o] << ";\n";
   os << "}\n";
   return os.str();
 }
@@ -192,29 +414,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
   const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
   std::ostringstream os;
   // Elements of any dtype in and out of arrays of 32-bit words (the vectorized layout).
-  os << "template <class T> __device__ inline u64 to_bits(T v) {\n"
-        "  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return v.b;\n"
-        "  else if constexpr (same_t<T, float>::v) return __float_as_uint(v);\n"
-        "  else if constexpr (same_t<T, double>::v) return (u64)__double_as_longlong(v);\n"
-        "  else if constexpr (same_t<T, bool>::v) return v ? 1u : 0u;\n"
-        "  else return (u64)(typename tr<T>::unsig)v;\n}\n"
-        "template <class T> __device__ inline T from_bits(u64 b) {\n"
-        "  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return T{(u16)b};\n"
-        "  else if constexpr (same_t<T, float>::v) return __uint_as_float((u32)b);\n"
-        "  else if constexpr (same_t<T, double>::v) return __longlong_as_double((long long)b);\n"
-        "  else if constexpr (same_t<T, bool>::v) return (b & 0xffu) != 0;\n"
-        "  else return (T)(typename tr<T>::unsig)b;\n}\n"
-        "template <class T> __device__ inline T unpack(const u32* w, int j) {\n"
-        "  if constexpr (sizeof(T) == 8) return from_bits<T>((u64)w[2 * j] | ((u64)w[2 * j + 1] << 32));\n"
-        "  else if constexpr (sizeof(T) == 4) return from_bits<T>(w[j]);\n"
-        "  else if constexpr (sizeof(T) == 2) return from_bits<T>((w[j >> 1] >> ((j & 1) * 16)) & 0xffffu);\n"
-        "  else return from_bits<T>((w[j >> 2] >> ((j & 3) * 8)) & 0xffu);\n}\n"
-        "template <class T> __device__ inline void pack(u32* w, int j, T v) {\n"
-        "  const u64 b = to_bits(v);\n"
-        "  if constexpr (sizeof(T) == 8) { w[2 * j] = (u32)b; w[2 * j + 1] = (u32)(b >> 32); }\n"
-        "  else if constexpr (sizeof(T) == 4) w[j] = (u32)b;\n"
-        "  else if constexpr (sizeof(T) == 2) w[j >> 1] |= (u32)b << ((j & 1) * 16);\n"
-        "  else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);\n}\n";
+  os << cuda_word_helpers_source();
   os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
         "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n"
         "struct FusedArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 n; i64 nd; i64 shape[MAXD]; i64 st["

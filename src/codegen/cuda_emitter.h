@@ -31,6 +31,14 @@ std::string emit_cuda_kernel(const FusedProgram& program, const std::string& lay
 /// the eager split kernels, by the same block.
 std::string emit_cuda_row_kernel(const FusedProgram& program);
 
+/// Device code: to_bits/from_bits, and unpack<T>(w, j) / pack(w, j, v) moving element j of an
+/// array of 32-bit words (the layout in which vectors of any dtype stay in registers).
+const char* cuda_word_helpers_source();
+/// Device code (after cuda_word_helpers_source): vload<T, V>(w, p) and vstore<T, V>(p, w) move V
+/// elements of T between memory at p and words w with 16-, 8-, 4-, 2- or 1-byte accesses; p is
+/// aligned to V * sizeof(T) bytes, or to 16 when that is more.
+const char* cuda_vector_moves_source();
+
 /// Elements per thread of the vectorized flat layout: 16 bytes of the narrowest contiguous
 /// operand (4 for float32, 8 for bfloat16), so every operand moves in whole 16-byte vectors.
 int cuda_vector_width(const FusedProgram& program, const std::string& layout);

@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "src/codegen/cuda_emitter.h"
+#include "src/codegen/fused_program.h"
+#include "src/codegen/row_plan.h"
 
 namespace smelt::codegen {
 
@@ -19,6 +21,23 @@ GpuRowOrder gpu_row_order(int64_t rows, int64_t n) {
   o.chunk = std::max<int64_t>(kAlign, (per + kAlign - 1) / kAlign * kAlign);
   o.groups = std::max<int64_t>(1, (n + o.chunk - 1) / o.chunk);
   return o;
+}
+
+std::vector<int> gpu_row_cached_inputs(const FusedProgram& p) {
+  const RowPlan plan = plan_row_program(p, false);
+  std::vector<int> passes(p.input_dtypes.size(), 0), out;
+  for (const RowLoop& loop : plan.loops) {
+    std::vector<char> seen(p.input_dtypes.size(), 0);  // two Input instructions of one input: one read
+    for (int i : loop.compute) {
+      const Instr& in = p.instrs[i];
+      if (in.kind != InstrKind::Input || in.per_row || seen[in.index]) continue;
+      seen[in.index] = 1;
+      ++passes[in.index];
+    }
+  }
+  for (size_t k = 0; k < passes.size(); ++k)
+    if (passes[k] > 1) out.push_back(static_cast<int>(k));
+  return out;
 }
 
 int gpu_row_vector(Dtype reduced) { return static_cast<int>(16 / size_of(reduced)); }
@@ -52,6 +71,8 @@ template <class A> __device__ inline A shfl_0(A v) {
 // block): in each warp lanes combine pairwise at distances 16, 8, 4, 2, 1 (lane 0 ends with
 // the warp's result; higher lanes compute values nobody reads); with 256 threads, warp 0 then
 // combines the 8 warp results at distances 4, 2, 1. Every thread of the row gets the result.
+// A block of more than 256 threads (a fused row kernel's wider block) calls it from every
+// thread, the first 256 holding the row's accumulators: the other warps' results are not read.
 // `sh` holds at least 9 accumulators.
 template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int threads, typename R::Acc* sh) {
   #pragma unroll
@@ -59,7 +80,7 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   if (threads == 32) return shfl_0(a);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   __syncthreads();  // an earlier tree may still read sh
-  if (lane == 0) sh[w] = a;
+  if (lane == 0 && w < 8) sh[w] = a;
   __syncthreads();
   if (w == 0) {
     a = sh[lane < 8 ? lane : 0];
@@ -70,11 +91,15 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   __syncthreads();
   return sh[8];
 }
-// The elements j of [lo, hi) that thread `lane` of `threads` combines, in order: `vec`
-// consecutive ones from lo + vec * lane, then every threads * vec.
-#define ROW_FOR(j, lo, hi, lane, threads, vec) \
-  for (i64 j##_b = (lo) + (i64)(lane) * (vec); j##_b < (hi); j##_b += (i64)(threads) * (vec)) \
-    for (i64 j = j##_b, j##_e = min(j##_b + (i64)(vec), (i64)(hi)); j < j##_e; ++j)
+// The vectors of [lo, hi) that thread `lane` of `threads` combines, in order: `vec` consecutive
+// elements from lo + vec * lane, then every threads * vec, each vector's elements in order.
+// ROW_VECS_FOR walks them `per` at a time: vector u (0 to per - 1) of a step starts at
+// ROW_VECS_AT(b0, u, threads, vec). A kernel may load a step's vectors first, then combines them
+// in order, stopping at the first that starts at or past hi (a partial last vector's elements
+// stop at hi).
+#define ROW_VECS_FOR(b0, lo, hi, lane, threads, vec, per) \
+  for (i64 b0 = (lo) + (i64)(lane) * (vec); b0 < (hi); b0 += (i64)(per) * (i64)(threads) * (vec))
+#define ROW_VECS_AT(b0, u, threads, vec) ((b0) + (i64)(u) * (i64)(threads) * (vec))
 )CUDA";
 }
 

@@ -4,18 +4,21 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "smelt/dtype.h"
 #include "src/primitives/primitive.h"
 
 namespace smelt::codegen {
 
+struct FusedProgram;
+
 /// How a row of n elements among `rows` rows is reduced on the GPU. Depends on the sizes only:
 ///  - `threads` threads share a row: a warp (32) for rows up to kGpuWarpRowMax elements, else a
 ///    block of 256;
 ///  - thread `lane` takes `vec` consecutive elements (16 bytes of the reduced dtype) from
-///    lo + vec * lane, then every threads * vec (ROW_FOR in gpu_row_order_source), combining
-///    each into its accumulator in that order;
+///    lo + vec * lane, then every threads * vec (ROW_VECS_FOR and ROW_VECS_AT in
+///    gpu_row_order_source), combining each into its accumulator in that order;
 ///  - the threads' accumulators combine in a fixed tree (row_tree);
 ///  - few long rows split into `groups` chunks of `chunk` elements (a multiple of 4096, so of
 ///    every threads * vec), whose results combine in order: ((p0 + p1) + p2) + ...
@@ -29,14 +32,26 @@ inline constexpr int64_t kGpuWarpRowMax = 2048;
 
 GpuRowOrder gpu_row_order(int64_t rows, int64_t n);
 
+/// The inputs (by index, sorted) that more than one pass of a fused CUDA row kernel reads per
+/// element: the kernel copies each row of them into shared memory once (when the block's rows
+/// fit) and every pass reads that copy; inputs one pass reads come from global memory there.
+std::vector<int> gpu_row_cached_inputs(const FusedProgram& p);
+
+/// The most shared memory a block of warp rows (256 / 32 rows) gives its row cache (a float32
+/// row of 2048, the longest warp row, fits): larger rows read global memory in every pass, so
+/// that three or more such blocks stay resident per SM. A block row may use what the device
+/// allows a block (opted in: 227 KiB on sm_90).
+inline constexpr int64_t kGpuWarpRowCacheMaxBytes = 64 * 1024;
+
 /// Elements a thread takes at a time: 16 bytes of `reduced` (the reduction's input dtype).
 int gpu_row_vector(Dtype reduced);
 
 /// The device's reduction struct for `op` over `in` ("Red<0, float>"); Mean reduces as Sum.
 std::string gpu_red_type(ReduceOp op, Dtype in);
 
-/// Device code after the preamble: shfl_dn/shfl_0, row_tree<R>(acc, threads, shared) and the
-/// ROW_FOR(j, lo, hi, lane, threads, vec) loop that fix the order above.
+/// Device code after the preamble: shfl_dn/shfl_0, row_tree<R>(acc, threads, shared), and the
+/// ROW_VECS_FOR(b0, lo, hi, lane, threads, vec, per) loop over a thread's vectors `per` at a time
+/// with ROW_VECS_AT(b0, u, threads, vec) the start of vector u, which fix the order above.
 const char* gpu_row_order_source();
 
 }  // namespace smelt::codegen

@@ -186,6 +186,11 @@ TEST(CodegenGolden, SoftmaxRowKernel) { expect_golden("softmax_rows_f32", softma
 TEST(CodegenGolden, SoftmaxRowKernelCuda) {
   expect_golden_text("softmax_rows_f32.cu", codegen::emit_cuda_row_kernel(softmax_rows()));
 }
+// bfloat16 rows: the reduction moves 4 elements (16 bytes of its float32 operand), the epilogue
+// 8 (16 bytes of the bfloat16 output); the row is cached for the second pass.
+TEST(CodegenGolden, RmsNormRowKernelCuda) {
+  expect_golden_text("rms_norm_rows_bf16.cu", codegen::emit_cuda_row_kernel(rms_norm_rows()));
+}
 
 TEST(CodegenGolden, Float32Chain) { expect_golden("float32_chain", float32_chain()); }
 TEST(CodegenGolden, IntegerSelectAndCasts) { expect_golden("int_select_cast", int_select_cast()); }

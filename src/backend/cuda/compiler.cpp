@@ -35,6 +35,14 @@ std::string hex64(uint64_t h) {
 struct KernelCache {
   std::mutex mutex;
   std::unordered_map<std::string, CUfunction> by_key;  // "<device>|<key>" -> function
+  std::unordered_map<CUfunction, std::string> names;   // function -> key, for launch errors
+};
+
+/// Per kernel: its static shared memory and the dynamic shared memory it is opted in to.
+struct SharedInfo {
+  uint64_t static_bytes = 0;
+  uint64_t opted_in = 0;  // 0: the default limit
+  bool carveout = false;  // asked to prefer shared memory over L1
 };
 
 KernelCache& kernel_cache() {
@@ -165,8 +173,66 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
   }
   std::lock_guard lock(c.mutex);
   c.by_key.emplace(full_key, fn);
+  c.names.emplace(fn, key);
   return fn;
 }
+
+std::string kernel_name(CUfunction fn) {
+  auto& c = kernel_cache();
+  std::lock_guard lock(c.mutex);
+  auto it = c.names.find(fn);
+  return it == c.names.end() ? "?" : it->second;
+}
+
+namespace {
+
+std::mutex& shared_mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+
+/// The kernel's shared-memory record (its static size asked once); call under shared_mutex().
+SharedInfo& shared_info(CUfunction fn) {
+  static auto* infos = new std::unordered_map<CUfunction, SharedInfo>();  // kernels are never unloaded
+  auto it = infos->find(fn);
+  if (it != infos->end()) return it->second;
+  int bytes = 0;
+  check(driver()->cuFuncGetAttribute(&bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), "cuFuncGetAttribute",
+        "kernel " + kernel_name(fn));
+  SharedInfo info;
+  info.static_bytes = static_cast<uint64_t>(bytes);
+  return infos->emplace(fn, info).first->second;
+}
+
+}  // namespace
+
+uint64_t max_dynamic_shared(const DeviceState& s, CUfunction fn) {
+  std::lock_guard lock(shared_mutex());
+  const uint64_t limit = static_cast<uint64_t>(s.smem_per_block_optin);
+  const uint64_t st = shared_info(fn).static_bytes;
+  return st < limit ? limit - st : 0;
+}
+
+std::string launch_config_problem(const LaunchConfig& c) {
+  if (c.block < 1 || c.block > 1024) return "a block of " + std::to_string(c.block) + " threads (1 to 1024)";
+  if (c.grid_x < 1 || c.grid_x > 0x7fffffffull) return "grid x of " + std::to_string(c.grid_x) + " blocks (1 to 2^31 - 1)";
+  if (c.grid_y < 1 || c.grid_y > 65535) return "grid y of " + std::to_string(c.grid_y) + " (1 to 65535)";
+  if (c.grid_z < 1 || c.grid_z > 65535) return "grid z of " + std::to_string(c.grid_z) + " (1 to 65535)";
+  if (c.shared + c.static_shared > c.max_shared)
+    return std::to_string(c.shared + c.static_shared) + " bytes of shared memory per block (the device allows " +
+           std::to_string(c.max_shared) + ")";
+  return "";
+}
+
+void check_launch_config(const LaunchConfig& c, const std::string& name, const std::string& what) {
+  const std::string why = launch_config_problem(c);
+  if (why.empty()) return;
+  throw DeviceError(what + ": kernel " + name + " cannot be launched: " + why + "; grid " + std::to_string(c.grid_x) +
+                    " x " + std::to_string(c.grid_y) + " x " + std::to_string(c.grid_z) + ", block " +
+                    std::to_string(c.block) + ", " + std::to_string(c.shared) + " bytes of dynamic and " +
+                    std::to_string(c.static_shared) + " of static shared memory");
+}
+
 
 unsigned occupancy_block_size(CUfunction fn) {
   static std::mutex mutex;
@@ -181,15 +247,54 @@ unsigned occupancy_block_size(CUfunction fn) {
   return b;
 }
 
-void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what) {
+void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what,
+            uint64_t shared) {
   const DriverApi& d = *driver();
   void* params[] = {args};
   // Grids past the x limit fold into y; kernels compute their linear block id from both.
   const uint64_t kMaxX = 0x7fffffffull;
-  unsigned gx = static_cast<unsigned>(grid < kMaxX ? grid : kMaxX);
-  unsigned gy = static_cast<unsigned>((grid + kMaxX - 1) / kMaxX);
-  if (gy > 65535) throw UnsupportedError(what + ": the launch needs more than 2^46 blocks");
-  check(d.cuLaunchKernel(fn, gx, gy, 1, block, 1, 1, 0, current_stream(s), params, nullptr), "cuLaunchKernel", what);
+  LaunchConfig c;
+  c.grid_x = grid < kMaxX ? grid : kMaxX;
+  c.grid_y = (grid + kMaxX - 1) / kMaxX;
+  c.block = block;
+  c.shared = shared;
+  c.max_shared = static_cast<uint64_t>(s.smem_per_block_optin);
+  if (grid == 0) c.grid_x = c.grid_y = 0;
+  if (shared > 0) {
+    // A kernel may use more than the default per-block limit only once opted in
+    // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES): without it the launch fails with
+    // CUDA_ERROR_INVALID_VALUE. Opted in once per kernel, to the most the device allows.
+    std::lock_guard lock(shared_mutex());
+    SharedInfo& info = shared_info(fn);
+    c.static_shared = info.static_bytes;
+    check_launch_config(c, kernel_name(fn), what);
+    const uint64_t default_dynamic = static_cast<uint64_t>(s.smem_per_block) > info.static_bytes
+                                         ? static_cast<uint64_t>(s.smem_per_block) - info.static_bytes
+                                         : 0;
+    if (!info.carveout) {
+      // Blocks that bring their own row cache want shared memory more than L1 (a hint: the
+      // driver may still choose otherwise, which changes speed only).
+      check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CU_SHAREDMEM_CARVEOUT_MAX_SHARED),
+            "cuFuncSetAttribute", what + ": kernel " + kernel_name(fn));
+      info.carveout = true;
+    }
+    if (shared > default_dynamic && shared > info.opted_in) {
+      const uint64_t most = c.max_shared - info.static_bytes;
+      check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(most)),
+            "cuFuncSetAttribute", what + ": kernel " + kernel_name(fn));
+      info.opted_in = most;
+    }
+  } else {
+    // Grid and block only (no driver query on the hot path); the kernel is named on failure.
+    if (!launch_config_problem(c).empty()) check_launch_config(c, kernel_name(fn), what);
+  }
+  const CUresult r = d.cuLaunchKernel(fn, static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y), 1, block, 1, 1,
+                                      static_cast<unsigned>(shared), current_stream(s), params, nullptr);
+  if (r != CUDA_SUCCESS)
+    check(r, "cuLaunchKernel",
+          what + " (kernel " + kernel_name(fn) + ", grid " + std::to_string(c.grid_x) + " x " + std::to_string(c.grid_y) +
+              ", block " + std::to_string(block) + ", shared " + std::to_string(shared) + " + " +
+              std::to_string(c.static_shared) + " static bytes)");
 }
 
 }  // namespace smelt::cuda

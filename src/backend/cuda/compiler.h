@@ -31,8 +31,38 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
 /// null: lets hot paths skip preparing get_kernel's arguments.
 CUfunction find_kernel(int device, const std::string& key);
 
-/// Launches `fn` with one by-value argument struct (`args`, `size` bytes) on the device stream.
-void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what);
+/// Launches `fn` with one by-value argument struct `args` on the thread's current stream of the
+/// device: `grid` blocks (folded into y past 2^31 - 1) of `block` threads, with `shared` bytes of
+/// dynamic shared memory (past the default limit the kernel is opted in once, up to the device's
+/// limit). The configuration is checked first (check_launch_config), and a failed launch names
+/// the kernel and its configuration.
+void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what,
+            uint64_t shared = 0);
+
+/// A kernel launch's configuration and the limits it must respect.
+struct LaunchConfig {
+  uint64_t grid_x = 1, grid_y = 1, grid_z = 1;
+  uint64_t block = 1;
+  uint64_t shared = 0;         // dynamic shared memory, bytes
+  uint64_t static_shared = 0;  // the kernel's own __shared__ variables, bytes
+  uint64_t max_shared = 0;     // the device's limit per block for both together, after opting in
+};
+
+/// What breaks a limit of the device in `c` ("a block of 2048 threads (1 to 1024)"), or "" when
+/// nothing does: a block of 1 to 1024 threads, grid x below 2^31, y and z at most 65535, static
+/// plus dynamic shared memory within `max_shared`. Pure (testable without a GPU).
+std::string launch_config_problem(const LaunchConfig& c);
+
+/// Throws DeviceError "<what>: kernel <name> cannot be launched: <problem>; grid ..., block ...,
+/// ... shared memory" when launch_config_problem finds one. Pure.
+void check_launch_config(const LaunchConfig& c, const std::string& name, const std::string& what);
+
+/// Dynamic shared memory `fn` may use on the device once opted in: the device's per-block limit
+/// less the kernel's static shared memory.
+uint64_t max_dynamic_shared(const DeviceState& s, CUfunction fn);
+
+/// The key `fn` was built under (get_kernel), or "?" for a function it did not build.
+std::string kernel_name(CUfunction fn);
 
 /// The block size that gives `fn` the most resident threads per SM (the driver's occupancy
 /// calculator, asked once per kernel), between 128 and 1024. Kernels whose launches use it must

@@ -1,6 +1,9 @@
 // The CUDA kernel of the Fused primitive: a generated program (codegen/cuda_emitter) built by
 // NVRTC per layout, run over the inputs' broadcast strides in the output's index space.
+#include <algorithm>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "smelt/errors.h"
@@ -26,7 +29,7 @@ struct FusedArgs {
 /// Mirrors the device struct RowArgs of emit_cuda_row_kernel.
 struct RowArgs {
   uint64_t p[codegen::kCudaFusedMaxArgs] = {};
-  int64_t rows = 0, n = 0, groups = 1, chunk = 0, threads = 256, knd = 0, rnd = 0;
+  int64_t rows = 0, n = 0, groups = 1, chunk = 0, threads = 256, knd = 0, rnd = 0, cache = 0, cbytes = 0;
   int64_t kshape[kMaxDims] = {};
   int64_t kst[codegen::kCudaFusedMaxArgs][kMaxDims] = {};
   int64_t rshape[kMaxDims] = {};
@@ -58,6 +61,21 @@ int64_t collapse(const Shape& shape, const std::vector<Strides>& st, int64_t* ou
     cnd = 1;
   }
   return cnd;
+}
+
+/// Bytes per row element of the inputs a row program's kernel caches (gpu_row_cached_inputs,
+/// each input's row later rounded up to 16 bytes), found once per program: planning the passes
+/// on every launch would cost more than the launch.
+std::vector<int64_t> cached_input_sizes(const codegen::FusedKernel& k) {
+  static std::mutex mutex;
+  static auto* sizes = new std::unordered_map<std::string, std::vector<int64_t>>();  // by program hash
+  std::lock_guard lock(mutex);
+  auto it = sizes->find(k.hash);
+  if (it != sizes->end()) return it->second;
+  std::vector<int64_t> v;
+  for (int in : codegen::gpu_row_cached_inputs(k.program))
+    v.push_back(static_cast<int64_t>(size_of(k.program.input_dtypes[in])));
+  return sizes->emplace(k.hash, std::move(v)).first->second;
 }
 
 /// A row program: one warp or block per row (codegen/gpu_row_order.h).
@@ -96,8 +114,27 @@ void eval_fused_rows(const codegen::FusedKernel& k, const std::vector<Array>& in
   const std::string key = "fused_rows|" + k.hash;
   CUfunction fn = find_kernel(s.index, key);
   if (!fn) fn = get_kernel(s.index, key, [&] { return codegen::emit_cuda_row_kernel(k.program); }, what);
-  const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, 256 / 32) : static_cast<uint64_t>(args.rows);
-  launch(s, fn, grid, 256, &args, what);
+  // Inputs that several passes read are copied once per row into dynamic shared memory when
+  // the block's rows fit (one slot per row: 8 warp rows or 1 block row): warp rows within
+  // kGpuWarpRowCacheMaxBytes, a block row within what the device allows a block.
+  const int64_t rows_per_block = order.threads == 32 ? 256 / 32 : 1;
+  for (int64_t size : cached_input_sizes(k)) args.cbytes += (args.n * size + 15) / 16 * 16;
+  uint64_t shared = 0;
+  if (args.cbytes > 0) {
+    const int64_t bytes = args.cbytes * rows_per_block;
+    const int64_t device_limit = static_cast<int64_t>(max_dynamic_shared(s, fn));
+    const int64_t limit = order.threads == 32 ? std::min(codegen::kGpuWarpRowCacheMaxBytes, device_limit) : device_limit;
+    if (bytes <= limit) {
+      args.cache = 1;
+      shared = static_cast<uint64_t>(bytes);
+    }
+  }
+  // A block row with a large cache leaves room for one or two blocks an SM: more threads copy
+  // its row and run its epilogue (the first 256 still reduce, in the same order).
+  unsigned block = 256;
+  if (order.threads != 32 && shared > 48 * 1024) block = shared > 112 * 1024 ? 1024 : 512;
+  const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, rows_per_block) : static_cast<uint64_t>(args.rows);
+  launch(s, fn, grid, block, &args, what, shared);
 }
 
 }  // namespace

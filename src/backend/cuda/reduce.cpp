@@ -19,6 +19,7 @@
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
 #include "src/backend/cuda/reduce_sources.h"
+#include "src/codegen/cuda_emitter.h"
 #include "src/codegen/gpu_row_order.h"
 
 namespace smelt::cuda {
@@ -82,33 +83,56 @@ const char* kColRedArgsSource =
 
 }  // namespace
 
-/// The columns plan's kernel: input [outer, m, inner] row-major, m reduced. Block x covers 256
-/// neighbouring inner positions (coalesced), y the outer index and the group of m; each thread
-/// combines its column's rows of the group in order, four loads in flight at a time.
-std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
-  const std::string in_t = device_type(in), out_t = device_type(out);
-  std::string b = std::string(kColRedArgsSource) + "typedef " + codegen::gpu_red_type(op, in) +
-                  " R;\ntypedef R::Acc Acc;\n";
+/// The columns plan's kernel: input [outer, m, inner] row-major, m reduced. Block x covers
+/// 256 * vec neighbouring inner positions (coalesced), y the outer index and the group of m; each
+/// thread combines the rows of the group in order for `vec` neighbouring columns (one vector load
+/// per row when vec > 1: inner a multiple of vec, the input 16-byte aligned), four rows' loads in
+/// flight at a time. Each column's order is the same for every vec.
+std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial, int vec) {
+  const std::string in_t = device_type(in), out_t = device_type(out), v = std::to_string(vec);
+  const std::string words = std::to_string((vec * static_cast<int>(size_of(in)) + 3) / 4);
+  std::string b = std::string(kColRedArgsSource) + codegen::cuda_word_helpers_source() + codegen::cuda_vector_moves_source() +
+                  "typedef " + codegen::gpu_red_type(op, in) + " R;\ntypedef R::Acc Acc;\n";
+  // Rows q of the thread's columns: one vector (vec > 1) or one element each.
+  auto load = [&](const std::string& w, const std::string& q) {
+    return vec > 1 ? "vload<" + in_t + ", " + v + ">(" + w + ", x + (" + q + ") * a.inner);"
+                   : "{ " + w + "[0] = 0; pack(" + w + ", 0, x[(" + q + ") * a.inner]); }";
+  };
   b += "extern \"C\" __global__ void k(ColRedArgs a) {\n"
-       "  const i64 tiles = (a.inner + 255) / 256;\n"
+       "  const i64 span = 256 * " + v + ";\n"
+       "  const i64 tiles = (a.inner + span - 1) / span;\n"
        "  const i64 blk = bid();\n"
        "  const i64 tile = blk % tiles, og = blk / tiles;\n"
        "  const i64 o = og / a.groups, g = og % a.groups;\n"
-       "  const i64 i = tile * 256 + threadIdx.x;\n"
+       "  const i64 i = tile * span + (i64)threadIdx.x * " + v + ";\n"
        "  if (o >= a.outer || i >= a.inner) return;\n"
        "  const i64 lo = g * a.chunk, hi = min(a.m, lo + a.chunk);\n"
        "  const " + in_t + "* x = (const " + in_t + "*)a.in + o * a.m * a.inner + i;\n"
-       "  Acc acc = R::init();\n"
+       "  Acc av[" + v + "];\n"
+       "  #pragma unroll\n"
+       "  for (int e = 0; e < " + v + "; ++e) av[e] = R::init();\n"
        "  i64 q = lo;\n"
        "  for (; q + 4 <= hi; q += 4) {\n"
-       "    const " + in_t + " v0 = x[q * a.inner], v1 = x[(q + 1) * a.inner], v2 = x[(q + 2) * a.inner], v3 = x[(q + 3) * a.inner];\n"
-       "    acc = R::step(acc, R::load(v0)); acc = R::step(acc, R::load(v1));\n"
-       "    acc = R::step(acc, R::load(v2)); acc = R::step(acc, R::load(v3));\n"
+       "    u32 w[4][" + words + "];\n"
+       "    #pragma unroll\n"
+       "    for (int u = 0; u < 4; ++u) " + load("w[u]", "q + u") + "\n"
+       "    #pragma unroll\n"
+       "    for (int u = 0; u < 4; ++u)\n"
+       "      #pragma unroll\n"
+       "      for (int e = 0; e < " + v + "; ++e) av[e] = R::step(av[e], R::load(unpack<" + in_t + ">(w[u], e)));\n"
        "  }\n"
-       "  for (; q < hi; ++q) acc = R::step(acc, R::load(x[q * a.inner]));\n"
-       "  const i64 k = o * a.inner + i;\n";
-  if (partial) b += "  ((Acc*)a.partial)[g * a.outer * a.inner + k] = acc;\n}\n";
-  else b += "  ((" + out_t + "*)a.out)[k] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n}\n";
+       "  for (; q < hi; ++q) {\n"
+       "    u32 w[" + words + "];\n"
+       "    " + load("w", "q") + "\n"
+       "    #pragma unroll\n"
+       "    for (int e = 0; e < " + v + "; ++e) av[e] = R::step(av[e], R::load(unpack<" + in_t + ">(w, e)));\n"
+       "  }\n"
+       "  const i64 k = o * a.inner + i;\n"
+       "  #pragma unroll\n"
+       "  for (int e = 0; e < " + v + "; ++e) {\n"
+       "    const Acc acc = av[e];\n";
+  if (partial) b += "    ((Acc*)a.partial)[g * a.outer * a.inner + k + e] = acc;\n  }\n}\n";
+  else b += "    ((" + out_t + "*)a.out)[k + e] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n  }\n}\n";
   return b;
 }
 
@@ -140,11 +164,16 @@ void reduce_columns(const ReduceParams& p, const Array& in, Array& out, int64_t 
   args.m = m;
   args.inner = inner;
   args.divisor = std::max<int64_t>(m - p.ddof, 0);
+  // The groups (so each column's order) come from the shapes alone, as for one column a thread;
+  // a thread then takes 16 bytes of neighbouring columns when they allow vector loads.
   const int64_t tiles = (inner + 255) / 256, blocks = outer * tiles;
   int64_t groups = 1;
   if (blocks < 2048) groups = std::clamp<int64_t>(2048 / blocks, 1, std::max<int64_t>(1, m / 64));
   args.chunk = (m + groups - 1) / groups;
   args.groups = (m + args.chunk - 1) / args.chunk;
+  int vec = static_cast<int>(16 / size_of(dt));
+  if (inner % vec != 0 || args.in % 16 != 0) vec = 1;
+  const int64_t vec_blocks = outer * ((inner + 256 * vec - 1) / (256 * vec));
   const bool split = args.groups > 1;
   BufferPtr partial;
   if (split) {
@@ -152,9 +181,10 @@ void reduce_columns(const ReduceParams& p, const Array& in, Array& out, int64_t 
     args.partial = reinterpret_cast<uint64_t>(partial->ptr);
   }
   const std::string key = "reduce_cols|" + std::string(reduce_op_name(p.op)) + "|" + dtype_name(dt) + "|" +
-                          dtype_name(out.dtype()) + (split ? "|split" : "");
-  CUfunction fn = get_kernel(s.index, key, [&] { return reduce_columns_source(p.op, dt, out.dtype(), split); }, what);
-  launch(s, fn, static_cast<uint64_t>(blocks * args.groups), 256, &args, what);
+                          dtype_name(out.dtype()) + (split ? "|split" : "") + "|v" + std::to_string(vec);
+  CUfunction fn =
+      get_kernel(s.index, key, [&] { return reduce_columns_source(p.op, dt, out.dtype(), split, vec); }, what);
+  launch(s, fn, static_cast<uint64_t>(vec_blocks * args.groups), 256, &args, what);
   if (!split) return;
   CUfunction fin = get_kernel(s.index, key + "|combine",
                               [&] { return reduce_columns_combine_source(p.op, dt, out.dtype()); }, what);
@@ -186,13 +216,16 @@ bool column_block(const Shape& shape, const std::vector<int>& axes, int64_t& out
 }  // namespace
 
 /// The row kernel of the rows plan (see gpu_row_order.h for the order): each thread walks its
-/// vectors of the row, moved as one 16-byte load when aligned and whole, element by element
-/// otherwise (the same elements in the same order).
+/// vectors of the row four at a time (ROW_VECS_FOR), those whole and 16-byte aligned
+/// loaded together, a partial or unaligned one element by element; every vector's elements are
+/// combined in order, so the order is the same whichever way they were moved.
 std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
   const std::string in_t = device_type(in), out_t = device_type(out);
-  const int vec = codegen::gpu_row_vector(in);
-  std::string b = std::string(kRowRedArgsSource) + codegen::gpu_row_order_source() + "typedef " +
-                  codegen::gpu_red_type(op, in) + " R;\ntypedef R::Acc Acc;\n";
+  const std::string vec = std::to_string(codegen::gpu_row_vector(in));
+  const std::string words = std::to_string((codegen::gpu_row_vector(in) * size_of(in) + 3) / 4);
+  std::string b = std::string(kRowRedArgsSource) + codegen::gpu_row_order_source() + codegen::cuda_word_helpers_source() +
+                  codegen::cuda_vector_moves_source() + "typedef " + codegen::gpu_red_type(op, in) +
+                  " R;\ntypedef R::Acc Acc;\n";
   b += "extern \"C\" __global__ void k(RowRedArgs a) {\n"
        "  __shared__ Acc sh[9];\n"
        "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
@@ -202,15 +235,28 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
        "  if (r >= a.rows) return;\n"
        "  const " + in_t + "* x = (const " + in_t + "*)a.in + r * a.n;\n"
        "  const i64 lo = g * a.chunk, hi = min(a.n, lo + a.chunk);\n"
+       // Every vector of the thread starts a multiple of 16 bytes after x + lo.
+       "  const bool aligned = ((u64)(x + lo) & 15) == 0;\n"
        "  Acc acc = R::init();\n"
-       "  for (i64 b = lo + (i64)lane * " + std::to_string(vec) + "; b < hi; b += (i64)T * " + std::to_string(vec) + ") {\n"
-       "    if (b + " + std::to_string(vec) + " <= hi && ((u64)(x + b) & 15) == 0) {\n"
-       "      union { uint4 u; " + in_t + " e[" + std::to_string(vec) + "]; } v;\n"
-       "      v.u = *(const uint4*)(x + b);\n"
-       "      #pragma unroll\n"
-       "      for (int e = 0; e < " + std::to_string(vec) + "; ++e) acc = R::step(acc, R::load(v.e[e]));\n"
-       "    } else {\n"
-       "      for (i64 j = b; j < min(b + " + std::to_string(vec) + ", hi); ++j) acc = R::step(acc, R::load(x[j]));\n"
+       // Four of the thread's vectors at a time (ROW_VECS_AT): the whole aligned ones are
+       // loaded first, all in flight, then the four are combined in order, a partial or
+       // unaligned one element by element.
+       "  ROW_VECS_FOR(b, lo, hi, lane, T, " + vec + ", 4) {\n"
+       "    u32 w[4][" + words + "];\n"
+       "    #pragma unroll\n"
+       "    for (int u = 0; u < 4; ++u)\n"
+       "      if (aligned && ROW_VECS_AT(b, u, T, " + vec + ") + " + vec + " <= hi)\n"
+       "        vload<" + in_t + ", " + vec + ">(w[u], x + ROW_VECS_AT(b, u, T, " + vec + "));\n"
+       "    #pragma unroll\n"
+       "    for (int u = 0; u < 4; ++u) {\n"
+       "      const i64 v = ROW_VECS_AT(b, u, T, " + vec + ");\n"
+       "      if (v >= hi) break;\n"
+       "      if (aligned && v + " + vec + " <= hi) {\n"
+       "        #pragma unroll\n"
+       "        for (int e = 0; e < " + vec + "; ++e) acc = R::step(acc, R::load(unpack<" + in_t + ">(w[u], e)));\n"
+       "      } else {\n"
+       "        for (i64 j = v; j < min(v + " + vec + ", hi); ++j) acc = R::step(acc, R::load(x[j]));\n"
+       "      }\n"
        "    }\n"
        "  }\n"
        "  acc = row_tree<R>(acc, T, sh);\n"

@@ -16,8 +16,10 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial);
 std::string reduce_rows_combine_source(ReduceOp op, Dtype in, Dtype out);
 
 /// The columns plan's kernel (input [outer, m, inner] row-major, m reduced; with `partial`,
-/// per-group accumulators) and its combining kernel.
-std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial);
+/// per-group accumulators; each thread takes `vec` neighbouring columns, moved as one vector per
+/// row when vec > 1: inner must be a multiple of vec and the input 16-byte aligned) and its
+/// combining kernel.
+std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial, int vec = 1);
 std::string reduce_columns_combine_source(ReduceOp op, Dtype in, Dtype out);
 
 }  // namespace smelt::cuda

@@ -209,6 +209,11 @@ DeviceState& device_state(int index) {
             "cuDeviceGetAttribute", what);
       check(d.cuDeviceGetAttribute(&st->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev),
             "cuDeviceGetAttribute", what);
+      check(d.cuDeviceGetAttribute(&st->smem_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, st->dev),
+            "cuDeviceGetAttribute", what);
+      check(d.cuDeviceGetAttribute(&st->smem_per_block_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                   st->dev),
+            "cuDeviceGetAttribute", what);
       char name[256] = {};
       check(d.cuDeviceGetName(name, sizeof name, st->dev), "cuDeviceGetName", what);
       st->name = name;

@@ -16,6 +16,10 @@
 namespace smelt::cuda {
 
 /// Driver entry points, resolved through cuGetProcAddress for the header's CUDA version.
+/// cuGetProcAddress hands out the newest variant of a name up to that version, whose signature may
+/// differ from the unversioned declaration decltype sees (CUDA 13: cuCtxSynchronize is
+/// cuCtxSynchronize_v2(CUcontext)): check cudaTypedefs.h's PFN_<name>_v<version> list before adding
+/// a name (cuFuncGetAttribute and cuFuncSetAttribute have one variant each).
 struct DriverApi {
 #define SMELT_CU_FNS(X)                                                                            \
   X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)          \
@@ -23,7 +27,8 @@ struct DriverApi {
   X(cuGetErrorName) X(cuStreamCreate) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree)            \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)                \
   X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction)               \
-  X(cuLaunchKernel) X(cuMemGetInfo) X(cuOccupancyMaxPotentialBlockSize) X(cuDriverGetVersion)
+  X(cuLaunchKernel) X(cuMemGetInfo) X(cuOccupancyMaxPotentialBlockSize) X(cuDriverGetVersion)          \
+  X(cuFuncGetAttribute) X(cuFuncSetAttribute)
 #define X(name) decltype(&::name) name = nullptr;
   SMELT_CU_FNS(X)
 #undef X
@@ -81,6 +86,9 @@ struct DeviceState {
   std::atomic<bool> multi_stream{false};
   int cc_major = 0, cc_minor = 0;
   int sm_count = 0;
+  // Shared memory a block may use: without opting in (48 KiB), and after a kernel opts in
+  // through CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (227 KiB on sm_90).
+  int smem_per_block = 48 * 1024, smem_per_block_optin = 48 * 1024;
   std::string name;
 };
 

@@ -26,10 +26,40 @@ const std::vector<std::pair<std::string, Fn>>& fns() {
   return f;
 }
 
-// Rows of a warp (<= 2048), of a block, and few long rows split into chunks.
+// Rows of a warp (<= 2048), of a block, and few long rows split into chunks; lengths 1, odd and
+// not multiples of any vector width; rows whose re-read inputs go to the shared-memory row cache
+// (warp rows up to kGpuWarpRowCacheMaxBytes a block, block rows up to the device's opt-in limit:
+// 8 KiB bfloat16 rows as W4/W6, 128 KiB float32 rows as W5, both LayerNorm summands) and rows
+// past it that read global memory in every pass ({6, 2048} float32 warp rows of the two-input
+// LayerNorm, {2, 60000} and {3, 200000} float32 block rows); {2, 100000} bfloat16 is cached and split into chunks. Caches
+// past 48 KiB run in wider blocks ({4, 20000} float32: 512 threads; {3, 32768}: 1024).
 const std::vector<Shape>& shapes() {
-  static const std::vector<Shape> s = {{33, 100}, {9, 4096}, {3, 200000}};
+  static const std::vector<Shape> s = {{5, 1},     {33, 100},  {7, 1531},   {6, 2048},   {9, 4096},  {4, 3001},
+                                       {4, 20000}, {3, 32768}, {2, 60000}, {2, 100000}, {3, 200000}, {16, 4096}};
   return s;
+}
+
+/// Finite random rows with NaN, +inf and -inf in rows 1, 2 and 3 only (elsewhere every result
+/// is finite, so the bits compared are those of real values).
+Array rows_with_specials(const Shape& s, Dtype dt, uint32_t seed) {
+  const int64_t rows = s[0], n = s[1];
+  auto v = random_values(static_cast<size_t>(rows * n), -3.0, 3.0, seed);
+  if (rows > 1) v[static_cast<size_t>(n)] = std::numeric_limits<double>::quiet_NaN();
+  if (rows > 2) v[static_cast<size_t>(2 * n + n / 2)] = std::numeric_limits<double>::infinity();
+  if (rows > 3) v[static_cast<size_t>(4 * n - 1)] = -std::numeric_limits<double>::infinity();
+  return astype(Array(v, s), dt);
+}
+
+/// Compiled `fn` on `in` equals `fn` run eagerly, bit for bit, every output on the GPU.
+void expect_compiled_equals_eager(const std::string& name, const Fn& fn, const std::vector<Array>& in,
+                                  const std::string& what) {
+  auto got = compile_flat(fn)(in);
+  auto want = fn(in);
+  ASSERT_EQ(got.size(), want.size()) << name << " " << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].device(), gpu()) << name;
+    EXPECT_TRUE(bit_equal(on_cpu(got[i]), on_cpu(want[i]))) << name << " " << what << " output " << i;
+  }
 }
 
 TEST(CudaFusedReduce, CompiledEqualsEagerBitForBit) {
@@ -37,17 +67,44 @@ TEST(CudaFusedReduce, CompiledEqualsEagerBitForBit) {
   for (const auto& [name, fn] : fns())
     for (Dtype dt : {float32, bfloat16, float16})
       for (const Shape& s : shapes()) {
+        std::vector<Array> in{on_gpu(rows_with_specials(s, dt, 1)),
+                              on_gpu(astype(Array(random_values(s.back(), 0.5, 1.5, 2), Shape{s.back()}), dt)),
+                              on_gpu(rows_with_specials(s, dt, 3))};
+        expect_compiled_equals_eager(name, fn, in, dtype_name(dt) + shape_to_string(s));
+      }
+}
+
+// Special values everywhere (every 7th element: NaN, ±inf, ±0, ±1).
+TEST(CudaFusedReduce, SpecialValuesCompiledEqualsEagerBitForBit) {
+  SMELT_REQUIRE_GPU();
+  for (const auto& [name, fn] : fns())
+    for (Dtype dt : {float32, bfloat16})
+      for (const Shape& s : std::vector<Shape>{{33, 100}, {9, 4096}, {3, 32768}}) {
         std::vector<Array> in{on_gpu(special_array(s, dt, -3.0, 3.0, 1)),
                               on_gpu(astype(Array(random_values(s.back(), 0.5, 1.5, 2), Shape{s.back()}), dt)),
                               on_gpu(special_array(s, dt, -3.0, 3.0, 3))};
-        auto compiled = compile_flat(fn);
-        auto got = compiled(in);
-        auto want = fn(in);
-        for (size_t i = 0; i < got.size(); ++i) {
-          EXPECT_EQ(got[i].device(), gpu()) << name;
-          EXPECT_TRUE(bit_equal(on_cpu(got[i]), on_cpu(want[i]))) << name << " " << dtype_name(dt) << shape_to_string(s) << " output " << i;
-        }
+        expect_compiled_equals_eager(name, fn, in, dtype_name(dt) + shape_to_string(s));
       }
+}
+
+// Rows read through strides (a transposed input: the row cache's element-by-element copy and
+// the passes' element-by-element reads) and rows whose start is not 16-byte aligned (a slice
+// one element in: no vector moves from global memory).
+TEST(CudaFusedReduce, StridedAndUnalignedRowsCompiledEqualsEagerBitForBit) {
+  SMELT_REQUIRE_GPU();
+  for (Dtype dt : {float32, bfloat16})
+    for (const Shape& s : std::vector<Shape>{{100, 33}, {1531, 7}, {4096, 3}, {32768, 2}}) {
+      const Array x = on_gpu(rows_with_specials(s, dt, 8));
+      const Shape t{s[1], s[0]};
+      const std::vector<std::pair<std::string, Array>> views = {
+          {"transposed", transpose(x)},
+          {"sliced", slice(on_gpu(rows_with_specials(t, dt, 9)), {0, 1}, {t[0], t[1]})}};
+      for (const auto& [view, a] : views)
+        for (const auto& [name, fn] : fns()) {
+          const Array w = on_gpu(astype(Array(random_values(a.shape()[1], 0.5, 1.5, 2), Shape{a.shape()[1]}), dt));
+          expect_compiled_equals_eager(name, fn, {a, w, a}, view + " " + dtype_name(dt) + shape_to_string(s));
+        }
+    }
 }
 
 // GPU against CPU: the orders differ (the GPU's tree over threads, the CPU's pairwise blocks),
@@ -60,7 +117,7 @@ TEST(CudaFusedReduce, GpuAgreesWithCpu) {
   SMELT_REQUIRE_GPU();
   for (const auto& [name, fn] : fns())
     for (Dtype dt : {float32, bfloat16})
-      for (const Shape& s : shapes()) {
+      for (const Shape& s : std::vector<Shape>{{33, 100}, {9, 4096}, {3, 32768}, {3, 200000}}) {
         std::vector<Array> cpu_in{random_array(s, dt, -3.0, 3.0, 4), astype(Array(random_values(s.back(), 0.5, 1.5, 5), Shape{s.back()}), dt),
                                   random_array(s, dt, -3.0, 3.0, 6)};
         std::vector<Array> gpu_in;
@@ -74,16 +131,31 @@ TEST(CudaFusedReduce, GpuAgreesWithCpu) {
       }
 }
 
+// Rows (axis 1: four vectors in flight), columns (axis 0: 16 bytes of neighbouring columns a
+// thread when the inner length allows, else one; split into groups for few outputs). Sums of m
+// values in [-1, 1) err by at most about log2(m) + 2 roundings of m in the accumulator
+// (float32); 16-bit results round once more at 2^-8 relative. max is exact in any order.
 TEST(CudaFusedReduce, EagerReductionsOverAnyAxisMatchTheCpu) {
   SMELT_REQUIRE_GPU();
   for (Dtype dt : {float32, bfloat16, float16})
-    for (int axis : {0, 1}) {
-      Array x = random_array({2048, 1024}, dt, -1.0, 1.0, 7);
-      Array g = sum(on_gpu(x), {axis});
-      Array c = sum(x, {axis});
-      EXPECT_TRUE(all_close(on_cpu(g), as_doubles(c), dt == float32 ? 1e-4 : 1e-2, dt == float32 ? 1e-3 : 1e-1))
-          << dtype_name(dt) << " axis " << axis;
-    }
+    for (const Shape& s : std::vector<Shape>{{2048, 1024}, {2048, 1001}, {100000, 16}, {64, 3}})
+      for (int axis : {0, 1}) {
+        Array x = random_array(s, dt, -1.0, 1.0, 7);
+        Array g = sum(on_gpu(x), {axis});
+        Array c = sum(x, {axis});
+        EXPECT_TRUE(all_close(on_cpu(g), as_doubles(c), dt == float32 ? 1e-4 : 1e-2, dt == float32 ? 1e-3 : 1e-1))
+            << dtype_name(dt) << shape_to_string(s) << " axis " << axis;
+        EXPECT_TRUE(bit_equal(on_cpu(max(on_gpu(x), {axis})), max(x, {axis})))
+            << "max " << dtype_name(dt) << shape_to_string(s) << " axis " << axis;
+      }
+  // Columns behind kept outer axes: [outer, m, inner] with m reduced.
+  for (Dtype dt : {float32, bfloat16}) {
+    Array x = random_array({3, 5000, 24}, dt, -1.0, 1.0, 8);
+    EXPECT_TRUE(all_close(on_cpu(sum(on_gpu(x), {1})), as_doubles(sum(x, {1})), dt == float32 ? 1e-4 : 1e-2,
+                          dt == float32 ? 1e-3 : 1e-1))
+        << dtype_name(dt);
+    EXPECT_TRUE(bit_equal(on_cpu(min(on_gpu(x), {1})), min(x, {1}))) << dtype_name(dt);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #if SMELT_HAS_CUDA
 #include "smelt/errors.h"
@@ -54,6 +55,9 @@ TEST(CudaReduceSource, RowPlanKernelsCompileForEveryOperatorAndDtype) {
       expect_compiles(cuda::reduce_rows_combine_source(op, dt, out), what + " combine");
       expect_compiles(cuda::reduce_columns_source(op, dt, out, false), what + " columns");
       expect_compiles(cuda::reduce_columns_source(op, dt, out, true), what + " columns split");
+      const int vec = static_cast<int>(16 / size_of(dt));
+      expect_compiles(cuda::reduce_columns_source(op, dt, out, false, vec), what + " columns vectors");
+      expect_compiles(cuda::reduce_columns_source(op, dt, out, true, vec), what + " columns vectors split");
       expect_compiles(cuda::reduce_columns_combine_source(op, dt, out), what + " columns combine");
     }
 #else
@@ -88,15 +92,86 @@ TEST(CudaReduceSource, FusedRowKernelsCompile) {
       {"layer_norm", [](const std::vector<Array>& in) { return std::vector<Array>{layer_norm(add(in[0], in[0]), in[1], in[1], 1e-5)}; }},
       {"std", [](const std::vector<Array>& in) { return std::vector<Array>{std(in[0], {-1}, true, 1)}; }},
       {"logsumexp", [](const std::vector<Array>& in) { return std::vector<Array>{logsumexp(in[0], {-1}, true)}; }},
+      // A bool output (16-element vectors: 64 bytes of float32 input each) and an integer sum.
+      {"is_max", [](const std::vector<Array>& in) { return std::vector<Array>{greater_equal(in[0], max(in[0], {-1}, true))}; }},
+      {"int_sum", [](const std::vector<Array>& in) { return std::vector<Array>{subtract(in[0], astype(sum(astype(in[0], int32), {-1}, true), in[0].dtype()))}; }},
   };
   for (const auto& [name, fn] : fns)
-    for (Dtype dt : {float32, bfloat16}) {
+    for (Dtype dt : {float32, bfloat16, float16, float64}) {
+      // 16- and 64-bit rows move in vectors of other widths: two programs cover them.
+      if ((dt == float16 || dt == float64) && name != "softmax" && name != "is_max") continue;
       auto tape = optimized_tape(fn, {zeros({8, 64}, dt), zeros({64}, dt)});
       auto programs = fused_programs(tape);
       ASSERT_FALSE(programs.empty()) << name;
       for (auto* p : programs) {
         ASSERT_TRUE(p->is_row_program()) << name;
         expect_compiles(codegen::emit_cuda_row_kernel(*p), name + " " + dtype_name(dt));
+      }
+    }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// The shared-memory row cache holds exactly the inputs that more than one pass reads: the row
+// of softmax and RMSNorm, both summands of a residual LayerNorm; never a weight that only the
+// epilogue reads.
+TEST(CudaReduceSource, RowCacheHoldsTheInputsSeveralPassesRead) {
+#if SMELT_HAS_CUDA
+  using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+  const std::vector<std::tuple<std::string, Fn, size_t>> fns = {
+      {"softmax", [](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; }, 1},
+      {"rms_norm", [](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; }, 1},
+      {"layer_norm_residual",
+       [](const std::vector<Array>& in) { return std::vector<Array>{layer_norm(add(in[0], in[2]), in[1], in[1], 1e-5)}; }, 2},
+  };
+  for (const auto& [name, fn, want] : fns) {
+    auto tape = optimized_tape(fn, {zeros({8, 64}, bfloat16), zeros({64}, bfloat16), zeros({8, 64}, bfloat16)});
+    auto programs = fused_programs(tape);
+    ASSERT_EQ(programs.size(), 1u) << name;
+    const codegen::FusedProgram& p = *programs[0];
+    const std::vector<int> cached = codegen::gpu_row_cached_inputs(p);
+    EXPECT_EQ(cached.size(), want) << name;
+    // The cached inputs are full rows (of the row's dtype), the others (weights) are not.
+    for (int k : cached) EXPECT_EQ(p.input_dtypes[k], bfloat16) << name;
+    if (name != "softmax") {
+      EXPECT_LT(cached.size(), p.input_dtypes.size()) << name << ": the weight is not cached";
+    }
+  }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// The row kernels keep their vectors in registers: the 16-byte moves land in arrays of 32-bit
+// words indexed by constants once unrolled, so the PTX has no local memory (an element array
+// written through a vector pointer would put it there). On sm_90 the row cache is filled with
+// cp.async.
+TEST(CudaReduceSource, FusedRowKernelsUseNoLocalMemory) {
+#if SMELT_HAS_CUDA
+  using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+  const std::vector<std::pair<std::string, Fn>> fns = {
+      {"softmax", [](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; }},
+      {"rms_norm", [](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; }},
+      {"layer_norm_residual", [](const std::vector<Array>& in) {
+         Array h = add(in[0], in[2]);
+         return std::vector<Array>{layer_norm(h, in[1], in[1], 1e-5), h};
+       }},
+  };
+  for (const auto& [name, fn] : fns)
+    for (Dtype dt : {float32, bfloat16}) {
+      auto tape = optimized_tape(fn, {zeros({8, 64}, dt), zeros({64}, dt), zeros({8, 64}, dt)});
+      for (auto* p : fused_programs(tape)) {
+        std::string ptx;
+        try {
+          ptx = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + codegen::emit_cuda_row_kernel(*p), false, name);
+        } catch (const DeviceError& e) {
+          if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
+          GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
+        }
+        EXPECT_EQ(ptx.find(".local"), std::string::npos) << name << " " << dtype_name(dt);
+        // Each of these re-reads its row, which the row cache fetches with asynchronous copies.
+        EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << name << " " << dtype_name(dt);
       }
     }
 #else

@@ -252,9 +252,8 @@ std::string read_nodes(const DriverApi& d, Instance& g, int& num_kernels) {
         }
         if (!readable && g.unpatchable.empty())
           g.unpatchable = "the parameters of a captured kernel cannot be read (cuFuncGetParamInfo)";
-        for (auto& a : k.args) k.arg_ptrs.push_back(a.data());
+        k.arg_ptrs.resize(k.args.size());  // pointed at `args` when the node is patched
         k.params.extra = nullptr;
-        if (readable) k.params.kernelParams = k.arg_ptrs.data();
         g.kernels.push_back(std::move(k));
         break;
       }
@@ -578,6 +577,8 @@ class TapeGraph final : public compiler::GraphReplay {
       }
       for (KernelNode& k : g.kernels) {
         if (!k.dirty) continue;
+        for (size_t i = 0; i < k.args.size(); ++i) k.arg_ptrs[i] = k.args[i].data();
+        k.params.kernelParams = k.arg_ptrs.data();
         check(d.cuGraphExecKernelNodeSetParams(g.exec, k.node, &k.params), "cuGraphExecKernelNodeSetParams", name_);
         k.dirty = false;
       }

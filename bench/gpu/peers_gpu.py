@@ -295,7 +295,11 @@ def main():
         add(work9, "torch_eager", lambda: block(*w9), 0)
         cb = torch.compile(block)
         add(work9, "torch_compile", lambda: cb(*w9), 0)
-        for system, fn in (("torch_eager", lambda: block(*w9)), ("torch_compile", lambda: cb(*w9))):
+        # torch.compile with CUDA graphs (mode="reduce-overhead"): the peer of smelt's graphs.
+        cg9 = torch.compile(block, mode="reduce-overhead")
+        add(work9, "torch_compile_cudagraphs", lambda: cg9(*w9), 0)
+        for system, fn in (("torch_eager", lambda: block(*w9)), ("torch_compile", lambda: cb(*w9)),
+                           ("torch_compile_cudagraphs", lambda: cg9(*w9))):
             try:
                 rows.append({"work": "W9_host_per_call", "system": system,
                              "time_us": host_per_call_batches(fn, torch.cuda.synchronize), "bytes": 0})

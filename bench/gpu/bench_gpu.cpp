@@ -23,6 +23,7 @@
 #include "smelt/smelt.h"
 #include "smelt/telemetry.h"
 #include "bench/workloads.h"
+#include "src/backend/cuda/graph.h"  // graphs on and off in one run (W9)
 
 using namespace smelt;
 using bench::gelu_tanh;
@@ -503,6 +504,13 @@ int main(int argc, char** argv) {
       auto f = compile_w9();
       us = median_us([&] { return f(in)[0]; }, g, reps);
       rows.push_back({work, "smelt_compile", us, 0, w9_check(f(in)[0], in)});
+      // The same without CUDA graphs (one launch per kernel), for the graphs' share of the time.
+      const bool graphs = cuda::graphs_enabled();
+      cuda::set_graphs_enabled(false);
+      auto plain = compile_w9();
+      us = median_us([&] { return plain(in)[0]; }, g, reps);
+      rows.push_back({work, "smelt_compile_no_graphs", us, 0, w9_check(plain(in)[0], in)});
+      cuda::set_graphs_enabled(graphs);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "W9 compiled: %s\n", e.what());
     }

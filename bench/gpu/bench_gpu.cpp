@@ -247,6 +247,11 @@ int w9_host(const char* label) {
   DefaultDeviceScope scope(g);
   std::vector<Array> in = w9_inputs();
   auto f = compile_w9();
+  // The graph's capture, or why there is none, on stderr (the first few events).
+  int shown = 0;
+  telemetry::Subscription graph_events("cuda.graph.*", [&](const telemetry::Event& e) {
+    if (shown++ < 5) print_event(e);
+  });
   const double us = host_us_per_call_unsynced([&] { return f(in)[0]; }, g);
   std::printf("{\"work\": \"W9_host_per_call\", \"system\": \"smelt_compile_%s\", \"time_us\": %.1f, \"check_rel_err\": %.3g}\n",
               label, us, w9_check(f(in)[0], in));

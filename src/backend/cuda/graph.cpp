@@ -496,7 +496,9 @@ class TapeGraph final : public compiler::GraphReplay {
         r.from = OutputRecord::From::Constant;
         r.constant = c->second;
       } else {
-        r.index = held.at(n.buffer.get());
+        auto h = held.find(n.buffer.get());
+        if (h == held.end()) return "an output's buffer is not among the capture's";
+        r.index = h->second;
         if (output_slot.emplace(r.index, g.slots.size()).second) {
           g.slots.push_back({address(n.buffer->ptr), n.buffer->bytes});
           g.slot_held.push_back(r.index);

@@ -8,7 +8,7 @@
 // once on the caller's stream. Its buffers stay owned by the graph: intermediates for good,
 // outputs until the caller drops them. Later calls bind their buffers to the graph: an input whose
 // buffer moved, or an output the caller still holds (a new block is taken), is patched by
-// rewriting the kernel and memset node parameters that point into it in the executable graph,
+// rewriting the kernel, memset and copy node parameters that point into it in the executable graph,
 // then the graph launches as one. Anything the capture cannot take (a host synchronization, a
 // host<->device copy, a node the driver cannot describe) makes the entry replay plainly for good.
 #include "src/backend/cuda/graph.h"
@@ -149,6 +149,12 @@ struct MemsetNode {
   bool dirty = false;
 };
 
+struct MemcpyNode {
+  CUgraphNode node = nullptr;
+  CUDA_MEMCPY3D params{};
+  bool dirty = false;
+};
+
 // An 8-byte word of a kernel parameter that points into a slot: slot base + delta.
 struct KernelSite {
   size_t node, arg, byte, slot;
@@ -156,6 +162,12 @@ struct KernelSite {
 };
 struct MemsetSite {
   size_t node, slot;
+  uint64_t delta;
+};
+// A device copy's source (`dst` false) or destination that lies in a slot.
+struct MemcpySite {
+  size_t node, slot;
+  bool dst;
   uint64_t delta;
 };
 
@@ -188,8 +200,10 @@ struct Instance {
   std::vector<OutputRecord> outputs;
   std::vector<KernelNode> kernels;
   std::vector<MemsetNode> memsets;
+  std::vector<MemcpyNode> memcpys;
   std::vector<KernelSite> kernel_sites;
   std::vector<MemsetSite> memset_sites;
+  std::vector<MemcpySite> memcpy_sites;
   std::string unpatchable;  // why buffers may not move (empty: they may)
   std::vector<CUstream> launched_on;
   bool patching = false;  // set while the executable graph is being patched and launched
@@ -266,15 +280,15 @@ std::string read_nodes(const DriverApi& d, Instance& g, int& num_kernels) {
         break;
       }
       case CU_GRAPH_NODE_TYPE_MEMCPY: {
-        CUDA_MEMCPY3D p{};
-        if (CUresult r = d.cuGraphMemcpyNodeGetParams(node, &p); r != CUDA_SUCCESS)
+        MemcpyNode m;
+        m.node = node;
+        if (CUresult r = d.cuGraphMemcpyNodeGetParams(node, &m.params); r != CUDA_SUCCESS)
           return "cuGraphMemcpyNodeGetParams failed: " + error_name(r);
         // Host memory captured by address would be read again by every replay, long after
         // the copy's source is gone.
-        if (p.srcMemoryType != CU_MEMORYTYPE_DEVICE || p.dstMemoryType != CU_MEMORYTYPE_DEVICE)
+        if (m.params.srcMemoryType != CU_MEMORYTYPE_DEVICE || m.params.dstMemoryType != CU_MEMORYTYPE_DEVICE)
           return "the replay copies between the host and the device";
-        if (g.unpatchable.empty() && (slot_of(g.slots, p.srcDevice) >= 0 || slot_of(g.slots, p.dstDevice) >= 0))
-          g.unpatchable = "a device copy node reads or writes an input or output buffer";
+        g.memcpys.push_back(m);
         break;
       }
       case CU_GRAPH_NODE_TYPE_EMPTY: break;
@@ -294,7 +308,7 @@ std::string read_nodes(const DriverApi& d, Instance& g, int& num_kernels) {
   return "";
 }
 
-/// Finds the words of kernel parameters and memset targets that point into a slot.
+/// Finds the words of kernel parameters, memset targets and copy ends that point into a slot.
 void find_sites(Instance& g) {
   for (size_t k = 0; k < g.kernels.size(); ++k) {
     const auto& args = g.kernels[k].args;
@@ -312,6 +326,13 @@ void find_sites(Instance& g) {
   for (size_t m = 0; m < g.memsets.size(); ++m)
     if (int s = slot_of(g.slots, g.memsets[m].params.dst); s >= 0)
       g.memset_sites.push_back({m, static_cast<size_t>(s), g.memsets[m].params.dst - g.slots[static_cast<size_t>(s)].base});
+  for (size_t m = 0; m < g.memcpys.size(); ++m) {
+    const CUDA_MEMCPY3D& p = g.memcpys[m].params;
+    if (int s = slot_of(g.slots, p.srcDevice); s >= 0)
+      g.memcpy_sites.push_back({m, static_cast<size_t>(s), false, p.srcDevice - g.slots[static_cast<size_t>(s)].base});
+    if (int s = slot_of(g.slots, p.dstDevice); s >= 0)
+      g.memcpy_sites.push_back({m, static_cast<size_t>(s), true, p.dstDevice - g.slots[static_cast<size_t>(s)].base});
+  }
 }
 
 class TapeGraph final : public compiler::GraphReplay {
@@ -577,6 +598,12 @@ class TapeGraph final : public compiler::GraphReplay {
         g.memsets[site.node].params.dst = base[site.slot] + site.delta;
         g.memsets[site.node].dirty = true;
       }
+      for (const MemcpySite& site : g.memcpy_sites) {
+        if (!moved[site.slot]) continue;
+        CUDA_MEMCPY3D& p = g.memcpys[site.node].params;
+        (site.dst ? p.dstDevice : p.srcDevice) = base[site.slot] + site.delta;
+        g.memcpys[site.node].dirty = true;
+      }
       for (KernelNode& k : g.kernels) {
         if (!k.dirty) continue;
         for (size_t i = 0; i < k.args.size(); ++i) k.arg_ptrs[i] = k.args[i].data();
@@ -587,6 +614,11 @@ class TapeGraph final : public compiler::GraphReplay {
       for (MemsetNode& m : g.memsets) {
         if (!m.dirty) continue;
         check(d.cuGraphExecMemsetNodeSetParams(g.exec, m.node, &m.params, ds.ctx), "cuGraphExecMemsetNodeSetParams", name_);
+        m.dirty = false;
+      }
+      for (MemcpyNode& m : g.memcpys) {
+        if (!m.dirty) continue;
+        check(d.cuGraphExecMemcpyNodeSetParams(g.exec, m.node, &m.params, ds.ctx), "cuGraphExecMemcpyNodeSetParams", name_);
         m.dirty = false;
       }
       for (size_t s = 0; s < g.slots.size(); ++s) {

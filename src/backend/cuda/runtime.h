@@ -41,7 +41,8 @@ struct DriverApi {
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate)      \
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGraphGetNodes) X(cuGraphNodeGetType) \
   X(cuGraphKernelNodeGetParams) X(cuGraphExecKernelNodeSetParams) X(cuFuncGetParamInfo)            \
-  X(cuGraphMemsetNodeGetParams) X(cuGraphExecMemsetNodeSetParams) X(cuGraphMemcpyNodeGetParams)
+  X(cuGraphMemsetNodeGetParams) X(cuGraphExecMemsetNodeSetParams) X(cuGraphMemcpyNodeGetParams)       \
+  X(cuGraphExecMemcpyNodeSetParams)
 #define X(name) decltype(&::name) name = nullptr;
   SMELT_CU_GRAPH_FNS(X)
 #undef X

@@ -232,6 +232,15 @@ int slot_of(const std::vector<Slot>& slots, uint64_t w) {
   return -1;
 }
 
+/// Whether one end of a captured copy is device memory (a unified address is asked about).
+bool on_device(const DriverApi& d, CUmemorytype type, CUdeviceptr ptr) {
+  if (type == CU_MEMORYTYPE_DEVICE) return true;
+  if (type != CU_MEMORYTYPE_UNIFIED) return false;
+  unsigned int actual = 0;
+  return d.cuPointerGetAttribute(&actual, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) == CUDA_SUCCESS &&
+         actual == CU_MEMORYTYPE_DEVICE;
+}
+
 /// Reads the captured nodes into `g`: kernel parameters (to patch), memset targets; refuses
 /// nodes a replay cannot take. Returns why the graph is refused (empty: accepted).
 std::string read_nodes(const DriverApi& d, Instance& g, int& num_kernels) {
@@ -286,7 +295,8 @@ std::string read_nodes(const DriverApi& d, Instance& g, int& num_kernels) {
           return "cuGraphMemcpyNodeGetParams failed: " + error_name(r);
         // Host memory captured by address would be read again by every replay, long after
         // the copy's source is gone.
-        if (m.params.srcMemoryType != CU_MEMORYTYPE_DEVICE || m.params.dstMemoryType != CU_MEMORYTYPE_DEVICE)
+        if (!on_device(d, m.params.srcMemoryType, m.params.srcDevice) ||
+            !on_device(d, m.params.dstMemoryType, m.params.dstDevice))
           return "the replay copies between the host and the device";
         g.memcpys.push_back(m);
         break;

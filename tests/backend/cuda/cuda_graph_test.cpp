@@ -104,7 +104,8 @@ TEST_F(CudaGraph, MultiKernelFunctionReplaysAsOneGraph) {
   EXPECT_EQ(after.patched_launches - before.patched_launches, 0u);  // same inputs, outputs dropped
   EXPECT_EQ(after.failed_captures - before.failed_captures, 0u);
   ASSERT_EQ(captures.size(), 1u);
-  EXPECT_EQ(captures[0].name, "cuda.graph.capture");
+  EXPECT_EQ(captures[0].name, "cuda.graph.capture") << captures[0].field("reason");
+  EXPECT_EQ(captures[0].field("patchable"), "yes");
   EXPECT_EQ(captures[0].field("function"), "graph_used");
   EXPECT_GE(std::stoi(captures[0].field("kernels")), 3);
 }

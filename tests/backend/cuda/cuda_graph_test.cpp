@@ -146,6 +146,8 @@ TEST_F(CudaGraph, MovedInputsArePatched) {
   DefaultDeviceScope scope(gpu());
   Inputs a = inputs(31), b = inputs(41);
   auto f = compile(model, raise_on_fallback(), "graph_moved_inputs");
+  std::vector<std::string> plain;  // why a call could not use the graph
+  telemetry::Subscription sub("cuda.graph.plain", [&](const telemetry::Event& e) { plain.push_back(e.field("reason")); });
   f(a.x, a.w1, a.w2).eval();
   f(a.x, a.w1, a.w2).eval();  // captured with a's buffers
   const auto before = cuda::graph_counters();
@@ -159,6 +161,7 @@ TEST_F(CudaGraph, MovedInputsArePatched) {
   EXPECT_EQ(after.launches - before.launches, 3u);
   EXPECT_EQ(after.patched_launches - before.patched_launches, 3u);
   EXPECT_EQ(after.captures, before.captures);
+  EXPECT_TRUE(plain.empty()) << plain[0];
 }
 
 TEST_F(CudaGraph, HeldOutputsAreNotOverwritten) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command for the GPU: builds smelt with CUDA, runs the GPU tests, then the GPU benchmark
-# (SUITE.md's W1, W2, W3, W7, W8, W12 and the copy floor) with PyTorch and JAX in the same run, and
+# (SUITE.md's W1-W9, W12 of W3 and of W9, and the copy floor) with PyTorch and JAX in the same run, and
 # the concurrent-calls benchmark (threads and streams). docs/cuda.md explains it.
 #
 # Needs an NVIDIA GPU with its driver, the CUDA toolkit, cmake, ninja, a C++20 compiler; for the
@@ -108,11 +108,22 @@ if [ "${SMELT_GPU_SKIP_BENCH:-0}" != 1 ]; then
   for i in 1 2 3; do
     SMELT_CACHE_DIR="$BUILD/w12-cache-1" "$BUILD/bench_gpu" --w12 warm_disk_cache >>"$OUT/w12.jsonl" || STATUS=1
   done
+  # The same for the W9 block (a GPT-2-small block: matmuls, attention, norms, GELU).
+  for i in 1 2 3; do
+    rm -rf "$BUILD/w12-w9-cache-$i"
+    SMELT_CACHE_DIR="$BUILD/w12-w9-cache-$i" "$BUILD/bench_gpu" --w12-w9 empty_cache >>"$OUT/w12.jsonl" || STATUS=1
+  done
+  for i in 1 2 3; do
+    SMELT_CACHE_DIR="$BUILD/w12-w9-cache-1" "$BUILD/bench_gpu" --w12-w9 warm_disk_cache >>"$OUT/w12.jsonl" || STATUS=1
+  done
+  # W9's host time per call, compiled, with CUDA graphs and without (SMELT_CUDA_GRAPHS, docs/cuda.md).
+  SMELT_CUDA_GRAPHS=1 "$BUILD/bench_gpu" --w9-host graphs >>"$OUT/w12.jsonl" || STATUS=1
+  SMELT_CUDA_GRAPHS=0 "$BUILD/bench_gpu" --w9-host no_graphs >>"$OUT/w12.jsonl" || STATUS=1
   cat "$OUT/w12.jsonl"
   # Concurrent calls: one compiled function and one compiled MLP block from 1-4 threads, on the
   # default stream and then on one smelt::Stream per thread (the CPU rows come first).
   say "concurrent calls (bench_concurrency)"
-  "$BUILD/bench_concurrency" --threads 1,2,4,8 --json "$OUT/concurrency.json" || STATUS=1
+  "$BUILD/bench_concurrency" --threads 1,2,4,8 --seconds 0.5 --json "$OUT/concurrency.json" || STATUS=1
   if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     python3 "$ROOT/bench/gpu/peers_gpu.py" "$OUT/smelt_gpu.json" "$OUT/gpu_bench.json" "$REPS" "$OUT/gpu_bench.txt" "$OUT/w12.jsonl" || STATUS=1
   else

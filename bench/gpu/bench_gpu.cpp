@@ -1,7 +1,9 @@
-// GPU benchmark of smelt (SUITE.md W1-W8, W12; eager and compiled), reductions, and the copy floor.
+// GPU benchmark of smelt (SUITE.md W1-W9, W12; eager and compiled), reductions, and the copy floor.
 //
-// Usage: bench_gpu OUT.json [reps] | bench_gpu --w12 LABEL (prints W12's first-call row; run it
-// in fresh processes with an empty and with a warm SMELT_CACHE_DIR). Times each workload as
+// Usage: bench_gpu OUT.json [reps] | bench_gpu --w12 LABEL | bench_gpu --w12-w9 LABEL (print W12's
+// first-call row of W3 / of the W9 block; run them in fresh processes with an empty and with a
+// warm SMELT_CACHE_DIR) | bench_gpu --w9-host LABEL (prints the host time per call of compiled W9,
+// run with SMELT_CUDA_GRAPHS=1 and =0). Times each workload as
 // eval + synchronize on the host clock (W8: host time per call of 2000 back-to-back calls),
 // after warm-up (kernel builds stay out of the numbers), median of `reps` (default 50) on random
 // data; checks each GPU result against the CPU's on the same inputs (relative L2 error).
@@ -21,6 +23,7 @@
 #include "smelt/smelt.h"
 #include "smelt/telemetry.h"
 #include "bench/workloads.h"
+#include "src/backend/cuda/graph.h"  // graphs on and off in one run (W9)
 
 using namespace smelt;
 using bench::gelu_tanh;
@@ -113,6 +116,13 @@ double host_us_per_call(const std::function<Array()>& call, Device dev) {
   return t[t.size() / 2];
 }
 
+/// Prints a telemetry event to stderr (W12's --events: where the first call's time goes).
+void print_event(const telemetry::Event& e) {
+  std::fprintf(stderr, "  event %-24s %8.3f ms", e.name.c_str(), e.duration_ms);
+  for (auto& [k, v] : e.fields) std::fprintf(stderr, " %s=%s", k.c_str(), v.substr(0, 60).c_str());
+  std::fprintf(stderr, "\n");
+}
+
 /// W12: the first call of compiled W3 in this process (trace, code generation, kernel build or
 /// disk-cache load, run), in ms; the caller picks the cache folder (SMELT_CACHE_DIR).
 int w12(const char* label, int argc, char** argv) {
@@ -124,11 +134,7 @@ int w12(const char* label, int argc, char** argv) {
   // With --events, every telemetry event of the call goes to stderr (where the time goes).
   std::optional<telemetry::Subscription> events;
   if (argc > 3 && std::string(argv[3]) == "--events")
-    events.emplace("*", [](const telemetry::Event& e) {
-      std::fprintf(stderr, "  event %-24s %8.3f ms", e.name.c_str(), e.duration_ms);
-      for (auto& [k, v] : e.fields) std::fprintf(stderr, " %s=%s", k.c_str(), v.substr(0, 60).c_str());
-      std::fprintf(stderr, "\n");
-    });
+    events.emplace("*", print_event);
   auto t0 = std::chrono::steady_clock::now();
   CompileOptions o;
   o.fallback = CompileFallback::Raise;
@@ -143,16 +149,132 @@ int w12(const char* label, int argc, char** argv) {
 }
 
 /// Random normal values of `shape` drawn on the GPU itself (nothing crosses the bus), in `dtype`.
-Array gpu_normal(const Shape& shape, Dtype dtype, uint64_t seed) {
+Array gpu_normal(const Shape& shape, Dtype dtype, uint64_t seed, double stddev = 1.0, double mean = 0.0) {
   const Device g = Device::cuda(0);
   DefaultDeviceScope scope(g);
-  Array a = astype(random::normal(random::key(seed), shape), dtype);
+  Array a = astype(random::normal(random::key(seed), shape, mean, stddev), dtype);
   a.eval();
   if (!(a.device() == g)) {
     std::fprintf(stderr, "bench_gpu: an input was made on %s, not on the GPU\n", a.device().str().c_str());
     std::exit(1);
   }
   return a;
+}
+
+/// W9's attention, composed (matmul, scale, causal mask, softmax, matmul) over [B, H, T, Dh].
+/// One function, so that it can become smelt::scaled_dot_product_attention(q, k, v, causal) in
+/// one place once that op exists.
+Array causal_attention(const Array& q, const Array& k, const Array& v) {
+  const int64_t t = q.shape()[2], dh = q.shape()[3];
+  Array scores = matmul(q, swapaxes(k, -1, -2)) * (1.0 / std::sqrt(static_cast<double>(dh)));
+  Array pos = arange(t, int32);
+  Array causal = less_equal(reshape(pos, {1, t}), reshape(pos, {t, 1}));  // key position <= query position
+  scores = where(causal, scores, weak_scalar(-INFINITY, scores.dtype()));
+  return matmul(softmax(scores, {-1}), v);
+}
+
+/// W9: a GPT-2-small block forward (pre-LN): x + attn(LN(x)), then + MLP(LN(.)) with tanh-GELU.
+/// in = {x [B, T, D], ln1_w, ln1_b, w_qkv [D, 3D], b_qkv, w_proj [D, D], b_proj, ln2_w, ln2_b,
+/// w_fc [D, 4D], b_fc, w_out [4D, D], b_out}.
+constexpr int kW9Heads = 12;
+Array gpt2_block(const std::vector<Array>& in) {
+  const Array& x = in[0];
+  const int64_t b = x.shape()[0], t = x.shape()[1], d = x.shape()[2], dh = d / kW9Heads;
+  Array h = layer_norm(x, in[1], in[2], 1e-5);
+  std::vector<Array> qkv = split(matmul(h, in[3]) + in[4], 3, -1);
+  auto heads = [&](const Array& a) { return transpose(reshape(a, {b, t, kW9Heads, dh}), {0, 2, 1, 3}); };
+  Array att = causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));
+  att = reshape(transpose(att, {0, 2, 1, 3}), {b, t, d});
+  Array x1 = x + (matmul(att, in[5]) + in[6]);
+  Array m = gelu(matmul(layer_norm(x1, in[7], in[8], 1e-5), in[9]) + in[10], true);
+  return x1 + (matmul(m, in[11]) + in[12]);
+}
+
+/// W9's input and random weights (bf16, batch 8 x seq 512 x d 768), made on the GPU.
+std::vector<Array> w9_inputs() {
+  const int64_t b = 8, t = 512, d = 768;
+  auto w = [](const Shape& s, uint64_t seed) { return gpu_normal(s, bfloat16, seed, 0.02); };
+  auto ln = [](int64_t n, uint64_t seed) { return gpu_normal({n}, bfloat16, seed, 0.1, 1.0); };
+  return {gpu_normal({b, t, d}, bfloat16, 90),
+          ln(d, 91), ln(d, 92), w({d, 3 * d}, 93), w({3 * d}, 94), w({d, d}, 95), w({d}, 96),
+          ln(d, 97), ln(d, 98), w({d, 4 * d}, 99), w({4 * d}, 100), w({4 * d, d}, 101), w({d}, 102)};
+}
+
+/// W9's check: batch 0 of a GPU result against the CPU's block on batch 0 of the same inputs.
+double w9_check(const Array& result, const std::vector<Array>& in) {
+  DefaultDeviceScope cpu(Device::cpu());  // the reference's causal mask too
+  std::vector<Array> host;
+  for (const Array& a : in) host.push_back(to_device(a, Device::cpu()));
+  const Shape& s = in[0].shape();
+  host[0] = slice(host[0], {0, 0, 0}, {1, s[1], s[2]});
+  return rel_error(slice(result, {0, 0, 0}, {1, s[1], s[2]}), gpt2_block(host));
+}
+
+/// The compiled W9 block; weights are inputs (not captured constants), as in a real model call.
+auto compile_w9() {
+  CompileOptions o;
+  o.fallback = CompileFallback::Raise;  // a fallback to eager would time the wrong thing
+  return compile_flat([](const std::vector<Array>& in) { return std::vector<Array>{gpt2_block(in)}; }, o,
+                      "bench_gpu_w9");
+}
+
+/// Host time per call of `call` (W9): batches of 10 back-to-back calls, timed until the last call
+/// has queued its work (a batch stays well inside the driver's launch queue, so the GPU's time
+/// does not throttle the host), then a wait before the next batch; median of 50 batches.
+double host_us_per_call_unsynced(const std::function<Array()>& call, Device dev) {
+  for (int i = 0; i < 10; ++i) call().eval();
+  synchronize(dev);
+  std::vector<double> t;
+  for (int r = 0; r < 50; ++r) {
+    const int calls = 10;
+    std::vector<Array> keep;  // dropped after the timing: freeing is not part of a call
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) {
+      keep.push_back(call());
+      keep.back().eval();
+    }
+    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls);
+    synchronize(dev);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// `--w9-host LABEL`: the host time per call of compiled W9 as one JSON row (gpu.sh runs it with
+/// SMELT_CUDA_GRAPHS=1 and =0: with and without CUDA graphs).
+int w9_host(const char* label) {
+  const Device g = Device::cuda(0);
+  DefaultDeviceScope scope(g);
+  std::vector<Array> in = w9_inputs();
+  auto f = compile_w9();
+  // The graph's capture, or why there is none, on stderr (the first few events).
+  int shown = 0;
+  telemetry::Subscription graph_events("cuda.graph.*", [&](const telemetry::Event& e) {
+    if (shown++ < 5) print_event(e);
+  });
+  const double us = host_us_per_call_unsynced([&] { return f(in)[0]; }, g);
+  std::printf("{\"work\": \"W9_host_per_call\", \"system\": \"smelt_compile_%s\", \"time_us\": %.1f, \"check_rel_err\": %.3g}\n",
+              label, us, w9_check(f(in)[0], in));
+  return 0;
+}
+
+/// `--w12-w9 LABEL`: the first call of the compiled W9 block in this process, in ms.
+int w12_w9(const char* label, int argc, char** argv) {
+  const Device g = Device::cuda(0);
+  DefaultDeviceScope scope(g);
+  std::vector<Array> in = w9_inputs();
+  synchronize(g);  // the GPU is started and the inputs are there: only the first call is timed
+  std::optional<telemetry::Subscription> events;
+  if (argc > 3 && std::string(argv[3]) == "--events") events.emplace("*", print_event);
+  auto t0 = std::chrono::steady_clock::now();
+  auto f = compile_w9();
+  Array r = f(in)[0];
+  r.eval();
+  synchronize(g);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("{\"work\": \"W12_first_call_W9\", \"system\": \"smelt_compile_%s\", \"time_us\": %.1f}\n", label,
+              ms * 1e3);
+  return 0;
 }
 
 /// The reduction workloads (W4, W5, W6) and single reductions, eager and compiled, each checked
@@ -245,6 +367,14 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--w12") {
     if (!cuda_available()) return 1;
     return w12(argv[2], argc, argv);
+  }
+  if (argc >= 3 && std::string(argv[1]) == "--w12-w9") {
+    if (!cuda_available()) return 1;
+    return w12_w9(argv[2], argc, argv);
+  }
+  if (argc >= 3 && std::string(argv[1]) == "--w9-host") {
+    if (!cuda_available()) return 1;
+    return w9_host(argv[2]);
   }
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_gpu OUT.json [reps]\n");
@@ -409,6 +539,27 @@ int main(int argc, char** argv) {
     for (const auto& w : works) bench_rows(w, reps, rows);
   }
   bench_w9_mlp(reps, rows);
+  {  // W9: a GPT-2-small block, bf16, 8 x 512 x 768, 12 heads; eager and compiled
+    DefaultDeviceScope scope(g);  // the causal mask is made from nothing: on the GPU too
+    std::vector<Array> in = w9_inputs();
+    const std::string work = "W9_gpt2_block_8x512x768_bf16";
+    double us = median_us([&] { return gpt2_block(in); }, g, reps);
+    rows.push_back({work, "smelt_eager", us, 0, w9_check(gpt2_block(in), in)});
+    try {
+      auto f = compile_w9();
+      us = median_us([&] { return f(in)[0]; }, g, reps);
+      rows.push_back({work, "smelt_compile", us, 0, w9_check(f(in)[0], in)});
+      // The same without CUDA graphs (one launch per kernel), for the graphs' share of the time.
+      const bool graphs = cuda::graphs_enabled();
+      cuda::set_graphs_enabled(false);
+      auto plain = compile_w9();
+      us = median_us([&] { return plain(in)[0]; }, g, reps);
+      rows.push_back({work, "smelt_compile_no_graphs", us, 0, w9_check(plain(in)[0], in)});
+      cuda::set_graphs_enabled(graphs);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "W9 compiled: %s\n", e.what());
+    }
+  }
   FILE* f = std::fopen(argv[1], "w");
   if (!f) {
     std::perror(argv[1]);

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""GPU peers for scripts/gpu.sh: PyTorch eager, torch.compile and jax.jit on SUITE.md's W1-W8,
+"""GPU peers for scripts/gpu.sh: PyTorch eager, torch.compile and jax.jit on SUITE.md's W1-W9,
 single reductions (row and column sums, float32 and bfloat16) and the copy floor, joined with smelt's rows (bench_gpu's JSON, plus W12 rows given as
 extra JSON lines) into one JSON report and a table (SUITE.md's fields).
 
 Usage: peers_gpu.py SMELT_JSON OUT_JSON [reps] [TABLE_TXT] [W12_JSONL]. CUDA events around each
 call for the bandwidth workloads (warm-up first, median of reps, default 50); host time per call
-over back-to-back calls for W8; the same sizes and value ranges as bench_gpu.cpp.
+over back-to-back calls for W8 and W9's host rows; the same sizes and value ranges as bench_gpu.cpp.
 """
 import json
 import os
@@ -252,6 +252,77 @@ def main():
             add_jax(work, lambda *a, fn=fn: fn(*a, m=jnp), args, nbytes)
     del xb, rb, xf, x5
 
+    # W9: a GPT-2-small block forward, bf16, batch 8 x seq 512 x d 768, 12 heads (bench_gpu.cpp's
+    # gpt2_block: pre-LN, QKV with bias, causal attention, proj + residual, tanh-GELU MLP + residual).
+    import torch.nn.functional as F
+    B, T, D, H = 8, 512, 768, 12
+
+    def wt(*shape, sd=0.02, mean=0.0):
+        return (torch.randn(*shape, device=dev) * sd + mean).to(torch.bfloat16)
+    w9 = [wt(B, T, D, sd=1.0), wt(D, sd=0.1, mean=1.0), wt(D, sd=0.1, mean=1.0), wt(D, 3 * D), wt(3 * D),
+          wt(D, D), wt(D), wt(D, sd=0.1, mean=1.0), wt(D, sd=0.1, mean=1.0), wt(D, 4 * D), wt(4 * D),
+          wt(4 * D, D), wt(D)]
+
+    def block(x, ln1_w, ln1_b, w_qkv, b_qkv, w_proj, b_proj, ln2_w, ln2_b, w_fc, b_fc, w_out, b_out):
+        h = F.layer_norm(x, (D,), ln1_w, ln1_b, 1e-5)
+        q, k, v = (h @ w_qkv + b_qkv).split(D, -1)
+
+        def heads(a):
+            return a.view(B, T, H, D // H).transpose(1, 2)
+        a = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
+        x1 = x + (a.transpose(1, 2).reshape(B, T, D) @ w_proj + b_proj)
+        m = F.gelu(F.layer_norm(x1, (D,), ln2_w, ln2_b, 1e-5) @ w_fc + b_fc, approximate="tanh")
+        return x1 + (m @ w_out + b_out)
+
+    def host_per_call_batches(fn, sync):
+        # bench_gpu's W9 host rows: batches of 10 back-to-back calls timed until the last one has
+        # queued its work, a wait between batches; median of 50 batches.
+        for _ in range(10):
+            fn()
+        sync()
+        t = []
+        for _ in range(50):
+            keep = []
+            t0 = time.perf_counter()
+            for _ in range(10):
+                keep.append(fn())
+            t.append((time.perf_counter() - t0) / 10 * 1e6)
+            sync()
+        t.sort()
+        return t[len(t) // 2]
+    work9 = "W9_gpt2_block_8x512x768_bf16"
+    with torch.no_grad():
+        add(work9, "torch_eager", lambda: block(*w9), 0)
+        cb = torch.compile(block)
+        add(work9, "torch_compile", lambda: cb(*w9), 0)
+        # torch.compile with CUDA graphs (mode="reduce-overhead"): the peer of smelt's graphs.
+        cg9 = torch.compile(block, mode="reduce-overhead")
+        add(work9, "torch_compile_cudagraphs", lambda: cg9(*w9), 0)
+        for system, fn in (("torch_eager", lambda: block(*w9)), ("torch_compile", lambda: cb(*w9)),
+                           ("torch_compile_cudagraphs", lambda: cg9(*w9))):
+            try:
+                rows.append({"work": "W9_host_per_call", "system": system,
+                             "time_us": host_per_call_batches(fn, torch.cuda.synchronize), "bytes": 0})
+            except Exception as e:
+                print(f"{system} W9 host: {type(e).__name__}: {e}")
+    if jax_ok:
+        def jblock(x, ln1_w, ln1_b, w_qkv, b_qkv, w_proj, b_proj, ln2_w, ln2_b, w_fc, b_fc, w_out, b_out):
+            def ln(a, w, b):
+                af = a.astype(jnp.float32)
+                mu = af.mean(-1, keepdims=True)
+                var = ((af - mu) ** 2).mean(-1, keepdims=True)
+                return ((af - mu) * jax.lax.rsqrt(var + 1e-5) * w + b).astype(a.dtype)
+            q, k, v = jnp.split(ln(x, ln1_w, ln1_b) @ w_qkv + b_qkv, 3, axis=-1)
+
+            def heads(a):
+                return a.reshape(B, T, H, D // H)  # jax.nn.dot_product_attention's [B, T, N, H]
+            a = jax.nn.dot_product_attention(heads(q), heads(k), heads(v), is_causal=True).reshape(B, T, D)
+            x1 = x + (a @ w_proj + b_proj)
+            m = jax.nn.gelu(ln(x1, ln2_w, ln2_b) @ w_fc + b_fc, approximate=True)
+            return x1 + (m @ w_out + b_out)
+        add_jax(work9, jblock, w9, 0)
+    del w9
+
     # Floor: the best copy bandwidth measured in this run.
     copy_gbps = max(r["bytes"] / r["time_us"] / 1e3 for r in rows if r["work"] == "copy_1GiB")
     for r in rows:
@@ -276,7 +347,8 @@ def main():
         fl = "" if r["fraction_of_floor"] is None else f"{r['fraction_of_floor']:.2f}"
         lines.append(f"{r['work']:<26} {r['system']:<19} {r['time_us']:>11.1f} {gb:>8} {fl:>6} "
                      f"{'' if ratio is None else f'{ratio:.2f}x':>12}")
-    lines.append("W8: host µs per call (2000 back-to-back calls); W12: µs for the first call in a new process.")
+    lines.append("W8: host µs per call (2000 back-to-back calls); W9_host_per_call: host µs per call (batches of 10 "
+                 "back-to-back calls; smelt with CUDA graphs on and off); W12: µs for the first call in a new process.")
     print("\n".join(lines))
     return lines
 

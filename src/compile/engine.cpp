@@ -14,6 +14,7 @@
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
 #include "smelt/transforms.h"
+#include "src/compile/graph_replay.h"
 #include "src/compile/passes.h"
 #include "src/compile/shapeless.h"
 #include "src/compile/tape.h"
@@ -89,6 +90,8 @@ struct Entry {
   // The function could not be traced or lowered for this signature and runs eagerly (fallback
   // Eager). Remembered like any entry so that later calls neither re-trace nor repeat the event.
   bool eager = false;
+  // Replays as one device graph (CUDA graphs) where the tape allows; null: plain replays only.
+  std::unique_ptr<compiler::GraphReplay> graph;
 };
 
 bool has_zero_axis(const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); }
@@ -152,6 +155,8 @@ class CompileEngine {
     if (entry->eager) return run_eager(inputs, trace, out_structure);
     out_structure = entry->out_structure;
     if (entry->shapeless) return compiler::replay_shapeless(entry->tape, *entry->shapeless, inputs, name_);
+    if (entry->graph)
+      if (auto outs = entry->graph->run(entry->tape, inputs)) return std::move(*outs);
     return compiler::replay_tape(entry->tape, inputs);
   }
 
@@ -257,6 +262,8 @@ class CompileEngine {
       compiler::PassOptions po{options_.disabled_passes, options_.fuse, options_.dump, name_};
       compiler::run_passes(entry->tape, po);
       if (shapeless) entry->shapeless = compiler::plan_shapeless(entry->tape, name_);
+      // Fixed shapes only: a captured graph bakes in every launch's shape.
+      else entry->graph = compiler::make_graph_replay(entry->tape, name_);
     } catch (const UnknownValueError& e) {
       return fallback_or_throw(sig, e.what());
     } catch (const UnsupportedError& e) {

@@ -160,6 +160,13 @@ void check_replay_inputs(const Tape& tape, const std::vector<Array>& inputs) {
 }
 
 std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& inputs) {
+  std::vector<Array> values = replay_tape_values(tape, inputs);
+  std::vector<Array> outs;
+  for (int o : tape.outputs) outs.push_back(values[o]);
+  return outs;
+}
+
+std::vector<Array> replay_tape_values(const Tape& tape, const std::vector<Array>& inputs) {
   check_replay_inputs(tape, inputs);
   std::vector<Array> values(tape.values.size());
   for (int i = 0; i < tape.num_inputs; ++i) values[i] = inputs[i];
@@ -182,9 +189,7 @@ std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& input
       for (size_t i = 0; i < outs.size(); ++i) values[s.outputs[i]] = std::move(outs[i]);
     }
   }
-  std::vector<Array> outs;
-  for (int o : tape.outputs) outs.push_back(values[o]);
-  return outs;
+  return values;
 }
 
 }  // namespace smelt::compiler

@@ -74,4 +74,8 @@ void check_replay_inputs(const Tape& tape, const std::vector<Array>& inputs);
 /// traced), each step on its own device.
 std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& inputs);
 
+/// replay_tape, returning every value by id (inputs and constants included; steps' outputs lazy):
+/// a graph capture keeps them all until the graph has launched.
+std::vector<Array> replay_tape_values(const Tape& tape, const std::vector<Array>& inputs);
+
 }  // namespace smelt::compiler

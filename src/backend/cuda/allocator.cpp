@@ -71,6 +71,8 @@ void CudaAllocator::system_free(const std::vector<Block>& blocks) {
 uint64_t CudaAllocator::stream_tag() const { return smelt::detail::current_stream_id(Device::cuda(device_)); }
 
 Allocator& allocator(Device device) {
+  // A stream capture on this thread keeps the blocks its work uses (graph.cpp).
+  if (const ThreadCapture* c = thread_capture(); c && c->device == device.index) return *c->allocator;
   static std::mutex m;
   static auto* allocators = new std::vector<std::unique_ptr<CudaAllocator>>();  // never destroyed
   device_state(device.index);  // throws DeviceError for a GPU that does not exist

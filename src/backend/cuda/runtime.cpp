@@ -77,6 +77,15 @@ DriverHolder load_driver() {
     h.why = "the CUDA driver lacks " + missing + " (driver older than CUDA " SMELT_STR(SMELT_CUDA_MAJOR) "?)";
     return h;
   }
+  // The graph functions by their header's (versioned) symbol: SMELT_XSTR expands the name first.
+#define SMELT_XSTR(x) SMELT_STR(x)
+#define X(name)                                                                                         \
+  api->name = reinterpret_cast<decltype(api->name)>(dlsym(lib, SMELT_XSTR(name)));                      \
+  if (!api->name) api->graphs_missing += std::string(api->graphs_missing.empty() ? "" : ", ") + SMELT_XSTR(name);
+  SMELT_CU_GRAPH_FNS(X)
+#undef X
+#undef SMELT_XSTR
+  if (!api->graphs_missing.empty()) api->graphs_missing = "the CUDA driver lacks " + api->graphs_missing;
   if (CUresult r = api->cuInit(0); r != CUDA_SUCCESS) {
     const char* name = nullptr;
     api->cuGetErrorName(r, &name);
@@ -234,7 +243,15 @@ CUstream stream_handle(const DeviceState& s, uint64_t id) {
   return s.streams[id - 1];
 }
 
+namespace {
+thread_local const ThreadCapture* t_capture = nullptr;
+}  // namespace
+
+const ThreadCapture* thread_capture() { return t_capture; }
+void set_thread_capture(const ThreadCapture* capture) { t_capture = capture; }
+
 CUstream current_stream(const DeviceState& s) {
+  if (t_capture && t_capture->device == s.index) return t_capture->stream;
   return stream_handle(s, smelt::detail::current_stream_id(Device::cuda(s.index)));
 }
 
@@ -245,6 +262,7 @@ std::atomic<bool> any_streams{false};
 
 void finish_node(Device device, const char* what) {
   if (!any_streams.load()) return;
+  if (t_capture && t_capture->device == device.index) return;  // the graph's launch waits instead
   const DeviceState& s = device_state(device.index);
   if (!s.multi_stream.load()) return;
   check(driver()->cuStreamSynchronize(current_stream(s)), "cuStreamSynchronize", what);

@@ -13,6 +13,10 @@
 
 #include "smelt/device.h"
 
+namespace smelt {
+class Allocator;
+}
+
 namespace smelt::cuda {
 
 /// Driver entry points, resolved through cuGetProcAddress for the header's CUDA version.
@@ -32,6 +36,22 @@ struct DriverApi {
 #define X(name) decltype(&::name) name = nullptr;
   SMELT_CU_FNS(X)
 #undef X
+
+  // CUDA graphs (graph.cpp). Optional: a driver without them runs compiled entries without graphs
+  // (`graphs_missing` says why). Resolved with dlsym of the exact symbol the header maps each
+  // name to (cuStreamBeginCapture_v2, cuGraphInstantiateWithFlags, cuGraphKernelNodeGetParams_v2,
+  // ...), not through cuGetProcAddress: for some names that returns a newer version with another
+  // signature than the header declares (as it did for cuCtxSynchronize under CUDA 13).
+#define SMELT_CU_GRAPH_FNS(X)                                                                   \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate)      \
+  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGraphGetNodes) X(cuGraphNodeGetType) \
+  X(cuGraphKernelNodeGetParams) X(cuGraphExecKernelNodeSetParams) X(cuFuncGetParamInfo)            \
+  X(cuGraphMemsetNodeGetParams) X(cuGraphExecMemsetNodeSetParams) X(cuGraphMemcpyNodeGetParams)       \
+  X(cuGraphExecMemcpyNodeSetParams) X(cuPointerGetAttribute)
+#define X(name) decltype(&::name) name = nullptr;
+  SMELT_CU_GRAPH_FNS(X)
+#undef X
+  std::string graphs_missing;  // empty: every graph function above was found
 };
 
 struct NvrtcApi {
@@ -108,5 +128,19 @@ void finish_node(Device device, const char* what);
 
 /// Waits for every stream of the device (its default stream and those Stream::create made).
 void synchronize_all_streams(const DeviceState& s, const char* what);
+
+/// A stream capture in progress on the calling thread (graph.cpp): while set, every launch of
+/// `device` from this thread goes to `stream` (current_stream returns it), finish_node does not
+/// wait (a capture cannot synchronize; the graph's launch waits once instead), and
+/// allocator(device) returns `allocator`, which keeps every block the captured work uses.
+struct ThreadCapture {
+  int device = -1;
+  CUstream stream = nullptr;
+  Allocator* allocator = nullptr;
+};
+/// The calling thread's capture, or null.
+const ThreadCapture* thread_capture();
+/// Sets (or, with null, clears) the calling thread's capture.
+void set_thread_capture(const ThreadCapture* capture);
 
 }  // namespace smelt::cuda

@@ -1,0 +1,310 @@
+// CUDA graphs of compiled replays: a graph is captured and used, its results equal the plain
+// replay's and eager evaluation's bit for bit, moved inputs and held outputs are patched, lazy
+// inputs, streams and threads work, and replays that cannot be captured fall back with a reason.
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "smelt/compile.h"
+#include "smelt/stream.h"
+#include "smelt/telemetry.h"
+#include "src/backend/cuda/graph.h"
+#include "tests/backend/cuda/cuda_test_utils.h"
+
+namespace smelt {
+namespace {
+
+using namespace smelt::test;
+
+// Several kernels: two cuBLASLt matmuls, a fused tanh-GELU, a row reduction and an epilogue.
+Array model(const Array& x, const Array& w1, const Array& w2) {
+  Array h = matmul(x, w1);
+  h = h * 0.5f * (tanh((h + h * h * h * 0.044715f) * 0.7978845608f) + 1.0f);
+  Array y = matmul(h, w2);
+  return y - sum(y, {1}, true) * (1.0f / 48.0f);
+}
+
+Array model3(const std::vector<Array>& in) { return model(in[0], in[1], in[2]); }
+
+// Bit-for-bit equality of two GPU (or CPU) arrays, NaN payloads included.
+::testing::AssertionResult same_bits(const Array& a, const Array& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype())
+    return ::testing::AssertionFailure() << "shape or dtype differs: " << shape_to_string(a.shape()) << " vs "
+                                         << shape_to_string(b.shape());
+  const auto x = raw_bytes(on_cpu(a)), y = raw_bytes(on_cpu(b));
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] != y[i]) return ::testing::AssertionFailure() << "byte " << i << " differs";
+  return ::testing::AssertionSuccess();
+}
+
+struct Inputs {
+  Array x, w1, w2;
+};
+
+Inputs inputs(uint32_t seed) {
+  Inputs in{on_gpu(special_array({64, 32}, float32, -2, 2, seed)), on_gpu(special_array({32, 96}, float32, -1, 1, seed + 1)),
+            on_gpu(special_array({96, 48}, float32, -1, 1, seed + 2))};
+  eval({in.x, in.w1, in.w2});
+  return in;
+}
+
+// Graphs off while it lives (set_graphs_enabled is process-wide: single-threaded parts only).
+struct GraphsOff {
+  GraphsOff() : was(cuda::graphs_enabled()) { cuda::set_graphs_enabled(false); }
+  ~GraphsOff() { cuda::set_graphs_enabled(was); }
+  bool was;
+};
+
+CompileOptions raise_on_fallback() {
+  CompileOptions o;
+  o.fallback = CompileFallback::Raise;
+  return o;
+}
+
+// The reference of a graph's result: the plain compiled replay of the same function (graphs
+// off), so that these tests check graphs against the replay they stand for.
+Array plain_model(const Inputs& in) {
+  static auto f = compile(model, raise_on_fallback(), "graph_reference");
+  GraphsOff off;
+  Array r = f(in.x, in.w1, in.w2);
+  r.eval();
+  return r;
+}
+
+// Graphs on for the test (the environment may have switched them off), restored after.
+class CudaGraph : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    was_ = cuda::graphs_enabled();
+    cuda::set_graphs_enabled(true);
+  }
+  void TearDown() override { cuda::set_graphs_enabled(was_); }
+
+ private:
+  bool was_ = true;
+};
+
+TEST_F(CudaGraph, MultiKernelFunctionReplaysAsOneGraph) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  Inputs in = inputs(1);
+  std::vector<telemetry::Event> captures;
+  telemetry::Subscription sub("cuda.graph.*", [&](const telemetry::Event& e) { captures.push_back(e); });
+  auto f = compile(model, raise_on_fallback(), "graph_used");
+  const Array want = plain_model(in);
+  const auto before = cuda::graph_counters();
+  for (int call = 0; call < 5; ++call) {
+    Array y = f(in.x, in.w1, in.w2);
+    EXPECT_TRUE(same_bits(y, want)) << "call " << call;
+  }
+  const auto after = cuda::graph_counters();
+  EXPECT_EQ(after.captures - before.captures, 1u);  // the second call captures
+  EXPECT_EQ(after.launches - before.launches, 4u);  // calls 2-5: one graph launch each
+  EXPECT_EQ(after.patched_launches - before.patched_launches, 0u);  // same inputs, outputs dropped
+  EXPECT_EQ(after.failed_captures - before.failed_captures, 0u);
+  ASSERT_EQ(captures.size(), 1u);
+  EXPECT_EQ(captures[0].name, "cuda.graph.capture") << captures[0].field("reason");
+  EXPECT_EQ(captures[0].field("patchable"), "yes");
+  EXPECT_EQ(captures[0].field("function"), "graph_used");
+  EXPECT_GE(std::stoi(captures[0].field("kernels")), 3);
+}
+
+TEST_F(CudaGraph, BitIdenticalWithAndWithoutGraphs) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  Inputs in = inputs(11);
+  cuda::set_graphs_enabled(false);
+  auto plain = compile(model, raise_on_fallback(), "graph_off");
+  std::vector<Array> off;
+  for (int call = 0; call < 3; ++call) off.push_back(plain(in.x, in.w1, in.w2));
+  eval(off);
+  cuda::set_graphs_enabled(true);
+  auto graphed = compile(model, raise_on_fallback(), "graph_on");
+  const auto before = cuda::graph_counters();
+  for (int call = 0; call < 3; ++call) EXPECT_TRUE(same_bits(graphed(in.x, in.w1, in.w2), off[call])) << "call " << call;
+  EXPECT_EQ(cuda::graph_counters().captures - before.captures, 1u);
+  // And both equal eager evaluation, NaN and ±inf included in the inputs.
+  EXPECT_TRUE(same_bits(off[0], model(in.x, in.w1, in.w2)));
+}
+
+TEST_F(CudaGraph, SwitchedOffCapturesNothing) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  Inputs in = inputs(21);
+  const Array want = plain_model(in);
+  cuda::set_graphs_enabled(false);
+  auto f = compile(model, raise_on_fallback(), "graph_switched_off");
+  const auto before = cuda::graph_counters();
+  for (int call = 0; call < 3; ++call) EXPECT_TRUE(same_bits(f(in.x, in.w1, in.w2), want));
+  EXPECT_EQ(cuda::graph_counters().captures, before.captures);
+  EXPECT_EQ(cuda::graph_counters().launches, before.launches);
+}
+
+TEST_F(CudaGraph, MovedInputsArePatched) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  Inputs a = inputs(31), b = inputs(41);
+  auto f = compile(model, raise_on_fallback(), "graph_moved_inputs");
+  std::vector<std::string> plain;  // why a call could not use the graph
+  telemetry::Subscription sub("cuda.graph.plain", [&](const telemetry::Event& e) { plain.push_back(e.field("reason")); });
+  f(a.x, a.w1, a.w2).eval();
+  f(a.x, a.w1, a.w2).eval();  // captured with a's buffers
+  const auto before = cuda::graph_counters();
+  const Inputs mixed{a.x, b.w1, a.w2};
+  const Array want_b = plain_model(b), want_mixed = plain_model(mixed), want_a = plain_model(a);
+  // Every input at another address, then one, then the captured ones again.
+  EXPECT_TRUE(same_bits(f(b.x, b.w1, b.w2), want_b));
+  EXPECT_TRUE(same_bits(f(a.x, b.w1, a.w2), want_mixed));
+  EXPECT_TRUE(same_bits(f(a.x, a.w1, a.w2), want_a));
+  const auto after = cuda::graph_counters();
+  EXPECT_EQ(after.launches - before.launches, 3u);
+  EXPECT_EQ(after.patched_launches - before.patched_launches, 3u);
+  EXPECT_EQ(after.captures, before.captures);
+  EXPECT_TRUE(plain.empty()) << plain[0];
+}
+
+TEST_F(CudaGraph, HeldOutputsAreNotOverwritten) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  std::vector<Inputs> ins;
+  for (uint32_t i = 0; i < 5; ++i) ins.push_back(inputs(50 + 10 * i));
+  std::vector<Array> want;
+  for (const Inputs& in : ins) want.push_back(plain_model(in));
+  auto f = compile(model, raise_on_fallback(), "graph_held_outputs");
+  const auto before = cuda::graph_counters();
+  std::vector<Array> kept;
+  for (const Inputs& in : ins) kept.push_back(f(in.x, in.w1, in.w2));  // all held until the end
+  for (size_t i = 0; i < ins.size(); ++i) EXPECT_TRUE(same_bits(kept[i], want[i])) << "call " << i;
+  const auto after = cuda::graph_counters();
+  EXPECT_EQ(after.launches - before.launches, 4u);  // calls 2-5, each with moved inputs and a new output
+  EXPECT_EQ(after.patched_launches - before.patched_launches, 3u);  // call 2 is the capture
+}
+
+TEST_F(CudaGraph, OutputsFedBackAsInputs) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  // A stateful step: each call's outputs are the next call's inputs (compile_mut).
+  Inputs in = inputs(101);
+  auto step_fn = [](std::vector<Array>& s, const Array& w) {
+    Array h = tanh(matmul(s[0], w)) * 0.5f + s[0] * 0.25f;
+    s[0] = h - sum(h, {1}, true) * (1.0f / 32.0f);
+    return sum(s[0]);
+  };
+  Array w = on_gpu(special_array({32, 32}, float32, -0.3, 0.3, 102));
+  std::vector<Array> graphed{in.x}, plain{in.x};
+  auto step = compile_mut(step_fn, raise_on_fallback(), "graph_state_step");
+  auto plain_step = compile_mut(step_fn, raise_on_fallback(), "graph_state_step_plain");
+  for (int call = 0; call < 6; ++call) {
+    Array c = step(graphed, w);
+    Array p;
+    {
+      GraphsOff off;
+      p = plain_step(plain, w);
+      p.eval();
+    }
+    EXPECT_TRUE(same_bits(c, p)) << "call " << call;
+    EXPECT_TRUE(same_bits(graphed[0], plain[0])) << "call " << call;
+  }
+}
+
+TEST_F(CudaGraph, LazyInputs) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  Inputs in = inputs(61);
+  auto f = compile(model, raise_on_fallback(), "graph_lazy_inputs");
+  for (int call = 0; call < 4; ++call) {
+    Array x = in.x * static_cast<float>(call + 1);  // not evaluated before the call
+    Inputs evaluated{in.x * static_cast<float>(call + 1), in.w1, in.w2};
+    evaluated.x.eval();
+    EXPECT_TRUE(same_bits(f(x, in.w1, in.w2), plain_model(evaluated))) << "call " << call;
+  }
+}
+
+TEST_F(CudaGraph, LaunchesOnTheCallersStream) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  Inputs in = inputs(71);
+  const Array want = plain_model(in);
+  auto f = compile(model, raise_on_fallback(), "graph_streams");
+  Stream s1 = Stream::create(gpu()), s2 = Stream::create(gpu());
+  const auto before = cuda::graph_counters();
+  for (const Stream* s : {&s1, &s2}) {
+    StreamScope on(*s);
+    for (int call = 0; call < 3; ++call) {
+      Array y = f(in.x, in.w1, in.w2);
+      y.eval();
+      EXPECT_TRUE(same_bits(y, want));
+    }
+  }
+  // One graph per stream (each uses its stream's cuBLASLt workspace).
+  EXPECT_EQ(cuda::graph_counters().captures - before.captures, 2u);
+}
+
+TEST_F(CudaGraph, ThreadsShareOneCompiledFunction) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());  // the references' default device: the threads' too
+  auto f = compile_flat([](const std::vector<Array>& in) { return std::vector<Array>{model3(in)}; }, raise_on_fallback(),
+                        "graph_threads");
+  constexpr int kThreads = 4;
+  std::vector<Inputs> ins;
+  std::vector<Array> want;
+  for (int t = 0; t < kThreads; ++t) {
+    ins.push_back(inputs(200 + 10 * t));
+    want.push_back(plain_model(ins.back()));
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      DefaultDeviceScope scope(gpu());
+      const Inputs& in = ins[static_cast<size_t>(t)];
+      for (int call = 0; call < 20; ++call)
+        if (!same_bits(f({in.x, in.w1, in.w2})[0], want[static_cast<size_t>(t)])) bad++;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST_F(CudaGraph, HostSynchronizationFallsBackForGood) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  // A gather validates its indices with a host read: it cannot be captured.
+  auto g = [](const Array& a, const Array& idx) { return exp(take(tanh(a) * 2.0f, idx, 0)) + 1.0f; };
+  Array a = on_gpu(special_array({16, 8}, float32, -1, 1, 81));
+  Array idx = on_gpu(Array(std::vector<int32_t>{3, 1, 15, 0}, {4}));
+  std::vector<std::string> reasons;
+  telemetry::Subscription sub("cuda.graph.fallback", [&](const telemetry::Event& e) { reasons.push_back(e.field("reason")); });
+  auto f = compile(g, raise_on_fallback(), "graph_host_sync");
+  const auto before = cuda::graph_counters();
+  std::vector<Array> results;
+  for (int call = 0; call < 4; ++call) results.push_back(f(a, idx));
+  for (int call = 1; call < 4; ++call) EXPECT_TRUE(same_bits(results[call], results[0])) << "call " << call;
+  const auto after = cuda::graph_counters();
+  EXPECT_EQ(after.failed_captures - before.failed_captures, 1u);  // tried once, then never again
+  EXPECT_EQ(after.captures, before.captures);
+  EXPECT_EQ(after.plain_replays - before.plain_replays, 4u);
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_FALSE(reasons[0].empty());
+}
+
+TEST_F(CudaGraph, SingleKernelIsNotGraphed) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  // One fused element-wise kernel and views of its result: a graph would save nothing.
+  auto g = [](const Array& x) { return transpose(reshape(tanh(x * 2.0f) + 1.0f, {10, 100})); };
+  auto f = compile(g, raise_on_fallback(), "graph_one_kernel");
+  Array x = on_gpu(special_array({1000}, float32, -2, 2, 91));
+  std::vector<std::string> reasons;
+  telemetry::Subscription sub("cuda.graph.fallback", [&](const telemetry::Event& e) { reasons.push_back(e.field("reason")); });
+  const auto before = cuda::graph_counters();
+  const Array first = f(x);
+  for (int call = 1; call < 3; ++call) EXPECT_TRUE(same_bits(f(x), first));
+  EXPECT_EQ(cuda::graph_counters().captures, before.captures);
+  EXPECT_EQ(cuda::graph_counters().launches, before.launches);
+  // A tape of one step gets no graph at all; a longer one is refused with its kernel count.
+  for (const auto& r : reasons) EXPECT_NE(r.find("launches 1 kernel"), std::string::npos) << r;
+}
+
+}  // namespace
+}  // namespace smelt

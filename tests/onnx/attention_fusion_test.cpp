@@ -34,6 +34,7 @@ struct Spec {
   MaskForm mask = MaskForm::Add;
   int64_t softmax_axis = -1;
   bool gqa = false;              // k, v [B, 1, T, D] repeated to 2 heads by Unsqueeze/Expand/Reshape
+  bool tile = false;             // k, v [B, 1, T, D] repeated to 2 heads by Tile
   bool k_from_bshd = false;      // k given as [B, T, H, D] and transposed by [0, 2, 3, 1]
   bool scores_are_output = false;
 };
@@ -53,6 +54,12 @@ Model attention_model(const Spec& s) {
     };
     k = rep(k);
     v = rep(v);
+  }
+  if (s.tile) {
+    // Tile's head order (h reads key head h % kv_heads) is not the op's grouping (h / group):
+    // the Tile stays, the rest is fused.
+    k = b.node("Tile", {k, b.int64s("tile_k", {1, H, 1, 1})});
+    v = b.node("Tile", {v, b.int64s("tile_v", {1, H, 1, 1})});
   }
   if (s.k_from_bshd) kt = b.node("Transpose", {k}, {attr_ints("perm", {0, 2, 3, 1})});
   else kt = b.node("Transpose", {k}, {attr_ints("perm", {0, 1, 3, 2})});
@@ -80,7 +87,7 @@ Model attention_model(const Spec& s) {
 }
 
 std::vector<Value> inputs_for(const Spec& s) {
-  const int64_t kv_heads = s.gqa ? 1 : H;
+  const int64_t kv_heads = s.gqa || s.tile ? 1 : H;
   std::vector<Value> in{Value::tensor(random_array({B, H, S, D}, float32, -1, 1, 1)),
                         Value::tensor(s.k_from_bshd ? random_array({B, T, kv_heads, D}, float32, -1, 1, 2)
                                                     : random_array({B, kv_heads, T, D}, float32, -1, 1, 2)),
@@ -107,8 +114,8 @@ void expect_fused_same(const Spec& s) {
   onnx::FusionCounts counts;
   Model fused = with_fusions(plain, counts);
   EXPECT_EQ(counts.attention, 1);
-  ASSERT_EQ(fused.graph->nodes.size(), 1u);
-  const auto& n = fused.graph->nodes[0];
+  ASSERT_EQ(fused.graph->nodes.size(), s.tile ? 3u : 1u);
+  const auto& n = fused.graph->nodes.back();
   EXPECT_EQ(n.domain, onnx::kSmeltDomain);
   EXPECT_EQ(n.op_type, "ScaledDotProductAttention");
   // Named after the nodes it replaced, in graph order.
@@ -132,6 +139,7 @@ TEST(AttentionFusion, ScaleAndMaskFormsMatchUnfused) {
 TEST(AttentionFusion, GroupedQueryRepeatsAndBshdKeys) {
   expect_fused_same({.gqa = true});
   expect_fused_same({.mask = MaskForm::None, .k_from_bshd = true});
+  expect_fused_same({.scale = Scale::Div, .tile = true});
   // The GQA repeats are gone from the graph: k and v enter the op with their single head.
   Model plain = attention_model({.gqa = true});
   onnx::FusionCounts counts;

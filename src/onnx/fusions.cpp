@@ -378,10 +378,13 @@ class GraphFuser {
 
   /// A Softmax over the last axis of a rank-4 input (the pattern's Transpose fixes the rank): axis
   /// -1 or 3; without the attribute only from opset 13, where the default became -1.
+  /// Before opset 13 Softmax normalizes over the axes from `axis` on, flattened: only -1 is
+  /// the last axis whatever the rank.
   bool softmax_on_last_axis(const Node& n) const {
     const Attribute* a = n.attribute("axis");
     if (!a) return opset_ >= 13;
-    return a->type == Attribute::Type::Int && (a->i == -1 || a->i == 3);
+    if (a->type != Attribute::Type::Int) return false;
+    return a->i == -1 || (a->i == 3 && opset_ >= 13);
   }
 
   /// A constant integer tensor's values (axes inputs), or nothing.
@@ -525,11 +528,18 @@ class GraphFuser {
     fused.inputs = {q, k, v, mask, k_es, k_rs, v_es, v_rs};
     while (!fused.inputs.empty() && fused.inputs.back().empty()) fused.inputs.pop_back();
     fused.outputs = {out(*pv)};
-    Attribute sc;
+    Attribute sc;  // a float64 tensor: a float64 model's scale keeps its precision
     sc.name = "scale";
-    sc.type = Attribute::Type::Float;
-    sc.f = static_cast<float>(scale);
+    sc.type = Attribute::Type::Tensor;
+    sc.t = Value::tensor(Array(scale));
     fused.attributes.push_back(sc);
+    // The axis as written: 3 is the last axis only for rank-4 scores (the op's case); other
+    // ranks run the subgraph's math over that axis.
+    Attribute ax;
+    ax.name = "softmax_axis";
+    ax.type = Attribute::Type::Int;
+    ax.i = smx.attribute("axis") ? smx.attribute("axis")->i : -1;
+    fused.attributes.push_back(ax);
     Attribute mk;
     mk.name = "mask_kind";
     mk.type = Attribute::Type::Int;

@@ -186,6 +186,21 @@ TEST(AttentionFusion, InputsTheOpDoesNotTakeRunAsWritten) {
                         Value::tensor(random_array({B, H, T, D}, float32, -1, 1, 3))};
   auto want = onnx::run(plain, in), got = onnx::run(fused, in);
   EXPECT_TRUE(all_close(got[0].array(), as_doubles(want[0].array()), 0.0, kAtol));
+
+  // q of rank 5: the scores [3, B, H, S, T] have rank 5, and Softmax axis 3 normalizes over S,
+  // not over the keys; the fused node keeps that axis.
+  GraphBuilder b5;
+  std::string q5 = b5.input("q", ElemType::Float, 5), k5 = b5.input("k", ElemType::Float, 4);
+  std::string x5 = b5.node("MatMul", {q5, b5.node("Transpose", {k5}, {attr_ints("perm", {0, 1, 3, 2})})});
+  b5.output(b5.node("MatMul", {b5.node("Softmax", {x5}, {attr_int("axis", 3)}), b5.input("v", ElemType::Float, 4)}));
+  Model plain5 = make_model(b5.graph(), 18);
+  Model fused5 = with_fusions(plain5, counts);
+  EXPECT_EQ(counts.attention, 1);
+  std::vector<Value> in5{Value::tensor(random_array({3, B, H, S, D}, float32, -1, 1, 4)),
+                         Value::tensor(random_array({B, H, T, D}, float32, -1, 1, 5)),
+                         Value::tensor(random_array({B, H, T, D}, float32, -1, 1, 6))};
+  auto want5 = onnx::run(plain5, in5), got5 = onnx::run(fused5, in5);
+  EXPECT_TRUE(all_close(got5[0].array(), as_doubles(want5[0].array()), 0.0, kAtol));
 }
 
 TEST(AttentionFusion, LoadReportsTheRewriteAndFuseFalseKeepsTheGraph) {

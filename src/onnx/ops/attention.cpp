@@ -264,9 +264,10 @@ Array unrepeated(OpContext& c, size_t i, size_t shapes, int64_t& group) {
 }
 
 /// ai.smelt::ScaledDotProductAttention, made by the load-time rewrite of exporters' attention
-/// (fusions.cpp): softmax(MatMul(q, kᵀ) * scale masked) · v. Inputs: q, k, v, mask (mask_kind 1:
-/// added, 2: bool true = attend, 3: bool true = masked), then optionally the GQA repeat's shapes
-/// of k and of v. Inputs the op does not take (other ranks, dtypes, broadcasts) run the
+/// (fusions.cpp): softmax(MatMul(q, kᵀ) * scale masked) · v. Inputs: q, k (kᵀ = Transpose(k,
+/// k_perm), or k is kᵀ without k_perm), v, mask (mask_kind 1: added, 2: bool true = attend, 3: bool
+/// true = masked), then optionally the GQA repeat's shapes of k and of v. Attributes: scale (a
+/// float64 scalar tensor), softmax_axis (as written: -1 or 3), mask_kind, k_perm. Inputs the op does not take (other ranks, dtypes, broadcasts) run the
 /// rewritten subgraph's math as written.
 std::vector<Value> op_sdpa(OpContext& c) {
   Array q = c.tensor(0);
@@ -280,7 +281,7 @@ std::vector<Value> op_sdpa(OpContext& c) {
   const std::vector<int64_t> perm = c.attr_ints("k_perm", {});
   auto k_transposed = [&](const Array& x) { return perm.empty() ? x : transpose(x, Axes(perm.begin(), perm.end())); };
   const int64_t kind = c.attr_int("mask_kind", 0);
-  const double scale = c.attr_float("scale", 1.0f);
+  const double scale = c.has_attr("scale") ? c.attr_tensor("scale").array().item<double>() : 1.0;
   Array mask;
   if (kind != 0) {
     mask = c.tensor(3);
@@ -305,7 +306,7 @@ std::vector<Value> op_sdpa(OpContext& c) {
   s = multiply(s, full({}, Array(scale), s.dtype()));
   if (kind == 1) s = add(s, mask);
   else if (kind != 0) s = where(mask, s, full({}, Array(-std::numeric_limits<double>::infinity()), s.dtype()));
-  return {tv(matmul(softmax(s, {-1}), v))};
+  return {tv(matmul(softmax(s, {static_cast<int>(c.attr_int("softmax_axis", -1))}), v))};
 }
 
 }  // namespace

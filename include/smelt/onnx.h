@@ -286,9 +286,9 @@ struct LoadOptions {
   /// Fail with OnnxError listing every unsupported (domain, op, version, node) in the model.
   bool check_operators = true;
   /// Rewrite exporter subgraphs into fused ops after loading (docs/onnx.md, "Fusions at load"):
-  /// GELU chains (erf and tanh forms) and decomposed LayerNorms into ai.smelt ops, and
-  /// BatchNormalization after a constant-weight Conv folded into the Conv. False keeps the graph
-  /// exactly as in the file.
+  /// GELU chains (erf and tanh forms), decomposed LayerNorms and attention (MatMul, scale, mask,
+  /// Softmax, MatMul, with GQA repeats) into ai.smelt ops, and BatchNormalization after a
+  /// constant-weight Conv folded into the Conv. False keeps the graph exactly as in the file.
   bool fuse = true;
 };
 

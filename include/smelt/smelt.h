@@ -2,6 +2,7 @@
 #pragma once
 
 #include "smelt/array.h"
+#include "smelt/attention.h"
 #include "smelt/device.h"
 #include "smelt/dtype.h"
 #include "smelt/errors.h"

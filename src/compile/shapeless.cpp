@@ -259,6 +259,12 @@ std::vector<Mask> output_masks(const Tape& tape, const Step& s, const std::vecto
       m[r - 1] = b.back();
       return same(m);
     }
+    case PrimKind::Attention: {
+      // [B, Hq, S, Dv]: q's first three axes, v's last.
+      Mask m(in[0].begin(), in[0].begin() + 3);
+      m.push_back(in[2][3]);
+      return same(m);
+    }
     case PrimKind::Gather: {
       int ax = s.prim.get<AxisParams>().axis;
       Mask m(in[0].begin(), in[0].begin() + ax);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,7 +47,7 @@ void collect_reads(const Graph& g, std::set<std::string>& out) {
 /// One graph being rewritten: who produces and who reads each tensor, and its constants.
 class GraphFuser {
  public:
-  explicit GraphFuser(Graph& g) : g_(g), dead_(g.nodes.size(), false) {
+  GraphFuser(Graph& g, int64_t opset) : g_(g), opset_(opset), dead_(g.nodes.size(), false) {
     for (const auto& in : g_.inputs) inputs_.insert(in.name);
     for (const auto& o : g_.outputs) outputs_.insert(o.name);
     for (size_t i = 0; i < g_.initializers.size(); ++i) inits_[g_.initializers[i].first] = i;
@@ -79,6 +80,10 @@ class GraphFuser {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i] || !standard(g_.nodes[i])) continue;
       if (g_.nodes[i].op_type == "ReduceMean" && fuse_layer_norm(i)) ++c.layer_norm;
+    }
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (dead_[i] || !standard(g_.nodes[i])) continue;
+      if (g_.nodes[i].op_type == "Softmax" && fuse_attention(i)) ++c.attention;
     }
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i] || !standard(g_.nodes[i])) continue;
@@ -371,6 +376,179 @@ class GraphFuser {
     return true;
   }
 
+  /// A Softmax over the last axis of a rank-4 input (the pattern's Transpose fixes the rank): axis
+  /// -1 or 3; without the attribute only from opset 13, where the default became -1.
+  /// Before opset 13 Softmax normalizes over the axes from `axis` on, flattened: only -1 is
+  /// the last axis whatever the rank.
+  bool softmax_on_last_axis(const Node& n) const {
+    const Attribute* a = n.attribute("axis");
+    if (!a) return opset_ >= 13;
+    if (a->type != Attribute::Type::Int) return false;
+    return a->i == -1 || (a->i == 3 && opset_ >= 13);
+  }
+
+  /// A constant integer tensor's values (axes inputs), or nothing.
+  std::optional<std::vector<int64_t>> const_ints(const std::string& name) const {
+    const Value* v = constant(name);
+    if (!v || !v->is_tensor() || is_storage_type(v->elem_type()) || !is_integral(v->array().dtype())) return std::nullopt;
+    return v->array().to_vector<int64_t>();
+  }
+
+  /// A GQA repeat of a key/value tensor: Reshape(Expand(Unsqueeze(x, axes=[2]), shape), shape)
+  /// (Hugging Face's repeat_kv). Its shapes may be computed: the fused op checks at run time that
+  /// the chain is a repeat of each head and otherwise runs the chain as written.
+  struct Repeat {
+    std::string source, expand_shape, reshape_shape;
+    std::vector<size_t> nodes;
+  };
+  std::optional<Repeat> repeat_of(const std::string& name) const {
+    auto r = producer(name);
+    if (!is(r, "Reshape") || !private_to_pattern(name)) return std::nullopt;
+    const Node& rs = g_.nodes[*r];
+    if (rs.inputs.size() != 2) return std::nullopt;
+    if (const Attribute* z = rs.attribute("allowzero"); z && (z->type != Attribute::Type::Int || z->i != 0))
+      return std::nullopt;
+    auto e = producer(rs.inputs[0]);
+    if (!is(e, "Expand") || !private_to_pattern(rs.inputs[0]) || g_.nodes[*e].inputs.size() != 2) return std::nullopt;
+    const Node& ex = g_.nodes[*e];
+    auto u = producer(ex.inputs[0]);
+    if (!is(u, "Unsqueeze") || !private_to_pattern(ex.inputs[0])) return std::nullopt;
+    const Node& un = g_.nodes[*u];
+    std::optional<std::vector<int64_t>> axes;
+    if (const Attribute* a = un.attribute("axes")) {
+      if (a->type == Attribute::Type::Ints) axes = a->ints;
+    } else if (un.inputs.size() == 2) {
+      axes = const_ints(un.inputs[1]);
+    }
+    if (!axes || *axes != std::vector<int64_t>{2} || un.inputs.empty() || un.inputs[0].empty()) return std::nullopt;
+    return Repeat{un.inputs[0], ex.inputs[1], rs.inputs[1], {*u, *e, *r}};
+  }
+
+  /// Exporters' attention: MatMul(q, [Transpose] k) -> [Mul|Div by a scalar constant]
+  /// -> [Add mask | Where(cond, scores, -inf) | Where(cond, -inf, scores)] -> Softmax(last axis)
+  /// -> MatMul(., v), k and v optionally behind a GQA repeat  =>  ai.smelt::ScaledDotProductAttention.
+  bool fuse_attention(size_t si) {
+    const Node& smx = g_.nodes[si];
+    if (smx.inputs.size() != 1 || !softmax_on_last_axis(smx) || !private_to_pattern(smx.inputs[0])) return false;
+    auto pv = sole_consumer(out(si));
+    if (!is(pv, "MatMul") || g_.nodes[*pv].inputs.size() != 2 || g_.nodes[*pv].inputs[0] != out(si) ||
+        g_.nodes[*pv].inputs[1] == out(si))
+      return false;
+    std::vector<size_t> nodes{si, *pv};
+    const double neg_inf = -std::numeric_limits<double>::infinity();
+    auto is_neg_inf = [&](const std::string& name) {
+      auto v = scalar(name);
+      return v && *v == neg_inf;
+    };
+    // The mask step, if any.
+    std::string scores = smx.inputs[0], mask;
+    int64_t mask_kind = 0;  // 0 none, 1 additive, 2 condition true = attend, 3 condition true = masked
+    auto mp = producer(scores);
+    // The scaled scores: MatMul, optionally scaled; returns the MatMul's node and the scale.
+    auto scaled = [&](const std::string& name, std::vector<size_t>& used, double& scale) -> std::optional<size_t> {
+      if (!private_to_pattern(name)) return std::nullopt;
+      auto p = producer(name);
+      std::string mm = name;
+      scale = 1.0;
+      if (is(p, "Mul") && g_.nodes[*p].inputs.size() == 2) {
+        const Node& n = g_.nodes[*p];
+        int which = scalar(n.inputs[1]) ? 1 : scalar(n.inputs[0]) ? 0 : -1;
+        if (which < 0) return std::nullopt;  // a scale that is not a scalar constant
+        scale = *scalar(n.inputs[static_cast<size_t>(which)]);
+        mm = n.inputs[static_cast<size_t>(1 - which)];
+        used.push_back(*p);
+      } else if (is(p, "Div") && g_.nodes[*p].inputs.size() == 2) {
+        auto c = scalar(g_.nodes[*p].inputs[1]);
+        if (!c || *c == 0) return std::nullopt;
+        scale = 1.0 / *c;
+        mm = g_.nodes[*p].inputs[0];
+        used.push_back(*p);
+      }
+      if (mm != name && !private_to_pattern(mm)) return std::nullopt;
+      auto m = producer(mm);
+      if (!is(m, "MatMul") || g_.nodes[*m].inputs.size() != 2) return std::nullopt;
+      if (!std::isfinite(scale)) return std::nullopt;
+      used.push_back(*m);
+      return m;
+    };
+    std::vector<size_t> used;
+    double scale = 1.0;
+    std::optional<size_t> qk;
+    if (is(mp, "Add") && g_.nodes[*mp].inputs.size() == 2) {
+      for (size_t k = 0; k < 2 && !qk; ++k) {
+        used.clear();
+        qk = scaled(g_.nodes[*mp].inputs[k], used, scale);
+        if (qk) mask = g_.nodes[*mp].inputs[1 - k];
+      }
+      mask_kind = 1;
+    } else if (is(mp, "Where") && g_.nodes[*mp].inputs.size() == 3) {
+      const Node& w = g_.nodes[*mp];
+      if (is_neg_inf(w.inputs[2])) {
+        qk = scaled(w.inputs[1], used, scale);
+        mask_kind = 2;
+      } else if (is_neg_inf(w.inputs[1])) {
+        qk = scaled(w.inputs[2], used, scale);
+        mask_kind = 3;
+      }
+      mask = w.inputs[0];
+    } else {
+      qk = scaled(scores, used, scale);
+    }
+    if (!qk || (mask_kind != 0 && mask.empty())) return false;
+    if (mask_kind != 0) nodes.push_back(*mp);
+    nodes.insert(nodes.end(), used.begin(), used.end());
+    const Node& mm = g_.nodes[*qk];
+    std::string q = mm.inputs[0], k = mm.inputs[1], v = g_.nodes[*pv].inputs[1];
+    if (q.empty() || k.empty() || v.empty()) return false;
+    Node fused;
+    fused.domain = kSmeltDomain;
+    fused.op_type = "ScaledDotProductAttention";
+    // kᵀ is usually a Transpose of k ([0,1,3,2] of [B, H, T, D], or [0,2,3,1] straight from
+    // [B, T, H, D]): the op takes its input with the permutation (views, no copy).
+    auto tp = producer(k);
+    std::string k_es, k_rs, v_es, v_rs;
+    if (is(tp, "Transpose") && private_to_pattern(k) && g_.nodes[*tp].inputs.size() == 1) {
+      const Attribute* perm = g_.nodes[*tp].attribute("perm");
+      if (perm && perm->type == Attribute::Type::Ints && perm->ints.size() == 4) {
+        nodes.push_back(*tp);
+        k = g_.nodes[*tp].inputs[0];
+        fused.attributes.push_back(*perm);
+        fused.attributes.back().name = "k_perm";
+        if (perm->ints == std::vector<int64_t>{0, 1, 3, 2})
+          if (auto r = repeat_of(k)) {
+            k = r->source, k_es = r->expand_shape, k_rs = r->reshape_shape;
+            nodes.insert(nodes.end(), r->nodes.begin(), r->nodes.end());
+          }
+      }
+    }
+    if (auto r = repeat_of(v)) {
+      v = r->source, v_es = r->expand_shape, v_rs = r->reshape_shape;
+      nodes.insert(nodes.end(), r->nodes.begin(), r->nodes.end());
+    }
+    fused.inputs = {q, k, v, mask, k_es, k_rs, v_es, v_rs};
+    while (!fused.inputs.empty() && fused.inputs.back().empty()) fused.inputs.pop_back();
+    fused.outputs = {out(*pv)};
+    Attribute sc;  // a float64 tensor: a float64 model's scale keeps its precision
+    sc.name = "scale";
+    sc.type = Attribute::Type::Tensor;
+    sc.t = Value::tensor(Array(scale));
+    fused.attributes.push_back(sc);
+    // The axis as written: 3 is the last axis only for rank-4 scores (the op's case); other
+    // ranks run the subgraph's math over that axis.
+    Attribute ax;
+    ax.name = "softmax_axis";
+    ax.type = Attribute::Type::Int;
+    ax.i = smx.attribute("axis") ? smx.attribute("axis")->i : -1;
+    fused.attributes.push_back(ax);
+    Attribute mk;
+    mk.name = "mask_kind";
+    mk.type = Attribute::Type::Int;
+    mk.i = mask_kind;
+    fused.attributes.push_back(mk);
+    replace(nodes, *pv, std::move(fused), "attention");
+    return true;
+  }
+
   /// A constant of a floating dtype whose values the fold can read.
   const Value* float_const(const std::string& name) const {
     auto it = inits_.find(name);
@@ -483,6 +661,7 @@ class GraphFuser {
   }
 
   Graph& g_;
+  int64_t opset_;  // the model's default-domain opset (Softmax's default axis depends on it)
   std::vector<bool> dead_;
   std::set<std::string> inputs_, outputs_, removed_, reserved_;
   std::unordered_map<std::string, size_t> inits_, producer_;
@@ -536,10 +715,11 @@ FusionCounts apply_fusions(Model& model) {
   while (!work.empty()) {
     Graph* g = work.back();
     work.pop_back();
-    FusionCounts c = GraphFuser(*g).run();
+    FusionCounts c = GraphFuser(*g, model.opset("")).run();
     total.gelu += c.gelu;
     total.layer_norm += c.layer_norm;
     total.conv_bn += c.conv_bn;
+    total.attention += c.attention;
     for (auto& n : g->nodes)
       for (auto& a : n.attributes) {
         if (a.g) {
@@ -556,7 +736,7 @@ FusionCounts apply_fusions(Model& model) {
   }
   if (total.total() == 0) return total;  // the model keeps its original graph
   model.graph = main;
-  if ((total.gelu > 0 || total.layer_norm > 0) && model.opset(kSmeltDomain) == 0)
+  if ((total.gelu > 0 || total.layer_norm > 0 || total.attention > 0) && model.opset(kSmeltDomain) == 0)
     model.opsets.push_back(OpsetImport{kSmeltDomain, 1});
   return total;
 }

@@ -1,4 +1,4 @@
-// Load-time pattern rewrites of exporter subgraphs (GELU, LayerNorm, Conv+BatchNormalization) into fused ops.
+// Load-time pattern rewrites of exporter subgraphs (GELU, LayerNorm, Conv+BatchNormalization, attention) into fused ops.
 #pragma once
 
 #include "smelt/onnx.h"
@@ -16,7 +16,10 @@ struct FusionCounts {
   // ReduceMean, Sub, Pow|Mul, ReduceMean, Add eps, Sqrt, Div[, Mul g[, Add b]]  =>  ai.smelt::LayerNorm
   int layer_norm = 0;
   int conv_bn = 0;     // Conv (constant weights) -> BatchNormalization (constant)  =>  Conv with folded weights
-  int total() const { return gelu + layer_norm + conv_bn; }
+  // MatMul(q, Transpose k) -> [scale] -> [mask] -> Softmax -> MatMul v, GQA repeats of k/v included
+  //   =>  ai.smelt::ScaledDotProductAttention (rewrite in fusions.cpp, op in ops/attention.cpp)
+  int attention = 0;
+  int total() const { return gelu + layer_norm + conv_bn + attention; }
 };
 
 /// Rewrites the model's main graph and its subgraphs (If/Loop/Scan bodies) in place. Only

@@ -1,6 +1,7 @@
 // Names, hashing and printing of primitives and their parameters.
 #include "src/primitives/primitive.h"
 
+#include <functional>
 #include <sstream>
 
 namespace smelt {
@@ -296,6 +297,13 @@ struct Hasher {
     add(p.count_include_pad);
     add(p.ceil_mode);
   }
+  void operator()(const AttentionParams& p) {
+    add(p.scale.has_value());
+    add(std::hash<double>{}(p.scale.value_or(0.0)));
+    add(std::hash<double>{}(p.softcap));
+    add(static_cast<size_t>(p.causal));
+    add(static_cast<size_t>(p.mask));
+  }
   void operator()(const FusedParams& p) { add(p.hash()); }
 };
 
@@ -357,6 +365,16 @@ struct Printer {
     os << (p.kind == PoolKind::Max ? "max" : "avg") << ", kernel=" << list(p.kernel)
        << ", strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
        << ", dilations=" << list(p.dilations) << (p.ceil_mode ? ", ceil" : "");
+  }
+  void operator()(const AttentionParams& p) {
+    static const char* causal[] = {"none", "upper_left", "lower_right"};
+    static const char* mask[] = {"none", "additive", "boolean"};
+    os << "scale=";
+    if (p.scale) os << *p.scale;
+    else os << "1/sqrt(d)";
+    os << ", causal="
+       << causal[static_cast<int>(p.causal)] << ", mask=" << mask[static_cast<int>(p.mask)];
+    if (p.softcap > 0) os << ", softcap=" << p.softcap;
   }
   void operator()(const FusedParams& p) { os << p.str(); }
 };

@@ -3,11 +3,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "smelt/array.h"
+#include "smelt/attention.h"
 #include "smelt/ops.h"
 #include "src/primitives/scalar.h"
 
@@ -168,6 +170,16 @@ struct PoolParams {
   bool operator==(const PoolParams&) const = default;
 };
 
+/// What the optional fourth input of Attention is (already broadcast to [batch, q_heads, S, T]).
+enum class AttentionMaskKind : uint8_t { None, Additive, Boolean };
+struct AttentionParams {
+  std::optional<double> scale;  // none: 1/sqrt(head_dim) of the inputs (follows a shapeless replay)
+  double softcap = 0.0;         // 0: none
+  CausalMask causal = CausalMask::None;
+  AttentionMaskKind mask = AttentionMaskKind::None;
+  bool operator==(const AttentionParams&) const = default;
+};
+
 /// A generated kernel for a group of element-wise steps (made by compile's fuse pass). Equal when
 /// the programs are equal; every output has the node's shape, inputs broadcast to it.
 struct FusedParams {
@@ -186,6 +198,7 @@ struct FusedParams {
 //   Matmul: a [..., M, K], b [..., K, N] with equal batch shapes
 //   Conv, ConvTranspose: input, weight              RandomBits: key (uint32 [2])
 //   TopK: two outputs (values, int64 indices)
+//   Attention: q [B, Hq, S, D], k [B, Hkv, T, D], v [B, Hkv, T, Dv][, mask [B, Hq, S, T]]
 //   Fused: any number of inputs and outputs (0 in the table means variadic)
 // Every primitive, with its properties in one place (passes ask these instead of listing kinds):
 //   X(name, params type, outputs (0: variadic), fuse role, fixes shape, view)
@@ -226,6 +239,7 @@ struct FusedParams {
   X(ConvTranspose, ConvTransposeParams, 1, None, false, false)  \
   X(Pool, PoolParams, 1, None, false, false)                    \
   X(RandomBits, NoParams, 1, None, true, false)                 \
+  X(Attention, AttentionParams, 1, None, false, false)          \
   X(Fused, FusedParams, 0, None, false, false)                 
 
 enum class PrimKind : uint8_t {
@@ -239,7 +253,7 @@ using PrimParams = std::variant<NoParams, UnaryParams, BinaryParams, CastParams,
                                 ArangeParams, ShapeParams, PermParams, SliceParams, AxisParams,
                                 PadParams, ReduceParams, ArgReduceParams, ScanParams,
                                 GatherNDParams, ScatterParams, SortParams, TopKParams, ConvParams,
-                                ConvTransposeParams, PoolParams, FusedParams>;
+                                ConvTransposeParams, PoolParams, AttentionParams, FusedParams>;
 
 /// A primitive with its parameters: what a node computes from its inputs.
 struct Primitive {

@@ -256,6 +256,18 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
       out.push_back(b.back());
       return {out};
     }
+    case PrimKind::Attention: {
+      const auto& p = prim.get<AttentionParams>();
+      need_inputs(prim, in, p.mask == AttentionMaskKind::None ? 3 : 4);
+      const Shape &q = in[0], &k = in[1], &v = in[2];
+      if (q.size() != 4 || k.size() != 4 || v.size() != 4) fail(prim, in, "q, k and v need rank 4");
+      if (k[0] != q[0] || v[0] != q[0] || v[1] != k[1] || v[2] != k[2] || k[3] != q[3])
+        fail(prim, in, "q [B, Hq, S, D], k [B, Hkv, T, D] and v [B, Hkv, T, Dv] do not agree");
+      if (k[1] == 0 ? q[1] != 0 : q[1] % k[1] != 0) fail(prim, in, "the query heads are not a multiple of the key heads");
+      if (p.mask != AttentionMaskKind::None && in[3] != Shape{q[0], q[1], q[2], k[2]})
+        fail(prim, in, "the mask must be [B, Hq, S, T]");
+      return {Shape{q[0], q[1], q[2], v[3]}};
+    }
     case PrimKind::Gather: {
       need_inputs(prim, in, 2);
       int ax = prim.get<AxisParams>().axis;

@@ -8,7 +8,9 @@
 #include <string>
 
 #include "smelt/errors.h"
+#include "smelt/transforms.h"
 #include "src/core/node.h"
+#include "src/ops/attention.h"
 #include "src/ops/op_utils.h"
 
 namespace smelt::transforms {
@@ -461,6 +463,10 @@ RuleInfo rule_info(PrimKind kind) {
               "avg: conv_transpose of the cotangent scaled per window; max: the window's cotangent to its "
               "maxima (ties split equally)"};
     case PrimKind::RandomBits: return {R::Zero, R::Zero, "integer output"};
+    case PrimKind::Attention:
+      return {R::Full, R::Full,
+              "the composed path (matmul, scale, mask, softmax, matmul) differentiated: q, k, v and an additive "
+              "mask get cotangents, a boolean mask none"};
     case PrimKind::Fused: return {R::None, R::None, "exists only in compiled tapes, after differentiation"};
   }
   return {R::None, R::None, "?"};
@@ -688,6 +694,17 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
       cts[0] = conv_transpose(g * scale, ones_k, {p.strides, p.padding_lo, hi, p.dilations, outpad, c});
       return cts;
     }
+    case PrimKind::Attention: {
+      // Through the composition the kernels stand for; the backward graph is ordinary ops.
+      const auto& p = n.prim.get<AttentionParams>();
+      const bool bool_mask = p.mask == AttentionMaskKind::Boolean;
+      auto f = [&](const std::vector<Array>& x) {
+        return std::vector<Array>{detail::attention_composed(x[0], x[1], x[2], x.size() > 3 ? x[3] : Array(), p)};
+      };
+      std::vector<Array> grads = smelt::vjp(f, in, {g}).second;
+      for (size_t i = 0; i < in.size(); ++i) cts[i] = i == 3 && bool_mask ? Array() : grads[i];
+      return cts;
+    }
     case PrimKind::Fused: no_rule(out, "vjp", rule_info(n.prim.kind).note);
   }
   return cts;
@@ -799,6 +816,15 @@ Array jvp_rule(const Array& out, const std::vector<Array>& t) {
         case PoolKind::Avg: return same_prim(out, {t[0]});  // linear
       }
       return Array();
+    case PrimKind::Attention: {
+      const auto& p = n.prim.get<AttentionParams>();
+      auto f = [&](const std::vector<Array>& x) {
+        return std::vector<Array>{detail::attention_composed(x[0], x[1], x[2], x.size() > 3 ? x[3] : Array(), p)};
+      };
+      std::vector<Array> ts = t;
+      if (p.mask == AttentionMaskKind::Boolean) ts[3] = Array();
+      return smelt::jvp(f, in, ts).second[0];
+    }
     case PrimKind::Fused: no_rule(out, "jvp", rule_info(n.prim.kind).note);
   }
   return Array();

@@ -245,6 +245,21 @@ TEST_F(CliRun, Help) {
   EXPECT_TRUE(has(r.out, "seq_len, length, T = 32")) << r.out;
 }
 
+TEST_F(CliRun, InfoListsTheLoadTimeRewrites) {
+  // `smelt info` describes the file as stored, then the rewrites a load makes (LoadOptions::fuse):
+  // the tiny transformer's two GELUs and two attentions, each fused node named after its nodes.
+  const std::string cmd = quote(cli_path()) + " info " + quote(model("tiny_transformer")) + " >" +
+                          quote(path("info.txt")) + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_text(dir_ / "info.txt");
+  const std::string out = read_text(dir_ / "info.txt");
+  EXPECT_TRUE(has(out, "rewrites at load (4;")) << out;
+  EXPECT_TRUE(has(out, "  attention    2\n")) << out;
+  EXPECT_TRUE(has(out, "  gelu         2\n")) << out;
+  EXPECT_TRUE(has(out, "layers.0.attn.scores,layers.0.attn.probs")) << out;
+  EXPECT_TRUE(has(out, "layers.1.attn.scores,layers.1.attn.probs")) << out;
+  EXPECT_FALSE(has(out, "ScaledDotProductAttention")) << out;  // the operator list is the file's
+}
+
 TEST_F(CliRun, UsageErrorsExitWithTwo) {
   std::string m = model("tiny_cnn");
   expect_error({}, 2, "no model given");

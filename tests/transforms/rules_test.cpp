@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "smelt/attention.h"
 #include "smelt/transforms.h"
 #include "src/transforms/rules.h"
 #include "test_utils.h"
@@ -109,6 +110,13 @@ std::vector<Case> cases() {
        [](V x) { return max_pool(x[0], {.kernel = {3}, .strides = {2}, .ceil_mode = true}); }},
       {"softmax", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return softmax(x[0]); }},
       {"layer_norm", PrimKind::Reduce, {{3, 4}, {4}}, -2, 2, [](V x) { return layer_norm(x[0], x[1], std::nullopt); }},
+      // Two query heads share one key/value head; the additive mask gets a cotangent too.
+      {"attention_gqa_causal_mask", PrimKind::Attention, {{1, 2, 3, 2}, {1, 1, 4, 2}, {1, 1, 4, 2}, {1, 4}}, -2, 2,
+       [](V x) {
+         return scaled_dot_product_attention(x[0], x[1], x[2], {.mask = x[3], .causal = CausalMask::LowerRight});
+       }},
+      {"attention_scale_softcap", PrimKind::Attention, {{1, 1, 3, 2}, {1, 1, 3, 2}, {1, 1, 3, 3}}, -2, 2,
+       [](V x) { return scaled_dot_product_attention(x[0], x[1], x[2], {.scale = 0.7, .softcap = 1.5}); }},
   };
 }
 

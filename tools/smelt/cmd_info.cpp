@@ -1,5 +1,6 @@
 // `smelt info MODEL`: a summary of an ONNX model (IR, opsets, inputs, outputs, weights, operators).
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,6 +12,43 @@
 #endif
 
 namespace smelt::cli {
+
+#ifdef SMELT_ONNX
+namespace {
+
+/// The load-time rewrites (LoadOptions::fuse) the model gets: each fused node is named after the
+/// nodes it replaced ("attention(MatMul_0,Transpose_1,...)"), so the names list them.
+void print_rewrites(const std::string& path) {
+  onnx::Model fused = onnx::load(path, {.check_operators = false, .fuse = true});
+  static const char* kTags[] = {"attention(", "gelu(", "gelu_tanh(", "layer_norm(", "conv_bn("};
+  std::map<std::string, std::vector<std::string>> by_tag;
+  size_t count = 0;
+  std::vector<const onnx::Graph*> work{fused.graph.get()};
+  while (!work.empty()) {
+    const onnx::Graph* cur = work.back();
+    work.pop_back();
+    for (const auto& n : cur->nodes) {
+      for (const char* tag : kTags)
+        if (n.name.rfind(tag, 0) == 0) {
+          by_tag[std::string(tag, std::strlen(tag) - 1)].push_back(n.name);
+          ++count;
+          break;
+        }
+      for (const auto& a : n.attributes) {
+        if (a.g) work.push_back(a.g.get());
+        for (const auto& sub : a.graphs) work.push_back(sub.get());
+      }
+    }
+  }
+  std::printf("\nrewrites at load (%zu; --no-fuse or LoadOptions::fuse = false keeps the file's graph)\n", count);
+  for (const auto& [tag, names] : by_tag) {
+    std::printf("  %-12s %zu\n", tag.c_str(), names.size());
+    for (const auto& name : names) std::printf("    %s\n", name.c_str());
+  }
+}
+
+}  // namespace
+#endif
 
 int run_info(const std::vector<std::string>& args) {
   if (args.size() != 1) throw InvalidArgument("usage: smelt info MODEL.onnx");
@@ -68,6 +106,7 @@ int run_info(const std::vector<std::string>& args) {
       std::printf("  %s%s%s (%zu nodes)\n", f.domain.empty() ? "" : (f.domain + "::").c_str(), f.name.c_str(),
                   f.overload.empty() ? "" : (":" + f.overload).c_str(), f.nodes.size());
   }
+  print_rewrites(path);
   auto missing = onnx::unsupported_operators(m);
   if (missing.empty()) {
     std::printf("\nsupported: every operator can run\n");

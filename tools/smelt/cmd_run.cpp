@@ -54,7 +54,7 @@ constexpr const char* kHelp =
     "  --threads N               CPU threads (default: SMELT_NUM_THREADS or all cores)\n"
     "  --seed S                  seed of the random inputs (default 0)\n"
     "  --json FILE               write the shapes and timings as JSON\n"
-    "  --no-fuse                 load without the load-time fusions (GELU, LayerNorm, Conv+BatchNormalization)\n"
+    "  --no-fuse                 load without the load-time fusions (GELU, LayerNorm, Conv+BatchNormalization, attention)\n"
     "  --timeout SECONDS         stop any one run (eager or compiled) that takes longer than this (a decimal number);\n"
     "                            the error names the node it was running and the exit status is 1\n"
     "  --device D                where the model runs: cpu, cuda (GPU 0) or cuda:N (default: the first GPU when\n"

@@ -9,6 +9,7 @@
 #include "src/backend/backend.h"
 #include "src/backend/cpu/kernels.h"
 #include "src/backend/cuda/allocator.h"
+#include "src/backend/cuda/attention.h"
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
 #include "src/core/allocator.h"
@@ -61,6 +62,7 @@ class CudaBackend final : public Backend {
       case PrimKind::ArgSort: eval_argsort(prim.get<SortParams>(), inputs, out); return;
       case PrimKind::TopK: eval_topk(prim.get<TopKParams>(), inputs, outputs); return;
       case PrimKind::RandomBits: eval_random_bits(inputs, out); return;
+      case PrimKind::Attention: eval_attention(prim.get<AttentionParams>(), inputs, outputs); return;
       case PrimKind::Fused: eval_fused(prim.get<FusedParams>(), inputs, outputs); return;
     }
   }

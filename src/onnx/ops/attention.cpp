@@ -1,6 +1,11 @@
 // ONNX Attention (opset 23/24): scaled dot-product attention with masks, causal, GQA, KV cache, softcap.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "smelt/attention.h"
+#include "src/onnx/fusions.h"
+#include "src/ops/op_utils.h"
 
 #include "src/onnx/ops/op_helpers.h"
 
@@ -12,6 +17,41 @@ namespace {
 Array split_heads(const Array& x, int64_t heads) {
   int64_t b = x.shape()[0], s = x.shape()[1], hidden = x.shape()[2];
   return transpose(reshape(x, {b, s, heads, hidden / heads}), {0, 2, 1, 3});
+}
+
+/// The mask input (3) as the op takes it: bool or float, a mask shorter than the keys padded with
+/// -inf (bool: false) as the spec says.
+Array attention_mask(const Array& mask, int64_t total) {
+  Array m = mask;
+  const int64_t last = m.shape().empty() ? 1 : m.shape().back();
+  if (last < total && m.ndim() > 0) {
+    std::vector<std::pair<int64_t, int64_t>> width(static_cast<size_t>(m.ndim()), {0, 0});
+    width.back() = {0, total - last};
+    const bool b = m.dtype() == bool_;
+    m = pad(m, width, PadMode::Constant,
+            b ? Array(false) : full({}, Array(-std::numeric_limits<double>::infinity()), m.dtype()));
+  }
+  return m;
+}
+
+/// Attention through smelt::scaled_dot_product_attention where the spec's semantics are the op's:
+/// q, k and v of one dtype, no per-batch key lengths (nonpad_kv_seqlen), no qk_matmul_output,
+/// and a causal mask whose diagonal is the op's upper-left (no past) or lower-right (a past cache
+/// and as many new keys as queries). q, k, v are [B, H, S, D] here; false leaves `y` unset.
+bool fused_attention(OpContext& c, const Array& q, const Array& k, const Array& v, int64_t total, Array& y) {
+  if (c.has(6) || c.wants_output(3) || k.dtype() != q.dtype() || v.dtype() != q.dtype()) return false;
+  AttentionOptions o;
+  if (c.attr_int("is_causal", 0) != 0) {
+    const int64_t past = c.has(4) ? c.tensor(4).shape()[2] : 0;
+    if (past == 0) o.causal = CausalMask::UpperLeft;
+    else if (total - past == q.shape()[2]) o.causal = CausalMask::LowerRight;
+    else return false;
+  }
+  if (c.has_attr("scale")) o.scale = c.attr_float("scale", 1.0f);
+  o.softcap = std::max(0.0, static_cast<double>(c.attr_float("softcap", 0.0f)));
+  if (c.has(3)) o.mask = attention_mask(c.tensor(3), total);
+  y = scaled_dot_product_attention(q, k, v, o);
+  return true;
 }
 
 std::vector<Value> op_attention(OpContext& c) {
@@ -39,6 +79,10 @@ std::vector<Value> op_attention(OpContext& c) {
   // Found by the fuzzer: K with 0 heads divided by zero here.
   if (kv_heads < 1) c.fail("K must have at least one head, got " + type_text(c.input(1)));
   if (q_heads % kv_heads) c.fail(std::to_string(q_heads) + " query heads are not a multiple of " + std::to_string(kv_heads) + " key heads");
+  if (Array y; fused_attention(c, q, k, v, total, y)) {
+    if (three_d) y = reshape(transpose(y, {0, 2, 1, 3}), {batch, q_seq, -1});
+    return {tv(y), c.wants_output(1) ? tv(present_k) : Value(), c.wants_output(2) ? tv(present_v) : Value()};
+  }
   if (q_heads != kv_heads) {
     k = repeat(k, q_heads / kv_heads, 1);
     v = repeat(v, q_heads / kv_heads, 1);
@@ -183,9 +227,92 @@ std::vector<Value> op_flex_attention(OpContext& c) {
   Array probs = apply("prob_mod", astype(softmax(scores, {-1}), q.dtype()));
   return {tv(astype(matmul(probs, astype(v, ct)), q.dtype()))};
 }
+/// One key/value input of ai.smelt::ScaledDotProductAttention: `x` itself, or, when the rewrite
+/// took a GQA repeat Reshape(Expand(Unsqueeze(x, [2]), expand_shape), reshape_shape) away, `x`
+/// with `group` set when that chain repeats each head `group` times in place (then nothing is
+/// copied), else the chain's result computed as ONNX defines it.
+Array unrepeated(OpContext& c, size_t i, size_t shapes, int64_t& group) {
+  Array x = c.tensor(i);
+  group = 1;
+  if (!c.has(shapes)) return x;
+  Array u = expand_dims(x, 2);
+  std::vector<int64_t> es = c.ints(shapes), rs = c.ints(shapes + 1);
+  Shape expanded;
+  try {
+    expanded = broadcast_shapes(u.shape(), Shape(es.begin(), es.end()));
+  } catch (const ShapeError&) {
+    c.fail("the Expand of the key/value repeat cannot broadcast " + shape_to_string(u.shape()) + " to " +
+           shape_to_string(Shape(es.begin(), es.end())));
+  }
+  // ONNX Reshape (allowzero = 0): 0 copies the input's size, -1 takes what is left.
+  Shape target(rs.begin(), rs.end());
+  int64_t known = 1, infer = -1, total = 1;
+  for (int64_t d : expanded) total *= d;
+  for (size_t j = 0; j < target.size(); ++j) {
+    if (target[j] == 0 && j < expanded.size()) target[j] = expanded[j];
+    if (target[j] == -1) infer = static_cast<int64_t>(j);
+    else known *= target[j];
+  }
+  if (infer >= 0 && known > 0) target[static_cast<size_t>(infer)] = total / known;
+  if (x.ndim() == 4 && expanded.size() == 5 && expanded[0] == x.shape()[0] && expanded[1] == x.shape()[1] &&
+      expanded[3] == x.shape()[2] && expanded[4] == x.shape()[3] &&
+      target == Shape{x.shape()[0], x.shape()[1] * expanded[2], x.shape()[2], x.shape()[3]}) {
+    group = expanded[2];
+    return x;
+  }
+  return reshape(broadcast_to(u, expanded), target);
+}
+
+/// ai.smelt::ScaledDotProductAttention, made by the load-time rewrite of exporters' attention
+/// (fusions.cpp): softmax(MatMul(q, kᵀ) * scale masked) · v. Inputs: q, k (kᵀ = Transpose(k,
+/// k_perm), or k is kᵀ without k_perm), v, mask (mask_kind 1: added, 2: bool true = attend, 3: bool
+/// true = masked), then optionally the GQA repeat's shapes of k and of v. Attributes: scale (a
+/// float64 scalar tensor), softmax_axis (as written: -1 or 3), mask_kind, k_perm. Inputs the op does not take (other ranks, dtypes, broadcasts) run the
+/// rewritten subgraph's math as written.
+std::vector<Value> op_sdpa(OpContext& c) {
+  Array q = c.tensor(0);
+  int64_t gk = 1, gv = 1;
+  Array kx = unrepeated(c, 1, 4, gk), v = unrepeated(c, 2, 6, gv);
+  if (gk != gv) {  // only one side was a repeat of heads: give both their repeated form
+    if (gk > 1) kx = repeat(kx, gk, 1);
+    if (gv > 1) v = repeat(v, gv, 1);
+    gk = gv = 1;
+  }
+  const std::vector<int64_t> perm = c.attr_ints("k_perm", {});
+  auto k_transposed = [&](const Array& x) { return perm.empty() ? x : transpose(x, Axes(perm.begin(), perm.end())); };
+  const int64_t kind = c.attr_int("mask_kind", 0);
+  const double scale = c.has_attr("scale") ? c.attr_tensor("scale").array().item<double>() : 1.0;
+  Array mask;
+  if (kind != 0) {
+    mask = c.tensor(3);
+    if (kind == 3) mask = logical_not(mask);
+  }
+  Array kt = k_transposed(kx);
+  if (kt.ndim() == 4) {
+    // The op's contract (rank 4, one float dtype, a mask that broadcasts) is checked by the op
+    // itself; its ShapeError/DtypeError sends the other cases to the subgraph's math below.
+    try {
+      return {tv(scaled_dot_product_attention(q, swapaxes(kt, 2, 3), v, {.mask = mask, .scale = scale}))};
+    } catch (const ShapeError&) {
+    } catch (const DtypeError&) {
+    }
+  }
+  // As the subgraph was written (keys and values repeated where the op took groups).
+  if (gk > 1) {
+    kt = k_transposed(repeat(kx, gk, 1));
+    v = repeat(v, gv, 1);
+  }
+  Array s = matmul(q, kt);
+  s = multiply(s, full({}, Array(scale), s.dtype()));
+  if (kind == 1) s = add(s, mask);
+  else if (kind != 0) s = where(mask, s, full({}, Array(-std::numeric_limits<double>::infinity()), s.dtype()));
+  return {tv(matmul(softmax(s, {static_cast<int>(c.attr_int("softmax_axis", -1))}), v))};
+}
+
 }  // namespace
 
 void register_attention_ops(OpRegistry& r) {
+  r.add(kSmeltDomain, "ScaledDotProductAttention", 1, op_sdpa);
   r.add("", "Attention", 23, op_attention);
   r.add("", "LinearAttention", 27, op_linear_attention);
   r.add("ai.onnx.preview", "FlexAttention", 1, op_flex_attention);

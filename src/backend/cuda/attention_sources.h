@@ -1,0 +1,43 @@
+// CUDA source of the flash-attention forward kernel (pure: no GPU), compiled for sm_90 by
+// tests/backend/cuda/attention_source_test.cpp on machines without a GPU.
+#pragma once
+
+#include <string>
+
+#include "smelt/dtype.h"
+#include "src/primitives/primitive.h"
+
+namespace smelt::cuda {
+
+/// What one flash-attention kernel is specialised for; its cache key and its source both come
+/// from these fields (attention_kernel_key, attention_source).
+struct FlashAttentionConfig {
+  Dtype dtype;                 // q, k, v and the output: float32, float16 or bfloat16
+  int head_dim;                // 64 or 128 (v's head_dim equals it)
+  AttentionMaskKind mask;      // the mask input: none, float32 added, or bool (true = attend)
+  bool causal;                 // keys past row + causal_offset are masked
+  bool softcap;                // scores = softcap * tanh(scores / softcap)
+  bool operator==(const FlashAttentionConfig&) const = default;
+};
+
+/// True for the dtypes and head sizes the kernel handles (the rest takes the composed path).
+bool flash_attention_supports(Dtype dtype, int64_t head_dim, int64_t v_head_dim);
+
+/// Query rows one warp owns (four warps a block): 8 for head_dim 64, 4 for 128, so that the
+/// block's tiles fit the 48 KiB of static shared memory.
+int flash_attention_rows_per_warp(int head_dim);
+
+std::string attention_kernel_key(const FlashAttentionConfig& c);
+std::string attention_source(const FlashAttentionConfig& c);
+
+/// Mirrors the device struct AttnArgs (every field 8 bytes: identical layout on both sides).
+struct AttnArgs {
+  uint64_t q, k, v, mask, out;
+  int64_t batch, q_heads, kv_heads, s, t;
+  int64_t qst[3], kst[3], vst[3];  // strides (elements) of batch, head and sequence; head_dim is 1
+  int64_t mst[4];                  // the mask's strides over [B, Hq, S, T] (0 where broadcast)
+  int64_t causal_offset;           // 0 (upper left) or T - S (lower right)
+  double scale, softcap;
+};
+
+}  // namespace smelt::cuda

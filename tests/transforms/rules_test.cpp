@@ -6,7 +6,9 @@
 #include <set>
 #include <string>
 
+#include "smelt/compile.h"
 #include "smelt/transforms.h"
+#include "src/core/node.h"
 #include "src/transforms/rules.h"
 #include "test_utils.h"
 
@@ -25,6 +27,24 @@ struct Case {
 };
 
 Array idx(std::vector<int64_t> v, Shape s) { return Array(v, std::move(s)); }
+
+/// A Pad node with any widths: the public pad rejects negative (cropping) ones, which other
+/// builders (ONNX's Pad) and rules may make.
+Array pad_node(const Array& x, std::vector<int64_t> low, std::vector<int64_t> high, PadMode mode) {
+  Shape out = x.shape();
+  for (size_t i = 0; i < out.size(); ++i) out[i] += low[i] + high[i];
+  PadParams p{std::move(low), std::move(high), mode, Scalar::of_int(0).cast(x.dtype())};
+  return make_array(out, x.dtype(), x.device(), make_prim(PrimKind::Pad, p), {x});
+}
+
+/// An exclusive cummax/cummin (the public ops are inclusive), with the first output of the scan
+/// (the identity, ±inf) cut off.
+Array exclusive_scan(const Array& x, ScanOp op, int axis, bool reverse) {
+  Array s = make_array(x.shape(), x.dtype(), x.device(), make_prim(PrimKind::Scan, ScanParams{op, axis, reverse, true}), {x});
+  std::vector<int64_t> start(2, 0), stop = {s.shape(0), s.shape(1)};
+  (reverse ? stop : start)[static_cast<size_t>(axis)] += reverse ? -1 : 1;
+  return slice(s, start, stop);
+}
 
 std::vector<Case> cases() {
   using V = const std::vector<Array>&;
@@ -88,6 +108,31 @@ std::vector<Case> cases() {
        [](V x) { return sin(scatter_nd(x[0], idx({2, 0}, {2, 1}), x[1])); }},
       {"scatter_nd_add", PrimKind::ScatterND, {{3, 4}, {3, 4}}, -2, 2,
        [](V x) { return sin(scatter_nd(x[0], idx({2, 0, 2}, {3, 1}), x[1], ScatterReduce::Add)); }},
+      {"scatter_mul", PrimKind::Scatter, {{3, 4}, {2, 3}}, 0.5, 1.5,
+       [](V x) { return scatter(x[0], idx({1, 0, 1, 1, 0, 1}, {2, 3}), x[1], 0, ScatterReduce::Mul); }},
+      {"scatter_max", PrimKind::Scatter, {{3, 4}, {2, 3}}, -2, 2,
+       [](V x) { return scatter(x[0], idx({1, 0, 1, 1, 0, 1}, {2, 3}), x[1], 0, ScatterReduce::Max); }},
+      {"scatter_min", PrimKind::Scatter, {{3, 4}, {2, 3}}, -2, 2,
+       [](V x) { return scatter(x[0], idx({1, 0, 1, 1, 0, 1}, {2, 3}), x[1], 0, ScatterReduce::Min); }},
+      {"scatter_nd_mul", PrimKind::ScatterND, {{3, 4}, {3, 4}}, 0.5, 1.5,
+       [](V x) { return scatter_nd(x[0], idx({2, 0, 2}, {3, 1}), x[1], ScatterReduce::Mul); }},
+      {"scatter_nd_max", PrimKind::ScatterND, {{3, 4}, {3, 4}}, -2, 2,
+       [](V x) { return scatter_nd(x[0], idx({2, 0, 2}, {3, 1}), x[1], ScatterReduce::Max); }},
+      {"scatter_nd_min", PrimKind::ScatterND, {{3, 4}, {3, 4}}, -2, 2,
+       [](V x) { return scatter_nd(x[0], idx({2, 0, 2}, {3, 1}), x[1], ScatterReduce::Min); }},
+      {"gather_nd_batch_dims", PrimKind::GatherND, {{2, 3, 4}}, -2, 2,
+       [](V x) { return gather_nd(x[0], idx({2, 0, 2, 1, 2, 0}, {2, 3, 1}), 1); }},
+      // Cropping on the leading axes: the CPU Pad kernel's last-axis path assumes non-negative
+      // widths there (its row loop writes [low, low + width) of each row).
+      {"pad_cropping", PrimKind::Pad, {{4, 5, 2}}, -2, 2,
+       [](V x) { return exp(pad_node(x[0], {-1, 2, 0}, {1, -2, 1}, PadMode::Constant)); }},
+      {"pad_cropping_reflect", PrimKind::Pad, {{4, 5, 2}}, -2, 2,
+       [](V x) { return exp(pad_node(x[0], {2, -1, 1}, {-1, 3, 0}, PadMode::Reflect)); }},
+      {"pad_cropping_edge", PrimKind::Pad, {{4, 5, 2}}, -2, 2,
+       [](V x) { return exp(pad_node(x[0], {-2, 1, 0}, {2, -3, 1}, PadMode::Edge)); }},
+      {"cummax_exclusive", PrimKind::Scan, {{3, 5}}, -2, 2, [](V x) { return exclusive_scan(x[0], ScanOp::Max, 1, false); }},
+      {"cummin_exclusive_reverse", PrimKind::Scan, {{4, 3}}, -2, 2,
+       [](V x) { return exclusive_scan(x[0], ScanOp::Min, 0, true); }},
       {"sort", PrimKind::Sort, {{3, 4}}, -2, 2, [](V x) { return sort(x[0], 1) * arange(0.0, 4.0, 1.0, float64); }},
       {"topk", PrimKind::TopK, {{3, 5}}, -2, 2, [](V x) { return topk(x[0], 2, 1).first * Array({1.0, 3.0}); }},
       {"conv", PrimKind::Conv, {{2, 2, 6, 5}, {3, 2, 3, 2}}, -2, 2, [](V x) { return conv2d(x[0], x[1], {2, 1}, {1, 0}, {1, 2}); }},
@@ -199,6 +244,24 @@ TEST(AutodiffRules, EveryPrimitiveKindDeclaresItsRules) {
 #define X(name, ...) check(PrimKind::name);
   SMELT_PRIMITIVES(X)
 #undef X
+}
+
+// The compile engine's fused node exists only in compiled tapes (a compiled function called inside
+// a transform runs its function), so no rule can meet it; if one did, each says so by name.
+TEST(AutodiffRules, AFusedNodeHasNoRulesAndSaysWhy) {
+  auto cf = compile([](const Array& x) { return exp(x) * 2.0f + 1.0f; });
+  Array x = test::random_array({3, 4}, float32, -1, 1, 5);
+  Array y = cf(x);
+  ASSERT_EQ(y.node().prim.kind, PrimKind::Fused) << "the replay should return the fused kernel's lazy output";
+  const std::string why = "exists only in compiled tapes";
+  EXPECT_THROW_MSG(transforms::vjp_rule(y, ones_like(y)), UnsupportedError, "vjp: Fused(");
+  EXPECT_THROW_MSG(transforms::vjp_rule(y, ones_like(y)), UnsupportedError,
+                   "has no vjp rule (" + why);
+  EXPECT_THROW_MSG(transforms::vjp_rule(y, ones_like(y)), UnsupportedError, "inputs float32[3,4], output float32[3,4]");
+  EXPECT_THROW_MSG(transforms::jvp_rule(y, {ones_like(x)}), UnsupportedError, "has no jvp rule (" + why);
+  EXPECT_THROW_MSG(transforms::batch_rule(y, {ones({2, 3, 4})}, 2), UnsupportedError,
+                   "vmap: Fused(");
+  EXPECT_THROW_MSG(transforms::batch_rule(y, {ones({2, 3, 4})}, 2), UnsupportedError, "has no batching rule (" + why);
 }
 
 }  // namespace

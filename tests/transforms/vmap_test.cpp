@@ -295,6 +295,23 @@ TEST(Vmap, DeepGraphsAreWalkedWithoutRecursion) {
   EXPECT_TRUE(bit_equal(example_of(got, 0, 1), f(example_of(xs, 0, 1))));
 }
 
+TEST(Vmap, AComposedModelEqualsTheLoopBitForBit) {
+  // Many rules in one graph: matmul, softmax, cumsum, take, scatter-add, sort, reductions.
+  auto f = [](const Array& x, const Array& w) {
+    Array h = tanh(matmul(x, w));
+    Array s = softmax(h, {-1}) + cumsum(h, 0) * 0.5f;
+    Array picked = take(s, Array({2, 0, 1}), 1);
+    Array sc = scatter(zeros_like(s), Array({1, 0, 2, 2, 4, 3}, {2, 3}), slice(picked, {0, 0}, {2, 3}), 0,
+                       ScatterReduce::Add);
+    return sum(sort(s + sc, 1), {0}) + max(h);
+  };
+  Array xs = rnd({kBatch, 5, 8}, 101), w = rnd({8, 3}, 102);
+  Array got = vmap(f, {0, not_mapped})(xs, w);
+  std::vector<Array> parts;
+  for (int64_t i = 0; i < kBatch; ++i) parts.push_back(f(example_of(xs, 0, i), w));
+  EXPECT_TRUE(bit_equal(got, stack(parts, 0)));
+}
+
 TEST(Vmap, Errors) {
   Array x = rnd({kBatch, 2}, 97), y = rnd({4, 2}, 98);
   auto add = [](const Array& a, const Array& b) { return a + b; };

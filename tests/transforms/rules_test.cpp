@@ -59,7 +59,7 @@ std::vector<Case> cases() {
     // Broadcasting: [3, 4] with [4].
     return Case{name, PrimKind::Binary, {{3, 4}, {4}}, lo, hi, [op](V x) { return op(x[0], x[1]); }};
   };
-  return {
+  std::vector<Case> all = {
       u("abs", abs), u("negative", negative), u("sign", sign), u("square", square),
       u("reciprocal", reciprocal, 0.5, 2.0), u("sqrt", sqrt, 0.5, 2.0), u("rsqrt", rsqrt, 0.5, 2.0), u("exp", exp),
       u("exp2", exp2), u("expm1", expm1), u("log", log, 0.5, 2.0), u("log2", log2, 0.5, 2.0),
@@ -159,6 +159,29 @@ std::vector<Case> cases() {
       {"softmax", PrimKind::Reduce, {{3, 4}}, -2, 2, [](V x) { return softmax(x[0]); }},
       {"layer_norm", PrimKind::Reduce, {{3, 4}, {4}}, -2, 2, [](V x) { return layer_norm(x[0], x[1], std::nullopt); }},
   };
+  // Several shapes: every element-wise rule again on a 0-d input and on rank 3, and every binary
+  // rule with both operands broadcast ([2,1,3] with [4,1]) and a 0-d operand against a vector.
+  const size_t n = all.size();
+  for (size_t i = 0; i < n; ++i) {
+    const Case c = all[i];
+    if (c.kind == PrimKind::Unary && c.shapes == std::vector<Shape>{{3, 4}}) {
+      for (const Shape& s : {Shape{}, Shape{2, 3, 2}}) {
+        Case v = c;
+        v.name += " " + shape_to_string(s);
+        v.shapes = {s};
+        all.push_back(v);
+      }
+    }
+    if (c.kind == PrimKind::Binary && c.shapes == std::vector<Shape>{{3, 4}, {4}}) {
+      for (const auto& s : {std::vector<Shape>{{2, 1, 3}, {4, 1}}, std::vector<Shape>{{}, {3}}}) {
+        Case v = c;
+        v.name += " " + shape_to_string(s[0]) + "," + shape_to_string(s[1]);
+        v.shapes = s;
+        all.push_back(v);
+      }
+    }
+  }
+  return all;
 }
 
 double dot(const Array& a, const Array& b) { return sum(a * b).item<double>(); }
@@ -225,6 +248,57 @@ TEST(AutodiffRules, EveryRuleMatchesFiniteDifferences) {
 
 TEST(AutodiffRules, RulesHoldOnNonContiguousInputs) {
   for (const auto& c : cases()) check_case(c, true, 21);
+}
+
+// The batching rules of every backward and forward graph: vmap of each case's vjp and jvp over a
+// batch of inputs, cotangents and tangents equals the loop of unbatched calls bit for bit.
+TEST(AutodiffRules, VmapOfEveryVjpAndJvpEqualsTheLoop) {
+  constexpr int64_t kB = 2;
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const size_t k = c.shapes.size();
+    ArrayFn fn = [&](const std::vector<Array>& in) { return std::vector<Array>{c.f(in)}; };
+    ArrayFn rules = [&](const std::vector<Array>& in) {
+      std::vector<Array> x(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(k));
+      std::vector<Array> u(in.begin() + static_cast<std::ptrdiff_t>(k), in.begin() + static_cast<std::ptrdiff_t>(2 * k));
+      std::vector<Array> r;
+      if (c.vjp) r = vjp(fn, x, {in[2 * k]}).second;
+      if (c.jvp) r.push_back(jvp(fn, x, u).second[0]);
+      return r;
+    };
+    std::vector<Array> inputs;
+    std::vector<Array> first;  // example 0, to find the output's shape
+    for (size_t i = 0; i < k; ++i) {
+      Shape s = c.shapes[i];
+      s.insert(s.begin(), kB);
+      inputs.push_back(test::random_array(s, float64, c.lo, c.hi, 300 + static_cast<uint32_t>(i)));
+      first.push_back(reshape(slice(inputs.back(), Axes{0}, {0}, {1}, {1}), c.shapes[i]));
+    }
+    for (size_t i = 0; i < k; ++i) {
+      Shape s = c.shapes[i];
+      s.insert(s.begin(), kB);
+      inputs.push_back(test::random_array(s, float64, -1, 1, 400 + static_cast<uint32_t>(i)));
+    }
+    Shape ws = c.f(first).shape();
+    ws.insert(ws.begin(), kB);
+    inputs.push_back(test::random_array(ws, float64, -1, 1, 500));
+    std::vector<Array> got = detail::vmap_flat(rules, inputs, std::vector<std::optional<int>>(inputs.size(), 0), {0});
+    std::vector<std::vector<Array>> loop;
+    for (int64_t b = 0; b < kB; ++b) {
+      std::vector<Array> ex;
+      for (const auto& a : inputs) {
+        Shape rest(a.shape().begin() + 1, a.shape().end());
+        ex.push_back(reshape(slice(a, Axes{0}, {b}, {b + 1}, {1}), rest));
+      }
+      loop.push_back(rules(ex));
+    }
+    ASSERT_EQ(got.size(), loop[0].size());
+    for (size_t j = 0; j < got.size(); ++j) {
+      std::vector<Array> parts;
+      for (const auto& l : loop) parts.push_back(l[j]);
+      EXPECT_TRUE(test::bit_equal(got[j], stack(parts, 0))) << "result " << j;
+    }
+  }
 }
 
 TEST(AutodiffRules, EveryPrimitiveKindDeclaresItsRules) {

@@ -77,9 +77,18 @@ Array identity_node(const Array& a) {
 
 Array primal_node(const Array& a) { return identity_node(a); }
 
-bool is_stop_gradient(const detail::Node& n) { return stop_gradient_table().find(n).has_value(); }
+// Both marks are identity reshapes (kind None once evaluated): other nodes skip the (locked) table
+// lookups.
+static bool is_mark_kind(const detail::Node& n) { return n.prim.kind == PrimKind::Reshape || n.prim.kind == PrimKind::None; }
 
-std::optional<CheckpointMark> checkpoint_mark(const detail::Node& n) { return checkpoint_table().find(n); }
+bool is_stop_gradient(const detail::Node& n) {
+  return is_mark_kind(n) && stop_gradient_table().find(n).has_value();
+}
+
+std::optional<CheckpointMark> checkpoint_mark(const detail::Node& n) {
+  if (!is_mark_kind(n)) return std::nullopt;
+  return checkpoint_table().find(n);
+}
 
 std::vector<Array> dependent_order(const std::vector<Array>& outputs, const std::unordered_set<const detail::Node*>& primals,
                                    bool through_stop_gradient) {

@@ -132,6 +132,20 @@ TEST(Checkpoint, ComposesWithJvpVmapHigherOrderAndCompile) {
   EXPECT_TRUE(bit_equal(compile(g)(x), g(x)));
 }
 
+TEST(Checkpoint, AnEvaluatedOutputStillGetsItsGradient) {
+  // Evaluating a value releases the graph above it; a checkpointed call's output keeps its call's
+  // inputs, so the gradient still flows (through the recomputation).
+  Array x = random_array({4}, float64, -1, 1, 9);
+  auto f = [](const Array& x) { return sin(x) * x; };
+  auto cf = checkpoint(f);
+  Array g = grad([&](const Array& x) {
+    Array y = cf(x);
+    y.eval();
+    return sum(y * y);
+  })(x);
+  EXPECT_TRUE(bit_equal(g, grad([&](const Array& x) { return sum(f(x) * f(x)); })(x)));
+}
+
 TEST(Checkpoint, Errors) {
   EXPECT_THROW_MSG(checkpoint([](const Array& x) { return x; })(Array()), InvalidArgument,
                    "checkpoint: input 0 is an empty array handle");

@@ -151,7 +151,12 @@ std::vector<Array> batch_rule(const Array& out, const std::vector<Array>& batche
       // example rather than broadcast); a product with batch axes, which the unbatched call may
       // itself have folded, runs per example.
       if (in[0].ndim() != 2) return loop_rule(out, batched, b);
-      return node(n.prim, {lifted(0), batched[1].valid() ? batched[1] : copy(lifted(1))});
+      if (batched[1].valid()) return node(n.prim, {lifted(0), batched[1]});
+      // The copies cost b times the right operand's memory: past kMaxCopy elements (a large
+      // weight), one matmul per example reading the one weight is the cheaper exact form.
+      constexpr int64_t kMaxCopy = int64_t{1} << 22;
+      if (b * in[1].size() > kMaxCopy) return loop_rule(out, batched, b);
+      return node(n.prim, {lifted(0), copy(lifted(1))});
     }
     case PrimKind::Reshape:
       return node(make_prim(PrimKind::Reshape, ShapeParams{batched_shape(b, n.prim.get<ShapeParams>().shape)}),

@@ -569,17 +569,17 @@ RuleInfo rule_info(PrimKind kind) {
               R::Full, shifted};
     case PrimKind::ArgReduce: return {R::Zero, R::Zero, "integer output", R::Full, shifted};
     case PrimKind::Scan:
-      return {R::Partial, R::Partial,
+      return {R::Full, R::Full,
               "cumsum: reverse cumsum; cumprod: via division (inputs must be non-zero); cummax/cummin "
               "(inclusive or exclusive): to the running extreme, ties split equally",
               R::Full, shifted};
     case PrimKind::Matmul:
       return {R::Full, R::Full, "g·bᵀ and aᵀ·g", R::Partial,
               "2-D products: one batched matmul, an unbatched right operand copied per example (so each "
-              "example is the same GEMM as unbatched: BLAS bits depend on the GEMM's m); products with "
-              "batch axes: one matmul per example"};
+              "example is the same GEMM as unbatched: BLAS bits depend on the GEMM's m) up to 4 Mi copied "
+              "elements; larger ones and products with batch axes: one matmul per example"};
     case PrimKind::Gather:
-      return {R::Full, R::Full, "scatter-add of the cotangent; none to the indices", R::Partial,
+      return {R::Full, R::Full, "scatter-add of the cotangent; none to the indices", R::Full,
               "unbatched indices: the axis shifted; batched indices: a gather_nd with one batch axis (exact: "
               "a gather copies)"};
     case PrimKind::GatherElements: return {R::Full, R::Full, "scatter-add along the axis", R::Full, shifted};
@@ -588,13 +588,13 @@ RuleInfo rule_info(PrimKind kind) {
               "scatter_nd-add; with batch_dims > 0 the batch axes are flattened into a leading coordinate",
               R::Full, "batch_dims + 1 over the lifted array and indices"};
     case PrimKind::Scatter:
-      return {R::Partial, R::Partial,
+      return {R::Full, R::Full,
               "assign and add; mul: the product of the other factors (the updates' cotangent divides by them, "
               "so they must be non-zero); max/min: to the maxima, ties among the array and the updates split "
               "equally",
               R::Full, shifted};
     case PrimKind::ScatterND:
-      return {R::Partial, R::Partial, "as Scatter, through gather_nd and scatter_nd", R::Full,
+      return {R::Full, R::Full, "as Scatter, through gather_nd and scatter_nd", R::Full,
               "each example's indices get its batch position as a leading coordinate"};
     case PrimKind::Sort: return {R::Full, R::Full, "the cotangent scattered back through argsort", R::Full, shifted};
     case PrimKind::ArgSort: return {R::Zero, R::Zero, "integer output", R::Full, shifted};

@@ -77,6 +77,9 @@ std::vector<BatchCase> batch_cases() {
        one([](V x) { return matmul(x[0], x[1]); })},
       {"matmul_both", PrimKind::Matmul, {rnd({B, 2, 3, 40}, 33), rnd({40, 5, B}, 34)}, {m0, 2},
        one([](V x) { return matmul(x[0], x[1]); })},
+      // Past 4 Mi elements the unbatched weight is not copied per example: one matmul each.
+      {"matmul_large_unmapped_weight", PrimKind::Matmul, {rnd({B, 2, 1024}, 103), rnd({1024, 1400}, 104)}, {m0, no},
+       one([](V x) { return matmul(x[0], x[1]); })},
       {"matmul_vector", PrimKind::Matmul, {rnd({B, 40}, 35), rnd({40, 3}, 36)}, {m0, no},
        one([](V x) { return matmul(x[0], x[1]); })},
       {"take_unmapped_indices", PrimKind::Gather, {rnd({B, 3, 4}, 37), Array(std::vector<int64_t>{2, 0, 2, -1}, {2, 2})},

@@ -25,8 +25,9 @@ struct RuleInfo {
   Rule vjp;
   Rule jvp;
   const char* note;  // what the rule does, or why there is none (docs/transforms.md repeats it)
-  Rule batch;
-  const char* batch_note;  // what the batching rule does, or why there is none
+  // A row that names only vjp and jvp declares no batching rule.
+  Rule batch = Rule::None;
+  const char* batch_note = "no batching rule declared";  // what the batching rule does, or why there is none
 };
 
 /// The rules table, keyed by primitive kind (a switch without `default:`).

@@ -257,8 +257,8 @@ auto vmap(F f, std::vector<std::optional<int>> in_axes = {0}, std::vector<int> o
 /// Gradient checkpointing: `checkpoint(f)` computes what f computes, but reverse mode does not keep
 /// the values made inside f for the backward pass: it runs f again there, from f's inputs. Memory
 /// for time, for blocks of a deep model. Gradients equal those of f bit for bit. f is called again
-/// after the call returns, so it must own what it captures. Under compile, common-subexpression
-/// elimination may merge the recomputation with the forward values (docs/transforms.md).
+/// after the call returns, so it must own what it captures. Compiled, the backward pass recomputes
+/// too (docs/transforms.md).
 template <class F>
 auto checkpoint(F f) {
   using Fn = decltype(std::function{f});

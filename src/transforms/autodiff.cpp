@@ -225,7 +225,14 @@ std::vector<Array> backward(const std::vector<Array>& outs, const std::vector<Ar
       // Recompute: the call's forward graph is built again here, so the backward graph holds only
       // the call's inputs, never the values made inside it.
       const CheckpointCall& call = *mark->call;
-      std::vector<Array> in_cts = vjp(call.f, call.inputs, p.cts).second;
+      // Under compile (traced inputs) the recomputation would be merged back into the forward
+      // values by common-subexpression elimination (same primitives, same inputs); it runs on
+      // explicit copies of the traced inputs instead, which simplify keeps, so the compiled
+      // backward recomputes too. Eager calls need no copies.
+      std::vector<Array> inputs = call.inputs;
+      for (Array& in : inputs)
+        if (in.node().tracer) in = copy(in);
+      std::vector<Array> in_cts = vjp(call.f, inputs, p.cts).second;
       p.cts.clear();
       for (size_t i = 0; i < in_cts.size(); ++i)
         if (in_cts[i].valid() && is_floating(call.inputs[i].dtype())) accumulate(call.inputs[i], in_cts[i]);

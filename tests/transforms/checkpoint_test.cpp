@@ -146,6 +146,32 @@ TEST(Checkpoint, AnEvaluatedOutputStillGetsItsGradient) {
   EXPECT_TRUE(bit_equal(g, grad([&](const Array& x) { return sum(f(x) * f(x)); })(x)));
 }
 
+TEST(Checkpoint, TheCompiledBackwardRecomputesToo) {
+  // Common-subexpression elimination would merge a recomputation made of the same primitives on
+  // the same inputs back into the forward values; the checkpointed call recomputes from copies of
+  // its traced inputs, so the compiled tape keeps a second exp (fusion off, to count the steps).
+  Array x = random_array({5}, float32, -1, 1, 10);
+  auto f = [](const Array& x) { return exp(x) * exp(x); };
+  auto count_exp = [&](auto fn) {
+    std::string last;
+    CompileOptions o;
+    o.disabled_passes = {"fuse"};
+    o.dump = [&](const std::string&, const std::string& tape) { last = tape; };
+    // value_and_grad: the forward value is an output too, so its exp stays live.
+    auto g = compile(value_and_grad(fn), o);
+    Array r = g(x).second;
+    size_t n = 0;
+    for (size_t at = last.find("Unary(Exp)"); at != std::string::npos; at = last.find("Unary(Exp)", at + 1)) ++n;
+    return std::pair<size_t, Array>{n, r};
+  };
+  auto [plain_exps, g0] = count_exp([&](const Array& x) { return sum(f(x)); });
+  auto cf = checkpoint(f);
+  auto [ckpt_exps, g1] = count_exp([&](const Array& x) { return sum(cf(x)); });
+  EXPECT_GT(ckpt_exps, plain_exps);
+  EXPECT_TRUE(bit_equal(g1, g0));
+  EXPECT_TRUE(bit_equal(g1, grad([&](const Array& x) { return sum(cf(x)); })(x)));
+}
+
 TEST(Checkpoint, Errors) {
   EXPECT_THROW_MSG(checkpoint([](const Array& x) { return x; })(Array()), InvalidArgument,
                    "checkpoint: input 0 is an empty array handle");

@@ -150,7 +150,9 @@ std::vector<Array> batch_rule(const Array& out, const std::vector<Array>& batche
       // same m per example when the right operand is a real batch (an unbatched one is copied per
       // example rather than broadcast); a product with batch axes, which the unbatched call may
       // itself have folded, runs per example.
-      if (in[0].ndim() != 2) return loop_rule(out, batched, b);
+      // On the GPU, cuBLASLt's heuristic picks the algorithm by the batch count as well: one
+      // matmul per example there too.
+      if (in[0].ndim() != 2 || out.device().type != Device::Type::Cpu) return loop_rule(out, batched, b);
       if (batched[1].valid()) return node(n.prim, {lifted(0), batched[1]});
       // The copies cost b times the right operand's memory: past kMaxCopy elements (a large
       // weight), one matmul per example reading the one weight is the cheaper exact form.

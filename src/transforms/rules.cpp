@@ -577,7 +577,8 @@ RuleInfo rule_info(PrimKind kind) {
       return {R::Full, R::Full, "g·bᵀ and aᵀ·g", R::Partial,
               "2-D products: one batched matmul, an unbatched right operand copied per example (so each "
               "example is the same GEMM as unbatched: BLAS bits depend on the GEMM's m) up to 4 Mi copied "
-              "elements; larger ones and products with batch axes: one matmul per example"};
+              "elements; larger ones, products with batch axes and GPU products (cuBLASLt picks its algorithm by the "
+              "batch count): one matmul per example"};
     case PrimKind::Gather:
       return {R::Full, R::Full, "scatter-add of the cotangent; none to the indices", R::Full,
               "unbatched indices: the axis shifted; batched indices: a gather_nd with one batch axis (exact: "

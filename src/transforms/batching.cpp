@@ -240,7 +240,8 @@ std::vector<Array> batch_rule(const Array& out, const std::vector<Array>& batche
     }
     case PrimKind::Conv:
     case PrimKind::ConvTranspose:
-      if (batched[1].valid()) return loop_rule(out, batched, b);
+      // On the GPU cuDNN picks its algorithm by the batch size N too: one convolution per example.
+      if (batched[1].valid() || out.device().type != Device::Type::Cpu) return loop_rule(out, batched, b);
       return {fold_into_n(out, n.prim, {lifted(0), in[1]}, b)};
     case PrimKind::Pool: return {fold_into_n(out, n.prim, {lifted(0)}, b)};
     case PrimKind::RandomBits: return loop_rule(out, batched, b);

@@ -605,10 +605,13 @@ RuleInfo rule_info(PrimKind kind) {
       return {R::Full, R::Full,
               "input: conv_transpose of the cotangent; weight: a conv of the transposed input and cotangent; "
               "jvp is bilinear",
-              R::Partial, "batched input: the batch folded into N; batched weight: one conv per example"};
+              R::Partial,
+              "batched input on the CPU: the batch folded into N; batched weight, or on the GPU (cuDNN picks its "
+              "algorithm by N): one conv per example"};
     case PrimKind::ConvTranspose:
       return {R::Full, R::Full, "input: conv of the cotangent; weight: as conv's with the roles swapped", R::Partial,
-              "batched input: the batch folded into N; batched weight: one conv_transpose per example"};
+              "batched input on the CPU: the batch folded into N; batched weight, or on the GPU: one "
+              "conv_transpose per example"};
     case PrimKind::Pool:
       return {R::Full, R::Full,
               "avg: conv_transpose of the cotangent scaled per window; max: the window's cotangent to its "

@@ -36,6 +36,18 @@ TEST(CudaVmap, BatchedEqualsTheLoopBitForBitOnTheDevice) {
   EXPECT_TRUE(bit_equal(on_cpu(compile(vmap(per_example, {0, not_mapped}))(xs, w)), on_cpu(got)));
 }
 
+TEST(CudaVmap, ConvolutionAndPoolingEqualTheLoopBitForBit) {
+  SMELT_REQUIRE_GPU();
+  auto f = [](const Array& x, const Array& w) {
+    return max_pool(relu(conv2d(x, w, {1, 1}, {1, 1})), {.kernel = {2, 2}, .strides = {2, 2}});
+  };
+  Array xs = on_gpu(random_array({kBatch, 2, 3, 8, 8}, float32, -1, 1, 7)), w = on_gpu(random_array({4, 3, 3, 3}, float32, -1, 1, 8));
+  Array got = vmap(f, {0, not_mapped})(xs, w);
+  std::vector<Array> parts;
+  for (int64_t i = 0; i < kBatch; ++i) parts.push_back(f(example(xs, i), w));
+  EXPECT_TRUE(bit_equal(on_cpu(got), on_cpu(stack(parts, 0))));
+}
+
 TEST(CudaVmap, PerExampleGradientsMatchTheCpu) {
   SMELT_REQUIRE_GPU();
   Array xs = random_array({kBatch, 5, 8}, float64, -1, 1, 3), w = random_array({8, 3}, float64, -1, 1, 4);

@@ -95,22 +95,22 @@ std::vector<Array> dependent_order(const std::vector<Array>& outputs, const std:
   std::vector<Array> order;
   std::unordered_map<const detail::Node*, bool> depends;  // set once the node is finished
   std::unordered_set<const detail::Node*> entered;
+  static const std::vector<Array> kNone;
   struct Frame {
     Array a;
-    std::vector<Array> inputs;  // the node's inputs for this walk (a checkpoint's: its call's)
+    // The node's inputs for this walk (a checkpoint's: its call's, which the mark keeps alive as
+    // long as the node, held by `a`, lives).
+    const std::vector<Array>* inputs;
     size_t next = 0;
-    bool leaf = false;
   };
   auto frame = [&](const Array& a) {
     const detail::Node& n = a.node();
-    Frame f{a, {}, 0, false};
-    if (primals.count(&n)) {
-      f.leaf = true;
-    } else if (auto mark = checkpoint_mark(n)) {
-      f.inputs = mark->call->inputs;
-    } else {
-      f.leaf = n.evaluated || (!through_stop_gradient && is_stop_gradient(n));
-      if (!f.leaf) f.inputs = n.inputs;
+    Frame f{a, &kNone, 0};
+    if (primals.count(&n)) return f;
+    if (auto mark = checkpoint_mark(n)) {
+      f.inputs = &mark->call->inputs;
+    } else if (!n.evaluated && (through_stop_gradient || !is_stop_gradient(n))) {
+      f.inputs = &n.inputs;
     }
     return f;
   };
@@ -121,8 +121,8 @@ std::vector<Array> dependent_order(const std::vector<Array>& outputs, const std:
     stack.push_back(frame(root));
     while (!stack.empty()) {
       Frame& f = stack.back();
-      if (f.next < f.inputs.size()) {
-        const Array in = f.inputs[f.next++];
+      if (f.next < f.inputs->size()) {
+        const Array in = (*f.inputs)[f.next++];
         if (!entered.count(&in.node())) {
           entered.insert(&in.node());
           stack.push_back(frame(in));
@@ -131,7 +131,7 @@ std::vector<Array> dependent_order(const std::vector<Array>& outputs, const std:
       }
       const detail::Node& n = f.a.node();
       bool dep = primals.count(&n) > 0;
-      for (const auto& in : f.inputs) {
+      for (const auto& in : *f.inputs) {
         auto it = depends.find(&in.node());
         dep = dep || (it != depends.end() && it->second);
       }

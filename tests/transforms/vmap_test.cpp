@@ -268,6 +268,18 @@ TEST(Vmap, GradOfVmapMatchesTheGradientOfTheLoop) {
   EXPECT_TRUE(test::all_close(g, test::as_doubles(want), 1e-14, 1e-14));
 }
 
+TEST(Vmap, JvpOfVmapEqualsVmapOfJvpAndNegativeAxes) {
+  Array xs = rnd({4, kBatch}, 105, float64), ts = rnd({4, kBatch}, 106, float64);
+  auto f = [](const Array& x) { return cumsum(sin(x), 0) * x; };
+  ArrayFn batched = [&](const std::vector<Array>& in) { return std::vector<Array>{vmap(f, {-1}, {-1})(in[0])}; };
+  Array forward = jvp(batched, {xs}, {ts}).second[0];
+  auto per_example = [&](const Array& x, const Array& t) {
+    ArrayFn g = [&](const std::vector<Array>& in) { return std::vector<Array>{f(in[0])}; };
+    return jvp(g, {x}, {t}).second[0];
+  };
+  EXPECT_TRUE(bit_equal(forward, vmap(per_example, {-1}, {-1})(xs, ts)));
+}
+
 TEST(Vmap, ComposesWithCompileBitForBit) {
   Array xs = rnd({kBatch, 4, 8}, 93), w = rnd({8, 8}, 94);
   auto f = [](const Array& x, const Array& w) { return softmax(matmul(x, w)) * 2.0f + 1.0f; };

@@ -1,8 +1,11 @@
-// Function transforms: reverse-mode (vjp, grad, value_and_grad) and forward-mode (jvp) autodiff.
+// Function transforms: reverse-mode (vjp, grad, value_and_grad) and forward-mode (jvp) autodiff,
+// vmap (batching) and checkpoint (recompute in the backward pass).
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -46,7 +49,18 @@ inline constexpr Argnums<I...> argnums{};
 struct HasAux {};
 inline constexpr HasAux has_aux{};
 
+/// vmap's axis for an argument that is the same for every example.
+inline constexpr std::nullopt_t not_mapped = std::nullopt;
+
 namespace detail {
+
+/// The flat core of vmap: one axis per input leaf (nullopt: not mapped); out_axes has one entry for
+/// every output leaf or one per output leaf.
+std::vector<Array> vmap_flat(const ArrayFn& f, const std::vector<Array>& inputs,
+                             const std::vector<std::optional<int>>& in_axes, const std::vector<int>& out_axes);
+/// The flat core of checkpoint: runs f on inputs and marks its outputs, so that reverse mode pulls
+/// the call back by running f again (f is kept and called later: it must own what it captures).
+std::vector<Array> checkpoint_flat(const ArrayFn& f, const std::vector<Array>& inputs);
 
 /// True while a transform runs the user's function on this thread: compiled functions called then
 /// run their function directly (as on tracers), so the transform sees the ops they make.
@@ -185,6 +199,83 @@ auto value_and_grad(F f, Argnums<I...>, HasAux) {
 template <class F>
 auto value_and_grad(F f, HasAux) {
   return detail::make_grad<true, true, 0>(std::move(f), "value_and_grad");
+}
+
+/// Vectorizing map: `vmap(f)(xs...)` is f applied to each example of its arguments along their
+/// mapped axes, the results stacked along `out_axes`, computed as one batched graph (no loop), with
+/// exactly the bits of the loop of unbatched calls. `in_axes` has one entry per argument (or one
+/// for all), each an axis or `not_mapped`; it applies to every array leaf of that argument's tree
+/// (static leaves are copied). `out_axes` has one axis for every output leaf or one per output
+/// leaf. Mapped axes must agree in size. An output that does not depend on a mapped argument is
+/// broadcast to every example. vmap nests, and composes with grad, jvp, vjp, checkpoint and
+/// compile. Evaluating a value that depends on a mapped argument inside f raises
+/// UnknownValueError; a primitive without a batching rule raises UnsupportedError naming it.
+template <class F>
+auto vmap(F f, std::vector<std::optional<int>> in_axes = {0}, std::vector<int> out_axes = {0}) {
+  using Fn = decltype(std::function{f});
+  return [&]<class R, class... Args>(std::function<R(Args...)>*) {
+    return [f = Fn(std::move(f)), in_axes = std::move(in_axes), out_axes = std::move(out_axes)](Args... args) -> R {
+      using Tuple = std::tuple<std::decay_t<Args>...>;
+      constexpr size_t n = sizeof...(Args);
+      if (in_axes.size() != 1 && in_axes.size() != n)
+        throw InvalidArgument("vmap: in_axes has " + std::to_string(in_axes.size()) + " entries for " +
+                              std::to_string(n) + " arguments (give one, or one per argument)");
+      Tuple t{args...};
+      std::vector<FlatTree> flats(n);
+      [&]<size_t... J>(std::index_sequence<J...>) {
+        (tree_flatten(std::get<J>(t), flats[J]), ...);
+      }(std::make_index_sequence<n>{});
+      std::vector<Array> leaves;
+      std::vector<std::optional<int>> axes;
+      std::vector<size_t> starts;
+      for (size_t k = 0; k < n; ++k) {
+        starts.push_back(leaves.size());
+        leaves.insert(leaves.end(), flats[k].leaves.begin(), flats[k].leaves.end());
+        axes.insert(axes.end(), flats[k].leaves.size(), in_axes[in_axes.size() == 1 ? 0 : k]);
+      }
+      starts.push_back(leaves.size());
+      std::string out_structure;
+      ArrayFn flat_fn = [&](const std::vector<Array>& ls) {
+        Tuple traced = t;
+        [&]<size_t... J>(std::index_sequence<J...>) {
+          ((std::get<J>(traced) = unflatten_tree<std::tuple_element_t<J, Tuple>>(
+                std::vector<Array>(ls.begin() + static_cast<std::ptrdiff_t>(starts[J]),
+                                   ls.begin() + static_cast<std::ptrdiff_t>(starts[J + 1])),
+                flats[J].structure)),
+           ...);
+        }(std::make_index_sequence<n>{});
+        FlatTree out = flatten_tree(std::apply(f, traced));
+        out_structure = std::move(out.structure);
+        return std::move(out.leaves);
+      };
+      std::vector<Array> outs = detail::vmap_flat(flat_fn, leaves, axes, out_axes);
+      return unflatten_tree<R>(outs, out_structure);
+    };
+  }(static_cast<Fn*>(nullptr));
+}
+
+/// Gradient checkpointing: `checkpoint(f)` computes what f computes, but reverse mode does not keep
+/// the values made inside f for the backward pass: it runs f again there, from f's inputs. Memory
+/// for time, for blocks of a deep model. Gradients equal those of f bit for bit. f is called again
+/// after the call returns, so it must own what it captures. Compiled, the backward pass recomputes
+/// too (docs/transforms.md).
+template <class F>
+auto checkpoint(F f) {
+  using Fn = decltype(std::function{f});
+  return [&]<class R, class... Args>(std::function<R(Args...)>*) {
+    return [f = Fn(std::move(f))](Args... args) -> R {
+      using Tuple = std::tuple<std::decay_t<Args>...>;
+      FlatTree in = flatten_tree(Tuple{args...});
+      auto out_structure = std::make_shared<std::string>();
+      ArrayFn flat_fn = [f, structure = in.structure, out_structure](const std::vector<Array>& ls) {
+        FlatTree out = flatten_tree(std::apply(f, unflatten_tree<Tuple>(ls, structure)));
+        if (out_structure->empty()) *out_structure = std::move(out.structure);  // the first call sets it
+        return std::move(out.leaves);
+      };
+      std::vector<Array> outs = detail::checkpoint_flat(flat_fn, in.leaves);
+      return unflatten_tree<R>(outs, *out_structure);
+    };
+  }(static_cast<Fn*>(nullptr));
 }
 
 }  // namespace smelt

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -12,36 +13,51 @@
 #include "src/core/node.h"
 #include "src/ops/op_utils.h"
 #include "src/transforms/rules.h"
+#include "src/transforms/walk.h"
 
 namespace smelt {
+
+namespace transforms {
 
 namespace {
 
 thread_local int g_transform_depth = 0;
 
-/// The nodes made by stop_gradient, by process-unique node id (ids are never reused, so a stale
-/// entry never matches a new node). Kept here rather than as a node flag so that the core node
-/// stays free of transform state; expired entries are purged as the table grows.
-struct StopGradientTable {
+/// Marks on nodes, by process-unique node id (ids are never reused, so a stale entry never matches
+/// a new node). Kept here rather than as node fields so that the core node stays free of transform
+/// state; expired entries are purged as the table grows.
+template <class V>
+struct MarkTable {
+  struct Entry {
+    std::weak_ptr<detail::Node> node;
+    V value;
+  };
   std::mutex mutex;
-  std::unordered_map<uint64_t, std::weak_ptr<detail::Node>> nodes;
+  std::unordered_map<uint64_t, Entry> nodes;
   size_t purge_at = 1024;
 
-  void add(const std::shared_ptr<detail::Node>& n) {
+  void add(const std::shared_ptr<detail::Node>& n, V value) {
     std::lock_guard lock(mutex);
-    nodes.emplace(n->id, n);
+    nodes.emplace(n->id, Entry{n, std::move(value)});
     if (nodes.size() < purge_at) return;
-    std::erase_if(nodes, [](const auto& kv) { return kv.second.expired(); });
+    std::erase_if(nodes, [](const auto& kv) { return kv.second.node.expired(); });
     purge_at = std::max<size_t>(1024, nodes.size() * 2);
   }
-  bool contains(const detail::Node& n) {
+  std::optional<V> find(const detail::Node& n) {
     std::lock_guard lock(mutex);
-    return nodes.count(n.id) > 0;
+    auto it = nodes.find(n.id);
+    if (it == nodes.end()) return std::nullopt;
+    return it->second.value;
   }
 };
 
-StopGradientTable& stop_gradient_table() {
-  static StopGradientTable table;
+MarkTable<bool>& stop_gradient_table() {
+  static MarkTable<bool> table;
+  return table;
+}
+
+MarkTable<CheckpointMark>& checkpoint_table() {
+  static MarkTable<CheckpointMark> table;
   return table;
 }
 
@@ -53,46 +69,72 @@ struct TransformScope {
   TransformScope& operator=(const TransformScope&) = delete;
 };
 
-/// A fresh node standing for a primal: an identity reshape (a metadata-only view, which compile's
-/// simplify pass removes), so the walk can tell where the function's inputs enter its graph.
-Array primal_node(const Array& a) {
+Array identity_node(const Array& a) {
   return make_array(a.shape(), a.dtype(), a.device(), make_prim(PrimKind::Reshape, ShapeParams{a.shape()}), {a});
 }
 
-/// The nodes that depend on a primal, inputs before the nodes that use them. A depth-first walk
-/// with an explicit stack (graphs can be thousands of nodes deep); it does not go above a primal,
-/// a stop_gradient node or an evaluated node (whose graph above has been released).
-std::vector<Array> dependent_order(const std::vector<Array>& outputs, const std::unordered_set<const detail::Node*>& primals) {
+}  // namespace
+
+Array primal_node(const Array& a) { return identity_node(a); }
+
+// Both marks are identity reshapes (kind None once evaluated): other nodes skip the (locked) table
+// lookups.
+static bool is_mark_kind(const detail::Node& n) { return n.prim.kind == PrimKind::Reshape || n.prim.kind == PrimKind::None; }
+
+bool is_stop_gradient(const detail::Node& n) {
+  return is_mark_kind(n) && stop_gradient_table().find(n).has_value();
+}
+
+std::optional<CheckpointMark> checkpoint_mark(const detail::Node& n) {
+  if (!is_mark_kind(n)) return std::nullopt;
+  return checkpoint_table().find(n);
+}
+
+std::vector<Array> dependent_order(const std::vector<Array>& outputs, const std::unordered_set<const detail::Node*>& primals,
+                                   bool through_stop_gradient) {
   std::vector<Array> order;
   std::unordered_map<const detail::Node*, bool> depends;  // set once the node is finished
   std::unordered_set<const detail::Node*> entered;
+  static const std::vector<Array> kNone;
   struct Frame {
     Array a;
+    // The node's inputs for this walk (a checkpoint's: its call's, which the mark keeps alive as
+    // long as the node, held by `a`, lives).
+    const std::vector<Array>* inputs;
     size_t next = 0;
+  };
+  auto frame = [&](const Array& a) {
+    const detail::Node& n = a.node();
+    Frame f{a, &kNone, 0};
+    if (primals.count(&n)) return f;
+    if (auto mark = checkpoint_mark(n)) {
+      f.inputs = &mark->call->inputs;
+    } else if (!n.evaluated && (through_stop_gradient || !is_stop_gradient(n))) {
+      f.inputs = &n.inputs;
+    }
+    return f;
   };
   std::vector<Frame> stack;
   for (const auto& root : outputs) {
     if (entered.count(&root.node())) continue;
     entered.insert(&root.node());
-    stack.push_back({root, 0});
+    stack.push_back(frame(root));
     while (!stack.empty()) {
       Frame& f = stack.back();
-      const detail::Node& n = f.a.node();
-      const bool leaf = primals.count(&n) || n.evaluated || stop_gradient_table().contains(n);
-      if (!leaf && f.next < n.inputs.size()) {
-        const Array& in = n.inputs[f.next++];
+      if (f.next < f.inputs->size()) {
+        const Array in = (*f.inputs)[f.next++];
         if (!entered.count(&in.node())) {
           entered.insert(&in.node());
-          stack.push_back({in, 0});
+          stack.push_back(frame(in));
         }
         continue;
       }
+      const detail::Node& n = f.a.node();
       bool dep = primals.count(&n) > 0;
-      if (!leaf)
-        for (const auto& in : n.inputs) {
-          auto it = depends.find(&in.node());
-          dep = dep || (it != depends.end() && it->second);
-        }
+      for (const auto& in : *f.inputs) {
+        auto it = depends.find(&in.node());
+        dep = dep || (it != depends.end() && it->second);
+      }
       depends[&n] = dep;
       if (dep) order.push_back(f.a);
       stack.pop_back();
@@ -106,16 +148,6 @@ void check_arrays(const std::vector<Array>& arrays, const char* op, const char* 
     if (!arrays[i].valid()) throw InvalidArgument(std::string(op) + ": " + what + " " + std::to_string(i) + " is an empty array handle");
 }
 
-std::vector<Array> make_primals(const std::vector<Array>& primals, std::unordered_set<const detail::Node*>& ids) {
-  std::vector<Array> out;
-  out.reserve(primals.size());
-  for (const auto& p : primals) {
-    out.push_back(primal_node(p));
-    ids.insert(&out.back().node());
-  }
-  return out;
-}
-
 std::vector<Array> run_fn(const ArrayFn& f, const std::vector<Array>& primals, const char* op) {
   std::vector<Array> outs;
   {
@@ -124,6 +156,26 @@ std::vector<Array> run_fn(const ArrayFn& f, const std::vector<Array>& primals, c
   }
   check_arrays(outs, op, "output");
   return outs;
+}
+
+}  // namespace transforms
+
+namespace {
+
+using transforms::check_arrays;
+using transforms::checkpoint_mark;
+using transforms::CheckpointCall;
+using transforms::dependent_order;
+using transforms::run_fn;
+
+std::vector<Array> make_primals(const std::vector<Array>& primals, std::unordered_set<const detail::Node*>& ids) {
+  std::vector<Array> out;
+  out.reserve(primals.size());
+  for (const auto& p : primals) {
+    out.push_back(transforms::primal_node(p));
+    ids.insert(&out.back().node());
+  }
+  return out;
 }
 
 /// The backward walk: cotangents of `seeds` (one per output; empty: none) pulled back to `primals`.
@@ -141,15 +193,52 @@ std::vector<Array> backward(const std::vector<Array>& outs, const std::vector<Ar
   for (size_t i = 0; i < outs.size(); ++i)
     if (seeds[i].valid() && is_floating(outs[i].dtype())) accumulate(outs[i], seeds[i]);
   std::vector<Array> order = dependent_order(outs, ids);
+  // A checkpointed call is pulled back once, when the last of its outputs in the order has its
+  // cotangent (the order puts the call's inputs before all of its outputs, so every output comes
+  // before the inputs in the reverse walk).
+  struct PendingCall {
+    size_t remaining = 0;
+    std::vector<Array> cts;
+  };
+  std::unordered_map<const CheckpointCall*, PendingCall> pending;
+  for (const Array& a : order)
+    if (auto mark = checkpoint_mark(a.node()); mark && !ids.count(&a.node())) {
+      PendingCall& p = pending[mark->call.get()];
+      p.remaining++;
+      p.cts.resize(mark->call->outputs);
+    }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const Array& a = *it;
     const detail::Node& n = a.node();
     if (ids.count(&n)) continue;  // a primal: its cotangent is the result
     auto found = ct.find(&n);
-    if (found == ct.end()) continue;
-    Array g = std::move(found->second);
-    ct.erase(found);  // release it as soon as it has been pulled back
-    if (!is_floating(n.dtype)) continue;
+    Array g;
+    if (found != ct.end()) {
+      g = std::move(found->second);
+      ct.erase(found);  // release it as soon as it has been pulled back
+    }
+    if (auto mark = checkpoint_mark(n)) {
+      PendingCall& p = pending[mark->call.get()];
+      if (g.valid()) p.cts[mark->index] = g;
+      if (--p.remaining > 0) continue;
+      if (std::none_of(p.cts.begin(), p.cts.end(), [](const Array& c) { return c.valid(); })) continue;
+      // Recompute: the call's forward graph is built again here, so the backward graph holds only
+      // the call's inputs, never the values made inside it.
+      const CheckpointCall& call = *mark->call;
+      // Under compile (traced inputs) the recomputation would be merged back into the forward
+      // values by common-subexpression elimination (same primitives, same inputs); it runs on
+      // explicit copies of the traced inputs instead, which simplify keeps, so the compiled
+      // backward recomputes too. Eager calls need no copies.
+      std::vector<Array> inputs = call.inputs;
+      for (Array& in : inputs)
+        if (in.node().tracer) in = copy(in);
+      std::vector<Array> in_cts = vjp(call.f, inputs, p.cts).second;
+      p.cts.clear();
+      for (size_t i = 0; i < in_cts.size(); ++i)
+        if (in_cts[i].valid() && is_floating(call.inputs[i].dtype())) accumulate(call.inputs[i], in_cts[i]);
+      continue;
+    }
+    if (!g.valid() || !is_floating(n.dtype)) continue;
     std::vector<Array> in_cts = transforms::vjp_rule(a, g);
     for (size_t i = 0; i < in_cts.size(); ++i) {
       const Array& in = n.inputs[i];
@@ -169,7 +258,7 @@ std::vector<Array> backward(const std::vector<Array>& outs, const std::vector<Ar
 
 namespace detail {
 
-bool in_transform() { return g_transform_depth > 0; }
+bool in_transform() { return transforms::g_transform_depth > 0; }
 
 void check_differentiable(const std::vector<Array>& leaves, int argnum, const char* op) {
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -234,9 +323,23 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp(const ArrayFn& f, const st
   std::unordered_map<const detail::Node*, Array> tan;
   for (size_t i = 0; i < ps.size(); ++i)
     if (tangents[i].valid() && is_floating(ps[i].dtype())) tan[&ps[i].node()] = astype(tangents[i], ps[i].dtype());
+  // A checkpointed call is pushed forward once, through its function run again on its inputs.
+  std::unordered_map<const CheckpointCall*, std::vector<Array>> call_tangents;
   for (const Array& a : dependent_order(outs, ids)) {
     const detail::Node& n = a.node();
     if (ids.count(&n) || !is_floating(n.dtype)) continue;
+    if (auto mark = checkpoint_mark(n)) {
+      const CheckpointCall& call = *mark->call;
+      auto [it, fresh] = call_tangents.try_emplace(&call);
+      if (fresh) {
+        std::vector<Array> ts(call.inputs.size());
+        for (size_t i = 0; i < ts.size(); ++i)
+          if (auto found = tan.find(&call.inputs[i].node()); found != tan.end()) ts[i] = found->second;
+        it->second = jvp(call.f, call.inputs, ts).second;
+      }
+      tan[&n] = it->second[mark->index];
+      continue;
+    }
     std::vector<Array> ts(n.inputs.size());
     bool any = false;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -264,8 +367,27 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp(const ArrayFn& f, const st
 Array stop_gradient(const Array& a) {
   check_valid(a, "stop_gradient");
   auto n = detail::make_node(a.shape(), a.dtype(), a.device(), make_prim(PrimKind::Reshape, ShapeParams{a.shape()}), {a});
-  stop_gradient_table().add(n);
+  transforms::stop_gradient_table().add(n, true);
   return Array(std::move(n));
 }
+
+namespace detail {
+
+std::vector<Array> checkpoint_flat(const ArrayFn& f, const std::vector<Array>& inputs) {
+  check_arrays(inputs, "checkpoint", "input");
+  std::vector<Array> outs = f(inputs);
+  check_arrays(outs, "checkpoint", "output");
+  auto call = std::make_shared<CheckpointCall>(CheckpointCall{f, inputs, outs.size()});
+  std::vector<Array> marked;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const Array& o = outs[j];
+    auto n = make_node(o.shape(), o.dtype(), o.device(), make_prim(PrimKind::Reshape, ShapeParams{o.shape()}), {o});
+    transforms::checkpoint_table().add(n, transforms::CheckpointMark{call, j});
+    marked.emplace_back(std::move(n));
+  }
+  return marked;
+}
+
+}  // namespace detail
 
 }  // namespace smelt

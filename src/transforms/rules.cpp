@@ -376,12 +376,127 @@ Array max_pool_jvp(const Array& x, const Array& out, const Array& t, const PoolP
 /// W[..., i, j] = d y_i / d x_j of cummax/cummin along the last axis: 1/count over the tied
 /// extremes x_j == y_i among the positions the prefix (suffix when reversed) i covers. An n×n
 /// weight per row, built with public ops so it runs on every device.
-Array scan_extreme_weights(const Array& xm, const Array& ym, bool reverse) {
+Array scan_extreme_weights(const Array& xm, const Array& ym, bool reverse, bool exclusive) {
   const int64_t n = xm.shape(-1);
   Array i = reshape(arange(n, int64), {n, 1}), j = reshape(arange(n, int64), {1, n});
-  Array covered = reverse ? j >= i : j <= i;
+  // An exclusive scan's prefix stops before i; its first output (the identity) covers nothing and
+  // gets no gradient (the count is clamped to 1 so that row is 0, not 0/0).
+  Array covered = reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
   Array m = astype(logical_and(expand_dims(xm, -2) == expand_dims(ym, -1), covered), xm.dtype());
-  return m / sum(m, {-1}, true);
+  return m / maximum(sum(m, {-1}, true), ones_like(m));
+}
+
+// ---- Rules added with vmap (kept together: scatter reductions, batched gather_nd, cropping pads) --
+
+/// Where a Scatter (`nd` false, along `axis`) or ScatterND writes: reading the values there, and
+/// scattering values into a base, so one rule serves both primitives.
+struct ScatterSites {
+  Array indices;
+  int axis;
+  bool nd;
+  Array gather(const Array& x) const { return nd ? gather_nd(x, indices) : scatter_updates_cotangent(x, indices, axis); }
+  Array scatter_into(const Array& base, const Array& values, ScatterReduce reduce) const {
+    return nd ? scatter_nd(base, indices, values, reduce) : scatter(base, indices, values, axis, reduce);
+  }
+};
+
+/// The derivative pieces of a mul/max/min scatter `out` of array `a` and updates `u`.
+struct ScatterReducePartials {
+  Array prod_updates;  // mul: the product of the updates written to each position (1 elsewhere)
+  Array hit_a, hit_u;  // max/min: 1 where the array's / an update's value is the result
+  Array count;         // max/min: the number of tied extremes per position
+};
+
+ScatterReducePartials scatter_reduce_partials(ScatterReduce reduce, const ScatterSites& at, const Array& a,
+                                              const Array& u, const Array& out) {
+  ScatterReducePartials r;
+  switch (reduce) {
+    case ScatterReduce::Mul: r.prod_updates = at.scatter_into(ones_like(a), u, ScatterReduce::Mul); return r;
+    case ScatterReduce::Max:
+    case ScatterReduce::Min:
+      r.hit_a = as(a == out, a.dtype());
+      r.hit_u = as(u == at.gather(out), u.dtype());
+      r.count = r.hit_a + at.scatter_into(zeros_of(a), r.hit_u, ScatterReduce::Add);
+      return r;
+    case ScatterReduce::Assign:
+    case ScatterReduce::Add: return r;
+  }
+  return r;
+}
+
+/// vjp of a mul/max/min scatter: mul sends g times the other factors to each (the updates' share
+/// divides out by the update, which must be non-zero, as for cumprod); max/min send g to the tied
+/// extremes, split equally, as max reductions do.
+void scatter_reduce_vjp(ScatterReduce reduce, const ScatterSites& at, const std::vector<Array>& in, const Array& out,
+                        const Array& g, std::vector<Array>& cts) {
+  ScatterReducePartials d = scatter_reduce_partials(reduce, at, in[0], in[2], out);
+  if (reduce == ScatterReduce::Mul) {
+    cts[0] = g * d.prod_updates;
+    cts[2] = at.gather(g * out) / in[2];
+    return;
+  }
+  Array share = g / d.count;
+  cts[0] = share * d.hit_a;
+  cts[2] = at.gather(share) * d.hit_u;
+}
+
+Array scatter_reduce_jvp(ScatterReduce reduce, const ScatterSites& at, const std::vector<Array>& in, const Array& out,
+                         const std::vector<Array>& t) {
+  ScatterReducePartials d = scatter_reduce_partials(reduce, at, in[0], in[2], out);
+  const Array ta = t[0].valid() ? t[0] : zeros_of(in[0]);
+  const Array tu = t[2].valid() ? t[2] : zeros_of(in[2]);
+  if (reduce == ScatterReduce::Mul) return ta * d.prod_updates + out * at.scatter_into(zeros_of(in[0]), tu / in[2], ScatterReduce::Add);
+  return (ta * d.hit_a + at.scatter_into(zeros_of(in[0]), tu * d.hit_u, ScatterReduce::Add)) / d.count;
+}
+
+/// vjp of gather_nd: scatter_nd-add; with batch_dims > 0 the batch axes of the array, indices and
+/// cotangent are flattened into one whose position becomes a leading index coordinate.
+Array gather_nd_vjp(const Array& a, const Array& indices, const Array& g, int batch_dims) {
+  if (batch_dims == 0) return scatter_nd(zeros_of(a), indices, g, ScatterReduce::Add);
+  const size_t bd = static_cast<size_t>(batch_dims);
+  int64_t flat = 1;
+  for (size_t i = 0; i < bd; ++i) flat *= a.shape()[i];
+  auto flattened = [&](const Shape& s) {
+    Shape r{flat};
+    r.insert(r.end(), s.begin() + static_cast<std::ptrdiff_t>(bd), s.end());
+    return r;
+  };
+  Array idx = with_batch_coordinate(reshape(indices, flattened(indices.shape())));
+  Array r = scatter_nd(zeros_shaped(flattened(a.shape()), a.dtype(), a.device()), idx,
+                       reshape(g, flattened(g.shape())), ScatterReduce::Add);
+  return reshape(r, a.shape());
+}
+
+/// The adjoint of padding with negative (cropping) widths, in any mode. Padding is separable:
+/// output position o of an axis reads input position source(o - low) (or the constant), so along
+/// each axis the adjoint takes the output positions that read the input and scatter-adds them onto
+/// the positions they read.
+Array cropping_pad_adjoint(const Array& g, const PadParams& p, const Shape& in_shape) {
+  Array r = g;
+  for (int d = 0; d < g.ndim(); ++d) {
+    const size_t i = static_cast<size_t>(d);
+    if (p.low[i] == 0 && p.high[i] == 0) continue;
+    const int64_t n = in_shape[i];
+    std::vector<int64_t> read, from;
+    for (int64_t o = 0; o < r.shape(d); ++o) {
+      int64_t x = o - p.low[i];
+      if (x < 0 || x >= n) {
+        switch (p.mode) {
+          case PadMode::Constant: continue;
+          case PadMode::Reflect: x = x < 0 ? -x : 2 * (n - 1) - x; break;
+          case PadMode::Edge: x = x < 0 ? 0 : n - 1; break;
+        }
+      }
+      read.push_back(o);
+      from.push_back(x);
+    }
+    Shape s = r.shape();
+    s[i] = n;
+    const int64_t k = static_cast<int64_t>(read.size());
+    Array kept = take(r, to_device(Array(read, {k}), g.device()), d);
+    r = take_vjp(zeros_shaped(s, g.dtype(), g.device()), to_device(Array(from, {k}), g.device()), kept, d);
+  }
+  return r;
 }
 
 }  // namespace
@@ -400,6 +515,7 @@ const char* rule_name(Rule rule) {
   switch (rule) {
     case Rule::Full: return "rule";
     case Rule::Partial: return "partial";
+    case Rule::Loop: return "loop";
     case Rule::Zero: return "zero";
     case Rule::NoInputs: return "no inputs";
     case Rule::None: return "none";
@@ -409,67 +525,115 @@ const char* rule_name(Rule rule) {
 
 RuleInfo rule_info(PrimKind kind) {
   using R = Rule;
+  // Batching notes shared by several kinds.
+  constexpr const char* same_op = "the same primitive on the lifted operands";
+  constexpr const char* shifted = "the same primitive, its axes shifted past the batch axis";
   switch (kind) {
-    case PrimKind::None: return {R::NoInputs, R::NoInputs, "a leaf: the walk stops at it"};
-    case PrimKind::Full: return {R::NoInputs, R::NoInputs, "a constant"};
-    case PrimKind::Arange: return {R::NoInputs, R::NoInputs, "a constant"};
+    case PrimKind::None:
+      return {R::NoInputs, R::NoInputs, "a leaf: the walk stops at it", R::NoInputs, "a leaf: the same for every example"};
+    case PrimKind::Full:
+      return {R::NoInputs, R::NoInputs, "a constant", R::NoInputs, "a constant: the same for every example"};
+    case PrimKind::Arange:
+      return {R::NoInputs, R::NoInputs, "a constant", R::NoInputs, "a constant: the same for every example"};
     case PrimKind::Unary:
       return {R::Full, R::Full,
-              "derivative times the cotangent; sign/floor/ceil/round give zero, bool/integer results none"};
+              "derivative times the cotangent; sign/floor/ceil/round give zero, bool/integer results none", R::Full,
+              same_op};
     case PrimKind::Binary:
       return {R::Full, R::Full,
               "partials, summed back over broadcast axes; max/min split ties in half; floor_divide, "
-              "comparisons, logical and bitwise ops give zero"};
-    case PrimKind::Select: return {R::Full, R::Full, "the cotangent goes to the chosen branch; none to the condition"};
-    case PrimKind::Cast: return {R::Full, R::Full, "the cotangent cast back to the input dtype (none for integer inputs)"};
-    case PrimKind::Copy: return {R::Full, R::Full, "identity"};
-    case PrimKind::Reshape: return {R::Full, R::Full, "reshape back"};
-    case PrimKind::Transpose: return {R::Full, R::Full, "inverse permutation"};
-    case PrimKind::Broadcast: return {R::Full, R::Full, "sum over the broadcast axes"};
-    case PrimKind::Slice: return {R::Full, R::Full, "the cotangent placed into zeros (slice_update)"};
-    case PrimKind::SliceUpdate: return {R::Full, R::Full, "array: the cotangent with the region zeroed; update: the region"};
-    case PrimKind::Concatenate: return {R::Full, R::Full, "slices of the cotangent"};
+              "comparisons, logical and bitwise ops give zero",
+              R::Full, same_op};
+    case PrimKind::Select:
+      return {R::Full, R::Full, "the cotangent goes to the chosen branch; none to the condition", R::Full, same_op};
+    case PrimKind::Cast:
+      return {R::Full, R::Full, "the cotangent cast back to the input dtype (none for integer inputs)", R::Full, same_op};
+    case PrimKind::Copy: return {R::Full, R::Full, "identity", R::Full, same_op};
+    case PrimKind::Reshape: return {R::Full, R::Full, "reshape back", R::Full, "the batch axis prepended to the shape"};
+    case PrimKind::Transpose: return {R::Full, R::Full, "inverse permutation", R::Full, shifted};
+    case PrimKind::Broadcast:
+      return {R::Full, R::Full, "sum over the broadcast axes", R::Full,
+              "size-1 axes inserted after the batch axis, then the broadcast with the batch axis prepended"};
+    case PrimKind::Slice:
+      return {R::Full, R::Full, "the cotangent placed into zeros (slice_update)", R::Full, shifted};
+    case PrimKind::SliceUpdate:
+      return {R::Full, R::Full, "array: the cotangent with the region zeroed; update: the region", R::Full, shifted};
+    case PrimKind::Concatenate: return {R::Full, R::Full, "slices of the cotangent", R::Full, shifted};
     case PrimKind::Pad:
-      return {R::Partial, R::Full,
+      return {R::Full, R::Full,
               "constant: the cotangent's interior; reflect/edge: padded positions added back onto the elements "
-              "they copy; negative (cropping) pads have no vjp"};
+              "they copy; negative (cropping) pads: the kept region's cotangent scattered back axis by axis",
+              R::Full, shifted};
     case PrimKind::Reduce:
       return {R::Full, R::Full,
               "sum/mean broadcast back; prod by exclusive products (exact at zeros); max/min split ties "
-              "equally; all/any give none"};
-    case PrimKind::ArgReduce: return {R::Zero, R::Zero, "integer output"};
+              "equally; all/any give none",
+              R::Full, shifted};
+    case PrimKind::ArgReduce: return {R::Zero, R::Zero, "integer output", R::Full, shifted};
     case PrimKind::Scan:
-      return {R::Partial, R::Partial, "cumsum: reverse cumsum; cumprod: via division (inputs must be non-zero); cummax/cummin: to the "
-              "running extreme, ties split equally"};
-    case PrimKind::Matmul: return {R::Full, R::Full, "g·bᵀ and aᵀ·g"};
-    case PrimKind::Gather: return {R::Full, R::Full, "scatter-add of the cotangent; none to the indices"};
-    case PrimKind::GatherElements: return {R::Full, R::Full, "scatter-add along the axis"};
-    case PrimKind::GatherND: return {R::Partial, R::Full, "scatter_nd-add (batch_dims = 0 only)"};
+      return {R::Full, R::Full,
+              "cumsum: reverse cumsum; cumprod: via division (inputs must be non-zero); cummax/cummin "
+              "(inclusive or exclusive): to the running extreme, ties split equally",
+              R::Full, shifted};
+    case PrimKind::Matmul:
+      return {R::Full, R::Full, "g·bᵀ and aᵀ·g", R::Partial,
+              "2-D products: one batched matmul, an unbatched right operand copied per example (so each "
+              "example is the same GEMM as unbatched: BLAS bits depend on the GEMM's m) up to 4 Mi copied "
+              "elements; larger ones, products with batch axes and GPU products (cuBLASLt picks its algorithm by the "
+              "batch count): one matmul per example"};
+    case PrimKind::Gather:
+      return {R::Full, R::Full, "scatter-add of the cotangent; none to the indices", R::Full,
+              "unbatched indices: the axis shifted; batched indices: a gather_nd with one batch axis (exact: "
+              "a gather copies)"};
+    case PrimKind::GatherElements: return {R::Full, R::Full, "scatter-add along the axis", R::Full, shifted};
+    case PrimKind::GatherND:
+      return {R::Full, R::Full,
+              "scatter_nd-add; with batch_dims > 0 the batch axes are flattened into a leading coordinate",
+              R::Full, "batch_dims + 1 over the lifted array and indices"};
     case PrimKind::Scatter:
-      return {R::Partial, R::Partial, "assign and add reductions; mul/max/min have none"};
+      return {R::Full, R::Full,
+              "assign and add; mul: the product of the other factors (the updates' cotangent divides by them, "
+              "so they must be non-zero); max/min: to the maxima, ties among the array and the updates split "
+              "equally",
+              R::Full, shifted};
     case PrimKind::ScatterND:
-      return {R::Partial, R::Partial, "assign and add reductions; mul/max/min have none"};
-    case PrimKind::Sort: return {R::Full, R::Full, "the cotangent scattered back through argsort"};
-    case PrimKind::ArgSort: return {R::Zero, R::Zero, "integer output"};
-    case PrimKind::TopK: return {R::Full, R::Full, "values: scattered back through the indices; indices: integer"};
+      return {R::Full, R::Full, "as Scatter, through gather_nd and scatter_nd", R::Full,
+              "each example's indices get its batch position as a leading coordinate"};
+    case PrimKind::Sort: return {R::Full, R::Full, "the cotangent scattered back through argsort", R::Full, shifted};
+    case PrimKind::ArgSort: return {R::Zero, R::Zero, "integer output", R::Full, shifted};
+    case PrimKind::TopK:
+      return {R::Full, R::Full, "values: scattered back through the indices; indices: integer", R::Full, shifted};
     case PrimKind::Conv:
       return {R::Full, R::Full,
               "input: conv_transpose of the cotangent; weight: a conv of the transposed input and cotangent; "
-              "jvp is bilinear"};
+              "jvp is bilinear",
+              R::Partial,
+              "batched input on the CPU: the batch folded into N; batched weight, or on the GPU (cuDNN picks its "
+              "algorithm by N): one conv per example"};
     case PrimKind::ConvTranspose:
-      return {R::Full, R::Full, "input: conv of the cotangent; weight: as conv's with the roles swapped"};
+      return {R::Full, R::Full, "input: conv of the cotangent; weight: as conv's with the roles swapped", R::Partial,
+              "batched input on the CPU: the batch folded into N; batched weight, or on the GPU: one "
+              "conv_transpose per example"};
     case PrimKind::Pool:
       return {R::Full, R::Full,
               "avg: conv_transpose of the cotangent scaled per window; max: the window's cotangent to its "
-              "maxima (ties split equally)"};
-    case PrimKind::RandomBits: return {R::Zero, R::Zero, "integer output"};
+              "maxima (ties split equally)",
+              R::Full, "the batch folded into N"};
+    case PrimKind::RandomBits:
+      return {R::Zero, R::Zero, "integer output", R::Loop, "a batched key: one draw per example's key, stacked"};
     case PrimKind::Attention:
       return {R::Full, R::Full,
               "the composed path (matmul, scale, mask, softmax, matmul) differentiated: q, k, v and an additive "
-              "mask get cotangents, a boolean mask none"};
-    case PrimKind::Fused: return {R::None, R::None, "exists only in compiled tapes, after differentiation"};
+              "mask get cotangents, a boolean mask none",
+              R::Loop, "one call per example (folding the batch into B is the next step)"};
+    case PrimKind::Fused:
+      return {R::None, R::None,
+              "exists only in compiled tapes: a compiled function called inside a transform runs its function "
+              "directly, so transforms never meet it",
+              R::None,
+              "exists only in compiled tapes: a compiled function called inside vmap runs its function directly"};
   }
-  return {R::None, R::None, "?"};
+  return {R::None, R::None, "?", R::None, "?"};
 }
 
 std::vector<Array> vjp_rule(const Array& out, const Array& g) {
@@ -540,7 +704,10 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
       const auto& p = n.prim.get<PadParams>();
       bool cropping = false;
       for (size_t i = 0; i < p.low.size(); ++i) cropping = cropping || p.low[i] < 0 || p.high[i] < 0;
-      if (cropping) no_rule(out, "vjp", "negative (cropping) pads have none yet");
+      if (cropping) {
+        cts[0] = cropping_pad_adjoint(g, p, in[0].shape());
+        return cts;
+      }
       switch (p.mode) {
         case PadMode::Constant:
           cts[0] = slice_node(g, in[0].shape(), p.low, std::vector<int64_t>(p.low.size(), 1));
@@ -576,8 +743,7 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
           return cts;
         case ScanOp::Max:
         case ScanOp::Min: {
-          if (p.exclusive) no_rule(out, "vjp", "exclusive cummax/cummin");
-          Array w = scan_extreme_weights(moveaxis(in[0], p.axis, -1), moveaxis(out, p.axis, -1), p.reverse);
+          Array w = scan_extreme_weights(moveaxis(in[0], p.axis, -1), moveaxis(out, p.axis, -1), p.reverse, p.exclusive);
           cts[0] = moveaxis(sum(expand_dims(moveaxis(g, p.axis, -1), -1) * w, {-2}), -1, p.axis);
           return cts;
         }
@@ -595,8 +761,7 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
       cts[0] = scatter(zeros_of(in[0]), in[1], g, n.prim.get<AxisParams>().axis, ScatterReduce::Add);
       return cts;
     case PrimKind::GatherND:
-      if (n.prim.get<GatherNDParams>().batch_dims != 0) no_rule(out, "vjp", "batch_dims > 0");
-      cts[0] = scatter_nd(zeros_of(in[0]), in[1], g, ScatterReduce::Add);
+      cts[0] = gather_nd_vjp(in[0], in[1], g, n.prim.get<GatherNDParams>().batch_dims);
       return cts;
     case PrimKind::Scatter: {
       const auto& p = n.prim.get<ScatterParams>();
@@ -611,7 +776,7 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
           return cts;
         case ScatterReduce::Mul:
         case ScatterReduce::Max:
-        case ScatterReduce::Min: no_rule(out, "vjp", "only assign and add scatters have one");
+        case ScatterReduce::Min: scatter_reduce_vjp(p.reduce, {in[1], p.axis, false}, in, out, g, cts); return cts;
       }
       return cts;
     }
@@ -628,7 +793,7 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
           return cts;
         case ScatterReduce::Mul:
         case ScatterReduce::Max:
-        case ScatterReduce::Min: no_rule(out, "vjp", "only assign and add scatters have one");
+        case ScatterReduce::Min: scatter_reduce_vjp(p.reduce, {in[1], 0, true}, in, out, g, cts); return cts;
       }
       return cts;
     }
@@ -764,8 +929,7 @@ Array jvp_rule(const Array& out, const std::vector<Array>& t) {
         case ScanOp::Prod: return out * cumsum(t[0] / in[0], p.axis, p.reverse, p.exclusive);
         case ScanOp::Max:
         case ScanOp::Min: {
-          if (p.exclusive) no_rule(out, "jvp", "exclusive cummax/cummin");
-          Array w = scan_extreme_weights(moveaxis(in[0], p.axis, -1), moveaxis(out, p.axis, -1), p.reverse);
+          Array w = scan_extreme_weights(moveaxis(in[0], p.axis, -1), moveaxis(out, p.axis, -1), p.reverse, p.exclusive);
           return moveaxis(sum(w * expand_dims(moveaxis(t[0], p.axis, -1), -2), {-1}), -1, p.axis);
         }
       }
@@ -789,7 +953,8 @@ Array jvp_rule(const Array& out, const std::vector<Array>& t) {
           return same_prim(out, {t[0].valid() ? t[0] : zeros_of(in[0]), in[1], t[2].valid() ? t[2] : zeros_of(in[2])});
         case ScatterReduce::Mul:
         case ScatterReduce::Max:
-        case ScatterReduce::Min: no_rule(out, "jvp", "only assign and add scatters have one");
+        case ScatterReduce::Min:
+          return scatter_reduce_jvp(p.reduce, {in[1], p.axis, n.prim.kind == PrimKind::ScatterND}, in, out, t);
       }
       return Array();
     }

@@ -212,17 +212,22 @@ TEST(GradErrors, IntegerInputsAndOutputs) {
                    "grad: the function must return a floating-point scalar, got int64");
 }
 
-TEST(GradErrors, ThroughAnOpWithoutAGradient) {
-  Array x = random_array({3, 4}, float32, -1, 1, 24);
+TEST(Grad, ThroughAMultiplyingScatter) {
+  // out[r_j, j] = x[r_j, j] * u_j with u = 2 x[0, :]: every element gets 1 except the written ones
+  // (u_j), and row 0 gets 2 x[r_j, j] more through the updates (rows r_j: 1, 0, 2, 2).
+  Array x = random_array({3, 4}, float64, -1, 1, 24);
   Array indices = Array({1, 0, 2, 2}, {1, 4});
-  auto scattered = [&](const Array& x) { return sum(scatter(x, indices, slice(x, {0, 0}, {1, 4}) * 2.0f, 0, ScatterReduce::Mul)); };
-  EXPECT_THROW_MSG(grad(scattered)(x), UnsupportedError,
-                   "vjp: Scatter(");
-  EXPECT_THROW_MSG(grad(scattered)(x), UnsupportedError,
-                   "has no vjp rule (only assign and add scatters have one); inputs float32[3,4], int32[1,4], "
-                   "float32[1,4], output float32[3,4]. Wrap the value in stop_gradient");
-  // stop_gradient makes the same function differentiable (no gradient through the scatter).
-  Array g = grad([&](const Array& x) { return sum(stop_gradient(scatter(x, indices, slice(x, {0, 0}, {1, 4}), 0, ScatterReduce::Mul))) + sum(x); })(x);
+  auto scattered = [&](const Array& x) { return sum(scatter(x, indices, slice(x, {0, 0}, {1, 4}) * 2.0, 0, ScatterReduce::Mul)); };
+  const auto xs = as_doubles(x);
+  std::vector<double> want(12, 1.0);
+  const int rows[] = {1, 0, 2, 2};
+  for (int j = 0; j < 4; ++j) {
+    want[static_cast<size_t>(rows[j] * 4 + j)] = 2 * xs[static_cast<size_t>(j)];
+    want[static_cast<size_t>(j)] += 2 * xs[static_cast<size_t>(rows[j] * 4 + j)];
+  }
+  EXPECT_TRUE(all_close(grad(scattered)(x), want, kTol, kTol));
+  // stop_gradient: no gradient through the scatter.
+  Array g = grad([&](const Array& x) { return sum(stop_gradient(scattered(x))) + sum(x); })(x);
   EXPECT_TRUE(all_close(g, std::vector<double>(12, 1.0), 0, 0));
 }
 

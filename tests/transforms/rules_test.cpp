@@ -2,12 +2,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <set>
 #include <string>
 
 #include "smelt/attention.h"
+#include "smelt/compile.h"
 #include "smelt/transforms.h"
+#include "src/core/node.h"
 #include "src/transforms/rules.h"
 #include "test_utils.h"
 
@@ -27,6 +33,24 @@ struct Case {
 
 Array idx(std::vector<int64_t> v, Shape s) { return Array(v, std::move(s)); }
 
+/// A Pad node with any widths: the public pad rejects negative (cropping) ones, which other
+/// builders (ONNX's Pad) and rules may make.
+Array pad_node(const Array& x, std::vector<int64_t> low, std::vector<int64_t> high, PadMode mode) {
+  Shape out = x.shape();
+  for (size_t i = 0; i < out.size(); ++i) out[i] += low[i] + high[i];
+  PadParams p{std::move(low), std::move(high), mode, Scalar::of_int(0).cast(x.dtype())};
+  return make_array(out, x.dtype(), x.device(), make_prim(PrimKind::Pad, p), {x});
+}
+
+/// An exclusive cummax/cummin (the public ops are inclusive), with the first output of the scan
+/// (the identity, ±inf) cut off.
+Array exclusive_scan(const Array& x, ScanOp op, int axis, bool reverse) {
+  Array s = make_array(x.shape(), x.dtype(), x.device(), make_prim(PrimKind::Scan, ScanParams{op, axis, reverse, true}), {x});
+  std::vector<int64_t> start(2, 0), stop = {s.shape(0), s.shape(1)};
+  (reverse ? stop : start)[static_cast<size_t>(axis)] += reverse ? -1 : 1;
+  return slice(s, start, stop);
+}
+
 std::vector<Case> cases() {
   using V = const std::vector<Array>&;
   auto u = [](const char* name, Array (*op)(const Array&), double lo = -2.0, double hi = 2.0) {
@@ -36,7 +60,7 @@ std::vector<Case> cases() {
     // Broadcasting: [3, 4] with [4].
     return Case{name, PrimKind::Binary, {{3, 4}, {4}}, lo, hi, [op](V x) { return op(x[0], x[1]); }};
   };
-  return {
+  std::vector<Case> all = {
       u("abs", abs), u("negative", negative), u("sign", sign), u("square", square),
       u("reciprocal", reciprocal, 0.5, 2.0), u("sqrt", sqrt, 0.5, 2.0), u("rsqrt", rsqrt, 0.5, 2.0), u("exp", exp),
       u("exp2", exp2), u("expm1", expm1), u("log", log, 0.5, 2.0), u("log2", log2, 0.5, 2.0),
@@ -89,6 +113,31 @@ std::vector<Case> cases() {
        [](V x) { return sin(scatter_nd(x[0], idx({2, 0}, {2, 1}), x[1])); }},
       {"scatter_nd_add", PrimKind::ScatterND, {{3, 4}, {3, 4}}, -2, 2,
        [](V x) { return sin(scatter_nd(x[0], idx({2, 0, 2}, {3, 1}), x[1], ScatterReduce::Add)); }},
+      {"scatter_mul", PrimKind::Scatter, {{3, 4}, {2, 3}}, 0.5, 1.5,
+       [](V x) { return scatter(x[0], idx({1, 0, 1, 1, 0, 1}, {2, 3}), x[1], 0, ScatterReduce::Mul); }},
+      {"scatter_max", PrimKind::Scatter, {{3, 4}, {2, 3}}, -2, 2,
+       [](V x) { return scatter(x[0], idx({1, 0, 1, 1, 0, 1}, {2, 3}), x[1], 0, ScatterReduce::Max); }},
+      {"scatter_min", PrimKind::Scatter, {{3, 4}, {2, 3}}, -2, 2,
+       [](V x) { return scatter(x[0], idx({1, 0, 1, 1, 0, 1}, {2, 3}), x[1], 0, ScatterReduce::Min); }},
+      {"scatter_nd_mul", PrimKind::ScatterND, {{3, 4}, {3, 4}}, 0.5, 1.5,
+       [](V x) { return scatter_nd(x[0], idx({2, 0, 2}, {3, 1}), x[1], ScatterReduce::Mul); }},
+      {"scatter_nd_max", PrimKind::ScatterND, {{3, 4}, {3, 4}}, -2, 2,
+       [](V x) { return scatter_nd(x[0], idx({2, 0, 2}, {3, 1}), x[1], ScatterReduce::Max); }},
+      {"scatter_nd_min", PrimKind::ScatterND, {{3, 4}, {3, 4}}, -2, 2,
+       [](V x) { return scatter_nd(x[0], idx({2, 0, 2}, {3, 1}), x[1], ScatterReduce::Min); }},
+      {"gather_nd_batch_dims", PrimKind::GatherND, {{2, 3, 4}}, -2, 2,
+       [](V x) { return gather_nd(x[0], idx({2, 0, 2, 1, 2, 0}, {2, 3, 1}), 1); }},
+      // Cropping on the leading axes: the CPU Pad kernel's last-axis path assumes non-negative
+      // widths there (its row loop writes [low, low + width) of each row).
+      {"pad_cropping", PrimKind::Pad, {{4, 5, 2}}, -2, 2,
+       [](V x) { return exp(pad_node(x[0], {-1, 2, 0}, {1, -2, 1}, PadMode::Constant)); }},
+      {"pad_cropping_reflect", PrimKind::Pad, {{4, 5, 2}}, -2, 2,
+       [](V x) { return exp(pad_node(x[0], {2, -1, 1}, {-1, 3, 0}, PadMode::Reflect)); }},
+      {"pad_cropping_edge", PrimKind::Pad, {{4, 5, 2}}, -2, 2,
+       [](V x) { return exp(pad_node(x[0], {-2, 1, 0}, {2, -3, 1}, PadMode::Edge)); }},
+      {"cummax_exclusive", PrimKind::Scan, {{3, 5}}, -2, 2, [](V x) { return exclusive_scan(x[0], ScanOp::Max, 1, false); }},
+      {"cummin_exclusive_reverse", PrimKind::Scan, {{4, 3}}, -2, 2,
+       [](V x) { return exclusive_scan(x[0], ScanOp::Min, 0, true); }},
       {"sort", PrimKind::Sort, {{3, 4}}, -2, 2, [](V x) { return sort(x[0], 1) * arange(0.0, 4.0, 1.0, float64); }},
       {"topk", PrimKind::TopK, {{3, 5}}, -2, 2, [](V x) { return topk(x[0], 2, 1).first * Array({1.0, 3.0}); }},
       {"conv", PrimKind::Conv, {{2, 2, 6, 5}, {3, 2, 3, 2}}, -2, 2, [](V x) { return conv2d(x[0], x[1], {2, 1}, {1, 0}, {1, 2}); }},
@@ -118,6 +167,29 @@ std::vector<Case> cases() {
       {"attention_scale_softcap", PrimKind::Attention, {{1, 1, 3, 2}, {1, 1, 3, 2}, {1, 1, 3, 3}}, -2, 2,
        [](V x) { return scaled_dot_product_attention(x[0], x[1], x[2], {.scale = 0.7, .softcap = 1.5}); }},
   };
+  // Several shapes: every element-wise rule again on a 0-d input and on rank 3, and every binary
+  // rule with both operands broadcast ([2,1,3] with [4,1]) and a 0-d operand against a vector.
+  const size_t n = all.size();
+  for (size_t i = 0; i < n; ++i) {
+    const Case c = all[i];
+    if (c.kind == PrimKind::Unary && c.shapes == std::vector<Shape>{{3, 4}}) {
+      for (const Shape& s : {Shape{}, Shape{2, 3, 2}}) {
+        Case v = c;
+        v.name += " " + shape_to_string(s);
+        v.shapes = {s};
+        all.push_back(v);
+      }
+    }
+    if (c.kind == PrimKind::Binary && c.shapes == std::vector<Shape>{{3, 4}, {4}}) {
+      for (const auto& s : {std::vector<Shape>{{2, 1, 3}, {4, 1}}, std::vector<Shape>{{}, {3}}}) {
+        Case v = c;
+        v.name += " " + shape_to_string(s[0]) + "," + shape_to_string(s[1]);
+        v.shapes = s;
+        all.push_back(v);
+      }
+    }
+  }
+  return all;
 }
 
 double dot(const Array& a, const Array& b) { return sum(a * b).item<double>(); }
@@ -186,6 +258,57 @@ TEST(AutodiffRules, RulesHoldOnNonContiguousInputs) {
   for (const auto& c : cases()) check_case(c, true, 21);
 }
 
+// The batching rules of every backward and forward graph: vmap of each case's vjp and jvp over a
+// batch of inputs, cotangents and tangents equals the loop of unbatched calls bit for bit.
+TEST(AutodiffRules, VmapOfEveryVjpAndJvpEqualsTheLoop) {
+  constexpr int64_t kB = 2;
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const size_t k = c.shapes.size();
+    ArrayFn fn = [&](const std::vector<Array>& in) { return std::vector<Array>{c.f(in)}; };
+    ArrayFn rules = [&](const std::vector<Array>& in) {
+      std::vector<Array> x(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(k));
+      std::vector<Array> u(in.begin() + static_cast<std::ptrdiff_t>(k), in.begin() + static_cast<std::ptrdiff_t>(2 * k));
+      std::vector<Array> r;
+      if (c.vjp) r = vjp(fn, x, {in[2 * k]}).second;
+      if (c.jvp) r.push_back(jvp(fn, x, u).second[0]);
+      return r;
+    };
+    std::vector<Array> inputs;
+    std::vector<Array> first;  // example 0, to find the output's shape
+    for (size_t i = 0; i < k; ++i) {
+      Shape s = c.shapes[i];
+      s.insert(s.begin(), kB);
+      inputs.push_back(test::random_array(s, float64, c.lo, c.hi, 300 + static_cast<uint32_t>(i)));
+      first.push_back(reshape(slice(inputs.back(), Axes{0}, {0}, {1}, {1}), c.shapes[i]));
+    }
+    for (size_t i = 0; i < k; ++i) {
+      Shape s = c.shapes[i];
+      s.insert(s.begin(), kB);
+      inputs.push_back(test::random_array(s, float64, -1, 1, 400 + static_cast<uint32_t>(i)));
+    }
+    Shape ws = c.f(first).shape();
+    ws.insert(ws.begin(), kB);
+    inputs.push_back(test::random_array(ws, float64, -1, 1, 500));
+    std::vector<Array> got = detail::vmap_flat(rules, inputs, std::vector<std::optional<int>>(inputs.size(), 0), {0});
+    std::vector<std::vector<Array>> loop;
+    for (int64_t b = 0; b < kB; ++b) {
+      std::vector<Array> ex;
+      for (const auto& a : inputs) {
+        Shape rest(a.shape().begin() + 1, a.shape().end());
+        ex.push_back(reshape(slice(a, Axes{0}, {b}, {b + 1}, {1}), rest));
+      }
+      loop.push_back(rules(ex));
+    }
+    ASSERT_EQ(got.size(), loop[0].size());
+    for (size_t j = 0; j < got.size(); ++j) {
+      std::vector<Array> parts;
+      for (const auto& l : loop) parts.push_back(l[j]);
+      EXPECT_TRUE(test::bit_equal(got[j], stack(parts, 0))) << "result " << j;
+    }
+  }
+}
+
 TEST(AutodiffRules, EveryPrimitiveKindDeclaresItsRules) {
   std::set<PrimKind> covered;
   for (const auto& c : cases()) covered.insert(c.kind);
@@ -207,6 +330,73 @@ TEST(AutodiffRules, EveryPrimitiveKindDeclaresItsRules) {
 #define X(name, ...) check(PrimKind::name);
   SMELT_PRIMITIVES(X)
 #undef X
+}
+
+// The compile engine's fused node exists only in compiled tapes (a compiled function called inside
+// a transform runs its function), so no rule can meet it; if one did, each says so by name.
+TEST(AutodiffRules, AFusedNodeHasNoRulesAndSaysWhy) {
+  auto cf = compile([](const Array& x) { return exp(x) * 2.0f + 1.0f; });
+  Array x = test::random_array({3, 4}, float32, -1, 1, 5);
+  Array y = cf(x);
+  ASSERT_EQ(y.node().prim.kind, PrimKind::Fused) << "the replay should return the fused kernel's lazy output";
+  const std::string why = "exists only in compiled tapes";
+  EXPECT_THROW_MSG(transforms::vjp_rule(y, ones_like(y)), UnsupportedError, "vjp: Fused(");
+  EXPECT_THROW_MSG(transforms::vjp_rule(y, ones_like(y)), UnsupportedError,
+                   "has no vjp rule (" + why);
+  EXPECT_THROW_MSG(transforms::vjp_rule(y, ones_like(y)), UnsupportedError, "inputs float32[3,4], output float32[3,4]");
+  EXPECT_THROW_MSG(transforms::jvp_rule(y, {ones_like(x)}), UnsupportedError, "has no jvp rule (" + why);
+  EXPECT_THROW_MSG(transforms::batch_rule(y, {ones({2, 3, 4})}, 2), UnsupportedError,
+                   "vmap: Fused(");
+  EXPECT_THROW_MSG(transforms::batch_rule(y, {ones({2, 3, 4})}, 2), UnsupportedError, "has no batching rule (" + why);
+}
+
+// docs/transforms.md's table of rules is generated from rule_info, so it cannot drift: this test
+// fails when they differ (SMELT_UPDATE_GOLDEN=1 rewrites the table in the file).
+std::string rules_table() {
+  auto cell = [](transforms::Rule r) -> std::string {
+    switch (r) {
+      case transforms::Rule::Full: return "yes";
+      case transforms::Rule::Partial: return "partial";
+      case transforms::Rule::Loop: return "loop";
+      case transforms::Rule::Zero: return "zero";
+      case transforms::Rule::NoInputs: return "-";
+      case transforms::Rule::None: return "**none**";
+    }
+    return "?";
+  };
+  std::ostringstream os;
+  os << "| primitive | vjp | jvp | vmap | differentiation | batching |\n|---|---|---|---|---|---|\n";
+  auto row = [&](PrimKind kind) {
+    transforms::RuleInfo info = transforms::rule_info(kind);
+    os << "| " << prim_name(kind) << " | " << cell(info.vjp) << " | " << cell(info.jvp) << " | " << cell(info.batch)
+       << " | " << info.note << " | " << info.batch_note << " |\n";
+  };
+#define X(name, ...) row(PrimKind::name);
+  SMELT_PRIMITIVES(X)
+#undef X
+  return os.str();
+}
+
+TEST(AutodiffRules, TheDocsTableIsTheRulesTable) {
+  const std::filesystem::path doc = std::filesystem::path(__FILE__).parent_path() / "../../docs/transforms.md";
+  std::ifstream in(doc);
+  ASSERT_TRUE(in) << doc;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string text = buf.str();
+  const std::string begin = "<!-- rules-table:begin (generated by tests/transforms/rules_test.cpp) -->\n";
+  const std::string end = "<!-- rules-table:end -->";
+  const size_t b = text.find(begin), e = text.find(end);
+  ASSERT_NE(b, std::string::npos) << doc << " has no generated rules table";
+  ASSERT_NE(e, std::string::npos) << doc << " has no end of the generated rules table";
+  const std::string current = text.substr(b + begin.size(), e - b - begin.size());
+  const std::string want = rules_table();
+  if (current != want && std::getenv("SMELT_UPDATE_GOLDEN")) {
+    text.replace(b + begin.size(), e - b - begin.size(), want);
+    std::ofstream(doc) << text;
+    return;
+  }
+  EXPECT_EQ(current, want) << "docs/transforms.md's rules table differs from rule_info; run with SMELT_UPDATE_GOLDEN=1";
 }
 
 }  // namespace

@@ -77,6 +77,29 @@ TEST(OnnxTraining, GradientOfAddAndMulMatchesAnalytic) {
   EXPECT_TRUE(all_close(out[2].array(), db, 0, 0));
 }
 
+TEST(OnnxTraining, GradientCompiledEqualsEager) {
+  // y = sum(softmax(a * b)) over a row, differentiated inside a compiled segment.
+  GraphBuilder b;
+  b.input("a", ElemType::Float, 2);
+  b.input("b", ElemType::Float, 2);
+  std::string y = b.node("Softmax", {b.node("Mul", {"a", "b"})}, {attr_int("axis", -1)});
+  std::string e = b.node("Exp", {y});
+  auto g = b.node_n("Gradient", {"a", "b"}, 2, {attr_strings("xs", {"a", "b"}), attr_string("y", e)});
+  b.output(g[0]);
+  b.output(g[1]);
+  onnx::Model m = training_model(b, {"Gradient"}, 18);
+  std::vector<Value> in{Value::tensor(random_array({3, 5}, float32, -2, 2, 6)),
+                        Value::tensor(random_array({3, 5}, float32, -2, 2, 7))};
+  auto eager = onnx::run(m, in);
+  onnx::CompiledModel cm = onnx::compile(m);
+  auto compiled = cm(in);
+  // The whole graph, Gradient included, is one compiled segment.
+  ASSERT_EQ(cm.overlay().segments.size(), 1u);
+  EXPECT_TRUE(cm.overlay().segments[0].compiled) << cm.overlay().segments[0].reason;
+  EXPECT_TRUE(bit_equal(compiled[0].array(), eager[0].array()));
+  EXPECT_TRUE(bit_equal(compiled[1].array(), eager[1].array()));
+}
+
 TEST(OnnxTraining, GradientHoldsZsFixedAndReadsInitializers) {
   // y = tanh(x * w + z) summed; xs = [x], zs = [z]; w is an initializer read through the scope.
   GraphBuilder b;

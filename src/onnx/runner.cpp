@@ -210,15 +210,16 @@ std::vector<Value> Executor::run_node(const Node& node, const std::vector<Value>
     if (!top.empty() && &node >= top.data() && &node < top.data() + top.size()) graph = &top;
   }
   ctx.set_graph_nodes(graph);
+  const bool differentiated = smelt::detail::in_transform();
+  const uint64_t mark = differentiated ? transforms::origin_mark() : 0;
   try {
     std::vector<Value> out = fn(ctx);
-    if (smelt::detail::in_transform()) {
+    if (differentiated) {
       // Under grad/vjp: name this node as the origin of the arrays it made, so that a missing
       // vjp rule says which ONNX node needs it.
-      std::vector<Array> made, given;
+      std::vector<Array> made;
       for (const auto& v : out) collect_arrays(v, made);
-      for (const auto& v : inputs) collect_arrays(v, given);
-      transforms::set_origin(made, given, "ONNX node " + node.label());
+      transforms::set_origin(made, mark, "ONNX node " + node.label());
     }
     // Evaluate here, not at the end of the graph, so that a kernel or an allocation that fails
     // is reported against this node. Traced values (a compiled segment, onnx::run under

@@ -30,10 +30,9 @@ OriginTable& table() {
 
 }  // namespace
 
-void set_origin(const std::vector<Array>& outputs, const std::vector<Array>& inputs, const std::string& origin) {
-  std::unordered_set<const detail::Node*> stop;
-  for (const auto& a : inputs)
-    if (a.valid()) stop.insert(&a.node());
+uint64_t origin_mark() { return detail::next_node_id(); }
+
+void set_origin(const std::vector<Array>& outputs, uint64_t mark, const std::string& origin) {
   std::vector<Array> work;
   for (const auto& a : outputs)
     if (a.valid()) work.push_back(a);
@@ -45,7 +44,7 @@ void set_origin(const std::vector<Array>& outputs, const std::vector<Array>& inp
       Array a = std::move(work.back());
       work.pop_back();
       const detail::Node& n = a.node();
-      if (stop.count(&n) || n.evaluated || !seen.insert(&n).second) continue;
+      if (n.id < mark || n.evaluated || !seen.insert(&n).second) continue;
       if (table().entries.count(n.id)) continue;  // made by an earlier unit
       found.push_back(a.node_ptr());
       for (const auto& in : n.inputs) work.push_back(in);

@@ -2,16 +2,21 @@
 // ONNX node, a module) name the unit, and a missing vjp rule then says which one it was.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "smelt/array.h"
 
 namespace smelt::transforms {
 
-/// Records `origin` ("ONNX node Gather 'g1'") for `out` and every node above it made since
-/// `inputs` (the walk stops at them, at evaluated nodes and at nodes that already have an
-/// origin). Entries are held by process-unique node id and dropped with their nodes.
-void set_origin(const std::vector<Array>& outputs, const std::vector<Array>& inputs, const std::string& origin);
+/// A mark to pass to set_origin: nodes made after this call have greater ids.
+uint64_t origin_mark();
+/// Records `origin` ("ONNX node Gather 'g1'") for the nodes of `outputs` and above them that were
+/// made since `mark` (the walk stops at older nodes, evaluated ones and ones that already have an
+/// origin, so it never leaves what the unit built). Entries are held by process-unique node id
+/// and dropped with their nodes.
+void set_origin(const std::vector<Array>& outputs, uint64_t mark, const std::string& origin);
 /// The recorded origin of `a`'s node, or "".
 std::string origin_of(const Array& a);
 

@@ -821,6 +821,12 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
 std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given, const RunOptions& run_options) {
   // Arrays the model makes from nothing (ConstantOfShape, Range, ...) live on its device.
   DefaultDeviceScope device_scope(options.device);
+  // Initializers are constants of the traces; replacing them per call would need them as segment
+  // arguments. Fine-tuning goes through onnx::run (which smelt::compile can trace whole).
+  if (!run_options.initializers.empty())
+    throw OnnxError("compiled model: RunOptions::initializers is not supported by compiled models (their "
+                    "initializers are constants of the traces); run the model with onnx::run, which "
+                    "smelt::compile and the transforms trace (docs/onnx.md, \"Fine-tuning\")");
   RunGuard guard(run_options);
   // This call's executor: the same model, with this call's bounds.
   const Executor exec(model, &guard);

@@ -448,6 +448,40 @@ TEST(OnnxTraining, InitializerOverrideErrors) {
                    "run: RunOptions::initializers['w1'] is float64[6,4]; the initializer is tensor(double)[4,6]");
 }
 
+TEST(OnnxTraining, CompiledModelsRefuseInitializerOverrides) {
+  onnx::Model m = tiny_model();
+  std::vector<Value> in{Value::tensor(Array(std::vector<int64_t>{1, 2}, Shape{1, 2}))};
+  onnx::CompiledModel cm = onnx::compile(m);
+  EXPECT_THROW_MSG(cm(in, {.initializers = onnx::parameters(m)}), OnnxError,
+                   "compiled model: RunOptions::initializers is not supported by compiled models");
+}
+
+TEST(OnnxTraining, TracedRunsDrawDropoutFromATracedKey) {
+  // smelt::compile of onnx::run: the key is an input of the trace, so each call's key is used.
+  onnx::Model m = dropout_model();
+  Array x = random_array({8, 8}, float32, 1, 2, 34);
+  auto f = compile_flat([&](const std::vector<Array>& in) {
+    auto out = dropout(m, in[0], 0.5f, true, {.key = in[1]});
+    return std::vector<Array>{out[0].array()};
+  });
+  for (uint64_t seed : {1u, 2u}) {
+    Array key = random::key(seed);
+    EXPECT_TRUE(bit_equal(f({x, key})[0], dropout(m, x, 0.5f, true, {.key = key})[0].array())) << seed;
+  }
+  EXPECT_EQ(f.stats().traces, 1u);
+  // Without a traced key the draw would be frozen into the trace: the trace refuses, so the
+  // function runs eagerly (compile's fallback) and each call draws a new mask.
+  auto body = [&](const std::vector<Array>& in) {
+    return std::vector<Array>{dropout(m, in[0], 0.5f, true)[1].array()};
+  };
+  auto eager = compile_flat(body);
+  EXPECT_FALSE(bit_equal(eager({x})[0], eager({x})[0]));
+  EXPECT_EQ(eager.stats().fallbacks, 1u);
+  auto strict = compile_flat(body, {.fallback = CompileFallback::Raise});
+  EXPECT_THROW_MSG(strict({x}), UnknownValueError,
+                   "Dropout 'Dropout_0': Dropout in training mode draws new values on every run");
+}
+
 TEST(OnnxTraining, MissingVjpRuleNamesTheOnnxNode) {
   // ScatterElements with reduction "mul" builds a Scatter(mul), which has no vjp rule.
   GraphBuilder b;

@@ -348,7 +348,8 @@ struct RunOptions {
 };
 
 /// Runs the model eagerly on the graph inputs given in order (graph inputs that are also
-/// initializers may be left out at the end). Returns the graph outputs in order, evaluated.
+/// initializers may be left out at the end). Returns the graph outputs in order, evaluated (left
+/// lazy when traced: under smelt::compile or a transform such as grad, docs/onnx.md "Fine-tuning").
 /// Missing inputs and inputs of the wrong kind, element type or rank raise OnnxError naming
 /// the input with the expected and the given type. `options` bounds the run's time, memory and
 /// nesting (Cancelled, DeadlineExceeded, OutOfMemory, OnnxError).

@@ -148,6 +148,49 @@ TEST(OnnxTraining, GradientErrorsNameTheNode) {
                    "xs 'i' (input 0) is tensor(int64)[2]; only floating-point tensors can be differentiated");
 }
 
+TEST(OnnxTraining, GradientAttributeAndGraphErrors) {
+  Value a = Value::tensor(zeros({2}, float32));
+  {  // a name twice
+    GraphBuilder b;
+    b.input("a", ElemType::Float, 1);
+    std::string n = b.node("Neg", {"a"});
+    b.output(b.node_n("Gradient", {"a", "a"}, 1, {attr_strings("xs", {"a"}), attr_strings("zs", {"a"}), attr_string("y", n)})[0]);
+    EXPECT_THROW_MSG(onnx::run(training_model(b, {"Gradient"}), {a}), OnnxError, "a name appears twice in 'xs' and 'zs'");
+  }
+  {  // more outputs than xs
+    GraphBuilder b;
+    b.input("a", ElemType::Float, 1);
+    std::string n = b.node("Neg", {"a"});
+    auto g = b.node_n("Gradient", {"a"}, 2, {attr_strings("xs", {"a"}), attr_string("y", n)});
+    b.output(g[0]);
+    EXPECT_THROW_MSG(onnx::run(training_model(b, {"Gradient"}), {a}), OnnxError,
+                     "2 outputs named; it has one per name of 'xs' (1)");
+  }
+  {  // y computed from the Gradient node's own output
+    GraphBuilder b;
+    b.input("a", ElemType::Float, 1);
+    auto g = b.node_n("Gradient", {"a"}, 1, {attr_strings("xs", {"a"}), attr_string("y", "Neg_0:0")});
+    b.output(b.node("Neg", {g[0]}));
+    EXPECT_THROW_MSG(onnx::run(training_model(b, {"Gradient"}), {a}), OnnxError,
+                     "y 'Neg_0:0' depends on this Gradient node's own output 'Gradient_0:0'");
+  }
+  {  // an integer y
+    GraphBuilder b;
+    b.input("a", ElemType::Float, 1);
+    std::string n = b.node("Cast", {"a"}, {attr_int("to", 7)});
+    b.output(b.node_n("Gradient", {"a"}, 1, {attr_strings("xs", {"a"}), attr_string("y", n)})[0]);
+    EXPECT_THROW_MSG(onnx::run(training_model(b, {"Gradient"}), {a}), OnnxError,
+                     "y 'Cast_0:0' is tensor(int64)[2]; only a floating-point tensor can be differentiated");
+  }
+  {  // no xs
+    GraphBuilder b;
+    b.input("a", ElemType::Float, 1);
+    b.output(b.node_n("Gradient", {"a"}, 1, {attr_string("y", "a")})[0]);
+    EXPECT_THROW_MSG(onnx::run(training_model(b, {"Gradient"}), {a}), OnnxError,
+                     "attribute 'xs' (the tensors to differentiate with respect to) is missing or empty");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Optimizers: the spec's formulas on the host in float64
 // ---------------------------------------------------------------------------------------------
@@ -238,6 +281,29 @@ TEST(OnnxTraining, OptimizerErrorsNameTheNode) {
                    "input 4 is tensor(double)[4]; optimized tensor 0 (input 2) is tensor(double)[3]");
   EXPECT_THROW_MSG(run_optimizer({"Momentum", {attr_string("mode", "heavy")}, 3}, 0.1, 0, {x, x, x}), OnnxError,
                    "mode must be 'standard' or 'nesterov', got 'heavy'");
+  // R and T must be one-element tensors; no more outputs than the updates it makes.
+  GraphBuilder b;
+  b.input("R", ElemType::Float, 1);
+  b.input("T", ElemType::Int64, 1);
+  b.input("X", ElemType::Float, 1);
+  b.input("G", ElemType::Float, 1);
+  b.input("H", ElemType::Float, 1);
+  auto outs = b.node_n("Adagrad", {"R", "T", "X", "G", "H"}, 2);
+  b.output(outs[0]);
+  onnx::Model m = training_model(b, {"Adagrad"});
+  Value v3 = Value::tensor(zeros({3}, float32)), r1 = Value::tensor(zeros({1}, float32));
+  Value t1 = Value::tensor(zeros({1}, int64));
+  EXPECT_THROW_MSG(onnx::run(m, {Value::tensor(zeros({2}, float32)), t1, v3, v3, v3}), OnnxError,
+                   "R must be a scalar, got tensor(float)[2]");
+  EXPECT_THROW_MSG(onnx::run(m, {r1, Value::tensor(zeros({2}, int64)), v3, v3, v3}), OnnxError,
+                   "T must be a scalar, got tensor(int64)[2]");
+  EXPECT_NO_THROW(onnx::run(m, {r1, t1, v3, v3, v3}));
+  GraphBuilder b2;
+  for (const char* n : {"R", "T", "X", "G", "H"}) b2.input(n, n[0] == 'T' ? ElemType::Int64 : ElemType::Float, 1);
+  auto outs2 = b2.node_n("Adagrad", {"R", "T", "X", "G", "H"}, 3);
+  b2.output(outs2[0]);
+  EXPECT_THROW_MSG(onnx::run(training_model(b2, {"Adagrad"}), {r1, t1, v3, v3, v3}), OnnxError,
+                   "3 outputs named; it has 2");
 }
 
 TEST(OnnxTraining, OptimizerStepCountCanBeTraced) {
@@ -446,6 +512,20 @@ TEST(OnnxTraining, InitializerOverrideErrors) {
                    "run: RunOptions::initializers['w1'] is float32[4,6]; the initializer is tensor(double)[4,6]");
   EXPECT_THROW_MSG(onnx::run(m, {ids}, {.initializers = {{"w1", zeros({6, 4}, float64)}}}), OnnxError,
                    "run: RunOptions::initializers['w1'] is float64[6,4]; the initializer is tensor(double)[4,6]");
+  EXPECT_THROW_MSG(onnx::run(m, {ids}, {.initializers = {{"w1", Array()}}}), InvalidArgument,
+                   "run: RunOptions::initializers['w1'] is an empty array handle");
+  // An initializer that is also a graph input: given one way or the other, not both.
+  GraphBuilder b;
+  b.input("x", ElemType::Float, 1);
+  b.input("w", ElemType::Float, 1);
+  b.constant("w", ones({3}, float32));
+  b.output(b.node("Mul", {"x", "w"}));
+  onnx::Model mw = make_model(b.graph());
+  Value x = Value::tensor(ones({3}, float32));
+  EXPECT_TRUE(bit_equal(onnx::run(mw, {x}, {.initializers = {{"w", full({3}, Array(2.0f))}}})[0].array(),
+                        full({3}, Array(2.0f))));
+  EXPECT_THROW_MSG(onnx::run(mw, {x, x}, {.initializers = {{"w", ones({3}, float32)}}}), OnnxError,
+                   "run: 'w' is given both as a graph input and in RunOptions::initializers");
 }
 
 TEST(OnnxTraining, CompiledModelsRefuseInitializerOverrides) {

@@ -350,10 +350,20 @@ struct RunOptions {
   /// operators still runs on the host, and graph breaks read back only the values they need.
   /// A GPU this process cannot use raises DeviceError.
   std::optional<Device> device;
+  /// Arrays that replace the main graph's initializers of those names for this run (fine-tuning,
+  /// docs/onnx.md): each must name an initializer and have its dtype and shape, else OnnxError.
+  /// onnx::run is traceable by the transforms, so `grad` of a loss of the outputs with respect to
+  /// these arrays works (see `parameters`).
+  std::map<std::string, Array> initializers;
+  /// The key random operators draw from (Dropout in training mode): each draw splits it, so a run
+  /// with the same key draws the same values. Absent: the thread's key sequence (docs/onnx.md).
+  /// A node with a `seed` attribute draws from key(seed) instead.
+  std::optional<Array> key;
 };
 
 /// Runs the model eagerly on the graph inputs given in order (graph inputs that are also
-/// initializers may be left out at the end). Returns the graph outputs in order, evaluated.
+/// initializers may be left out at the end). Returns the graph outputs in order, evaluated (left
+/// lazy when traced: under smelt::compile or a transform such as grad, docs/onnx.md "Fine-tuning").
 /// Missing inputs and inputs of the wrong kind, element type or rank raise OnnxError naming
 /// the input with the expected and the given type. `options` bounds the run's time, memory and
 /// nesting (Cancelled, DeadlineExceeded, OutOfMemory, OnnxError).
@@ -362,6 +372,13 @@ std::vector<Value> run(const Model& model, const std::vector<Value>& inputs, con
 /// returns the outputs by name.
 std::map<std::string, Value> run_named(const Model& model, const std::map<std::string, Value>& inputs,
                                        const RunOptions& options = {});
+
+/// The model's trainable parameters: its main graph's floating-point tensor initializers by name
+/// (a tree: `std::map` of arrays). Pass them, or arrays derived from them, back through
+/// RunOptions::initializers; `smelt::grad` of a scalar loss of the outputs with respect to this map
+/// gives one gradient per initializer. Note that `LoadOptions::fuse` folds BatchNormalization into
+/// constant-weight Convs: load with `fuse = false` to train the file's own initializers.
+std::map<std::string, Array> parameters(const Model& model);
 
 // ---------------------------------------------------------------------------------------------
 // Compiled models (docs/onnx-compile.md)

@@ -180,11 +180,16 @@ std::string break_reason(const Node& n, const std::vector<bool>& traced) {
   return who + "needs the values of input" + (names.size() > 1 ? "s " : " ") + list + " on the host";
 }
 
-/// Random operators without a seed draw new values on every run: they never enter a trace.
+/// Random operators without a seed (Dropout given a training mode too) draw new values on every
+/// run: they never enter a trace.
 bool is_unseeded_random(const Node& n) {
   static const std::set<std::string> ops{"RandomNormal", "RandomUniform", "RandomNormalLike",
                                          "RandomUniformLike", "Bernoulli", "Multinomial"};
-  return normalize_domain(n.domain).empty() && ops.count(n.op_type) && !n.attribute("seed");
+  if (!normalize_domain(n.domain).empty() || n.attribute("seed")) return false;
+  // Dropout draws only in training mode (its third input, opset 12); breaking at every Dropout
+  // that has one is conservative when that input is a constant false.
+  if (n.op_type == "Dropout") return n.inputs.size() > 2 && !n.inputs[2].empty();
+  return ops.count(n.op_type) > 0;
 }
 
 /// What a value computed in a trace depends on: traced tensors, and which host values.
@@ -816,6 +821,12 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
 std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given, const RunOptions& run_options) {
   // Arrays the model makes from nothing (ConstantOfShape, Range, ...) live on its device.
   DefaultDeviceScope device_scope(options.device);
+  // Initializers are constants of the traces; replacing them per call would need them as segment
+  // arguments. Fine-tuning goes through onnx::run (which smelt::compile can trace whole).
+  if (!run_options.initializers.empty())
+    throw OnnxError("compiled model: RunOptions::initializers is not supported by compiled models (their "
+                    "initializers are constants of the traces); run the model with onnx::run, which "
+                    "smelt::compile and the transforms trace (docs/onnx.md, \"Fine-tuning\")");
   RunGuard guard(run_options);
   // This call's executor: the same model, with this call's bounds.
   const Executor exec(model, &guard);

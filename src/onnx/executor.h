@@ -54,9 +54,10 @@ class Executor {
   /// Runs a subgraph (If/Loop/Scan body) with its inputs bound positionally.
   std::vector<Value> run_graph(const Graph& g, const std::vector<Value>& inputs, const Scope* parent,
                                const Opsets& opsets) const;
-  /// Runs one node on its input values (subgraphs see `scope`).
+  /// Runs one node on its input values (subgraphs see `scope`). `graph` is the list of nodes `node`
+  /// belongs to (for Gradient); null: the top-level graph's when `node` is one of its nodes.
   std::vector<Value> run_node(const Node& node, const std::vector<Value>& inputs, const Scope& scope,
-                              const Opsets& opsets) const;
+                              const Opsets& opsets, const std::vector<Node>* graph = nullptr) const;
   /// The values of `n`'s inputs in `scope` (None for omitted ones); raises naming a missing one.
   static std::vector<Value> gather_inputs(const Node& n, const Scope& scope);
   /// Stores `outputs` under `n`'s output names; raises when a wanted output was not produced.

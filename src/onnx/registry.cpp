@@ -173,6 +173,7 @@ const OpRegistry& OpRegistry::global() {
     register_control_ops(r);
     register_ml_ops(r);
     register_signal_ops(r);
+    register_training_ops(r);
     register_fusion_ops(r);
     return r;
   }();

@@ -59,6 +59,10 @@ class OpContext {
 
   /// The run's bounds (null when run outside onnx::run / a compiled call).
   const detail::RunGuard* guard() const { return guard_; }
+  /// The nodes of the graph (or function body) this node belongs to, or null when the runner does
+  /// not know them. ai.onnx.preview.training Gradient differentiates the nodes before it.
+  const std::vector<Node>* graph_nodes() const { return graph_nodes_; }
+  void set_graph_nodes(const std::vector<Node>* nodes) { graph_nodes_ = nodes; }
   /// Raises Cancelled or DeadlineExceeded naming this node when the run must stop. Operators call
   /// it in each iteration of a loop that can run long (subgraph loops, host loops over elements).
   void check_stop(int64_t iteration = -1) const {
@@ -79,6 +83,7 @@ class OpContext {
   const std::vector<Value>& inputs_;
   GraphRunner run_graph_;
   const detail::RunGuard* guard_;
+  const std::vector<Node>* graph_nodes_ = nullptr;
 };
 
 using OpFn = std::vector<Value> (*)(OpContext&);
@@ -123,6 +128,7 @@ void register_attention_ops(OpRegistry& r);
 void register_control_ops(OpRegistry& r);
 void register_ml_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
+void register_training_ops(OpRegistry& r);
 
 // Helpers shared by the op families.
 /// A tensor value from an array (the element type is the dtype).

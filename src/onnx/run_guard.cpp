@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "src/onnx/random_key.h"
+
 namespace smelt::onnx::detail {
 
 namespace {
@@ -50,6 +52,10 @@ int64_t value_bytes(const Value& v) {
 }
 
 RunGuard::RunGuard(const RunOptions& options) : options_(options), start_(std::chrono::steady_clock::now()) {
+  if (options_.key) {
+    check_key(*options_.key, "run: RunOptions::key");
+    key_ = options_.key;
+  }
   if (options_.timeout.count() > 0) {
     timed_ = true;
     deadline_ = start_ + options_.timeout;
@@ -64,6 +70,12 @@ RunGuard::RunGuard(const RunOptions& options) : options_(options), start_(std::c
   if (options_.max_call_depth < 1)
     throw InvalidArgument("run: RunOptions::max_call_depth must be >= 1, got " +
                           std::to_string(options_.max_call_depth));
+}
+
+std::optional<Array> RunGuard::next_key() const {
+  std::lock_guard lock(key_mutex_);
+  if (!key_) return std::nullopt;
+  return split_key(*key_);
 }
 
 bool RunGuard::must_stop() const {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -31,6 +32,9 @@ class RunGuard {
   void check(const std::string& where) const;
 
   int max_depth() const { return options_.max_call_depth; }
+  /// A fresh key split from the run's key (RunOptions::key), advancing it; nullopt when the run
+  /// has none (random operators then draw from the thread's sequence, src/onnx/random_key.h).
+  std::optional<Array> next_key() const;
   int64_t budget() const { return options_.memory_budget_bytes; }
 
   /// Bytes held by one owner (a graph's scope, a Loop's states and scan outputs); released when
@@ -62,6 +66,8 @@ class RunGuard {
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point deadline_;
   mutable std::atomic<int64_t> live_{0};
+  mutable std::mutex key_mutex_;
+  mutable std::optional<Array> key_;  // the run's key sequence (RunOptions::key, then its splits)
 };
 
 }  // namespace smelt::onnx::detail

@@ -10,8 +10,11 @@
 #include "smelt/compile.h"
 #include "smelt/onnx.h"
 #include "src/onnx/device_constants.h"
+#include "smelt/transforms.h"
 #include "src/onnx/executor.h"
 #include "src/onnx/registry.h"
+#include "src/ops/op_utils.h"
+#include "src/transforms/origin.h"
 
 namespace smelt::onnx {
 
@@ -139,7 +142,7 @@ void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Ops
   for (size_t i : topological_order(nodes)) {
     const Node& n = nodes[i];
     if (guard_) guard_->check(n);
-    bind_outputs(n, run_node(n, gather_inputs(n, scope), scope, opsets), scope, keep);
+    bind_outputs(n, run_node(n, gather_inputs(n, scope), scope, opsets, &nodes), scope, keep);
     if (budgeted) {
       for (const auto& o : n.outputs) {
         if (o.empty()) continue;
@@ -174,7 +177,7 @@ void Executor::check_depth(const Node& n, int depth, const std::string& what) co
 }
 
 std::vector<Value> Executor::run_node(const Node& node, const std::vector<Value>& inputs, const Scope& scope,
-                                      const Opsets& opsets) const {
+                                      const Opsets& opsets, const std::vector<Node>* graph) const {
   if (const Function* f = function_for(node)) {
     check_depth(node, scope.depth + 1, "the call of function " + f->name);
     return run_function(*f, node, inputs, scope.depth + 1);
@@ -203,8 +206,22 @@ std::vector<Value> Executor::run_node(const Node& node, const std::vector<Value>
         }
       },
       guard_);
+  if (!graph && model_.graph) {
+    const auto& top = model_.graph->nodes;
+    if (!top.empty() && &node >= top.data() && &node < top.data() + top.size()) graph = &top;
+  }
+  ctx.set_graph_nodes(graph);
+  const bool differentiated = smelt::detail::in_transform();
+  const uint64_t mark = differentiated ? transforms::origin_mark() : 0;
   try {
     std::vector<Value> out = fn(ctx);
+    if (differentiated) {
+      // Under grad/vjp: name this node as the origin of the arrays it made, so that a missing
+      // vjp rule says which ONNX node needs it.
+      std::vector<Array> made;
+      for (const auto& v : out) collect_arrays(v, made);
+      transforms::set_origin(made, mark, "ONNX node " + node.label());
+    }
     // Evaluate here, not at the end of the graph, so that a kernel or an allocation that fails
     // is reported against this node. Traced values (a compiled segment, onnx::run under
     // smelt::compile) are left to the trace.
@@ -376,6 +393,33 @@ namespace {
 
 using namespace detail;
 
+/// Replaces initializers by the arrays of RunOptions::initializers, checking each names one with
+/// the same dtype and shape (and no graph input of that name is given too).
+void bind_initializers(const Graph& g, const std::map<std::string, Array>& replace,
+                       const std::unordered_map<std::string, Value>& given, Scope& scope) {
+  for (const auto& [name, a] : replace) {
+    const Value* init = nullptr;
+    for (const auto& [n, v] : g.initializers)
+      if (n == name) init = &v;
+    if (!init) {
+      std::string names;
+      for (const auto& [n, v] : g.initializers)
+        if (v.is_tensor() && is_floating(v.array().dtype())) names += (names.empty() ? "" : ", ") + n;
+      throw OnnxError("run: RunOptions::initializers names '" + name + "', which is not an initializer of the model" +
+                      (names.empty() ? std::string(" (it has no floating-point initializers)")
+                                     : " (its floating-point initializers are: " + names + ")"));
+    }
+    if (!a.valid()) throw InvalidArgument("run: RunOptions::initializers['" + name + "'] is an empty array handle");
+    if (!init->is_tensor() || is_storage_type(init->elem_type()) || init->array().dtype() != a.dtype() ||
+        init->array().shape() != a.shape())
+      throw OnnxError("run: RunOptions::initializers['" + name + "'] is " + describe(a) + "; the initializer is " +
+                      init->describe());
+    if (given.count(name))
+      throw OnnxError("run: '" + name + "' is given both as a graph input and in RunOptions::initializers");
+    scope.values[name] = Value::tensor(a);
+  }
+}
+
 std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string, Value> given,
                              const RunOptions& options) {
   if (!model.graph) throw OnnxError("run: the model has no graph");
@@ -396,6 +440,7 @@ std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string,
     scope.values[name] = device ? initializer_on(g, name, value, *device) : value;
     initializer_names.insert(name);
   }
+  bind_initializers(g, options.initializers, given, scope);
   for (const auto& in : g.inputs) {
     auto it = given.find(in.name);
     if (it == given.end()) {
@@ -422,6 +467,9 @@ std::vector<Value> run_bound(const Model& model, std::unordered_map<std::string,
     out.push_back(*v);
     collect_arrays(*v, arrays);
   }
+  // Traced outputs (under smelt::compile or a transform) stay lazy: evaluating them would cut
+  // the graph a trace or a gradient needs.
+  std::erase_if(arrays, [](const Array& a) { return !a.valid() || smelt::detail::is_tracer(a); });
   try {
     eval(arrays);
   } catch (...) {
@@ -443,6 +491,14 @@ std::vector<Value> run(const Model& model, const std::vector<Value>& inputs, con
   std::unordered_map<std::string, Value> given;
   for (size_t i = 0; i < inputs.size(); ++i) given[g.inputs[i].name] = inputs[i];
   return run_bound(model, std::move(given), options);
+}
+
+std::map<std::string, Array> parameters(const Model& model) {
+  if (!model.graph) throw OnnxError("parameters: the model has no graph");
+  std::map<std::string, Array> out;
+  for (const auto& [name, v] : model.graph->initializers)
+    if (v.is_tensor() && !is_storage_type(v.elem_type()) && is_floating(v.array().dtype())) out[name] = v.array();
+  return out;
 }
 
 std::map<std::string, Value> run_named(const Model& model, const std::map<std::string, Value>& inputs,

@@ -12,6 +12,7 @@
 #include "smelt/transforms.h"
 #include "src/core/node.h"
 #include "src/ops/op_utils.h"
+#include "src/transforms/origin.h"
 #include "src/transforms/rules.h"
 #include "src/transforms/walk.h"
 
@@ -239,7 +240,17 @@ std::vector<Array> backward(const std::vector<Array>& outs, const std::vector<Ar
       continue;
     }
     if (!g.valid() || !is_floating(n.dtype)) continue;
-    std::vector<Array> in_cts = transforms::vjp_rule(a, g);
+    std::vector<Array> in_cts;
+    try {
+      in_cts = transforms::vjp_rule(a, g);
+    } catch (const UnsupportedError& e) {
+      // A layer that built this node from its own units (an ONNX node) says which one it was.
+      std::string origin = transforms::origin_of(a);
+      if (origin.empty()) throw;
+      std::string what = e.what();
+      if (what.rfind("vjp: ", 0) == 0) what = what.substr(5);
+      throw UnsupportedError("vjp: " + origin + ": " + what);
+    }
     for (size_t i = 0; i < in_cts.size(); ++i) {
       const Array& in = n.inputs[i];
       if (!in_cts[i].valid() || !is_floating(in.dtype())) continue;

@@ -414,74 +414,8 @@ std::vector<Value> op_max_unpool(OpContext& c) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Training optimizers (ai.onnx.preview.training) and ai.onnx.ml
+// ai.onnx.ml (the training optimizers are in training.cpp)
 // ---------------------------------------------------------------------------------------------
-
-std::vector<Value> op_momentum(OpContext& c) {
-  size_t n = (c.num_inputs() - 2) / 3;
-  double r = c.scalar(0);
-  int64_t t = c.scalar_int(1);
-  double alpha = c.attr_float("alpha", 0), beta = c.attr_float("beta", 0), norm = c.attr_float("norm_coefficient", 0);
-  bool nesterov = c.attr_string("mode", "standard") == "nesterov";
-  std::vector<Value> xs, vs;
-  for (size_t i = 0; i < n; ++i) {
-    const Array& x = c.tensor(2 + i);
-    Dtype dt = x.dtype();
-    auto s = [&](double v) { return full({}, Array(v), dt); };
-    Array g = add(multiply(s(norm), x), c.tensor(2 + n + i));
-    Array v_new = add(multiply(s(alpha), c.tensor(2 + 2 * n + i)), multiply(s(t > 0 ? beta : 1.0), g));
-    Array x_new = nesterov ? subtract(x, multiply(s(r), add(g, multiply(s(alpha), v_new)))) : subtract(x, multiply(s(r), v_new));
-    xs.push_back(tv(x_new));
-    vs.push_back(tv(v_new));
-  }
-  xs.insert(xs.end(), vs.begin(), vs.end());
-  return xs;
-}
-
-std::vector<Value> op_adam(OpContext& c) {
-  size_t n = (c.num_inputs() - 2) / 4;
-  double r = c.scalar(0);
-  int64_t t = c.scalar_int(1);
-  double alpha = c.attr_float("alpha", 0.9f), beta = c.attr_float("beta", 0.999f), eps = c.attr_float("epsilon", 1e-6f);
-  double norm = c.attr_float("norm_coefficient", 0), post = c.attr_float("norm_coefficient_post", 0);
-  double r_adj = t > 0 ? r * std::sqrt(1 - std::pow(beta, static_cast<double>(t))) / (1 - std::pow(alpha, static_cast<double>(t))) : r;
-  std::vector<Value> xs, vs, hs;
-  for (size_t i = 0; i < n; ++i) {
-    const Array& x = c.tensor(2 + i);
-    Dtype dt = x.dtype();
-    auto s = [&](double v) { return full({}, Array(v), dt); };
-    Array g = add(multiply(s(norm), x), c.tensor(2 + n + i));
-    Array v_new = add(multiply(s(alpha), c.tensor(2 + 2 * n + i)), multiply(s(1 - alpha), g));
-    Array h_new = add(multiply(s(beta), c.tensor(2 + 3 * n + i)), multiply(s(1 - beta), multiply(g, g)));
-    Array x_new = subtract(x, multiply(s(r_adj), divide(v_new, add(sqrt(h_new), s(eps)))));
-    xs.push_back(tv(multiply(s(1 - post), x_new)));
-    vs.push_back(tv(v_new));
-    hs.push_back(tv(h_new));
-  }
-  xs.insert(xs.end(), vs.begin(), vs.end());
-  xs.insert(xs.end(), hs.begin(), hs.end());
-  return xs;
-}
-
-std::vector<Value> op_adagrad(OpContext& c) {
-  size_t n = (c.num_inputs() - 2) / 3;
-  double r = c.scalar(0);
-  int64_t t = c.scalar_int(1);
-  double decay = c.attr_float("decay_factor", 0), eps = c.attr_float("epsilon", 1e-6f), norm = c.attr_float("norm_coefficient", 0);
-  double r_adj = r / (1 + static_cast<double>(t) * decay);
-  std::vector<Value> xs, hs;
-  for (size_t i = 0; i < n; ++i) {
-    const Array& x = c.tensor(2 + i);
-    Dtype dt = x.dtype();
-    auto s = [&](double v) { return full({}, Array(v), dt); };
-    Array g = add(multiply(s(norm), x), c.tensor(2 + n + i));
-    Array h_new = add(c.tensor(2 + 2 * n + i), multiply(g, g));
-    xs.push_back(tv(subtract(x, multiply(s(r_adj), divide(g, add(sqrt(h_new), s(eps)))))));
-    hs.push_back(tv(h_new));
-  }
-  xs.insert(xs.end(), hs.begin(), hs.end());
-  return xs;
-}
 
 std::vector<Value> op_binarizer(OpContext& c) {
   const Array& x = c.tensor(0);
@@ -652,9 +586,6 @@ void register_more_ops(OpRegistry& r) {
   r.add("", "TensorScatter", 24, op_tensor_scatter);
   r.add("", "SwiGLU", 28, op_swiglu);
   r.add("", "MaxUnpool", 9, op_max_unpool);
-  r.add("ai.onnx.preview.training", "Momentum", 1, op_momentum);
-  r.add("ai.onnx.preview.training", "Adam", 1, op_adam);
-  r.add("ai.onnx.preview.training", "Adagrad", 1, op_adagrad);
   r.add("ai.onnx.ml", "Binarizer", 1, op_binarizer);
   r.add("ai.onnx.ml", "ArrayFeatureExtractor", 1, op_array_feature_extractor);
   r.add("ai.onnx.ml", "LabelEncoder", 2, op_label_encoder);

@@ -3,7 +3,10 @@
 #include <cmath>
 #include <limits>
 
+#include "smelt/random.h"
+#include "src/core/node.h"
 #include "src/onnx/ops/op_helpers.h"
+#include "src/onnx/random_key.h"
 
 namespace smelt::onnx {
 
@@ -430,12 +433,35 @@ std::vector<Value> op_mvn(OpContext& c) {
   return {tv(astype(divide(d, add(sd, full({}, Array(1e-9), ct))), x.dtype()))};
 }
 
+/// Whether `a` is a placeholder of a compile trace (not merely seen by a transform).
+bool traced_by_compile(const Array& a) { return a.valid() && a.node().tracer; }
+
 std::vector<Value> op_dropout(OpContext& c) {
   const Array& x = c.tensor(0);
-  bool training = c.has(2) && c.tensor(2).item<bool>();
-  if (training && c.has(1) && c.scalar(1) > 0) c.fail("training mode with a non-zero ratio is not supported");
-  std::vector<Value> out{tv(x)};
-  if (c.wants_output(1)) out.push_back(tv(ones(x.shape(), bool_)));
+  // Opset 12 made the ratio and the training mode inputs; before, Dropout is the identity at
+  // inference (the `ratio` attribute only matters when training, which those opsets leave to
+  // the framework).
+  bool training = c.opset() >= 12 && c.has(2) && c.tensor(2).item<bool>();
+  double ratio = c.opset() >= 12 && c.has(1) ? c.scalar(1) : 0.5;
+  if (training && !(ratio >= 0.0 && ratio <= 1.0)) c.fail("ratio must be in [0, 1], got " + std::to_string(ratio));
+  if (!training || ratio == 0.0) {
+    std::vector<Value> out{tv(x)};
+    if (c.wants_output(1)) out.push_back(tv(ones(x.shape(), bool_)));
+    return out;
+  }
+  // Training: keep each element with probability 1 - ratio and scale the kept ones by
+  // 1 / (1 - ratio). The uniform draw comes from the node's seed, the run's key or the thread's
+  // key sequence (random_key.h), so a run is deterministic given its key.
+  Array key = detail::draw_key(c);
+  if (traced_by_compile(x) && !traced_by_compile(key) && !c.has_attr("seed"))
+    throw UnknownValueError(c.node().label() + ": Dropout in training mode draws new values on every run; a trace "
+                            "would freeze them (pass RunOptions::key as a traced input, or run it eagerly)");
+  Array keep = greater_equal(random::uniform(key, x.shape(), 0.0, 1.0, float32), full({}, Array(ratio), float32));
+  Dtype ct = compute_type(x.dtype());
+  Array scaled = multiply(astype(x, ct), full({}, Array(1.0 / (1.0 - ratio)), ct));
+  Array y = astype(where(keep, scaled, zeros({}, ct)), x.dtype());
+  std::vector<Value> out{tv(y)};
+  if (c.wants_output(1)) out.push_back(tv(keep));
   return out;
 }
 

@@ -129,19 +129,18 @@ auto compile(F f, CompileOptions options = {}, std::string name = "compiled") {
 
 namespace detail {
 
-/// What a compile_mut state looks like to the cache key: its tree structure and every leaf's
-/// dtype and shape. A step that returns a state of another signature makes the next call retrace.
-inline std::string state_signature(const FlatTree& t) {
-  std::string s = t.structure;
-  for (const Array& a : t.leaves) {
-    s += '|';
-    s += dtype_name(a.dtype());
-    s += shape_to_string(a.shape());
-  }
-  return s;
+/// True when two flattened states differ in what the cache key sees: the tree structure (and
+/// static leaves) or any leaf's dtype or shape. A step that returns such a state makes the next
+/// call retrace.
+inline bool state_changed(const FlatTree& before, const FlatTree& after) {
+  if (before.structure != after.structure || before.leaves.size() != after.leaves.size()) return true;
+  for (size_t i = 0; i < before.leaves.size(); ++i)
+    if (before.leaves[i].dtype() != after.leaves[i].dtype() || before.leaves[i].shape() != after.leaves[i].shape())
+      return true;
+  return false;
 }
 
-/// The first difference between two state signatures, for the error message.
+/// The first difference between two states, for the error message.
 std::string describe_state_change(const FlatTree& before, const FlatTree& after);
 
 }  // namespace detail
@@ -206,7 +205,7 @@ class CompiledMut {
   // first step): the next call retraces for the new state. A change on two consecutive calls
   // would retrace on every step, so it is an error.
   void check_state_change(const FlatTree& before, const FlatTree& after) const {
-    const bool changed = detail::state_signature(before) != detail::state_signature(after);
+    const bool changed = detail::state_changed(before, after);
     if (changed && changed_last_->load())
       throw InvalidArgument(name_ + ": the state's structure changed on two consecutive calls (" +
                             detail::describe_state_change(before, after) +

@@ -48,7 +48,7 @@ Adam::Adam(Schedule s, double b1, double b2, double e, double wd)
     : beta1(b1), beta2(b2), eps(e), weight_decay(wd), schedule(s) {
   check(beta1, beta2, eps, weight_decay, "optim::Adam");
   lr = detail::initial_lr(schedule);
-  step = Array(0);
+  step = detail::initial_step();
 }
 
 void Adam::init_arrays(const std::vector<Array>& params) {
@@ -74,7 +74,7 @@ AdamW::AdamW(Schedule s, double b1, double b2, double e, double wd)
     : beta1(b1), beta2(b2), eps(e), weight_decay(wd), schedule(s) {
   check(beta1, beta2, eps, weight_decay, "optim::AdamW");
   lr = detail::initial_lr(schedule);
-  step = Array(0);
+  step = detail::initial_step();
 }
 
 void AdamW::init_arrays(const std::vector<Array>& params) {

@@ -8,8 +8,12 @@
 
 namespace smelt::optim::detail {
 
-/// The initial rate array of a schedule (update 0).
-inline Array initial_lr(const Schedule& s) { return s.at(Array(0)); }
+/// A fresh step counter (0 updates done) on the default device, where the parameters a model
+/// makes go: host scalars would be copied to the GPU on every step.
+inline Array initial_step() { return zeros({}, int32); }
+
+/// The initial rate array of a schedule (update 0), on the default device.
+inline Array initial_lr(const Schedule& s) { return s.at(initial_step()); }
 
 /// Counts the update and sets the scheduled rate (a constant schedule keeps `lr`, which the user
 /// may have replaced).

@@ -29,7 +29,7 @@ Schedule Schedule::warmup_cosine(double lr, int64_t warmup_steps, int64_t total_
 
 Array Schedule::at(const Array& step) const {
   switch (kind) {
-    case Kind::Constant: return Array(static_cast<float>(lr));
+    case Kind::Constant: return full({}, Array(static_cast<float>(lr)), float32);  // on the default device
     case Kind::WarmupCosine: {
       Array t = astype(step, float64);
       const double warm = static_cast<double>(warmup_steps);

@@ -14,7 +14,7 @@ SGD::SGD(Schedule s, double momentum_, bool nesterov_, double weight_decay_)
   detail::check_hyper(weight_decay, 0.0, std::numeric_limits<double>::infinity(), "optim::SGD", "weight_decay");
   if (nesterov && momentum == 0.0) throw InvalidArgument("optim::SGD: Nesterov momentum needs momentum > 0");
   lr = detail::initial_lr(schedule);
-  step = Array(0);
+  step = detail::initial_step();
 }
 
 void SGD::init_arrays(const std::vector<Array>& params) {

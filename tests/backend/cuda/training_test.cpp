@@ -40,6 +40,8 @@ std::pair<std::vector<Array>, std::vector<Array>> run(Device device, bool compil
   if (compiled) {
     EXPECT_EQ(step.stats().traces, 1u);
   }
+  EXPECT_EQ(s.opt.lr.device(), device);
+  EXPECT_EQ(s.opt.step.device(), device);
   for (auto& [name, a] : nn::parameters(s.model)) {
     EXPECT_EQ(a.device(), device) << name;
     params.push_back(on_cpu(a));

@@ -203,6 +203,33 @@ TEST(NnAttention, CausalMultiHeadAttentionMatchesAFloat64Reference) {
   EXPECT_TRUE(bit_equal(slice(mha(x2), {0, 0, 0}, {1, 1, dim}), slice(mha(x), {0, 0, 0}, {1, 1, dim})));
 }
 
+TEST(NnAttention, AnExplicitLowerTriangularMaskEqualsCausal) {
+  const int64_t t = 4, dim = 8;
+  nn::MultiHeadAttention causal(dim, 2, true, true, random::key(19));
+  nn::MultiHeadAttention plain = causal;
+  plain.causal = false;
+  Array x = random_array({2, t, dim}, float32, -1, 1, 20);
+  Array i = arange(t, int32);
+  Array mask = greater_equal(reshape(i, {t, 1}), reshape(i, {1, t}));
+  EXPECT_TRUE(bit_equal(plain(x, mask), causal(x)));
+  EXPECT_FALSE(bit_equal(plain(x), causal(x)));
+}
+
+TEST(NnSequential, AppliesInOrderAndFreezesAsOneModule) {
+  nn::Sequential<nn::Linear, nn::MLP> seq(nn::Linear(3, 4, true, random::key(21)),
+                                          nn::MLP(4, 8, 2, nn::Activation::Silu, true, random::key(22)));
+  Array x = random_array({5, 3}, float32, -1, 1, 23);
+  EXPECT_TRUE(bit_equal(seq(x), std::get<1>(seq.layers)(std::get<0>(seq.layers)(x))));
+  EXPECT_EQ(nn::trainable_parameters(seq).size(), 6u);
+  nn::freeze(seq);
+  EXPECT_TRUE(nn::trainable_parameters(seq).empty());
+  EXPECT_TRUE(seq.frozen);
+  nn::unfreeze(seq, "1");
+  EXPECT_TRUE(nn::trainable_parameters(seq).empty());  // the Sequential above it is still frozen
+  seq.frozen = false;
+  EXPECT_EQ(nn::trainable_parameters(seq).size(), 4u);  // "0" stays frozen
+}
+
 TEST(NnLoss, CrossEntropyMatchesAFloat64Reference) {
   Array logits = random_array({4, 5}, float32, -3, 3, 16);
   Array targets = Array({0, 4, 2, 2});
@@ -329,6 +356,13 @@ TEST(NnErrors, MessagesNameTheModuleAndShapes) {
   EXPECT_THROW_MSG(nn::attention(zeros({2, 3}), zeros({2, 3}), zeros({2, 3}), zeros({2, 2})), DtypeError,
                    "nn::attention: the mask must be bool");
   EXPECT_THROW_MSG(nn::Dropout(1.5), InvalidArgument, "nn::Dropout: p must be in [0, 1], got 1.5");
+  EXPECT_THROW_MSG(nn::Dropout(0.5)(Array({1, 2})), DtypeError, "nn::Dropout: the input must be floating point, got int32[2]");
+  EXPECT_THROW_MSG(nn::LayerNorm(0), InvalidArgument, "nn::LayerNorm: dim must be positive, got 0");
+  EXPECT_THROW_MSG(nn::RMSNorm(-1), InvalidArgument, "nn::RMSNorm: dim must be positive, got -1");
+  EXPECT_THROW_MSG(nn::Embedding(0, 2), InvalidArgument, "nn::Embedding: num_embeddings must be positive, got 0");
+  EXPECT_THROW_MSG(nn::Conv2d(4, 6, {3, 0}), InvalidArgument, "nn::Conv2d: kernel width must be positive, got 0");
+  EXPECT_THROW_MSG(nn::Conv2d(4, 6, {3, 3}, {1, 1}, {0, 0}, {1, 1}, 4), InvalidArgument,
+                   "nn::Conv2d: in_channels 4 and out_channels 6 must be divisible by groups 4");
   EXPECT_THROW_MSG(nn::Conv1d(3, 4, 3, 1, 0, 1, 2), InvalidArgument,
                    "nn::Conv1d: in_channels 3 and out_channels 4 must be divisible by groups 2");
   EXPECT_THROW_MSG(nn::cross_entropy(zeros({2, 3}), zeros({2})), DtypeError,

@@ -241,6 +241,15 @@ TEST(OptimErrors, MessagesNameTheOptimizer) {
   nn::Linear no_grad = m;
   no_grad.bias = Array();
   EXPECT_THROW_MSG(adam.update(m, no_grad), InvalidArgument, "optim::Adam::update: trainable parameter 1 has no gradient");
+  nn::Linear wider(5, 2, true, random::key(3));
+  EXPECT_THROW_MSG(adam.update(wider, wider), ShapeError,
+                   "optim::Adam::update: first moments 0 is [2,3] but its parameter [2,5]; call init(model) again");
+  std::vector<nn::Linear> two = {m, m}, one = {m};
+  EXPECT_THROW_MSG(optim::SGD(0.1).update(two, one), InvalidArgument,
+                   "optim::SGD::update: the model has 4 trainable parameters but the gradient tree 2");
+  EXPECT_THROW_MSG(optim::AdamW(0.1, 0.9, 0.999, 1e-8, -1.0), InvalidArgument, "optim::AdamW: weight_decay must be in");
+  EXPECT_THROW_MSG(optim::clip_grad_norm(std::vector<Array>{Array({1, 2})}, 1.0), DtypeError,
+                   "optim::clip_grad_norm: gradients must be floating point, got int32[2]");
   nn::Linear wrong = m;
   wrong.bias = zeros({3});
   EXPECT_THROW_MSG(adam.update(m, wrong), ShapeError,

@@ -49,10 +49,23 @@ TEST(Training, ACompiledStepWithDropoutMatchesTheUncompiledStepAndTracesOnce) {
   EXPECT_TRUE(bit_equal(c.opt.lr, e.opt.lr));
   EXPECT_EQ(c.opt.step.item<int>(), 3);
   EXPECT_EQ(step.stats().traces, 1u);
+}
+
+TEST(Training, SwitchingDropoutOffRetracesOnce) {
+  auto corpus = char_gpt::Corpus::from_file(kText);
+  auto cfg = tiny(static_cast<int64_t>(corpus.vocab.size()), 0.2);
+  // Only the key matters here: without fusion no kernels are built, which keeps the test short.
+  CompileOptions o;
+  o.fuse = false;
+  auto step = compile_mut(char_gpt::train_step, o);
+  char_gpt::TrainState s = char_gpt::make_state(cfg, 3, optim::Schedule::constant(1e-2));
+  char_gpt::Batches batches(corpus, 4, cfg.context, 7);
+  step(s, batches.next());
   // Dropout's mode is a static field: evaluation mode retraces once, then replays.
-  nn::train(c.model, false);
-  step(c, bc.next());
-  step(c, bc.next());
+  nn::train(s.model, false);
+  EXPECT_FALSE(s.model.blocks[0].drop.training);
+  step(s, batches.next());
+  step(s, batches.next());
   EXPECT_EQ(step.stats().traces, 2u);
 }
 

@@ -18,7 +18,7 @@ export SMELT_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" OMP_NUM_THRE
 
 echo "== building the bench preset (Release, -march=native)"
 cmake --preset bench >/dev/null
-cmake --build --preset bench --target bench_arrays bench_matmul bench_compile -j "$(nproc)"
+cmake --build --preset bench --target bench_arrays bench_matmul bench_compile bench_train -j "$(nproc)"
 
 if [ ! -x bench/.venv/bin/python ]; then
   echo "== creating bench/.venv"
@@ -42,6 +42,10 @@ echo "== smelt compile: W8 (host time per call) and W12 (first call in a fresh p
 build/bench/bench/bench_compile --benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true \
   --benchmark_out=bench/results/smelt_compile_raw.json --benchmark_out_format=json
 
+echo "== smelt training step: the char-GPT example, eager and compiled (steps per second)"
+build/bench/bench/bench_train --benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true \
+  --benchmark_out=bench/results/smelt_train_raw.json --benchmark_out_format=json
+
 echo "== numpy"
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE may be set on these machines to steer the system
 # OpenBLAS that smelt links. NumPy's wheel bundles its own OpenBLAS build, which must detect the
@@ -51,6 +55,6 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
   --out bench/results/numpy_raw.json
 bench/.venv/bin/python bench/peers/numpy_dispatch_bench.py --reps "$REPS" --out bench/results/numpy_dispatch_raw.json
 
-bench/.venv/bin/python bench/report.py --smelt bench/results/smelt_raw.json bench/results/smelt_matmul_raw.json bench/results/smelt_compile_raw.json \
+bench/.venv/bin/python bench/report.py --smelt bench/results/smelt_raw.json bench/results/smelt_matmul_raw.json bench/results/smelt_compile_raw.json bench/results/smelt_train_raw.json \
   --peers bench/results/numpy_raw.json bench/results/numpy_dispatch_raw.json --threads "$THREADS" --reps "$REPS" \
   --out bench/results/latest.json

@@ -24,6 +24,7 @@
 #include "smelt/telemetry.h"
 #include "bench/workloads.h"
 #include "src/backend/cuda/graph.h"  // graphs on and off in one run (W9)
+#include "examples/char_gpt/char_gpt.h"
 
 using namespace smelt;
 using bench::gelu_tanh;
@@ -363,6 +364,54 @@ void bench_w9_mlp(int reps, std::vector<Row>& rows) {
 
 }  // namespace
 
+namespace {
+
+// ---- Training step of the char-GPT example ----------------------------------------------------------
+
+/// The char-GPT example's AdamW step (examples/char_gpt: 2 layers, d_model 128, 4 heads, context
+/// 64, gradient clipping at norm 1) on batches of 64 windows, eagerly and as one compile_mut step:
+/// median time per step, each waited for (the loss is read back). Batches are sampled on the host
+/// and copied, as the example does. check_rel_err: the first loss on the GPU against the CPU's
+/// for the same initial parameters and batch. peers_gpu.py's char_gpt_train_rows times the same
+/// model in PyTorch.
+struct TrainRow {
+  std::string system;
+  double time_us, rel_err;
+};
+
+std::vector<TrainRow> char_gpt_train_rows(Device g, int reps) {
+  using namespace char_gpt;
+  const Corpus corpus = Corpus::from_file(CHAR_GPT_TEXT);
+  Config cfg;
+  cfg.vocab = static_cast<int64_t>(corpus.vocab.size());
+  const int64_t batch = 64;
+  auto first_loss = [&](Device d) {
+    DefaultDeviceScope scope(d);
+    TrainState s = make_state(cfg, 1, optim::Schedule::constant(1e-3));
+    Batches b(corpus, batch, cfg.context, 5);
+    auto xy = b.next();
+    return to_device(nn::cross_entropy(s.model(xy.first), xy.second), Device::cpu());
+  };
+  const Array cpu_loss = first_loss(Device::cpu());
+  const double err = rel_error(first_loss(g), cpu_loss);
+  std::vector<TrainRow> rows;
+  for (bool compiled : {false, true}) {
+    DefaultDeviceScope scope(g);
+    TrainState s = make_state(cfg, 1, optim::Schedule::constant(1e-3));
+    Batches b(corpus, batch, cfg.context, 5);
+    auto step = compile_mut(train_step, {}, "bench_gpu_char_gpt");
+    try {
+      double us = median_us([&] { return compiled ? step(s, b.next()) : train_step(s, b.next()); }, g, reps);
+      rows.push_back({compiled ? "smelt_compile" : "smelt_eager", us, err});
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "char_gpt train step (%s): %s\n", compiled ? "compiled" : "eager", e.what());
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--w12") {
     if (!cuda_available()) return 1;
@@ -560,6 +609,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "W9 compiled: %s\n", e.what());
     }
   }
+  for (const auto& r : char_gpt_train_rows(g, reps))
+    rows.push_back({"char_gpt_train_step_b64", r.system, r.time_us, 0, r.rel_err});
   FILE* f = std::fopen(argv[1], "w");
   if (!f) {
     std::perror(argv[1]);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """GPU peers for scripts/gpu.sh: PyTorch eager, torch.compile and jax.jit on SUITE.md's W1-W9,
-single reductions (row and column sums, float32 and bfloat16) and the copy floor, joined with smelt's rows (bench_gpu's JSON, plus W12 rows given as
+single reductions (row and column sums, float32 and bfloat16), the char-GPT example's training step and the copy floor, joined with smelt's rows (bench_gpu's JSON, plus W12 rows given as
 extra JSON lines) into one JSON report and a table (SUITE.md's fields).
 
 Usage: peers_gpu.py SMELT_JSON OUT_JSON [reps] [TABLE_TXT] [W12_JSONL]. CUDA events around each
@@ -251,6 +251,7 @@ def main():
         if jax_ok:
             add_jax(work, lambda *a, fn=fn: fn(*a, m=jnp), args, nbytes)
     del xb, rb, xf, x5
+    rows += char_gpt_train_rows(reps)
 
     # W9: a GPT-2-small block forward, bf16, batch 8 x seq 512 x d 768, 12 heads (bench_gpu.cpp's
     # gpt2_block: pre-LN, QKV with bias, causal attention, proj + residual, tanh-GELU MLP + residual).
@@ -348,9 +349,105 @@ def main():
         lines.append(f"{r['work']:<26} {r['system']:<19} {r['time_us']:>11.1f} {gb:>8} {fl:>6} "
                      f"{'' if ratio is None else f'{ratio:.2f}x':>12}")
     lines.append("W8: host µs per call (2000 back-to-back calls); W9_host_per_call: host µs per call (batches of 10 "
-                 "back-to-back calls; smelt with CUDA graphs on and off); W12: µs for the first call in a new process.")
+                 "back-to-back calls; smelt with CUDA graphs on and off); W12: µs for the first call in a new process; "
+                 "char_gpt_train_step_b64: host µs per training step, waited for.")
     print("\n".join(lines))
     return lines
+
+
+def char_gpt_train_rows(reps):
+    """The char-GPT example's training step (examples/char_gpt/char_gpt.h) in PyTorch, eager and
+    torch.compile, with the fused AdamW (lr 1e-3, betas (0.9, 0.99), eps 1e-8, weight decay 0.01),
+    gradient clipping at norm 1, batch 64 windows of 64 bytes of the same text. Same model as
+    smelt's: token and position embeddings, 2 pre-norm blocks (LayerNorm, causal multi-head
+    attention with one in_proj [3D, D] and out_proj, LayerNorm, MLP D -> 4D -> D with erf GELU),
+    final LayerNorm, linear head. Attention goes through F.scaled_dot_product_attention (PyTorch's
+    fastest path). Median host time per step over `reps`, each step waited for (loss.item()), as
+    bench_gpu times smelt's step. Returns rows in bench_gpu's JSON format."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    dev = torch.device("cuda")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "char_gpt", "alice_ch1.txt")
+    text = open(path, "rb").read()
+    vocab = sorted(set(text))
+    index = {b: i for i, b in enumerate(vocab)}
+    data = torch.tensor([index[b] for b in text], dtype=torch.long, device=dev)
+    V, D, H, L, T, B = len(vocab), 128, 4, 2, 64, 64
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.in_proj, self.out_proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.in_proj(x).split(D, dim=-1)
+            q, k, v = (z.view(b, t, H, D // H).transpose(1, 2) for z in (q, k, v))
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.out_proj(o.transpose(1, 2).reshape(b, t, D))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2, self.attn = nn.LayerNorm(D), nn.LayerNorm(D), Attention()
+            self.mlp = nn.Sequential(nn.Linear(D, 4 * D), nn.GELU(), nn.Linear(4 * D, D))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(V, D), nn.Embedding(T, D)
+            self.blocks = nn.ModuleList(Block() for _ in range(L))
+            self.ln_f, self.head = nn.LayerNorm(D), nn.Linear(D, V)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+            for b in self.blocks:
+                x = b(x)
+            return self.head(self.ln_f(x))
+
+    offsets = torch.arange(T, device=dev)
+
+    def batch():
+        start = torch.randint(0, data.numel() - T - 1, (B, 1), device=dev)
+        return data[start + offsets], data[start + offsets + 1]
+
+    rows = []
+    for system in ("torch_eager", "torch_compile"):
+        try:
+            torch.manual_seed(0)
+            model = GPT().to(dev)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.01,
+                                    fused=True)
+            forward = torch.compile(model) if system == "torch_compile" else model
+
+            def step():
+                x, y = batch()
+                loss = F.cross_entropy(forward(x).view(-1, V), y.view(-1))
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                return loss.item()
+
+            for _ in range(5):  # warm-up: compilation and autotuning stay out of the numbers
+                step()
+            times = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                step()
+                times.append((time.perf_counter() - t0) * 1e6)
+            times.sort()
+            rows.append({"work": "char_gpt_train_step_b64", "system": system, "time_us": times[len(times) // 2],
+                         "bytes": 0})
+        except Exception as e:  # a peer that fails is reported, not fatal
+            print(f"{system} char_gpt_train_step_b64: {type(e).__name__}: {e}")
+    return rows
 
 
 if __name__ == "__main__":

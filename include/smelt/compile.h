@@ -1,6 +1,7 @@
 // smelt::compile: trace a function over trees of arrays once per signature, optimize, and replay.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "smelt/array.h"
+#include "smelt/random.h"
 #include "smelt/tree.h"
 
 namespace smelt {
@@ -125,54 +127,108 @@ auto compile(F f, CompileOptions options = {}, std::string name = "compiled") {
   }(static_cast<Fn*>(nullptr));
 }
 
+namespace detail {
+
+/// True when two flattened states differ in what the cache key sees: the tree structure (and
+/// static leaves) or any leaf's dtype or shape. A step that returns such a state makes the next
+/// call retrace.
+inline bool state_changed(const FlatTree& before, const FlatTree& after) {
+  if (before.structure != after.structure || before.leaves.size() != after.leaves.size()) return true;
+  for (size_t i = 0; i < before.leaves.size(); ++i)
+    if (before.leaves[i].dtype() != after.leaves[i].dtype() || before.leaves[i].shape() != after.leaves[i].shape())
+      return true;
+  return false;
+}
+
+/// The first difference between two states, for the error message.
+std::string describe_state_change(const FlatTree& before, const FlatTree& after);
+
+}  // namespace detail
+
 /// A compiled stateful step `Out f(State&, const In&)` (compile_mut): the state's array leaves
-/// are traced inputs and outputs, so a replay reads the current state and the caller's state is
-/// rebuilt from the step's results after the call.
+/// and the thread's random key (random::thread_key) are traced inputs and outputs, so a replay
+/// reads the current state and key, and the caller's state and the thread's key are set from the
+/// step's results after the call.
 template <class State, class In, class Out>
 class CompiledMut {
  public:
   CompiledMut(std::function<Out(State&, const In&)> f, CompileOptions options, std::string name)
-      : f_(std::move(f)), engine_(detail::make_engine(std::move(options), std::move(name))) {}
+      : f_(std::move(f)), name_(name), engine_(detail::make_engine(std::move(options), std::move(name))) {}
 
-  /// Runs one step. On an exception `state` is unchanged.
+  /// Runs one step. On an exception `state` and the thread's key are unchanged.
   Out operator()(State& state, const In& in) const {
-    FlatTree flat = flatten_tree(std::tuple<State, In>(state, in));
+    const Array key = random::thread_key();
+    using Traced = std::tuple<State, In, Array>;
+    FlatTree flat = flatten_tree(Traced(state, in, key));
     bool nested = false;
     for (const auto& a : flat.leaves) nested = nested || detail::is_tracer(a);
     if (nested || !compile_enabled()) {
       State next = state;  // the caller's state changes only once the step has succeeded
-      Out out = f_(next, in);
-      state = std::move(next);
-      return out;
+      try {
+        Out out = f_(next, in);
+        state = std::move(next);
+        return out;
+      } catch (...) {
+        random::set_thread_key(key);
+        throw;
+      }
     }
     detail::TraceFn trace = [&](const std::vector<Array>& placeholders, std::string& out_structure) {
-      auto traced = unflatten_tree<std::tuple<State, In>>(placeholders, flat.structure);
+      auto traced = unflatten_tree<Traced>(placeholders, flat.structure);
+      // Draws inside f (nn::Dropout) split the traced key, so the key is an input of the tape
+      // and the advanced key an output: replays draw new values, as uncompiled steps do.
+      random::set_thread_key(std::get<2>(traced));
       Out out = f_(std::get<0>(traced), std::get<1>(traced));
-      FlatTree result = flatten_tree(std::pair<Out, State>(std::move(out), std::move(std::get<0>(traced))));
+      FlatTree result = flatten_tree(std::tuple<Out, State, Array>(std::move(out), std::move(std::get<0>(traced)),
+                                                                   random::thread_key()));
       out_structure = std::move(result.structure);
       return std::move(result.leaves);
     };
-    std::string out_structure;
-    std::vector<Array> outs = detail::engine_call(*engine_, flat.leaves, flat.structure, trace, out_structure);
-    auto [out, next] = unflatten_tree<std::pair<Out, State>>(outs, out_structure);
-    state = std::move(next);
-    return std::move(out);
+    try {
+      std::string out_structure;
+      std::vector<Array> outs = detail::engine_call(*engine_, flat.leaves, flat.structure, trace, out_structure);
+      auto [out, next, next_key] = unflatten_tree<std::tuple<Out, State, Array>>(outs, out_structure);
+      check_state_change(flatten_tree(state), flatten_tree(next));
+      state = std::move(next);
+      random::set_thread_key(next_key);
+      return std::move(out);
+    } catch (...) {
+      random::set_thread_key(key);
+      throw;
+    }
   }
 
   CompileStats stats() const { return detail::engine_stats(*engine_); }
 
  private:
+  // A step may change the state's signature once (an optimizer that creates its moments on the
+  // first step): the next call retraces for the new state. A change on two consecutive calls
+  // would retrace on every step, so it is an error.
+  void check_state_change(const FlatTree& before, const FlatTree& after) const {
+    const bool changed = detail::state_changed(before, after);
+    if (changed && changed_last_->load())
+      throw InvalidArgument(name_ + ": the state's structure changed on two consecutive calls (" +
+                            detail::describe_state_change(before, after) +
+                            "), so every step would be traced again. Initialize the optimizer before the loop "
+                            "(opt.init(model) for smelt::optim optimizers) and keep the state's structure, dtypes and shapes fixed.");
+    changed_last_->store(changed);
+  }
+
   std::function<Out(State&, const In&)> f_;
+  std::string name_;
   std::shared_ptr<detail::CompileEngine> engine_;
+  std::shared_ptr<std::atomic<bool>> changed_last_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 /// Compiles a stateful step `Out f(State& state, const In& input)` (a training step over model
 /// and optimizer state). State, In and Out are trees. The state's array leaves are inputs and
 /// outputs of the trace: `f` assigns new arrays to them (`s.m = b1 * s.m + ...`) and after each
 /// call the caller's state holds the new values. Static leaves of the state (numbers, strings)
-/// are part of the key, so keep counters that change every step as arrays. Random keys are
-/// explicit in smelt: keep the key in the state and replace it inside `f` with one split from it
-/// (random::split), so every step draws new values.
+/// are part of the key, so keep counters that change every step as arrays. Draws from the
+/// thread's key sequence (random::next_key, nn::Dropout) advance it as the uncompiled step would;
+/// a key kept in the state and split inside `f` works too. A step that returns a state of another
+/// structure (or leaf dtypes or shapes) than it was given retraces on the next call; doing so on
+/// two consecutive calls raises InvalidArgument (initialize optimizers before the loop).
 template <class F>
 auto compile_mut(F f, CompileOptions options = {}, std::string name = "compiled_mut") {
   using Fn = decltype(std::function{f});

@@ -28,4 +28,20 @@ Array categorical(const Array& key, const Array& logits, int axis = -1,
 /// Integers in [low, high) (low < high, both within the integer dtype's range).
 Array randint(const Array& key, int64_t low, int64_t high, const Shape& shape, Dtype dtype = int32);
 
+// The thread's key sequence, for code that draws without passing keys around (nn::Dropout).
+// Each thread holds a key, made from seed 0 on the default device at first use. next_key splits
+// it, keeps one half and returns the other, so successive draws differ. compile_mut threads the
+// key through a compiled step as an input and an output, so a compiled step advances the
+// sequence exactly as the uncompiled step does.
+
+/// Restarts this thread's sequence from key(seed).
+void seed(uint64_t seed);
+/// A fresh key from this thread's sequence (which advances).
+Array next_key();
+/// This thread's current key (uint32[2]), and replacing it: compile_mut saves it before a step
+/// and sets the step's result (or restores it when the step fails).
+Array thread_key();
+/// Raises InvalidArgument unless `key` is a uint32[2] array.
+void set_thread_key(const Array& key);
+
 }  // namespace smelt::random

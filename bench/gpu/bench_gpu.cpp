@@ -162,16 +162,9 @@ Array gpu_normal(const Shape& shape, Dtype dtype, uint64_t seed, double stddev =
   return a;
 }
 
-/// W9's attention, composed (matmul, scale, causal mask, softmax, matmul) over [B, H, T, Dh].
-/// One function, so that it can become smelt::scaled_dot_product_attention(q, k, v, causal) in
-/// one place once that op exists.
+/// W9's causal attention over [B, H, T, Dh]: the attention op (its flash kernel on the GPU).
 Array causal_attention(const Array& q, const Array& k, const Array& v) {
-  const int64_t t = q.shape()[2], dh = q.shape()[3];
-  Array scores = matmul(q, swapaxes(k, -1, -2)) * (1.0 / std::sqrt(static_cast<double>(dh)));
-  Array pos = arange(t, int32);
-  Array causal = less_equal(reshape(pos, {1, t}), reshape(pos, {t, 1}));  // key position <= query position
-  scores = where(causal, scores, weak_scalar(-INFINITY, scores.dtype()));
-  return matmul(softmax(scores, {-1}), v);
+  return scaled_dot_product_attention(q, k, v, {.causal = CausalMask::UpperLeft});
 }
 
 /// W9: a GPT-2-small block forward (pre-LN): x + attn(LN(x)), then + MLP(LN(.)) with tanh-GELU.

@@ -403,7 +403,9 @@ struct MultiHeadAttention {
   Array operator()(const Array& x, const std::optional<Array>& mask = std::nullopt) const;
 };
 
-/// softmax(q kᵀ / √d [masked]) v over [..., T, d] (the composed form; mask true = attend).
+/// softmax(q kᵀ / √d [masked]) v over [..., T, d] (mask true = attend): [batch, heads, T, d] runs
+/// scaled_dot_product_attention (a query row with every key masked gives zeros), other ranks the
+/// composed form (NaN there).
 Array attention(const Array& q, const Array& k, const Array& v, const std::optional<Array>& mask = std::nullopt);
 
 enum class Activation : uint8_t { Relu, Gelu, GeluTanh, Silu, Tanh };

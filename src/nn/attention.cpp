@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "smelt/attention.h"
 #include "smelt/nn.h"
 #include "smelt/random.h"
 
@@ -12,13 +13,21 @@ namespace {
 std::string desc(const Array& a) { return std::string(dtype_name(a.dtype())) + shape_to_string(a.shape()); }
 }  // namespace
 
-// Composed from matmul/scale/mask/softmax/matmul until smelt has a fused attention op; all of
-// them have vjp rules, so the backward pass is the composition's.
+// [batch, heads, time, d] goes to the attention op (one primitive: a flash kernel on the GPU, its
+// composed path elsewhere; grad through its rules). Other ranks are composed here from
+// matmul/scale/mask/softmax/matmul, whose rules give the backward pass.
 Array attention(const Array& q, const Array& k, const Array& v, const std::optional<Array>& mask) {
   if (q.ndim() < 2 || k.ndim() != q.ndim() || v.ndim() != q.ndim() || q.shape(-1) != k.shape(-1) ||
       k.shape(-2) != v.shape(-2))
     throw ShapeError("nn::attention: q " + desc(q) + ", k " + desc(k) + " and v " + desc(v) +
                      " must be [..., Tq, d], [..., Tk, d] and [..., Tk, dv]");
+  if (mask && mask->dtype() != bool_)
+    throw DtypeError("nn::attention: the mask must be bool (true = attend), got " + desc(*mask));
+  if (q.ndim() == 4 && q.shape(0) == k.shape(0) && q.shape(1) == k.shape(1)) {
+    AttentionOptions o;
+    if (mask) o.mask = *mask;
+    return scaled_dot_product_attention(q, k, v, o);
+  }
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.shape(-1)));
   Array scores = matmul(q, swapaxes(k, -1, -2)) * scale;
   if (mask) {

@@ -12,22 +12,6 @@
 
 namespace smelt::onnx::detail {
 
-namespace {
-
-/// This thread's sequence for runs without a key. The same rule as nn's thread key sequence
-/// (seed 0 at first use, one split per draw), kept in the ONNX layer so that an eager run depends
-/// on nothing but the thread's own history of draws.
-Array& thread_sequence() {
-  thread_local std::optional<Array> state;
-  if (!state) {
-    DefaultDeviceScope cpu(Device::cpu());
-    state = random::key(0);
-  }
-  return *state;
-}
-
-}  // namespace
-
 void check_key(const Array& key, const std::string& what) {
   if (!key.valid() || key.dtype() != uint32 || key.shape() != Shape{2})
     throw InvalidArgument(what + " must be a uint32[2] key (random::key), got " +
@@ -50,7 +34,9 @@ Array draw_key(const OpContext& c) {
   }
   if (c.guard())
     if (auto k = c.guard()->next_key()) return *k;
-  return split_key(thread_sequence());
+  // The thread's key sequence (random::next_key): the one compile_mut carries through a compiled
+  // step, so Dropout in an ONNX model advances it exactly as other random draws do.
+  return random::next_key();
 }
 
 }  // namespace smelt::onnx::detail

@@ -55,6 +55,8 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_CUDA=ON
 grep -E "smelt:" "$OUT/configure.log"
 
 TARGETS=(smelt bench_gpu bench_concurrency)
+# With ONNX, the CLI too: `smelt check ../shared/onnx-tests/node --device cuda` runs the node suite on the GPU.
+[ "$ONNX" = ON ] && TARGETS+=(smelt_cli)
 if [ "$TESTS" = ON ]; then
   mapfile -t GPU_TESTS < <(ninja -C "$BUILD" -t targets all | sed -n 's/^\(backend_cuda_[a-z_]*_test\): .*/\1/p' |
     grep -E "${SMELT_GPU_TESTS:-.}" | sort -u)

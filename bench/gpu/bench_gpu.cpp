@@ -164,7 +164,9 @@ Array gpu_normal(const Shape& shape, Dtype dtype, uint64_t seed, double stddev =
 
 /// W9's causal attention over [B, H, T, Dh]: the attention op (its flash kernel on the GPU).
 Array causal_attention(const Array& q, const Array& k, const Array& v) {
-  return scaled_dot_product_attention(q, k, v, {.causal = CausalMask::UpperLeft});
+  AttentionOptions o;
+  o.causal = CausalMask::UpperLeft;
+  return scaled_dot_product_attention(q, k, v, o);
 }
 
 /// W9: a GPT-2-small block forward (pre-LN): x + attn(LN(x)), then + MLP(LN(.)) with tanh-GELU.

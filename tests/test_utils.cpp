@@ -24,10 +24,11 @@ Array random_array(const Shape& shape, Dtype dtype, double lo, double hi, uint32
   return astype(a, dtype);
 }
 
-std::vector<double> as_doubles(Array a) { return a.to_vector<double>(); }
+std::vector<double> as_doubles(Array a) { return to_device(a, Device::cpu()).to_vector<double>(); }
 
 std::vector<uint8_t> raw_bytes(Array a) {
-  Array c = copy(a);
+  // Row-major host bytes whatever the device: GPU results compare with CPU ones bit for bit.
+  Array c = copy(to_device(a, Device::cpu()));
   c.eval();
   std::vector<uint8_t> out(c.nbytes());
   if (!out.empty()) std::memcpy(out.data(), c.data(), out.size());

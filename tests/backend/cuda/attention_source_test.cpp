@@ -2,6 +2,8 @@
 // causal and softcap variant, on any machine with the toolkit (no GPU needed).
 #include <gtest/gtest.h>
 
+#include "backend/cuda/nvrtc_test_utils.h"
+
 #include <set>
 #include <string>
 
@@ -13,18 +15,6 @@
 
 namespace smelt::test {
 namespace {
-
-#if SMELT_HAS_CUDA
-void expect_compiles(const std::string& body, const std::string& what) {
-  try {
-    std::string cubin = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + body, true, what);
-    EXPECT_FALSE(cubin.empty()) << what;
-  } catch (const DeviceError& e) {
-    if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
-    GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
-  }
-}
-#endif
 
 TEST(CudaAttentionSource, EveryVariantCompilesForSm90) {
 #if SMELT_HAS_CUDA

@@ -3,6 +3,8 @@
 // declarations match its headers, and the ConvTranspose-through-cuDNN layout reproduces the CPU.
 #include <gtest/gtest.h>
 
+#include "backend/cuda/nvrtc_test_utils.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -59,14 +61,6 @@ std::string nvrtc_unusable() {
 
 /// Compiles `body` after the preamble for sm_90: to SASS (as get_kernel does), or only to PTX
 /// (NVRTC's whole front end, which finds every source error, in less than half the time; the
-/// bundles of every dtype use it, one kernel of each family goes all the way to SASS).
-void expect_compiles(const std::string& body, const std::string& what, bool sass = true) {
-  try {
-    EXPECT_FALSE(cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + body, sass, what).empty()) << what;
-  } catch (const DeviceError& e) {
-    ADD_FAILURE() << what << ": " << e.what();
-  }
-}
 
 /// `source` with its entry point `extern "C" __global__ void k(` made a plain kernel, so that many
 /// fit in one translation unit (each in a namespace): NVRTC parses the preamble once for all.

@@ -3,6 +3,8 @@
 // scatter reductions and modes, pad modes, the scans), so a typo fails here and not on the GPU.
 #include <gtest/gtest.h>
 
+#include "backend/cuda/nvrtc_test_utils.h"
+
 #include <string>
 #include <vector>
 
@@ -35,16 +37,6 @@ const std::vector<Dtype>& size_dtypes() {
 }
 
 /// Compiles the preamble and `body` for sm_90 (to SASS, or to PTX only: the batches below, where
-/// the front end finds the typos at a third of the cost); skips when NVRTC cannot be opened here.
-void expect_compiles(const std::string& body, const std::string& what, bool sass = true) {
-  try {
-    std::string cubin = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + body, sass, what);
-    EXPECT_FALSE(cubin.empty()) << what;
-  } catch (const DeviceError& e) {
-    if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
-    GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
-  }
-}
 
 /// Many kernel sources in one translation unit (one NVRTC run instead of one each): each in its
 /// own namespace, its entry point renamed k<i>. Names do not leak between sources, so a source

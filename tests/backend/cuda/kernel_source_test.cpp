@@ -2,6 +2,8 @@
 // a typo in a generated kernel fails here instead of on the first GPU run.
 #include <gtest/gtest.h>
 
+#include "backend/cuda/nvrtc_test_utils.h"
+
 #include <string>
 
 #if SMELT_HAS_CUDA
@@ -14,19 +16,6 @@
 
 namespace smelt::test {
 namespace {
-
-#if SMELT_HAS_CUDA
-/// Compiles `body` after the device preamble for sm_90; skips when NVRTC cannot be opened.
-void expect_compiles(const std::string& body) {
-  try {
-    std::string cubin = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + body, true, "test");
-    EXPECT_FALSE(cubin.empty());
-  } catch (const DeviceError& e) {
-    if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
-    GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
-  }
-}
-#endif
 
 TEST(CudaKernelSource, PreambleAndAKernelCompileForSm90) {
 #if SMELT_HAS_CUDA

@@ -2,6 +2,8 @@
 // reduction operator and dtype) compile with NVRTC for sm_90 on any machine with the toolkit.
 #include <gtest/gtest.h>
 
+#include "backend/cuda/nvrtc_test_utils.h"
+
 #include <string>
 #include <tuple>
 
@@ -18,19 +20,6 @@
 
 namespace smelt::test {
 namespace {
-
-#if SMELT_HAS_CUDA
-/// Compiles `body` after the device preamble for sm_90; skips when NVRTC cannot be opened.
-void expect_compiles(const std::string& body, const std::string& what) {
-  try {
-    std::string cubin = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + body, true, what);
-    EXPECT_FALSE(cubin.empty()) << what;
-  } catch (const DeviceError& e) {
-    if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
-    GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
-  }
-}
-#endif
 
 TEST(CudaReduceSource, RowPlanKernelsCompileForEveryOperatorAndDtype) {
 #if SMELT_HAS_CUDA

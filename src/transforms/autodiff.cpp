@@ -240,17 +240,7 @@ std::vector<Array> backward(const std::vector<Array>& outs, const std::vector<Ar
       continue;
     }
     if (!g.valid() || !is_floating(n.dtype)) continue;
-    std::vector<Array> in_cts;
-    try {
-      in_cts = transforms::vjp_rule(a, g);
-    } catch (const UnsupportedError& e) {
-      // A layer that built this node from its own units (an ONNX node) says which one it was.
-      std::string origin = transforms::origin_of(a);
-      if (origin.empty()) throw;
-      std::string what = e.what();
-      if (what.rfind("vjp: ", 0) == 0) what = what.substr(5);
-      throw UnsupportedError("vjp: " + origin + ": " + what);
-    }
+    std::vector<Array> in_cts = transforms::vjp_rule_naming_origin(a, g);
     for (size_t i = 0; i < in_cts.size(); ++i) {
       const Array& in = n.inputs[i];
       if (!in_cts[i].valid() || !is_floating(in.dtype())) continue;

@@ -1,6 +1,9 @@
 // The origin table of transforms/origin.h: node id -> the unit (ONNX node, module) that made it.
 #include "src/transforms/origin.h"
 
+#include "smelt/errors.h"
+#include "src/transforms/rules.h"
+
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -63,6 +66,19 @@ std::string origin_of(const Array& a) {
   std::lock_guard lock(table().mutex);
   auto it = table().entries.find(a.node().id);
   return it == table().entries.end() ? std::string() : it->second.origin;
+}
+
+std::vector<Array> vjp_rule_naming_origin(const Array& a, const Array& g) {
+  try {
+    return vjp_rule(a, g);
+  } catch (const UnsupportedError& e) {
+    // A layer that built this node from its own units (an ONNX node) says which one it was.
+    std::string origin = origin_of(a);
+    if (origin.empty()) throw;
+    std::string what = e.what();
+    if (what.rfind("vjp: ", 0) == 0) what = what.substr(5);
+    throw UnsupportedError("vjp: " + origin + ": " + what);
+  }
 }
 
 }  // namespace smelt::transforms

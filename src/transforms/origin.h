@@ -19,5 +19,9 @@ uint64_t origin_mark();
 void set_origin(const std::vector<Array>& outputs, uint64_t mark, const std::string& origin);
 /// The recorded origin of `a`'s node, or "".
 std::string origin_of(const Array& a);
+/// transforms::vjp_rule(a, g), with a missing rule's UnsupportedError prefixed by `a`'s origin
+/// ("vjp: ONNX node ScatterElements 'se': Scatter(...) has no vjp rule ..."). The backward pass
+/// pulls every node back through it.
+std::vector<Array> vjp_rule_naming_origin(const Array& a, const Array& g);
 
 }  // namespace smelt::transforms

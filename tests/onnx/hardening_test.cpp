@@ -505,5 +505,36 @@ TEST(OnnxHardening, IfBranchesMustAgree) {
   EXPECT_EQ(onnx::run(good, in)[0].array().to_vector<float>(), std::vector<float>{1.0f});
 }
 
+// ---------------------------------------------------------------------------------------------
+// What the GCC ASan+UBSan structure-aware fuzzer found (fuzz/corpus/onnx_model_fuzz/*-<op>-*)
+// ---------------------------------------------------------------------------------------------
+
+TEST(OnnxHardeningFuzz, MemoryBudgetIsCheckedBeforeANodeComputes) {
+  // Pad, MaxPool and ConvTranspose outputs of 17-300 GB and a Range of 2^31 values were
+  // allocated and filled (seconds, or the machine's memory) before the budget was looked at.
+  onnx::RunOptions o;
+  o.memory_budget_bytes = int64_t{256} << 20;
+  OneNode pad(node("Pad", {"x", "pads"}, "pad"));
+  pad.x(random_array({2, 2}, float32)).ints("pads", {4}, {0, 0, 0, int64_t{1} << 32});
+  onnx::Model pm = load_proto(make_model(pad.g, 18));
+  expect_error<OutOfMemory>([&] { onnx::run(pm, pad.inputs, o); },
+                            {"Pad 'pad' (inputs tensor(float)[2,2], tensor(int64)[4]): the run would hold 34359738384 bytes of "
+                             "tensors, over its memory budget of 268435456 bytes (RunOptions::memory_budget_bytes)"},
+                            "eager");
+  OneNode range(node("Range", {"start", "limit", "delta"}, "range"));
+  range.ints("start", {}, {-(int64_t{1} << 31)}).ints("limit", {}, {0}).ints("delta", {}, {1});
+  onnx::Model rm = load_proto(make_model(range.g, 18));
+  expect_error<OutOfMemory>([&] { onnx::run(rm, {}, o); },
+                            {"Range 'range'", "Range(-2147483648, 0, 1) of 2147483648 values: the run would hold 17179869184 bytes"},
+                            "eager");
+  // Under a budget that fits, the node runs as before.
+  onnx::RunOptions roomy;
+  roomy.memory_budget_bytes = 1 << 20;
+  OneNode small(node("Pad", {"x", "pads"}, "pad"));
+  small.x(Array({1.0f, 2.0f}, Shape{1, 2})).ints("pads", {4}, {0, 1, 0, 1});
+  onnx::Model sm = load_proto(make_model(small.g, 18));
+  EXPECT_EQ(onnx::run(sm, small.inputs, roomy)[0].array().to_vector<float>(), (std::vector<float>{0, 1, 2, 0}));
+}
+
 }  // namespace
 }  // namespace smelt::test

@@ -509,6 +509,69 @@ TEST(OnnxHardening, IfBranchesMustAgree) {
 // What the GCC ASan+UBSan structure-aware fuzzer found (fuzz/corpus/onnx_model_fuzz/*-<op>-*)
 // ---------------------------------------------------------------------------------------------
 
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+TEST(OnnxHardeningFuzz, NonMaxSuppressionScoresMustMatchTheBoxes) {
+  // Scores of another box count were read past their end.
+  for (const std::vector<int64_t>& scores : {std::vector<int64_t>{1, 1, 5}, std::vector<int64_t>{2, 1, 6}}) {
+    OneNode n(node("NonMaxSuppression", {"boxes", "scores"}, "nms"));
+    n.floats("boxes", {1, 6, 4}, std::vector<float>(24, 0.5f))
+        .floats("scores", scores, std::vector<float>(static_cast<size_t>(scores[0] * scores[1] * scores[2]), 0.5f));
+    expect_both<OnnxError>(n, {"NonMaxSuppression 'nms'", "boxes must be [B, N, 4] and scores [B, C, N], got tensor(float)[1,6,4] and tensor(float)" +
+                                                               shape_to_string(scores)});
+  }
+}
+
+TEST(OnnxHardeningFuzz, MaxUnpoolAttributesAndIndicesAreChecked) {
+  auto unpool = [](const std::vector<int64_t>& strides, const std::vector<int64_t>& pads, const Shape& idx) {
+    pb::NodeProto p = node("MaxUnpool", {"x", "i"}, "unpool");
+    add_ints_attr(p, "kernel_shape", {2, 2});
+    add_ints_attr(p, "strides", strides);
+    add_ints_attr(p, "pads", pads);
+    OneNode n(p);
+    n.x(random_array({1, 1, 3, 3}, float32)).ints("i", idx, std::vector<int64_t>(static_cast<size_t>(numel(idx)), 0));
+    return n;
+  };
+  // A short strides was read past its end.
+  expect_both<OnnxError>(unpool({2}, {0, 0, 0, 0}, {1, 1, 3, 3}),
+                         {"MaxUnpool 'unpool'", "kernel_shape [2,2], strides [2] and pads [0,0,0,0] must have 2, 2 and 4 values "
+                                                "for input tensor(float)[1,1,3,3]"});
+  expect_both<InvalidArgument>(unpool({std::numeric_limits<int64_t>::min(), 1}, {0, 0, 0, 0}, {1, 1, 3, 3}),
+                               {"MaxUnpool 'unpool'", "strides[0] must be positive, got -9223372036854775808"});
+  expect_both<InvalidArgument>(unpool({1, 1}, {0, -1, 0, 0}, {1, 1, 3, 3}), {"MaxUnpool 'unpool'", "pads[1] must be non-negative, got -1"});
+  // The output's size overflowed in an unchecked product.
+  expect_both<ShapeError>(unpool({k2p62, 1}, {0, 0, 0, 0}, {1, 1, 3, 3}),
+                          {"MaxUnpool 'unpool'", "size 2 * 4611686018427387904 overflows int64"});
+  expect_both<ShapeError>(unpool({k2p40, k2p40}, {0, 0, 0, 0}, {1, 1, 3, 3}),
+                          {"MaxUnpool 'unpool'", "[1,1,2199023255554,2199023255554] has more elements than an int64 can count"});
+  expect_both<OnnxError>(unpool({1, 1}, {3, 0, 3, 0}, {1, 1, 3, 3}),
+                         {"MaxUnpool 'unpool'", "pads [3,0,3,0] remove more than the unpooled axis 2 holds"});
+  expect_both<OnnxError>(unpool({2, 2}, {0, 0, 0, 0}, {1, 1, 3}),
+                         {"MaxUnpool 'unpool'", "indices must have the input's shape, got tensor(float)[1,1,3,3] and tensor(int64)[1,1,3]"});
+}
+
+TEST(OnnxHardeningFuzz, TensorScatterShapesAndIndicesAreChecked) {
+  auto scatter_node = [](const Shape& update, const std::vector<int64_t>& starts) {
+    OneNode n(node("TensorScatter", {"x", "update", "starts"}, "ts"));
+    n.x(random_array({2, 1, 4, 5}, float32))
+        .floats("update", update, std::vector<float>(static_cast<size_t>(numel(update)), 1.0f))
+        .ints("starts", {static_cast<int64_t>(starts.size())}, starts);
+    return n;
+  };
+  // An update of lower rank was indexed at past's axis.
+  expect_both<OnnxError>(scatter_node({2}, {0, 0}), {"TensorScatter 'ts'", "update must have past's shape except along axis 2, got "
+                                                                          "tensor(float)[2,1,4,5] and tensor(float)[2]"}, 24);
+  expect_both<OnnxError>(scatter_node({2, 1, 1, 4}, {0, 0}), {"TensorScatter 'ts'", "update must have past's shape except along axis 2"}, 24);
+  expect_both<OnnxError>(scatter_node({2, 1, 1, 5}, {0}), {"TensorScatter 'ts'", "write_indices has 1 values for a batch of 2"}, 24);
+  // start + length overflowed int64 and passed the check.
+  expect_both<OnnxError>(scatter_node({2, 1, 1, 5}, {0, std::numeric_limits<int64_t>::max()}),
+                         {"TensorScatter 'ts'", "write index 9223372036854775807 + 1 exceeds 4"}, 24);
+}
+
 TEST(OnnxHardeningFuzz, MemoryBudgetIsCheckedBeforeANodeComputes) {
   // Pad, MaxPool and ConvTranspose outputs of 17-300 GB and a Range of 2^31 values were
   // allocated and filled (seconds, or the machine's memory) before the budget was looked at.

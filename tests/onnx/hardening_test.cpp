@@ -572,6 +572,34 @@ TEST(OnnxHardeningFuzz, TensorScatterShapesAndIndicesAreChecked) {
                          {"TensorScatter 'ts'", "write index 9223372036854775807 + 1 exceeds 4"}, 24);
 }
 
+TEST(OnnxHardeningFuzz, RoiAlignRefusesEmptyImagesAndUnboundedSamplingGrids) {
+  auto roi_align = [](const Shape& x, const std::vector<float>& roi, int64_t ratio) {
+    pb::NodeProto p = node("RoiAlign", {"x", "rois", "batch"}, "roi");
+    add_int_attr(p, "sampling_ratio", ratio);
+    OneNode n(p);
+    n.x(random_array(x, float32)).floats("rois", {1, 4}, roi).ints("batch", {1}, {0});
+    return n;
+  };
+  // An empty H indexed an empty buffer.
+  expect_both<OnnxError>(roi_align({1, 1, 0, 10}, {0, 0, 1, 1}, 0),
+                         {"RoiAlign 'roi'", "X must have non-empty H and W, got tensor(float)[1,1,0,10]"});
+  // ceil(roi size / bins) of a non-finite or huge roi did not fit int64 (INT64_MIN * 10).
+  const float inf = std::numeric_limits<float>::infinity();
+  expect_both<OnnxError>(roi_align({1, 1, 4, 4}, {0, 0, inf, 1}, 2),
+                         {"RoiAlign 'roi'", "roi 0 (0.000000, 0.000000, inf, 1.000000) at spatial_scale 1.000000 is not finite"});
+  expect_both<OnnxError>(roi_align({1, 1, 4, 4}, {0, std::numeric_limits<float>::quiet_NaN(), 1, 1}, 0),
+                         {"RoiAlign 'roi'", "is not finite"});
+  OneNode scaled = roi_align({1, 1, 4, 4}, {0, 0, 1, 1}, 2);
+  auto* scale = scaled.g.mutable_node(0)->add_attribute();
+  scale->set_name("spatial_scale");
+  scale->set_type(pb::AttributeProto::FLOAT);
+  scale->set_f(std::numeric_limits<float>::quiet_NaN());
+  expect_both<OnnxError>(scaled, {"RoiAlign 'roi'", "spatial_scale must be finite, got nan"});
+  expect_both<OnnxError>(roi_align({1, 1, 4, 4}, {0, 0, 1, 1e30f}, 0), {"RoiAlign 'roi'", "samples per bin along the height, more than 2^32"});
+  expect_both<ShapeError>(roi_align({1, 1, 4, 4}, {0, 0, 1, 1}, std::numeric_limits<int64_t>::max()),
+                          {"RoiAlign 'roi'", "size 9223372036854775807 * 9223372036854775807 overflows int64"});
+}
+
 TEST(OnnxHardeningFuzz, MemoryBudgetIsCheckedBeforeANodeComputes) {
   // Pad, MaxPool and ConvTranspose outputs of 17-300 GB and a Range of 2^31 values were
   // allocated and filled (seconds, or the machine's memory) before the budget was looked at.

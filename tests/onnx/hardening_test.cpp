@@ -600,6 +600,58 @@ TEST(OnnxHardeningFuzz, RoiAlignRefusesEmptyImagesAndUnboundedSamplingGrids) {
                           {"RoiAlign 'roi'", "size 9223372036854775807 * 9223372036854775807 overflows int64"});
 }
 
+TEST(OnnxHardeningFuzz, ConvTransposeSizesMustBePositive) {
+  // kernel_shape INT64_MIN overflowed kernel - 1 in the SAME padding.
+  pb::NodeProto p = node("ConvTranspose", {"x", "w"}, "ct");
+  add_ints_attr(p, "kernel_shape", {std::numeric_limits<int64_t>::min(), 3});
+  add_ints_attr(p, "output_shape", {5, 5});
+  OneNode n(p);
+  n.x(random_array({1, 1, 3, 3}, float32)).floats("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  expect_both<InvalidArgument>(n, {"ConvTranspose 'ct'", "kernel_shape[0] must be positive, got -9223372036854775808"});
+  pb::NodeProto q = node("ConvTranspose", {"x", "w"}, "ct");
+  add_ints_attr(q, "dilations", {0, 1});
+  OneNode m(q);
+  m.x(random_array({1, 1, 3, 3}, float32)).floats("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  expect_both<InvalidArgument>(m, {"ConvTranspose 'ct'", "dilations[0] must be positive, got 0"});
+}
+
+TEST(OnnxHardeningFuzz, LpPoolAttributeLengthsAndStridesAreChecked) {
+  auto lp = [](const std::string& attr, const std::vector<int64_t>& v, const std::string& auto_pad) {
+    pb::NodeProto p = node("LpPool", {"x"}, "lp");
+    add_ints_attr(p, "kernel_shape", {2, 2});
+    add_ints_attr(p, attr, v);
+    auto* a = p.add_attribute();
+    a->set_name("auto_pad");
+    a->set_type(pb::AttributeProto::STRING);
+    a->set_s(auto_pad);
+    OneNode n(p);
+    n.x(random_array({1, 3, 8, 8}, float32));
+    return n;
+  };
+  // A short pads was copied past its end.
+  expect_both<OnnxError>(lp("pads", {-1}, "NOTSET"), {"LpPool 'lp'", "strides [1,1], dilations [1,1] and pads [-1] must have 2, 2 and 4 "
+                                                                      "values for kernel_shape [2,2]"});
+  // SAME padding divided by the strides.
+  expect_both<InvalidArgument>(lp("strides", {0, 1}, "SAME_UPPER"), {"LpPool 'lp'", "strides[0] must be positive, got 0"});
+  expect_both<ShapeError>(lp("dilations", {std::numeric_limits<int64_t>::max(), 1}, "SAME_UPPER"),
+                          {"LpPool 'lp'", "size 9223372036854775807 + 1 overflows int64"});
+}
+
+TEST(OnnxHardeningFuzz, FlexAttentionWithZeroKeyHeadsIsRefused) {
+  // hq % 0 divided by zero.
+  pb::NodeProto p = node("FlexAttention", {"x", "k", "v"}, "flex");
+  p.set_domain("ai.onnx.preview");
+  OneNode n(p);
+  n.x(random_array({1, 2, 3, 4}, float32)).floats("k", {1, 0, 3, 4}, {}).floats("v", {1, 2, 3, 4}, std::vector<float>(24, 1.0f));
+  pb::ModelProto model = make_model(n.g, 18);
+  auto* o = model.add_opset_import();
+  o->set_domain("ai.onnx.preview");
+  o->set_version(1);
+  onnx::Model m = load_proto(model);
+  expect_error<OnnxError>([&] { onnx::run(m, n.inputs); }, {"FlexAttention 'flex'", "2 query heads are not a multiple of 0 key heads"},
+                          "eager");
+}
+
 TEST(OnnxHardeningFuzz, MemoryBudgetIsCheckedBeforeANodeComputes) {
   // Pad, MaxPool and ConvTranspose outputs of 17-300 GB and a Range of 2^31 values were
   // allocated and filled (seconds, or the machine's memory) before the budget was looked at.

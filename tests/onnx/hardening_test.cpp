@@ -570,6 +570,24 @@ TEST(OnnxHardeningFuzz, TensorScatterShapesAndIndicesAreChecked) {
   // start + length overflowed int64 and passed the check.
   expect_both<OnnxError>(scatter_node({2, 1, 1, 5}, {0, std::numeric_limits<int64_t>::max()}),
                          {"TensorScatter 'ts'", "write index 9223372036854775807 + 1 exceeds 4"}, 24);
+  // Circular writes take the start modulo the axis first: a start near 2^63 plus a position
+  // would overflow int64 in the index arithmetic. INT64_MAX = 3 (mod 4).
+  auto circular = [&](std::vector<int64_t> starts) {
+    OneNode n = scatter_node({2, 1, 3, 5}, starts);
+    auto* a = n.g.mutable_node(0)->add_attribute();
+    a->set_name("mode");
+    a->set_type(pb::AttributeProto::STRING);
+    a->set_s("circular");
+    return onnx::run(load_proto(make_model(n.g, 24)), n.inputs)[0].array();
+  };
+  EXPECT_TRUE(bit_equal(circular({std::numeric_limits<int64_t>::max(), 1}), circular({3, 1})));
+}
+
+TEST(OnnxHardeningFuzz, CenterCropPadShapeMustBeNonNegative) {
+  // d - t overflowed for t = INT64_MIN.
+  OneNode n(node("CenterCropPad", {"x", "shape"}, "ccp"));
+  n.x(random_array({4, 4}, float32)).ints("shape", {2}, {std::numeric_limits<int64_t>::min(), 2});
+  expect_both<InvalidArgument>(n, {"CenterCropPad 'ccp'", "shape[0] must be non-negative, got -9223372036854775808"}, 18);
 }
 
 TEST(OnnxHardeningFuzz, RoiAlignRefusesEmptyImagesAndUnboundedSamplingGrids) {

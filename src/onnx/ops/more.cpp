@@ -349,7 +349,7 @@ std::vector<Value> op_center_crop_pad(OpContext& c) {
   if (axes.size() != shape.size()) c.fail("shape has " + std::to_string(shape.size()) + " values for " + std::to_string(axes.size()) + " axes");
   for (size_t i = 0; i < axes.size(); ++i) {
     int a = onnx_axis(c, axes[i], x.ndim());
-    int64_t d = x.shape()[a], t = shape[i];
+    int64_t d = x.shape()[a], t = size_arg(c, shape[i], "shape[" + std::to_string(i) + "]");  // d - t must not overflow
     if (t < d) {
       int64_t start = (d - t) / 2;
       x = slice(x, Axes{a}, {start}, {start + t}, {1});
@@ -380,9 +380,12 @@ std::vector<Value> op_tensor_scatter(OpContext& c) {
   if (static_cast<int64_t>(starts.size()) != batch)
     c.fail("write_indices has " + std::to_string(starts.size()) + " values for a batch of " + std::to_string(batch));
   if (circular && max_len == 0 && len > 0) c.fail("a circular write of " + std::to_string(len) + " into an empty axis");
-  for (auto s : starts)  // s + len > max_len, without overflowing for a huge s
+  for (auto& s : starts) {  // s + len > max_len, without overflowing for a huge s
     if (!circular && (s < 0 || s > max_len - len))
       c.fail("write index " + std::to_string(s) + " + " + std::to_string(len) + " exceeds " + std::to_string(max_len));
+    // Circular: the start taken modulo the axis first, so start + position cannot overflow int64.
+    if (circular && max_len > 0) s = (s % max_len + max_len) % max_len;
+  }
   // Index array of update's shape: start[b] + position along axis (mod max_len when circular).
   Shape bshape(static_cast<size_t>(update.ndim()), 1);
   bshape[0] = batch;

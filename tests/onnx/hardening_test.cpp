@@ -583,6 +583,16 @@ TEST(OnnxHardeningFuzz, TensorScatterShapesAndIndicesAreChecked) {
   EXPECT_TRUE(bit_equal(circular({std::numeric_limits<int64_t>::max(), 1}), circular({3, 1})));
 }
 
+TEST(OnnxHardeningFuzz, ConvIntegerChecksRanksBeforeShapingTheZeroPoint) {
+  // A 0-d W was indexed at its first axis to shape a per-channel zero point (SIGSEGV; found by
+  // the release-build standalone fuzzer).
+  OneNode n(node("ConvInteger", {"x", "w", "", "wz"}, "ci"));
+  n.x(Array(std::vector<uint8_t>(9, 1), Shape{1, 1, 3, 3}));
+  *n.g.add_initializer() = raw_tensor<uint8_t>(pb::TensorProto::UINT8, {}, {2}, "w");
+  *n.g.add_initializer() = raw_tensor<uint8_t>(pb::TensorProto::UINT8, {2}, {0, 1}, "wz");
+  expect_both<OnnxError>(n, {"ConvInteger 'ci'", "X and W must have the same rank, at least 3, got tensor(uint8)[1,1,3,3] and tensor(uint8)[]"});
+}
+
 TEST(OnnxHardeningFuzz, CenterCropPadShapeMustBeNonNegative) {
   // d - t overflowed for t = INT64_MIN.
   OneNode n(node("CenterCropPad", {"x", "shape"}, "ccp"));

@@ -44,6 +44,7 @@ Array weight_zero_point(OpContext& c, size_t i, int rank) {
   if (!c.has(i)) return Array(int32_t{0});
   Array z = astype(c.tensor(i), int32);
   if (z.size() == 1) return reshape(z, {});
+  if (rank < 1) c.fail("a per-channel weight zero point needs a weight of rank >= 1, got " + c.input(i).describe());
   Shape s(static_cast<size_t>(rank), 1);
   s[0] = z.size();
   return reshape(z, s);
@@ -89,9 +90,12 @@ ConvOptions conv_options(OpContext& c, const Array& x, const Array& w) {
 std::vector<Value> op_conv_integer(OpContext& c) {
   const Array& x = c.tensor(0);
   const Array& w = c.tensor(1);
+  // Ranks checked first: the zero point is shaped by W's rank (found by the fuzzer: a 0-d W was
+  // indexed at its first axis).
+  ConvOptions o = conv_options(c, x, w);
   Array xi = subtract(astype(x, int32), c.has(2) ? reshape(astype(c.tensor(2), int32), {}) : Array(int32_t{0}));
   Array wi = subtract(astype(w, int32), weight_zero_point(c, 3, w.ndim()));
-  return {tv(astype(conv(xi, wi, conv_options(c, x, w)), int32))};
+  return {tv(astype(conv(xi, wi, o), int32))};
 }
 
 /// A scale as float64, broadcast like its zero point.
@@ -136,9 +140,10 @@ std::vector<Value> op_qlinear_matmul(OpContext& c) {
 std::vector<Value> op_qlinear_conv(OpContext& c) {
   const Array& x = c.tensor(0);
   const Array& w = c.tensor(3);
+  ConvOptions o = conv_options(c, x, w);  // ranks checked before W's rank shapes the zero point
   Array xi = subtract(astype(x, int32), reshape(astype(c.tensor(2), int32), {}));
   Array wi = subtract(astype(w, int32), weight_zero_point(c, 5, w.ndim()));
-  Array acc = conv(xi, wi, conv_options(c, x, w));
+  Array acc = conv(xi, wi, o);
   if (c.has(8)) {
     Shape s(static_cast<size_t>(acc.ndim()), 1);
     s[1] = c.tensor(8).size();

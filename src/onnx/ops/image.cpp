@@ -391,8 +391,8 @@ std::vector<Value> op_roi_align(OpContext& c) {
       rh = std::max(rh, 1.0);
     }
     double bh = rh / static_cast<double>(out_h), bw = rw / static_cast<double>(out_w);
-    // The adaptive grid is ceil(roi size / bins) samples per bin: a non-finite roi or one near
-    // 2^63 would not convert to int64 (found by the fuzzer under UBSan: INT64_MIN * 10).
+    // The adaptive grid is ceil(roi size / bins) samples per bin: a roi near 2^63 (finite, see
+    // above) would not convert to int64; past 2^32 per axis no model means it.
     auto grid = [&](double extent, int64_t bins, const char* what) -> int64_t {
       if (ratio > 0) return ratio;
       double g = std::ceil(extent / static_cast<double>(bins));

@@ -68,6 +68,11 @@ class OpContext {
   void check_stop(int64_t iteration = -1) const {
     if (guard_) guard_->check(node_, iteration);
   }
+  /// Raises OutOfMemory naming this node when `bytes` more (a host buffer sized by the model's
+  /// values, about to be filled) would pass the run's memory budget.
+  void check_room(int64_t bytes, const std::string& what) const {
+    if (guard_) guard_->check_room(bytes, node_, what);
+  }
 
   /// Raises OnnxError "Op 'name': message".
   [[noreturn]] void fail(const std::string& message) const;

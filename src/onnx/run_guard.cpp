@@ -1,6 +1,7 @@
 // One run's bounds: deadline and cancellation checks, the memory budget's accounting.
 #include "src/onnx/run_guard.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "src/onnx/random_key.h"
@@ -102,6 +103,17 @@ void RunGuard::check_slow(const Node& node, int64_t iteration) const {
 
 void RunGuard::check(const std::string& where) const {
   if ((timed_ || options_.cancel) && must_stop()) stop(where);
+}
+
+void RunGuard::check_room(int64_t bytes, const Node& node, const std::string& what) const {
+  const int64_t budget = options_.memory_budget_bytes;
+  if (budget <= 0 || bytes <= 0) return;
+  const int64_t live = live_.load(std::memory_order_relaxed);
+  // The same words as Charge::set: the outputs' check is that check, made before the work.
+  if (bytes > budget - std::min(live, budget))
+    throw OutOfMemory(node.label() + ": " + (what.empty() ? "" : what + ": ") + "the run would hold " +
+                      std::to_string(add_saturating(live, bytes)) + " bytes of tensors, over its memory budget of " +
+                      std::to_string(budget) + " bytes (RunOptions::memory_budget_bytes)");
 }
 
 void RunGuard::Charge::set(int64_t bytes, const Node& node) {

@@ -37,6 +37,12 @@ class RunGuard {
   std::optional<Array> next_key() const;
   int64_t budget() const { return options_.memory_budget_bytes; }
 
+  /// Raises OutOfMemory naming `node`, `what` (may be empty) and the bytes when `bytes` more than the run holds
+  /// now would pass its budget; charges nothing. Checked before memory is taken (a node's outputs
+  /// before they are evaluated, a host buffer an operator fills), so that a size from the model
+  /// is refused at once instead of after the system spent seconds and gigabytes on it.
+  void check_room(int64_t bytes, const Node& node, const std::string& what) const;
+
   /// Bytes held by one owner (a graph's scope, a Loop's states and scan outputs); released when
   /// it goes, exceptions included. set() raises OutOfMemory naming `node` when the run's total
   /// passes the budget (only when it grows: giving memory back never raises).

@@ -228,6 +228,18 @@ std::vector<Value> Executor::run_node(const Node& node, const std::vector<Value>
     std::vector<Array> arrays;
     for (const auto& v : out) collect_arrays(v, arrays);
     std::erase_if(arrays, [](const Array& a) { return !a.valid() || smelt::detail::is_tracer(a); });
+    if (guard_ && guard_->budget() > 0) {
+      // The outputs' shapes are known before they are computed: a size from the model that
+      // cannot fit the budget is refused now, not after allocating and filling it (found by the
+      // fuzzer: Pad, MaxPool and ConvTranspose outputs of 17-300 GB took seconds or the machine).
+      int64_t bytes = 0;
+      for (const auto& a : arrays) {
+        if (a.is_evaluated()) continue;  // already held (an input passed through)
+        const int64_t b = a.size() * static_cast<int64_t>(a.itemsize());  // checked when the shape was made
+        bytes = bytes > INT64_MAX - b ? INT64_MAX : bytes + b;
+      }
+      guard_->check_room(bytes, node, "");
+    }
     if (!arrays.empty()) eval(std::move(arrays));
     return out;
   } catch (...) {

@@ -245,7 +245,8 @@ TEST(OnnxBounds, MemoryBudgetNamesTheNodeThatPassesIt) {
   onnx::RunOptions o;
   o.memory_budget_bytes = 1 << 20;
   EXPECT_THROW_MSG(onnx::run(m, {ones_input(1)}, o), OutOfMemory,
-                   "Expand 'Expand_0': the run would hold 4194308 bytes of tensors, over its memory budget of 1048576");
+                   "Expand 'Expand_0' (inputs tensor(float)[1], tensor(int64)[1]): the run would hold 4194308 bytes of "
+                   "tensors, over its memory budget of 1048576");
   o.memory_budget_bytes = 8 << 20;
   auto out = onnx::run(m, {ones_input(1)}, o);
   EXPECT_EQ(out[0].shape(), (Shape{1 << 20}));

@@ -505,5 +505,207 @@ TEST(OnnxHardening, IfBranchesMustAgree) {
   EXPECT_EQ(onnx::run(good, in)[0].array().to_vector<float>(), std::vector<float>{1.0f});
 }
 
+// ---------------------------------------------------------------------------------------------
+// What the GCC ASan+UBSan structure-aware fuzzer found (fuzz/corpus/onnx_model_fuzz/*-<op>-*)
+// ---------------------------------------------------------------------------------------------
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+TEST(OnnxHardeningFuzz, NonMaxSuppressionScoresMustMatchTheBoxes) {
+  // Scores of another box count were read past their end.
+  for (const std::vector<int64_t>& scores : {std::vector<int64_t>{1, 1, 5}, std::vector<int64_t>{2, 1, 6}}) {
+    OneNode n(node("NonMaxSuppression", {"boxes", "scores"}, "nms"));
+    n.floats("boxes", {1, 6, 4}, std::vector<float>(24, 0.5f))
+        .floats("scores", scores, std::vector<float>(static_cast<size_t>(scores[0] * scores[1] * scores[2]), 0.5f));
+    expect_both<OnnxError>(n, {"NonMaxSuppression 'nms'", "boxes must be [B, N, 4] and scores [B, C, N], got tensor(float)[1,6,4] and tensor(float)" +
+                                                               shape_to_string(scores)});
+  }
+}
+
+TEST(OnnxHardeningFuzz, MaxUnpoolAttributesAndIndicesAreChecked) {
+  auto unpool = [](const std::vector<int64_t>& strides, const std::vector<int64_t>& pads, const Shape& idx) {
+    pb::NodeProto p = node("MaxUnpool", {"x", "i"}, "unpool");
+    add_ints_attr(p, "kernel_shape", {2, 2});
+    add_ints_attr(p, "strides", strides);
+    add_ints_attr(p, "pads", pads);
+    OneNode n(p);
+    n.x(random_array({1, 1, 3, 3}, float32)).ints("i", idx, std::vector<int64_t>(static_cast<size_t>(numel(idx)), 0));
+    return n;
+  };
+  // A short strides was read past its end.
+  expect_both<OnnxError>(unpool({2}, {0, 0, 0, 0}, {1, 1, 3, 3}),
+                         {"MaxUnpool 'unpool'", "kernel_shape [2,2], strides [2] and pads [0,0,0,0] must have 2, 2 and 4 values "
+                                                "for input tensor(float)[1,1,3,3]"});
+  expect_both<InvalidArgument>(unpool({std::numeric_limits<int64_t>::min(), 1}, {0, 0, 0, 0}, {1, 1, 3, 3}),
+                               {"MaxUnpool 'unpool'", "strides[0] must be positive, got -9223372036854775808"});
+  expect_both<InvalidArgument>(unpool({1, 1}, {0, -1, 0, 0}, {1, 1, 3, 3}), {"MaxUnpool 'unpool'", "pads[1] must be non-negative, got -1"});
+  // The output's size overflowed in an unchecked product.
+  expect_both<ShapeError>(unpool({k2p62, 1}, {0, 0, 0, 0}, {1, 1, 3, 3}),
+                          {"MaxUnpool 'unpool'", "size 2 * 4611686018427387904 overflows int64"});
+  expect_both<ShapeError>(unpool({k2p40, k2p40}, {0, 0, 0, 0}, {1, 1, 3, 3}),
+                          {"MaxUnpool 'unpool'", "[1,1,2199023255554,2199023255554] has more elements than an int64 can count"});
+  expect_both<OnnxError>(unpool({1, 1}, {3, 0, 3, 0}, {1, 1, 3, 3}),
+                         {"MaxUnpool 'unpool'", "pads [3,0,3,0] remove more than the unpooled axis 2 holds"});
+  expect_both<OnnxError>(unpool({2, 2}, {0, 0, 0, 0}, {1, 1, 3}),
+                         {"MaxUnpool 'unpool'", "indices must have the input's shape, got tensor(float)[1,1,3,3] and tensor(int64)[1,1,3]"});
+}
+
+TEST(OnnxHardeningFuzz, TensorScatterShapesAndIndicesAreChecked) {
+  auto scatter_node = [](const Shape& update, const std::vector<int64_t>& starts) {
+    OneNode n(node("TensorScatter", {"x", "update", "starts"}, "ts"));
+    n.x(random_array({2, 1, 4, 5}, float32))
+        .floats("update", update, std::vector<float>(static_cast<size_t>(numel(update)), 1.0f))
+        .ints("starts", {static_cast<int64_t>(starts.size())}, starts);
+    return n;
+  };
+  // An update of lower rank was indexed at past's axis.
+  expect_both<OnnxError>(scatter_node({2}, {0, 0}), {"TensorScatter 'ts'", "update must have past's shape except along axis 2, got "
+                                                                          "tensor(float)[2,1,4,5] and tensor(float)[2]"}, 24);
+  expect_both<OnnxError>(scatter_node({2, 1, 1, 4}, {0, 0}), {"TensorScatter 'ts'", "update must have past's shape except along axis 2"}, 24);
+  expect_both<OnnxError>(scatter_node({2, 1, 1, 5}, {0}), {"TensorScatter 'ts'", "write_indices has 1 values for a batch of 2"}, 24);
+  // start + length overflowed int64 and passed the check.
+  expect_both<OnnxError>(scatter_node({2, 1, 1, 5}, {0, std::numeric_limits<int64_t>::max()}),
+                         {"TensorScatter 'ts'", "write index 9223372036854775807 + 1 exceeds 4"}, 24);
+  // Circular writes take the start modulo the axis first: a start near 2^63 plus a position
+  // would overflow int64 in the index arithmetic. INT64_MAX = 3 (mod 4).
+  auto circular = [&](std::vector<int64_t> starts) {
+    OneNode n = scatter_node({2, 1, 3, 5}, starts);
+    auto* a = n.g.mutable_node(0)->add_attribute();
+    a->set_name("mode");
+    a->set_type(pb::AttributeProto::STRING);
+    a->set_s("circular");
+    return onnx::run(load_proto(make_model(n.g, 24)), n.inputs)[0].array();
+  };
+  EXPECT_TRUE(bit_equal(circular({std::numeric_limits<int64_t>::max(), 1}), circular({3, 1})));
+}
+
+TEST(OnnxHardeningFuzz, ConvIntegerChecksRanksBeforeShapingTheZeroPoint) {
+  // A 0-d W was indexed at its first axis to shape a per-channel zero point (SIGSEGV; found by
+  // the release-build standalone fuzzer).
+  OneNode n(node("ConvInteger", {"x", "w", "", "wz"}, "ci"));
+  n.x(Array(std::vector<uint8_t>(9, 1), Shape{1, 1, 3, 3}));
+  *n.g.add_initializer() = raw_tensor<uint8_t>(pb::TensorProto::UINT8, {}, {2}, "w");
+  *n.g.add_initializer() = raw_tensor<uint8_t>(pb::TensorProto::UINT8, {2}, {0, 1}, "wz");
+  expect_both<OnnxError>(n, {"ConvInteger 'ci'", "X and W must have the same rank, at least 3, got tensor(uint8)[1,1,3,3] and tensor(uint8)[]"});
+}
+
+TEST(OnnxHardeningFuzz, CenterCropPadShapeMustBeNonNegative) {
+  // d - t overflowed for t = INT64_MIN.
+  OneNode n(node("CenterCropPad", {"x", "shape"}, "ccp"));
+  n.x(random_array({4, 4}, float32)).ints("shape", {2}, {std::numeric_limits<int64_t>::min(), 2});
+  expect_both<InvalidArgument>(n, {"CenterCropPad 'ccp'", "shape[0] must be non-negative, got -9223372036854775808"}, 18);
+}
+
+TEST(OnnxHardeningFuzz, RoiAlignRefusesEmptyImagesAndUnboundedSamplingGrids) {
+  auto roi_align = [](const Shape& x, const std::vector<float>& roi, int64_t ratio) {
+    pb::NodeProto p = node("RoiAlign", {"x", "rois", "batch"}, "roi");
+    add_int_attr(p, "sampling_ratio", ratio);
+    OneNode n(p);
+    n.x(random_array(x, float32)).floats("rois", {1, 4}, roi).ints("batch", {1}, {0});
+    return n;
+  };
+  // An empty H indexed an empty buffer.
+  expect_both<OnnxError>(roi_align({1, 1, 0, 10}, {0, 0, 1, 1}, 0),
+                         {"RoiAlign 'roi'", "X must have non-empty H and W, got tensor(float)[1,1,0,10]"});
+  // ceil(roi size / bins) of a non-finite or huge roi did not fit int64 (INT64_MIN * 10).
+  const float inf = std::numeric_limits<float>::infinity();
+  expect_both<OnnxError>(roi_align({1, 1, 4, 4}, {0, 0, inf, 1}, 2),
+                         {"RoiAlign 'roi'", "roi 0 (0.000000, 0.000000, inf, 1.000000) at spatial_scale 1.000000 is not finite"});
+  expect_both<OnnxError>(roi_align({1, 1, 4, 4}, {0, std::numeric_limits<float>::quiet_NaN(), 1, 1}, 0),
+                         {"RoiAlign 'roi'", "is not finite"});
+  OneNode scaled = roi_align({1, 1, 4, 4}, {0, 0, 1, 1}, 2);
+  auto* scale = scaled.g.mutable_node(0)->add_attribute();
+  scale->set_name("spatial_scale");
+  scale->set_type(pb::AttributeProto::FLOAT);
+  scale->set_f(std::numeric_limits<float>::quiet_NaN());
+  expect_both<OnnxError>(scaled, {"RoiAlign 'roi'", "spatial_scale must be finite, got nan"});
+  expect_both<OnnxError>(roi_align({1, 1, 4, 4}, {0, 0, 1, 1e30f}, 0), {"RoiAlign 'roi'", "samples per bin along the height, more than 2^32"});
+  expect_both<ShapeError>(roi_align({1, 1, 4, 4}, {0, 0, 1, 1}, std::numeric_limits<int64_t>::max()),
+                          {"RoiAlign 'roi'", "size 9223372036854775807 * 9223372036854775807 overflows int64"});
+}
+
+TEST(OnnxHardeningFuzz, ConvTransposeSizesMustBePositive) {
+  // kernel_shape INT64_MIN overflowed kernel - 1 in the SAME padding.
+  pb::NodeProto p = node("ConvTranspose", {"x", "w"}, "ct");
+  add_ints_attr(p, "kernel_shape", {std::numeric_limits<int64_t>::min(), 3});
+  add_ints_attr(p, "output_shape", {5, 5});
+  OneNode n(p);
+  n.x(random_array({1, 1, 3, 3}, float32)).floats("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  expect_both<InvalidArgument>(n, {"ConvTranspose 'ct'", "kernel_shape[0] must be positive, got -9223372036854775808"});
+  pb::NodeProto q = node("ConvTranspose", {"x", "w"}, "ct");
+  add_ints_attr(q, "dilations", {0, 1});
+  OneNode m(q);
+  m.x(random_array({1, 1, 3, 3}, float32)).floats("w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  expect_both<InvalidArgument>(m, {"ConvTranspose 'ct'", "dilations[0] must be positive, got 0"});
+}
+
+TEST(OnnxHardeningFuzz, LpPoolAttributeLengthsAndStridesAreChecked) {
+  auto lp = [](const std::string& attr, const std::vector<int64_t>& v, const std::string& auto_pad) {
+    pb::NodeProto p = node("LpPool", {"x"}, "lp");
+    add_ints_attr(p, "kernel_shape", {2, 2});
+    add_ints_attr(p, attr, v);
+    auto* a = p.add_attribute();
+    a->set_name("auto_pad");
+    a->set_type(pb::AttributeProto::STRING);
+    a->set_s(auto_pad);
+    OneNode n(p);
+    n.x(random_array({1, 3, 8, 8}, float32));
+    return n;
+  };
+  // A short pads was copied past its end.
+  expect_both<OnnxError>(lp("pads", {-1}, "NOTSET"), {"LpPool 'lp'", "strides [1,1], dilations [1,1] and pads [-1] must have 2, 2 and 4 "
+                                                                      "values for kernel_shape [2,2]"});
+  // SAME padding divided by the strides.
+  expect_both<InvalidArgument>(lp("strides", {0, 1}, "SAME_UPPER"), {"LpPool 'lp'", "strides[0] must be positive, got 0"});
+  expect_both<ShapeError>(lp("dilations", {std::numeric_limits<int64_t>::max(), 1}, "SAME_UPPER"),
+                          {"LpPool 'lp'", "size 9223372036854775807 + 1 overflows int64"});
+}
+
+TEST(OnnxHardeningFuzz, FlexAttentionWithZeroKeyHeadsIsRefused) {
+  // hq % 0 divided by zero.
+  pb::NodeProto p = node("FlexAttention", {"x", "k", "v"}, "flex");
+  p.set_domain("ai.onnx.preview");
+  OneNode n(p);
+  n.x(random_array({1, 2, 3, 4}, float32)).floats("k", {1, 0, 3, 4}, {}).floats("v", {1, 2, 3, 4}, std::vector<float>(24, 1.0f));
+  pb::ModelProto model = make_model(n.g, 18);
+  auto* o = model.add_opset_import();
+  o->set_domain("ai.onnx.preview");
+  o->set_version(1);
+  onnx::Model m = load_proto(model);
+  expect_error<OnnxError>([&] { onnx::run(m, n.inputs); }, {"FlexAttention 'flex'", "2 query heads are not a multiple of 0 key heads"},
+                          "eager");
+}
+
+TEST(OnnxHardeningFuzz, MemoryBudgetIsCheckedBeforeANodeComputes) {
+  // Pad, MaxPool and ConvTranspose outputs of 17-300 GB and a Range of 2^31 values were
+  // allocated and filled (seconds, or the machine's memory) before the budget was looked at.
+  onnx::RunOptions o;
+  o.memory_budget_bytes = int64_t{256} << 20;
+  OneNode pad(node("Pad", {"x", "pads"}, "pad"));
+  pad.x(random_array({2, 2}, float32)).ints("pads", {4}, {0, 0, 0, int64_t{1} << 32});
+  onnx::Model pm = load_proto(make_model(pad.g, 18));
+  expect_error<OutOfMemory>([&] { onnx::run(pm, pad.inputs, o); },
+                            {"Pad 'pad' (inputs tensor(float)[2,2], tensor(int64)[4]): the run would hold 34359738384 bytes of "
+                             "tensors, over its memory budget of 268435456 bytes (RunOptions::memory_budget_bytes)"},
+                            "eager");
+  OneNode range(node("Range", {"start", "limit", "delta"}, "range"));
+  range.ints("start", {}, {-(int64_t{1} << 31)}).ints("limit", {}, {0}).ints("delta", {}, {1});
+  onnx::Model rm = load_proto(make_model(range.g, 18));
+  expect_error<OutOfMemory>([&] { onnx::run(rm, {}, o); },
+                            {"Range 'range'", "Range(-2147483648, 0, 1) of 2147483648 values: the run would hold 17179869184 bytes"},
+                            "eager");
+  // Under a budget that fits, the node runs as before.
+  onnx::RunOptions roomy;
+  roomy.memory_budget_bytes = 1 << 20;
+  OneNode small(node("Pad", {"x", "pads"}, "pad"));
+  small.x(Array({1.0f, 2.0f}, Shape{1, 2})).ints("pads", {4}, {0, 1, 0, 1});
+  onnx::Model sm = load_proto(make_model(small.g, 18));
+  EXPECT_EQ(onnx::run(sm, small.inputs, roomy)[0].array().to_vector<float>(), (std::vector<float>{0, 1, 2, 0}));
+}
+
 }  // namespace
 }  // namespace smelt::test

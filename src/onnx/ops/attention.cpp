@@ -209,7 +209,8 @@ std::vector<Value> op_flex_attention(OpContext& c) {
   if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4)
     c.fail("Q, K and V must be 4-d, got " + c.input(0).describe() + ", " + c.input(1).describe() + ", " + c.input(2).describe());
   int64_t hq = q.shape()[1], hkv = k.shape()[1];
-  if (hq % hkv) c.fail(std::to_string(hq) + " query heads are not a multiple of " + std::to_string(hkv) + " key heads");
+  if (hkv == 0 || hq % hkv)  // zero key heads: found by the fuzzer under UBSan (division by zero)
+    c.fail(std::to_string(hq) + " query heads are not a multiple of " + std::to_string(hkv) + " key heads");
   if (hq != hkv) {
     k = repeat(k, hq / hkv, 1);
     v = repeat(v, hq / hkv, 1);

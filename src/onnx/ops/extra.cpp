@@ -196,13 +196,26 @@ std::vector<Value> op_lp_pool(OpContext& c) {
   o.strides = c.attr_ints("strides", std::vector<int64_t>(n, 1));
   o.dilations = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
   std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  // Every attribute is read per spatial axis (found by the fuzzer under ASan: a short pads was
+  // copied past its end); the SAME padding below divides by the strides.
+  if (o.strides.size() != n || o.dilations.size() != n || pads.size() != 2 * n)
+    c.fail("strides " + shape_str(o.strides) + ", dilations " + shape_str(o.dilations) + " and pads " +
+           shape_str(pads) + " must have " + std::to_string(n) + ", " + std::to_string(n) + " and " +
+           std::to_string(2 * n) + " values for kernel_shape " + shape_str(kernel));
+  for (size_t i = 0; i < n; ++i) {
+    size_arg(c, kernel[i], "kernel_shape[" + std::to_string(i) + "]", true);
+    size_arg(c, o.strides[i], "strides[" + std::to_string(i) + "]", true);
+    size_arg(c, o.dilations[i], "dilations[" + std::to_string(i) + "]", true);
+  }
   o.padding_lo.assign(pads.begin(), pads.begin() + static_cast<long>(n));
   o.padding_hi.assign(pads.begin() + static_cast<long>(n), pads.end());
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < n; ++i) {
-      int64_t in = x.shape()[i + 2], out = (in + o.strides[i] - 1) / o.strides[i];
-      int64_t total = std::max<int64_t>(0, (out - 1) * o.strides[i] + (kernel[i] - 1) * o.dilations[i] + 1 - in);
+      int64_t in = x.shape()[i + 2], s = o.strides[i];
+      int64_t out = in / s + (in % s != 0);  // ceil(in / s) without overflowing in + s - 1
+      int64_t span = add_size(c, mul_size(c, out - 1, s), add_size(c, mul_size(c, kernel[i] - 1, o.dilations[i]), 1));
+      int64_t total = std::max<int64_t>(0, span - in);
       o.padding_lo[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       o.padding_hi[i] = total - o.padding_lo[i];
     }

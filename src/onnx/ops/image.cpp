@@ -353,11 +353,13 @@ std::vector<Value> op_roi_align(OpContext& c) {
   int64_t r_count = rois_a.shape()[0];
   // Checked before the output is sized (found by the fuzzer: output_height * output_width of
   // 2^35 asked for 480 GB; fewer batch indices than rois were read past their end).
+  if (!std::isfinite(scale)) c.fail("spatial_scale must be finite, got " + std::to_string(scale));
   if (out_h < 1 || out_w < 1 || ratio < 0)
     c.fail("output_height and output_width must be >= 1 and sampling_ratio >= 0, got " + std::to_string(out_h) +
            ", " + std::to_string(out_w) + ", " + std::to_string(ratio));
   constexpr int64_t kMaxOut = int64_t{1} << 28;
-  if (out_h > kMaxOut / out_w || (r_count * ch > 0 && out_h * out_w > kMaxOut / (r_count * ch)))
+  const int64_t planes = mul_size(c, r_count, ch);
+  if (out_h > kMaxOut / out_w || (planes > 0 && out_h * out_w > kMaxOut / planes))
     c.fail("the output [" + std::to_string(r_count) + ", " + std::to_string(ch) + ", " + std::to_string(out_h) + ", " +
            std::to_string(out_w) + "] would hold more than 2^28 values");
   size_arg(c, out_h, "output_height", true);
@@ -367,11 +369,21 @@ std::vector<Value> op_roi_align(OpContext& c) {
   std::vector<double> out(static_cast<size_t>(element_count({r_count, ch, out_h, out_w}, c.node().label())), 0.0);
   if (static_cast<int64_t>(batch_idx.size()) != r_count)
     c.fail(std::to_string(batch_idx.size()) + " batch indices for " + std::to_string(r_count) + " rois");
+  // Bilinear sampling reads the image's corners (found by the fuzzer under UBSan: an empty H or W
+  // indexed an empty buffer).
+  if (r_count > 0 && ch > 0 && (h == 0 || w == 0)) c.fail("X must have non-empty H and W, got " + c.input(0).describe());
   for (int64_t r = 0; r < r_count; ++r) {
     int64_t b = batch_idx[static_cast<size_t>(r)];
     if (b < 0 || b >= n) c.fail("batch index " + std::to_string(b) + " is out of range for " + std::to_string(n) + " images");
     double off = half_pixel ? 0.5 : 0.0;
     const double* roi = &rois[static_cast<size_t>(r * 4)];
+    // Finite rois and scale keep every sample position finite (found by the fuzzer under UBSan: a
+    // NaN position passed the range test below and became INT64_MIN).
+    if (!std::isfinite(roi[0] * scale) || !std::isfinite(roi[1] * scale) || !std::isfinite(roi[2] * scale) ||
+        !std::isfinite(roi[3] * scale))
+      c.fail("roi " + std::to_string(r) + " (" + std::to_string(roi[0]) + ", " + std::to_string(roi[1]) + ", " +
+             std::to_string(roi[2]) + ", " + std::to_string(roi[3]) + ") at spatial_scale " + std::to_string(scale) +
+             " is not finite");
     double x0 = roi[0] * scale - off, y0 = roi[1] * scale - off, x1 = roi[2] * scale - off, y1 = roi[3] * scale - off;
     double rw = x1 - x0, rh = y1 - y0;
     if (!half_pixel) {
@@ -379,16 +391,49 @@ std::vector<Value> op_roi_align(OpContext& c) {
       rh = std::max(rh, 1.0);
     }
     double bh = rh / static_cast<double>(out_h), bw = rw / static_cast<double>(out_w);
-    int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(out_h)));
-    int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(out_w)));
-    double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
+    // The adaptive grid is ceil(roi size / bins) samples per bin: a roi near 2^63 (finite, see
+    // above) would not convert to int64; past 2^32 per axis no model means it.
+    auto grid = [&](double extent, int64_t bins, const char* what) -> int64_t {
+      if (ratio > 0) return ratio;
+      double g = std::ceil(extent / static_cast<double>(bins));
+      if (!(std::fabs(g) <= static_cast<double>(int64_t{1} << 32)))
+        c.fail("roi " + std::to_string(r) + " (" + std::to_string(roi[0]) + ", " + std::to_string(roi[1]) + ", " +
+               std::to_string(roi[2]) + ", " + std::to_string(roi[3]) + ") at spatial_scale " + std::to_string(scale) +
+               " needs " + std::to_string(g) + " samples per bin along " + what + ", more than 2^32");
+      return static_cast<int64_t>(g);
+    };
+    int64_t gh = grid(rh, out_h, "the height"), gw = grid(rw, out_w, "the width");
+    double count = static_cast<double>(std::max<int64_t>(mul_size(c, gh, gw), 1));
     for (int64_t ph = 0; ph < out_h; ++ph)
       for (int64_t pw = 0; pw < out_w; ++pw) {
         struct Tap {
           int64_t pos[4];
           double wt[4];
         };
+        // The taps of one bin, computed once for every channel: at most 2^16 at a time, so a
+        // huge sampling grid costs time (which the run's deadline stops), never memory.
         std::vector<Tap> taps;
+        std::vector<double> acc(static_cast<size_t>(ch), 0.0);
+        bool first = true;
+        auto flush = [&] {
+          for (int64_t k = 0; k < ch; ++k) {
+            const double* plane = &xv[static_cast<size_t>((b * ch + k) * h * w)];
+            double& a = acc[static_cast<size_t>(k)];
+            bool f = first;
+            for (const auto& t : taps) {
+              if (mode == "avg") {
+                for (int q = 0; q < 4; ++q) a += t.wt[q] * plane[t.pos[q]];
+              } else {
+                double v = std::max(std::max(t.wt[0] * plane[t.pos[0]], t.wt[1] * plane[t.pos[1]]),
+                                    std::max(t.wt[2] * plane[t.pos[2]], t.wt[3] * plane[t.pos[3]]));
+                a = f ? v : std::max(a, v);
+                f = false;
+              }
+            }
+          }
+          if (!taps.empty()) first = false;
+          taps.clear();
+        };
         for (int64_t iy = 0; iy < gh; ++iy)
           for (int64_t ix = 0; ix < gw; ++ix) {
             // A huge roi or sampling_ratio makes this loop long: the run's deadline can stop it.
@@ -396,7 +441,7 @@ std::vector<Value> op_roi_align(OpContext& c) {
             double yy = y0 + static_cast<double>(ph) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
             double xx = x0 + static_cast<double>(pw) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
             Tap t{{0, 0, 0, 0}, {0, 0, 0, 0}};
-            if (!(yy < -1.0 || yy > static_cast<double>(h) || xx < -1.0 || xx > static_cast<double>(w))) {
+            if (yy >= -1.0 && yy <= static_cast<double>(h) && xx >= -1.0 && xx <= static_cast<double>(w)) {
               yy = std::max(yy, 0.0);
               xx = std::max(xx, 0.0);
               int64_t yl = static_cast<int64_t>(yy), xl = static_cast<int64_t>(xx), yh2, xh2;
@@ -406,22 +451,12 @@ std::vector<Value> op_roi_align(OpContext& c) {
               t = Tap{{yl * w + xl, yl * w + xh2, yh2 * w + xl, yh2 * w + xh2}, {hy * hx, hy * lx, ly * hx, ly * lx}};
             }
             taps.push_back(t);
+            if (taps.size() == (size_t{1} << 16)) flush();
           }
+        flush();
         for (int64_t k = 0; k < ch; ++k) {
-          const double* plane = &xv[static_cast<size_t>((b * ch + k) * h * w)];
-          double acc = 0;
-          bool first = true;
-          for (const auto& t : taps) {
-            if (mode == "avg") {
-              for (int q = 0; q < 4; ++q) acc += t.wt[q] * plane[t.pos[q]];
-            } else {
-              double v = std::max(std::max(t.wt[0] * plane[t.pos[0]], t.wt[1] * plane[t.pos[1]]),
-                                  std::max(t.wt[2] * plane[t.pos[2]], t.wt[3] * plane[t.pos[3]]));
-              acc = first ? v : std::max(acc, v);
-              first = false;
-            }
-          }
-          out[static_cast<size_t>(((r * ch + k) * out_h + ph) * out_w + pw)] = mode == "avg" ? acc / count : acc;
+          double a = acc[static_cast<size_t>(k)];
+          out[static_cast<size_t>(((r * ch + k) * out_h + ph) * out_w + pw)] = mode == "avg" ? a / count : a;
         }
       }
   }

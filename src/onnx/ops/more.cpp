@@ -44,6 +44,7 @@ Array weight_zero_point(OpContext& c, size_t i, int rank) {
   if (!c.has(i)) return Array(int32_t{0});
   Array z = astype(c.tensor(i), int32);
   if (z.size() == 1) return reshape(z, {});
+  if (rank < 1) c.fail("a per-channel weight zero point needs a weight of rank >= 1, got " + c.input(i).describe());
   Shape s(static_cast<size_t>(rank), 1);
   s[0] = z.size();
   return reshape(z, s);
@@ -89,9 +90,12 @@ ConvOptions conv_options(OpContext& c, const Array& x, const Array& w) {
 std::vector<Value> op_conv_integer(OpContext& c) {
   const Array& x = c.tensor(0);
   const Array& w = c.tensor(1);
+  // Ranks checked first: the zero point is shaped by W's rank (found by the fuzzer: a 0-d W was
+  // indexed at its first axis).
+  ConvOptions o = conv_options(c, x, w);
   Array xi = subtract(astype(x, int32), c.has(2) ? reshape(astype(c.tensor(2), int32), {}) : Array(int32_t{0}));
   Array wi = subtract(astype(w, int32), weight_zero_point(c, 3, w.ndim()));
-  return {tv(astype(conv(xi, wi, conv_options(c, x, w)), int32))};
+  return {tv(astype(conv(xi, wi, o), int32))};
 }
 
 /// A scale as float64, broadcast like its zero point.
@@ -136,9 +140,10 @@ std::vector<Value> op_qlinear_matmul(OpContext& c) {
 std::vector<Value> op_qlinear_conv(OpContext& c) {
   const Array& x = c.tensor(0);
   const Array& w = c.tensor(3);
+  ConvOptions o = conv_options(c, x, w);  // ranks checked before W's rank shapes the zero point
   Array xi = subtract(astype(x, int32), reshape(astype(c.tensor(2), int32), {}));
   Array wi = subtract(astype(w, int32), weight_zero_point(c, 5, w.ndim()));
-  Array acc = conv(xi, wi, conv_options(c, x, w));
+  Array acc = conv(xi, wi, o);
   if (c.has(8)) {
     Shape s(static_cast<size_t>(acc.ndim()), 1);
     s[1] = c.tensor(8).size();
@@ -290,7 +295,10 @@ std::vector<Value> op_dft(OpContext& c) {
 std::vector<Value> op_nms(OpContext& c) {
   const Array& boxes_a = c.tensor(0);
   const Array& scores_a = c.tensor(1);
-  if (boxes_a.ndim() != 3 || boxes_a.shape()[2] != 4 || scores_a.ndim() != 3)
+  // Scores are indexed by the boxes' B and N below (found by the fuzzer under ASan: scores of
+  // another batch or box count were read past their end).
+  if (boxes_a.ndim() != 3 || boxes_a.shape()[2] != 4 || scores_a.ndim() != 3 ||
+      scores_a.shape()[0] != boxes_a.shape()[0] || scores_a.shape()[2] != boxes_a.shape()[1])
     c.fail("boxes must be [B, N, 4] and scores [B, C, N], got " + c.input(0).describe() + " and " + c.input(1).describe());
   int64_t max_out = c.has(2) && c.tensor(2).size() > 0 ? c.scalar_int(2) : 0;
   double iou_thr = c.has(3) && c.tensor(3).size() > 0 ? c.scalar(3) : 0.0;
@@ -346,7 +354,7 @@ std::vector<Value> op_center_crop_pad(OpContext& c) {
   if (axes.size() != shape.size()) c.fail("shape has " + std::to_string(shape.size()) + " values for " + std::to_string(axes.size()) + " axes");
   for (size_t i = 0; i < axes.size(); ++i) {
     int a = onnx_axis(c, axes[i], x.ndim());
-    int64_t d = x.shape()[a], t = shape[i];
+    int64_t d = x.shape()[a], t = size_arg(c, shape[i], "shape[" + std::to_string(i) + "]");  // d - t must not overflow
     if (t < d) {
       int64_t start = (d - t) / 2;
       x = slice(x, Axes{a}, {start}, {start + t}, {1});
@@ -365,8 +373,24 @@ std::vector<Value> op_tensor_scatter(OpContext& c) {
   int axis = onnx_axis(c, c.attr_int("axis", -2), past.ndim());
   if (axis == 0) c.fail("axis must not be the batch axis");
   bool circular = c.attr_string("mode", "linear") == "circular";
+  // The spec: update has past's shape except along axis, and one write index per batch entry
+  // (found by the fuzzer under ASan: an update of lower rank was indexed at past's axis).
+  bool same = update.ndim() == past.ndim();
+  for (int i = 0; same && i < past.ndim(); ++i) same = i == axis || update.shape()[i] == past.shape()[i];
+  if (!same)
+    c.fail("update must have past's shape except along axis " + std::to_string(axis) + ", got " +
+           c.input(0).describe() + " and " + c.input(1).describe());
   int64_t batch = past.shape()[0], max_len = past.shape()[axis], len = update.shape()[axis];
   std::vector<int64_t> starts = c.has(2) ? c.ints(2) : std::vector<int64_t>(static_cast<size_t>(batch), 0);
+  if (static_cast<int64_t>(starts.size()) != batch)
+    c.fail("write_indices has " + std::to_string(starts.size()) + " values for a batch of " + std::to_string(batch));
+  if (circular && max_len == 0 && len > 0) c.fail("a circular write of " + std::to_string(len) + " into an empty axis");
+  for (auto& s : starts) {  // s + len > max_len, without overflowing for a huge s
+    if (!circular && (s < 0 || s > max_len - len))
+      c.fail("write index " + std::to_string(s) + " + " + std::to_string(len) + " exceeds " + std::to_string(max_len));
+    // Circular: the start taken modulo the axis first, so start + position cannot overflow int64.
+    if (circular && max_len > 0) s = (s % max_len + max_len) % max_len;
+  }
   // Index array of update's shape: start[b] + position along axis (mod max_len when circular).
   Shape bshape(static_cast<size_t>(update.ndim()), 1);
   bshape[0] = batch;
@@ -374,8 +398,6 @@ std::vector<Value> op_tensor_scatter(OpContext& c) {
   pshape[static_cast<size_t>(axis)] = len;
   Array idx = add(reshape(int64_array(starts), bshape), reshape(arange(0, static_cast<double>(len), 1, int64), pshape));
   if (circular) idx = remainder(idx, Array(max_len));
-  for (auto s : starts)
-    if (!circular && (s < 0 || s + len > max_len)) c.fail("write index " + std::to_string(s) + " + " + std::to_string(len) + " exceeds " + std::to_string(max_len));
   return {tv(scatter(past, broadcast_to(idx, update.shape()), update, axis))};
 }
 
@@ -394,11 +416,29 @@ std::vector<Value> op_max_unpool(OpContext& c) {
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
   std::vector<int64_t> strides = c.attr_ints("strides", std::vector<int64_t>(n, 1));
   std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-  if (kernel.size() != n) c.fail("kernel_shape needs one entry per spatial axis");
+  // Every attribute is read per spatial axis and sizes the output (found by the fuzzer under
+  // ASan/UBSan: short strides or pads were read past their end, and huge values overflowed).
+  if (kernel.size() != n || strides.size() != n || pads.size() != 2 * n)
+    c.fail("kernel_shape " + shape_str(kernel) + ", strides " + shape_str(strides) + " and pads " + shape_str(pads) +
+           " must have " + std::to_string(n) + ", " + std::to_string(n) + " and " + std::to_string(2 * n) +
+           " values for input " + c.input(0).describe());
+  if (idx.shape() != x.shape()) c.fail("indices must have the input's shape, got " + c.input(0).describe() + " and " + c.input(1).describe());
+  for (size_t i = 0; i < n; ++i) {
+    size_arg(c, kernel[i], "kernel_shape[" + std::to_string(i) + "]", true);
+    size_arg(c, strides[i], "strides[" + std::to_string(i) + "]", true);
+    size_arg(c, pads[i], "pads[" + std::to_string(i) + "]");
+    size_arg(c, pads[i + n], "pads[" + std::to_string(i + n) + "]");
+  }
   // Indices address the default unpooled shape; a larger output_shape pads at the end.
   Shape out{x.shape()[0], x.shape()[1]};
-  for (size_t i = 0; i < n; ++i) out.push_back((x.shape()[i + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + n]);
-  int64_t total = std::accumulate(out.begin(), out.end(), int64_t{1}, std::multiplies<>());
+  for (size_t i = 0; i < n; ++i) {
+    int64_t d = add_size(c, mul_size(c, x.shape()[i + 2] - 1, strides[i]), kernel[i]);
+    d = checked_sub(d, add_size(c, pads[i], pads[i + n]), c.node().label());
+    if (d < 0)
+      c.fail("pads " + shape_str(pads) + " remove more than the unpooled axis " + std::to_string(i + 2) + " holds");
+    out.push_back(d);
+  }
+  int64_t total = element_count(out, c.node().label());
   Array y = reshape(scatter(zeros({total}, x.dtype()), reshape(astype(idx, int64), {-1}), reshape(x, {-1}), 0), out);
   if (c.has(2)) {
     auto want = c.ints(2);

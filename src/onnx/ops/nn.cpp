@@ -164,6 +164,14 @@ std::vector<Value> op_conv_transpose(OpContext& c) {
     c.fail("kernel_shape " + shape_str(kernel) + " must have one value per spatial axis (" + std::to_string(n) + ")");
   if (!output_shape.empty() && output_shape.size() != n)
     c.fail("output_shape " + shape_str(output_shape) + " must have one value per spatial axis (" + std::to_string(n) + ")");
+  // The spec's sizes are positive (found by the fuzzer under UBSan: kernel_shape INT64_MIN
+  // overflowed kernel - 1 in the SAME padding below).
+  for (size_t i = 0; i < n; ++i) {
+    size_arg(c, kernel[i], "kernel_shape[" + std::to_string(i) + "]", true);
+    size_arg(c, strides[i], "strides[" + std::to_string(i) + "]", true);
+    size_arg(c, dil[i], "dilations[" + std::to_string(i) + "]", true);
+    size_arg(c, out_pad[i], "output_padding[" + std::to_string(i) + "]");
+  }
   if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < n; ++i) {
       int64_t in = x.shape()[i + 2];

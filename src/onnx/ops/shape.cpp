@@ -391,6 +391,10 @@ std::vector<Value> op_range(OpContext& c) {
                        std::to_string(delta) + ") has more elements than an array can hold");
     int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
     array_bytes({n}, dt, c.node().label());
+    // The count comes from the model's values: refused before the host buffer is filled when it
+    // cannot fit the run's budget (found by the fuzzer: 2^31 values took 16 GB and the machine).
+    c.check_room(mul_size(c, n, 8), "Range(" + std::to_string(start) + ", " + std::to_string(limit) + ", " +
+                                        std::to_string(delta) + ") of " + std::to_string(n) + " values");
     std::vector<int64_t> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + i * delta;
     return {tv(astype(int64_array(v), dt))};
@@ -404,6 +408,8 @@ std::vector<Value> op_range(OpContext& c) {
                      " element count");
   int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;  // -inf and negative counts: empty
   array_bytes({n}, dt, c.node().label());
+  c.check_room(mul_size(c, n, 8), "Range(" + std::to_string(start) + ", " + std::to_string(limit) + ", " +
+                                      std::to_string(delta) + ") of " + std::to_string(n) + " values");
   // ONNX's reference adds delta repeatedly in T; start + i*delta in double then rounded is as close.
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<double>(i) * delta;

@@ -43,7 +43,8 @@ void print_usage(FILE* out) {
   }
   std::fprintf(out,
                "\nevery command takes -h/--help (or: smelt help CMD), options as --opt value or --opt=value,\n"
-               "and -o, where a command has it, names its one output file.\n"
+               "and -o, where a command has it, names its one output file. On a terminal, long steps (kernel\n"
+               "builds, a check over a suite) show a progress line on stderr; nothing extra otherwise.\n"
                "\nexit status: 0 success; 1 the command failed (a model error, an unreadable file, a failed\n"
                "check); 2 a usage error (a malformed command line: nothing was run).\n"
                "\nenvironment:\n"

@@ -16,6 +16,7 @@
 #include "smelt/smelt.h"
 #include "onnx/ort_bounds.h"
 #include "test_utils.h"
+#include "tools/cli_test_utils.h"
 
 namespace smelt::test {
 namespace {
@@ -23,36 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 
 #ifdef SMELT_ONNX
-
-/// The repository root: this file lives in tests/tools/ (CMake compiles it by absolute path).
-fs::path repo_root() { return fs::path(__FILE__).parent_path().parent_path().parent_path(); }
-std::string model(const std::string& name) { return (repo_root() / "models" / (name + ".onnx")).string(); }
-std::string fixture(const std::string& name) { return (repo_root() / "tests" / "onnx" / "fixtures" / name).string(); }
-
-/// The smelt binary: $SMELT_CLI, else tools/smelt/smelt in the build folder holding this test.
-std::string cli_path() {
-  if (const char* env = std::getenv("SMELT_CLI")) return env;
-  return (fs::canonical("/proc/self/exe").parent_path().parent_path() / "tools" / "smelt" / "smelt").string();
-}
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct CliResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
 
 class CliRun : public ::testing::Test {
  protected:
@@ -66,15 +37,9 @@ class CliRun : public ::testing::Test {
 
   /// Runs `smelt run ARGS...` with one thread, capturing stdout, stderr and the exit status.
   CliResult run(const std::vector<std::string>& args) {
-    std::string cmd = "SMELT_NUM_THREADS=1 " + quote(cli_path()) + " run";
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
-    int raw = std::system(cmd.c_str());
-    CliResult r;
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = read_text(dir_ / "stdout");
-    r.err = read_text(dir_ / "stderr");
-    return r;
+    std::vector<std::string> all{"run"};
+    all.insert(all.end(), args.begin(), args.end());
+    return run_cli(all, dir_);
   }
 
   /// Expects exit status `status`, nothing on stdout, and `message` on stderr.
@@ -90,8 +55,6 @@ class CliRun : public ::testing::Test {
   fs::path dir_;
 };
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 TEST_F(CliRun, BinaryExists) { ASSERT_TRUE(fs::exists(cli_path())) << cli_path() << " (set SMELT_CLI)"; }
 
 TEST_F(CliRun, TransformerWithDefaultInputs) {
@@ -100,7 +63,7 @@ TEST_F(CliRun, TransformerWithDefaultInputs) {
   EXPECT_EQ(r.err, "");
   EXPECT_TRUE(has(r.out, "threads  1\n")) << r.out;
   EXPECT_TRUE(has(r.out, "int64[1,32]")) << r.out;
-  EXPECT_TRUE(has(r.out, "random integers [0, 100) (ids/indices); batch=1 (default), seq=32 (default)")) << r.out;
+  EXPECT_TRUE(has(r.out, "random integers [0, 1000) (indices of Gather 'token_embedding' dim 0 of 'embed_tokens.weight'); batch=1 (default), seq=32 (default)")) << r.out;
   EXPECT_TRUE(has(r.out, "logits               float32[1,32,1000]     [")) << r.out;
   EXPECT_TRUE(has(r.out, "last_hidden_state    float32[1,32,128]")) << r.out;
   EXPECT_TRUE(has(r.out, "time     first run ")) << r.out;

@@ -16,8 +16,11 @@
 #include <vector>
 
 #include "smelt/errors.h"
+#include "tools/smelt/args.h"
 #include "tools/smelt/commands.h"
+#include "tools/smelt/model_inputs.h"
 #include "tools/smelt/onnx_commands.h"
+#include "tools/smelt/progress.h"
 #ifdef SMELT_ONNX
 #include "smelt/onnx.h"
 #endif
@@ -39,30 +42,55 @@ struct CheckOptions {
   std::string device;  // --device: empty follows the default-device rule
 };
 
-[[noreturn]] void usage_error(const std::string& message) {
-  throw UsageError(message +
-                        "\nusage: smelt check DIR [--skip-list FILE] [--filter TEXT] [--device cpu|cuda[:N]] [--verbose] [--no-fork] "
-                        "[--run-skipped]");
-}
+constexpr const char* kUsage =
+    "usage: smelt check DIR [--skip-list FILE] [--filter TEXT] [--device cpu|cuda[:N]] [--timeout SECONDS]\n"
+    "                   [--verbose] [--no-fork] [--run-skipped]";
 
-CheckOptions parse_args(const std::vector<std::string>& args) {
+constexpr const char* kHelp =
+    "\n"
+    "Runs every case of DIR in the ONNX backend-test format (a folder with model.onnx and test_data_set_N/,\n"
+    "or a folder of such folders), compares the outputs (count, type, shape; rtol 1e-3, atol 1e-7; NaN\n"
+    "equals NaN), prints one line per failing case and then `N passed, N failed, N skipped`. Exit status 0\n"
+    "when no case failed, 1 when one did or when no case was found (or none matches --filter). On a\n"
+    "terminal a progress line (cases done / total) is shown on stderr.\n"
+    "\n"
+    "  --skip-list FILE      cases to skip: one name per line with a `# reason`\n"
+    "  --filter TEXT         run only the cases whose name contains TEXT\n"
+    "  --device D            cpu, cuda or cuda:N (default: the first GPU when there is one, else the CPU)\n"
+    "  --timeout SECONDS     a case running longer fails (default 120; with forking only)\n"
+    "  -v, --verbose         also print passing (PASS) and skipped (SKIP) cases\n"
+    "  --no-fork             run the cases in this process (a crash then ends the whole check)\n"
+    "  --run-skipped         also run the skipped cases and name those that pass now\n"
+    "  -h, --help            this text\n";
+
+[[noreturn]] void usage_error(const std::string& message) { throw UsageError(message + "\n" + kUsage); }
+
+CheckOptions parse_args(const std::vector<std::string>& args, bool& help) {
+  static const std::vector<OptionSpec> kOptions = {
+      {"--skip-list", nullptr, true}, {"--filter", nullptr, true},   {"--verbose", "-v", false},
+      {"--no-fork", nullptr, false},  {"--run-skipped", nullptr, false}, {"--timeout", nullptr, true},
+      {"--device", nullptr, true},
+  };
   CheckOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) usage_error(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--skip-list") o.skip_list = value();
-    else if (a == "--filter") o.filter = value();
-    else if (a == "--verbose" || a == "-v") o.verbose = true;
+  ParsedArgs parsed = parse_command_line(args, kOptions, kUsage);
+  help = parsed.help;
+  if (help) return o;
+  for (const auto& [a, v] : parsed.options) {
+    if (a == "--skip-list") o.skip_list = v;
+    else if (a == "--filter") o.filter = v;
+    else if (a == "--verbose") o.verbose = true;
     else if (a == "--no-fork") o.fork = false;
     else if (a == "--run-skipped") o.run_skipped = true;
-    else if (a == "--timeout") o.timeout_s = std::atoi(value().c_str());
-    else if (a == "--device") o.device = value();
-    else if (!a.empty() && a[0] == '-') usage_error("unknown option '" + a + "'");
-    else if (o.dir.empty()) o.dir = a;
-    else usage_error("more than one folder given");
+    else if (a == "--device") o.device = v;
+    else if (a == "--timeout") {
+      auto n = parse_count(v);
+      if (!n || *n < 1 || *n > 86400) usage_error("--timeout needs a whole number of seconds from 1 to 86400, got '" + v + "'");
+      o.timeout_s = static_cast<int>(*n);
+    }
+  }
+  for (const auto& p : parsed.positionals) {
+    if (o.dir.empty()) o.dir = p;
+    else usage_error("more than one folder given ('" + o.dir + "' and '" + p + "')");
   }
   if (o.dir.empty()) usage_error("no folder given");
   // The text only: the cases run in forked children, and a parent that initialized CUDA would
@@ -85,7 +113,7 @@ std::map<std::string, std::string> read_skip_list(const std::string& path) {
   std::map<std::string, std::string> skips;
   if (path.empty()) return skips;
   std::ifstream f(path);
-  if (!f) throw InvalidArgument("check: cannot open the skip list '" + path + "'");
+  if (!f) throw InvalidArgument("cannot open the skip list '" + path + "'");
   std::string line;
   int number = 0;
   while (std::getline(f, line)) {
@@ -99,7 +127,7 @@ std::map<std::string, std::string> read_skip_list(const std::string& path) {
     reason.erase(0, reason.find_first_not_of(" \t"));
     reason.erase(reason.find_last_not_of(" \t\r") + 1);
     if (reason.empty())
-      throw InvalidArgument("check: " + path + ":" + std::to_string(number) + ": skipped case '" + name +
+      throw InvalidArgument(path + ":" + std::to_string(number) + ": skipped case '" + name +
                             "' has no reason (write `name  # reason`)");
     skips[name] = reason;
   }
@@ -107,7 +135,9 @@ std::map<std::string, std::string> read_skip_list(const std::string& path) {
 }
 
 std::vector<fs::path> list_cases(const fs::path& dir) {
-  if (!fs::is_directory(dir)) throw InvalidArgument("check: '" + dir.string() + "' is not a folder");
+  if (!fs::exists(dir)) throw InvalidArgument("cannot open '" + dir.string() + "': no such folder");
+  if (!fs::is_directory(dir))
+    throw InvalidArgument("'" + dir.string() + "' is not a folder (check takes a folder of ONNX backend-test cases)");
   if (fs::exists(dir / "model.onnx")) return {dir};
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(dir))
@@ -306,7 +336,12 @@ std::string run_case_forked(const fs::path& dir, int timeout_s, const std::strin
 }  // namespace
 
 int run_check(const std::vector<std::string>& args) {
-  CheckOptions o = parse_args(args);
+  bool help = false;
+  CheckOptions o = parse_args(args, help);
+  if (help) {
+    std::printf("%s\n%s", kUsage, kHelp);
+    return 0;
+  }
 #ifndef SMELT_ONNX
   throw UnsupportedError("this smelt was built without ONNX support (configure with -DSMELT_ONNX=ON)");
 #else
@@ -319,21 +354,36 @@ int run_check(const std::vector<std::string>& args) {
     for (const auto& [name, reason] : skips)
       if (!names.count(name) && cases.size() > 1) std::fprintf(stderr, "note: skip list names no case '%s'\n", name.c_str());
   }
+  if (cases.empty())
+    throw InvalidArgument("no test case in '" + o.dir + "' (a case is a folder with model.onnx and test_data_set_N/)");
+  std::vector<fs::path> selected;
+  for (const auto& dir : cases)
+    if (o.filter.empty() || dir.filename().string().find(o.filter) != std::string::npos) selected.push_back(dir);
+  if (selected.empty())
+    throw InvalidArgument("no case name in '" + o.dir + "' contains '" + o.filter + "' (--filter; " +
+                          std::to_string(cases.size()) + " case" + (cases.size() == 1 ? "" : "s") + " there)");
+  ProgressLine progress("smelt check");
   int passed = 0, failed = 0, skipped = 0;
-  for (const auto& dir : cases) {
+  size_t done = 0;
+  for (const auto& dir : selected) {
     std::string name = dir.filename().string();
-    if (!o.filter.empty() && name.find(o.filter) == std::string::npos) continue;
+    progress.show(std::to_string(done) + "/" + std::to_string(selected.size()) + " cases, " + std::to_string(failed) +
+                  " failed: " + name);
+    ++done;
     if (skips.count(name)) {
       ++skipped;
       if (o.run_skipped) {
         std::string why = o.fork ? run_case_forked(dir, o.timeout_s, o.device) : run_case_caught(dir, o.device);
+        progress.clear();
         if (why.empty()) std::printf("SKIPPED BUT PASSES %s: delete it from the skip list\n", name.c_str());
       } else if (o.verbose) {
+        progress.clear();
         std::printf("SKIP %s: %s\n", name.c_str(), skips[name].c_str());
       }
       continue;
     }
     std::string reason = o.fork ? run_case_forked(dir, o.timeout_s, o.device) : run_case_caught(dir, o.device);
+    progress.clear();  // a result line must not land after the progress text on a shared terminal
     if (reason.empty()) {
       ++passed;
       if (o.verbose) std::printf("PASS %s\n", name.c_str());
@@ -343,6 +393,7 @@ int run_check(const std::vector<std::string>& args) {
     }
     std::fflush(stdout);
   }
+  progress.clear();
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   return failed == 0 ? 0 : 1;
 #endif

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "smelt/errors.h"
+#include "tools/smelt/args.h"
+#include "tools/smelt/commands.h"
+#include "tools/smelt/model_file.h"
 #include "tools/smelt/onnx_commands.h"
 #ifdef SMELT_ONNX
 #include "smelt/onnx.h"
@@ -50,14 +53,29 @@ void print_rewrites(const std::string& path) {
 }  // namespace
 #endif
 
+constexpr const char* kInfoUsage = "usage: smelt info MODEL.onnx";
+constexpr const char* kInfoHelp =
+    "\n"
+    "Prints the model as stored: IR version, producer, opsets, inputs, outputs, initializers (count and size),\n"
+    "operator counts (subgraphs included), local functions, the rewrites a load makes (LoadOptions::fuse) and\n"
+    "the operators smelt cannot run yet. Options: -h, --help (this text).\n";
+
 int run_info(const std::vector<std::string>& args) {
-  if (args.size() != 1) throw InvalidArgument("usage: smelt info MODEL.onnx");
+  ParsedArgs parsed = parse_command_line(args, {}, kInfoUsage);
+  if (parsed.help) {
+    std::printf("%s\n%s", kInfoUsage, kInfoHelp);
+    return 0;
+  }
+  if (parsed.positionals.empty()) throw UsageError(std::string("no model given\n") + kInfoUsage);
+  if (parsed.positionals.size() > 1)
+    throw UsageError("more than one model given ('" + parsed.positionals[0] + "' and '" + parsed.positionals[1] +
+                     "')\n" + kInfoUsage);
 #ifndef SMELT_ONNX
   throw UnsupportedError("this smelt was built without ONNX support (configure with -DSMELT_ONNX=ON)");
 #else
-  const std::string& path = args[0];
+  const std::string& path = parsed.positionals[0];
   // The model as stored: fusions at load would show ai.smelt operators the file does not have.
-  onnx::Model m = onnx::load(path, {.check_operators = false, .fuse = false});
+  onnx::Model m = load_model_file(path, {.check_operators = false, .fuse = false});
   const onnx::Graph& g = *m.graph;
   std::printf("model     %s\n", path.c_str());
   std::printf("ir        %lld\n", static_cast<long long>(m.ir_version));

@@ -18,8 +18,11 @@
 #include <vector>
 
 #include "smelt/errors.h"
+#include "tools/smelt/args.h"
 #include "tools/smelt/commands.h"
+#include "tools/smelt/model_file.h"
 #include "tools/smelt/model_inputs.h"
+#include "tools/smelt/progress.h"
 #ifdef SMELT_ONNX
 #include "smelt/io.h"
 #include "smelt/memory.h"
@@ -36,7 +39,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: smelt run MODEL [--input NAME=FILE.npy | NAME=random[:D0xD1...]]... [--dim SYMBOL=N]...\n"
-    "                 [--output-dir DIR] [--repeat N] [--threads N] [--seed S] [--json FILE]\n"
+    "                 [--output-dir|-O DIR] [--repeat N] [--threads N] [--seed S] [--json FILE]\n"
     "                 [--no-fuse] [--timeout SECONDS] [--device cpu|cuda[:N]]\n"
     "                 [--compile [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N]]";
 
@@ -45,11 +48,13 @@ constexpr const char* kHelp =
     "Runs an ONNX model eagerly, prints each output's dtype, shape and leading values and the time of the\n"
     "first run; with --repeat N also the median and min time of N more runs.\n"
     "\n"
-    "  --input NAME=FILE.npy     feed a .npy file (its dtype and rank must match the declared input)\n"
+    "  -i, --input NAME=FILE.npy feed a .npy file (its dtype and rank must match the declared input)\n"
     "  --input NAME=random:2x16  random values of that shape (NAME=random: the declared shape; 'random:' alone: 0-d)\n"
     "  --dim SYMBOL=N            size of a symbolic dim (defaults: batch-like symbols such as batch, N, B = 1;\n"
     "                            sequence-like symbols such as seq, seq_len, length, T = 32; others must be given)\n"
-    "  --output-dir DIR          write each tensor output to DIR/NAME.npy (characters outside [A-Za-z0-9._-] become _)\n"
+    "  -O, --output-dir DIR      write each tensor output to DIR/NAME.npy (characters outside [A-Za-z0-9._-] become _;\n"
+    "                            DIR is created when missing). -o is not an option of run: it names one output\n"
+    "                            file in the commands that write one (smelt view -o FILE.html)\n"
     "  --repeat N                time N more runs after the first\n"
     "  --threads N               CPU threads (default: SMELT_NUM_THREADS or all cores)\n"
     "  --seed S                  seed of the random inputs (default 0)\n"
@@ -60,6 +65,7 @@ constexpr const char* kHelp =
     "  --device D                where the model runs: cpu, cuda (GPU 0) or cuda:N (default: the first GPU when\n"
     "                            there is one, else the CPU; SMELT_DEFAULT_DEVICE changes it). Inputs are made on the\n"
     "                            host and moved there, initializers are uploaded once; times include waiting for the GPU\n"
+    "  -h, --help                this text (also: smelt help run)\n"
     "\n"
     "  --compile                 also run the model compiled (smelt::onnx::compile): print its segments (where\n"
     "                            graph breaks split it, which run compiled, why each ends), check once that the\n"
@@ -73,9 +79,12 @@ constexpr const char* kHelp =
     "  --eager-below N           with --compile: a segment of fewer than N nodes next to a break runs eagerly\n"
     "                            (default 20; 0 compiles every segment)\n"
     "\n"
-    "Inputs not given are random: floats uniform in [-1, 1); bool with p = 0.5; integers whose name has the\n"
-    "word mask are ones, the word id(s)/index/indices/idx/token(s)/position(s) uniform in [0, 100), others in\n"
-    "[0, 10). Names split into words at anything but letters and digits (input_ids: input, ids); symbols too\n"
+    "Inputs not given are random: floats uniform in [-1, 1); bool with p = 0.5; integers that are the indices of\n"
+    "a Gather or GatherElements (directly or through Cast, Unsqueeze, Squeeze, Reshape, Flatten, Identity, Expand,\n"
+    "Transpose) uniform in [0, S) where S is the smallest size of a gathered axis (when it is known: an\n"
+    "initializer, a Constant or a declared shape), so that e.g. token_type_ids into a 2-row embedding are 0 or 1;\n"
+    "other integers whose name has the word mask are ones, the word id(s)/index/indices/idx/token(s)/position(s)\n"
+    "uniform in [0, 100), others in [0, 10). Names split into words at anything but letters and digits (input_ids: input, ids); symbols too\n"
     "(batch_size: batch, size). Inputs backed by an initializer keep its value unless given.\n";
 
 [[noreturn]] void usage_error(const std::string& message) { throw UsageError(message + "\n" + kUsage); }
@@ -115,44 +124,52 @@ StaticSpec parse_static(const std::string& text) {
 }
 
 RunOptions parse_args(const std::vector<std::string>& args) {
+  static const std::vector<OptionSpec> kOptions = {
+      {"--input", "-i", true},      {"--dim", nullptr, true},          {"--output-dir", "-O", true},
+      {"--output", "-o", true},     {"--json", nullptr, true},         {"--repeat", nullptr, true},
+      {"--threads", nullptr, true}, {"--compile", nullptr, false},     {"--no-fuse", nullptr, false},
+      {"--timeout", nullptr, true}, {"--device", nullptr, true},       {"--static", nullptr, true},
+      {"--eager-below", nullptr, true}, {"--seed", nullptr, true},
+  };
   RunOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) usage_error(a + " needs a value");
-      return args[++i];
-    };
+  ParsedArgs parsed = parse_command_line(args, kOptions, kUsage);
+  o.help = parsed.help;
+  if (o.help) return o;
+  for (const auto& [a, v] : parsed.options) {
     auto positive = [&](const std::string& v) -> int64_t {
       auto n = parse_count(v);
       if (!n || *n < 1 || *n > 1000000) usage_error(a + " needs a positive integer, got '" + v + "'");
       return *n;
     };
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-    } else if (a == "--input" || a == "-i") {
-      o.inputs.push_back(parse_input(value()));
+    if (a == "--input") {
+      o.inputs.push_back(parse_input(v));
     } else if (a == "--dim") {
       std::pair<std::string, int64_t> dim;
       try {
-        dim = parse_dim_spec(value());
+        dim = parse_dim_spec(v);
       } catch (const UsageError& e) {
         usage_error(e.what());
       }
       o.dims[dim.first] = dim.second;
-    } else if (a == "--output-dir" || a == "-o") {
-      o.output_dir = value();
+    } else if (a == "--output-dir") {
+      o.output_dir = v;
+    } else if (a == "--output") {
+      // -o names an output file in every command that has it (smelt view); run writes several
+      // files, so it takes a folder under a name that says so, and -o is refused, not guessed.
+      usage_error("-o/--output is not an option of smelt run (it names one output file, as in smelt view): "
+                  "write the outputs as .npy files into a folder with --output-dir/-O DIR, or the report as "
+                  "JSON with --json FILE");
     } else if (a == "--json") {
-      o.json = value();
+      o.json = v;
     } else if (a == "--repeat") {
-      o.repeat = static_cast<int>(positive(value()));
+      o.repeat = static_cast<int>(positive(v));
     } else if (a == "--threads") {
-      o.threads = static_cast<int>(positive(value()));
+      o.threads = static_cast<int>(positive(v));
     } else if (a == "--compile") {
       o.compile = true;
     } else if (a == "--no-fuse") {
       o.no_fuse = true;
     } else if (a == "--timeout") {
-      std::string v = value();
       char* end = nullptr;
       double t = std::strtod(v.c_str(), &end);
       // At most a year: the value becomes milliseconds in an int64 and must not overflow.
@@ -160,31 +177,27 @@ RunOptions parse_args(const std::vector<std::string>& args) {
         usage_error("--timeout needs a positive number of seconds, got '" + v + "'");
       o.timeout_s = t;
     } else if (a == "--device") {
-      o.device = value();
+      o.device = v;
       try {
         parse_device(o.device, "--device", false);
       } catch (const InvalidArgument& e) {
         usage_error(e.what());
       }
     } else if (a == "--static") {
-      o.statics.push_back(parse_static(value()));
+      o.statics.push_back(parse_static(v));
     } else if (a == "--eager-below") {
-      std::string v = value();
       auto n = parse_count(v);
       if (!n || *n > 1000000) usage_error("--eager-below needs a non-negative integer, got '" + v + "'");
       o.eager_below = static_cast<int>(*n);
     } else if (a == "--seed") {
-      std::string v = value();
       auto n = parse_count(v);
       if (!n) usage_error("--seed needs a non-negative integer, got '" + v + "'");
       o.seed = static_cast<uint64_t>(*n);
-    } else if (!a.empty() && a[0] == '-') {
-      usage_error("unknown option '" + a + "'");
-    } else if (o.model.empty()) {
-      o.model = a;
-    } else {
-      usage_error("more than one model given ('" + o.model + "' and '" + a + "')");
     }
+  }
+  for (const auto& p : parsed.positionals) {
+    if (o.model.empty()) o.model = p;
+    else usage_error("more than one model given ('" + o.model + "' and '" + p + "')");
   }
   if (o.help) return o;
   if (o.model.empty()) usage_error("no model given");
@@ -345,8 +358,76 @@ Value input_from_file(const onnx::ValueInfo& info, const std::string& file, DimT
   return elem == onnx::elem_type_of(a.dtype()) ? Value::tensor(a) : Value::tensor(a, elem);
 }
 
-/// Random values of `dtype` and `shape` for input `name`; `source` says what was drawn.
-Array random_input(const std::string& name, Dtype dtype, const Shape& shape, const Array& key, std::string& source) {
+/// The range an integer input must stay in because it indexes a table: the smallest size of a
+/// gathered axis among the Gathers its values reach.
+struct IndexBound {
+  int64_t size = 0;
+  std::string node;  // the Gather that sets it, as messages name it
+};
+
+/// For each graph input, the IndexBound of the Gathers (and GatherElements) whose indices it feeds
+/// through value-preserving ops (Cast, Unsqueeze, Squeeze, Reshape, Flatten, Identity, Expand,
+/// Transpose), when the gathered axis has a known size (an initializer, a Constant or a declared
+/// shape): BERT's token_type_ids into a 2-row embedding are drawn from [0, 2).
+std::map<std::string, IndexBound> index_bounds(const onnx::Graph& g) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  auto declared = [&](const onnx::ValueInfo& v) {
+    if (v.type.kind != TypeInfo::Kind::Tensor || !v.type.shape) return;
+    std::vector<int64_t> dims;
+    for (const auto& d : *v.type.shape) dims.push_back(d.value);
+    shapes[v.name] = dims;
+  };
+  for (const auto& v : g.inputs) declared(v);
+  for (const auto& v : g.value_info) declared(v);
+  for (const auto& [name, v] : g.initializers)
+    if (v.is_tensor()) shapes[name] = v.shape();
+  std::map<std::string, std::vector<std::pair<const onnx::Node*, size_t>>> consumers;
+  for (const auto& n : g.nodes) {
+    if (n.op_type == "Constant" && !n.outputs.empty())
+      if (const onnx::Attribute* a = n.attribute("value"); a && a->t.is_tensor()) shapes[n.outputs[0]] = a->t.shape();
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (!n.inputs[k].empty()) consumers[n.inputs[k]].push_back({&n, k});
+  }
+  static const std::set<std::string> kPassThrough = {"Cast",     "Unsqueeze", "Squeeze",  "Reshape",
+                                                     "Flatten", "Identity",  "Expand", "Transpose"};
+  std::map<std::string, IndexBound> bounds;
+  for (const auto& in : g.inputs) {
+    std::vector<std::string> work{in.name};
+    std::set<std::string> seen{in.name};
+    while (!work.empty()) {
+      std::string value = work.back();
+      work.pop_back();
+      for (const auto& [node, position] : consumers[value]) {
+        const bool default_domain = node->domain.empty() || node->domain == "ai.onnx";
+        if (!default_domain) continue;
+        if (kPassThrough.count(node->op_type) && position == 0) {
+          if (!node->outputs.empty() && !node->outputs[0].empty() && seen.insert(node->outputs[0]).second)
+            work.push_back(node->outputs[0]);
+          continue;
+        }
+        if ((node->op_type != "Gather" && node->op_type != "GatherElements") || position != 1) continue;
+        auto data = shapes.find(node->inputs[0]);
+        if (data == shapes.end() || data->second.empty()) continue;
+        const onnx::Attribute* axis_attr = node->attribute("axis");
+        int64_t rank = static_cast<int64_t>(data->second.size());
+        int64_t axis = axis_attr ? axis_attr->i : 0;
+        if (axis < 0) axis += rank;
+        if (axis < 0 || axis >= rank) continue;
+        int64_t size = data->second[static_cast<size_t>(axis)];
+        if (size <= 0) continue;
+        IndexBound& b = bounds[in.name];
+        if (b.size == 0 || size < b.size)
+          b = {size, node->label() + " dim " + std::to_string(axis) + " of '" + node->inputs[0] + "'"};
+      }
+    }
+  }
+  return bounds;
+}
+
+/// Random values of `dtype` and `shape` for input `name`; `source` says what was drawn. `bound`:
+/// the input indexes a table of that many rows (index_bounds).
+Array random_input(const std::string& name, Dtype dtype, const Shape& shape, const Array& key, std::string& source,
+                   const IndexBound* bound) {
   switch (kind_of(dtype)) {
     case DtypeKind::Float:
       source = "random uniform [-1, 1)";
@@ -356,6 +437,11 @@ Array random_input(const std::string& name, Dtype dtype, const Shape& shape, con
       return random::bernoulli(key, Array(0.5f), shape);
     case DtypeKind::SignedInt:
     case DtypeKind::UnsignedInt:
+      // Indices of a Gather stay inside the gathered axis, whatever the name says.
+      if (bound) {
+        source = "random integers [0, " + std::to_string(bound->size) + ") (indices of " + bound->node + ")";
+        return random::randint(key, 0, bound->size, shape, dtype);
+      }
       // Masks are all ones (a random mask can hide a whole row); ids and indices index small
       // tables; other integers stay small and non-negative so that they are valid for any type.
       if (has_word(name, {"mask", "masks"})) {
@@ -374,7 +460,7 @@ Array random_input(const std::string& name, Dtype dtype, const Shape& shape, con
 
 /// A random input shaped from --input NAME=random:D0x..., or from the declaration and --dim.
 Value random_value(const onnx::ValueInfo& info, const std::optional<std::vector<int64_t>>& explicit_shape,
-                   DimTable& dims, const Array& key, BoundInput& bound) {
+                   DimTable& dims, const Array& key, BoundInput& bound, const IndexBound* index_bound) {
   const TypeInfo& t = info.type;
   if (t.kind != TypeInfo::Kind::Tensor)
     throw UnsupportedError("input '" + info.name + "' is " + t.to_string() +
@@ -404,7 +490,7 @@ Value random_value(const onnx::ValueInfo& info, const std::optional<std::vector<
                               " has no size or symbol: give the shape with --input " + info.name + "=random:D0xD1...");
     }
   }
-  Array a = random_input(info.name, *dtype, shape, key, bound.source);
+  Array a = random_input(info.name, *dtype, shape, key, bound.source, index_bound);
   return Value::tensor(a);
 }
 
@@ -852,9 +938,15 @@ int run_model(const std::vector<std::string>& args) {
 #ifndef SMELT_ONNX
   throw UnsupportedError("this smelt was built without ONNX support (configure with -DSMELT_ONNX=ON)");
 #else
+  if (!o.output_dir.empty()) {
+    // Before the run: a wrong folder should not cost the model's run time first.
+    std::error_code ec;
+    if (fs::exists(o.output_dir, ec) && !fs::is_directory(o.output_dir, ec))
+      throw InvalidArgument("--output-dir '" + o.output_dir + "' is a file, not a folder");
+  }
   if (o.threads > 0) set_cpu_threads(o.threads);
   auto t_load = std::chrono::steady_clock::now();
-  onnx::Model model = onnx::load(o.model, {.fuse = !o.no_fuse});
+  onnx::Model model = load_model_file(o.model, {.fuse = !o.no_fuse});
   double load_ms = ms_since(t_load);
   const onnx::Graph& g = *model.graph;
 
@@ -903,8 +995,12 @@ int run_model(const std::vector<std::string>& args) {
       if (!statics.count(name)) dynamic_feed[name] = to_device_value(v, device);
     auto t0 = std::chrono::steady_clock::now();
     compiled = onnx::compile(model, {}, co);
-    std::map<std::string, Value> compiled_outputs = compiled->run_named(dynamic_feed, run_options);
-    synchronize(device);
+    std::map<std::string, Value> compiled_outputs;
+    {
+      KernelBuildProgress progress("run");  // the first call traces and builds the kernels
+      compiled_outputs = compiled->run_named(dynamic_feed, run_options);
+      synchronize(device);
+    }
     report.first_ms = ms_since(t0);
     report.overlay = compiled->overlay();
     for (const auto& out : g.outputs) {
@@ -1207,6 +1303,7 @@ ModelInputs make_model_inputs(const onnx::Model& model, const std::vector<InputS
     bound[i].value = static_from_values(g.inputs[i], it->second->values, dims, bound[i].notes);
     bound[i].source = "static " + output_values(bound[i].value);
   }
+  const std::map<std::string, IndexBound> bounds = index_bounds(g);
   Array keys = random::split(random::key(seed), static_cast<int>(std::max<size_t>(g.inputs.size(), 1)));
   std::map<std::string, Value> feed;
   std::map<std::string, Value> statics;
@@ -1231,7 +1328,8 @@ ModelInputs make_model_inputs(const onnx::Model& model, const std::vector<InputS
     // Each input keeps its own key (by position), so making one input static leaves the others' values.
     Array key = reshape(slice(keys, {static_cast<int64_t>(i), 0}, {static_cast<int64_t>(i) + 1, 2}), {2});
     std::optional<std::vector<int64_t>> shape = it != specs.end() ? it->second->shape : std::nullopt;
-    bound[i].value = random_value(in, shape, dims, key, bound[i]);
+    auto index_bound = bounds.find(in.name);
+    bound[i].value = random_value(in, shape, dims, key, bound[i], index_bound == bounds.end() ? nullptr : &index_bound->second);
     feed[in.name] = bound[i].value;
   }
   // The inputs exist before the clock starts: random draws are not part of the run.

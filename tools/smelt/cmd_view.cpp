@@ -8,8 +8,11 @@
 #include <vector>
 
 #include "smelt/errors.h"
+#include "tools/smelt/args.h"
 #include "tools/smelt/commands.h"
+#include "tools/smelt/model_file.h"
 #include "tools/smelt/model_inputs.h"
+#include "tools/smelt/progress.h"
 #include "tools/smelt/onnx_commands.h"
 #ifdef SMELT_ONNX
 #include "smelt/onnx.h"
@@ -29,14 +32,16 @@ constexpr const char* kHelp =
     "Writes one self-contained HTML file (no network needed) drawing the model's top-level graph; click a\n"
     "node for its inputs, outputs, types and attributes. Default output: MODEL's stem + .html here.\n"
     "\n"
-    "  -o, --output FILE.html  where to write the view\n"
+    "  -o, --output FILE.html  where to write the view (-o is an output file in every command that has it)\n"
     "  --title TEXT            the page title (default: the graph's name)\n"
     "  --compile               compile the model and run it once (on the given or random inputs, as\n"
     "                          `smelt run` makes them), then color each node by its compiled segment: a\n"
     "                          legend lists the segments (Compiled, EagerSmall, Break) and why each ends;\n"
     "                          break nodes have a thick red outline, fused nodes a dashed one and\n"
     "                          host-folded nodes are grey\n"
-    "  --input, --dim, --static, --eager-below, --seed   with --compile: as for `smelt run`\n";
+    "  -i, --input, --dim, --static, --eager-below, --seed   with --compile: as for `smelt run` (see\n"
+    "                          `smelt help run`: random integer indices stay inside the gathered axis)\n"
+    "  -h, --help              this text\n";
 
 [[noreturn]] void usage_error(const std::string& message) { throw UsageError(message + "\n" + kUsage); }
 
@@ -54,52 +59,50 @@ struct ViewOptions {
 };
 
 ViewOptions parse_args(const std::vector<std::string>& args) {
+  static const std::vector<OptionSpec> kOptions = {
+      {"--output", "-o", true}, {"--title", nullptr, true}, {"--compile", nullptr, false},
+      {"--input", "-i", true},  {"--static", nullptr, true}, {"--dim", nullptr, true},
+      {"--eager-below", nullptr, true}, {"--seed", nullptr, true},
+  };
   ViewOptions o;
+  ParsedArgs parsed = parse_command_line(args, kOptions, kUsage);
+  o.help = parsed.help;
+  if (o.help) return o;
   bool compile_only = false;  // an option that needs --compile was given
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) usage_error(a + " needs a value");
-      return args[++i];
-    };
+  for (const auto& [a, v] : parsed.options) {
     try {
-      if (a == "--help" || a == "-h") {
-        o.help = true;
-      } else if (a == "-o" || a == "--output") {
-        o.output = value();
+      if (a == "--output") {
+        o.output = v;
       } else if (a == "--title") {
-        o.title = value();
+        o.title = v;
       } else if (a == "--compile") {
         o.compile = true;
-      } else if (a == "--input" || a == "-i") {
-        o.inputs.push_back(parse_input_spec(value()));
+      } else if (a == "--input") {
+        o.inputs.push_back(parse_input_spec(v));
         compile_only = true;
       } else if (a == "--static") {
-        o.statics.push_back(parse_static_spec(value()));
+        o.statics.push_back(parse_static_spec(v));
         compile_only = true;
       } else if (a == "--dim") {
-        auto [symbol, n] = parse_dim_spec(value());
+        auto [symbol, n] = parse_dim_spec(v);
         o.dims[symbol] = n;
         compile_only = true;
       } else if (a == "--eager-below" || a == "--seed") {
-        std::string v = value();
         auto n = parse_count(v);
         if (!n || *n > 1000000000) usage_error(a + " needs a non-negative integer, got '" + v + "'");
         if (a == "--seed") o.seed = static_cast<uint64_t>(*n);
         else o.eager_below = static_cast<int>(*n);
         compile_only = true;
-      } else if (!a.empty() && a[0] == '-') {
-        usage_error("unknown option '" + a + "'");
-      } else if (o.model.empty()) {
-        o.model = a;
-      } else {
-        usage_error("more than one model given ('" + o.model + "' and '" + a + "')");
       }
     } catch (const UsageError& e) {
       const std::string what = e.what();
       if (what.find("usage: smelt view") != std::string::npos) throw;
       usage_error(what);
     }
+  }
+  for (const auto& p : parsed.positionals) {
+    if (o.model.empty()) o.model = p;
+    else usage_error("more than one model given ('" + o.model + "' and '" + p + "')");
   }
   if (o.help) return o;
   if (o.model.empty()) usage_error("no model given");
@@ -124,7 +127,7 @@ int run_view(const std::vector<std::string>& args) {
 #ifndef SMELT_ONNX
   throw UnsupportedError("this smelt was built without ONNX support (configure with -DSMELT_ONNX=ON)");
 #else
-  onnx::Model model = onnx::load(o.model);
+  onnx::Model model = load_model_file(o.model);
   const std::string out = o.output.empty() ? std::filesystem::path(o.model).stem().string() + ".html" : o.output;
   std::optional<onnx::Overlay> overlay;
   if (o.compile) {
@@ -136,7 +139,10 @@ int run_view(const std::vector<std::string>& args) {
     for (const auto& [name, v] : in.feed)
       if (!in.statics.count(name)) dynamic_feed[name] = v;
     onnx::CompiledModel compiled = onnx::compile(model, {}, co);
-    compiled.run_named(dynamic_feed);
+    {
+      KernelBuildProgress progress("view");  // the first call traces and builds the kernels
+      compiled.run_named(dynamic_feed);
+    }
     overlay = compiled.overlay();
   }
   view::write_graph_html(out, model, overlay ? &*overlay : nullptr, o.title);

@@ -9,7 +9,9 @@
 
 #include "smelt/compile.h"
 #include "smelt/smelt.h"
+#include "tools/smelt/args.h"
 #include "tools/smelt/commands.h"
+#include "tools/smelt/model_inputs.h"
 
 namespace smelt::cli {
 
@@ -166,13 +168,22 @@ void demo_reduction() {
 }  // namespace
 
 int run_demo(const std::vector<std::string>& args) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--threads" && i + 1 < args.size()) {
-      set_cpu_threads(std::stoi(args[++i]));
-      continue;
-    }
-    std::fprintf(stderr, "smelt demo: unknown argument '%s' (usage: smelt demo [--threads N])\n", args[i].c_str());
-    return 2;
+  constexpr const char* kUsage = "usage: smelt demo [--threads N]";
+  ParsedArgs parsed = parse_command_line(args, {{"--threads", nullptr, true}}, kUsage);
+  if (parsed.help) {
+    std::printf("%s\n\nBuilds, evaluates and prints a few computations on the CPU with their timings: an MLP, a\n"
+                "matmul, element-wise eager and compiled, a sum.\n\n"
+                "  --threads N   CPU threads (default: SMELT_NUM_THREADS or all cores)\n"
+                "  -h, --help    this text\n",
+                kUsage);
+    return 0;
+  }
+  if (!parsed.positionals.empty())
+    throw UsageError("unexpected argument '" + parsed.positionals[0] + "' (demo takes options only)\n" + kUsage);
+  for (const auto& [name, value] : parsed.options) {
+    auto n = parse_count(value);
+    if (!n || *n < 1 || *n > 1000000) throw UsageError("--threads needs a positive integer, got '" + value + "'\n" + kUsage);
+    set_cpu_threads(static_cast<int>(*n));
   }
   std::printf("smelt %s demo: CPU, %d threads\n", SMELT_VERSION, cpu_threads());
   int failed = 0;

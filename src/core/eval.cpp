@@ -130,15 +130,21 @@ void run_claimed(Node* n) {
   for (auto& o : outputs)
     SMELT_ASSERT(o.node().buffer != nullptr, "eval: " + n->prim.str() + " produced no buffer");
   // The graph above is freed outside the lock: destroying nodes may take node locks itself.
+  // A single output (the common case) hands its input vector over whole: no allocation per node.
   std::vector<Array> graveyard;
   std::vector<Primitive> old_prims;
+  old_prims.reserve(outputs.size());
   Stripe& s = stripe_of(*n);
   {
     std::lock_guard lock(s.mutex);
     for (auto& o : outputs) {
       Node& on = o.node();
       detail::set_evaluated(on);
-      for (auto& in : on.inputs) graveyard.push_back(std::move(in));
+      if (graveyard.empty()) {
+        graveyard.swap(on.inputs);
+      } else {
+        for (auto& in : on.inputs) graveyard.push_back(std::move(in));
+      }
       on.inputs.clear();
       old_prims.push_back(std::move(on.prim));
       on.prim = Primitive{};
@@ -173,12 +179,43 @@ namespace detail {
 std::mutex& node_mutex(const Node& n) { return stripe_of(n).mutex; }
 }  // namespace detail
 
+namespace {
+
+/// The nodes one eval has walked: a flat list while it is short (the eager runner evaluates a
+/// node or two per call, and a hash set would allocate per insert), a hash set past that.
+class Visited {
+ public:
+  bool count(Node* n) const {
+    if (!big_.empty()) return big_.count(n) != 0;
+    return std::find(small_.begin(), small_.end(), n) != small_.end();
+  }
+  /// Adds `n`; false when it was there already.
+  bool insert(Node* n) {
+    if (!big_.empty()) return big_.insert(n).second;
+    if (std::find(small_.begin(), small_.end(), n) != small_.end()) return false;
+    if (small_.size() < kSmall) {
+      small_.push_back(n);
+      return true;
+    }
+    big_.reserve(4 * kSmall);
+    big_.insert(small_.begin(), small_.end());
+    return big_.insert(n).second;
+  }
+
+ private:
+  static constexpr size_t kSmall = 32;
+  std::vector<Node*> small_;
+  std::unordered_set<Node*> big_;
+};
+
+}  // namespace
+
 void eval(std::vector<Array> arrays) {
   // Post-order over unevaluated nodes with an explicit stack (graphs can be very deep). The
   // order holds each node it lists, so nodes another thread's run frees stay valid here; each
   // hold is dropped as soon as the node is done, so that donation sees the true use counts.
   std::vector<NodePtr> order;
-  std::unordered_set<Node*> visited;
+  Visited visited;
   struct Frame {
     NodePtr node;
     bool expanded;
@@ -200,7 +237,7 @@ void eval(std::vector<Array> arrays) {
         continue;
       }
       Node* n = f.node.get();
-      if (!visited.insert(n).second) continue;
+      if (!visited.insert(n)) continue;
       inputs.clear();
       {
         Stripe& s = stripe_of(*n);

@@ -7,6 +7,7 @@
 // inputs are all evaluated by then, so waits can never form a cycle.
 #include <algorithm>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <unordered_set>
 
@@ -132,8 +133,8 @@ void run_claimed(Node* n) {
   // The graph above is freed outside the lock: destroying nodes may take node locks itself.
   // A single output (the common case) hands its input vector over whole: no allocation per node.
   std::vector<Array> graveyard;
-  std::vector<Primitive> old_prims;
-  old_prims.reserve(outputs.size());
+  Primitive old_prim;                 // the first output's
+  std::vector<Primitive> old_prims;  // its siblings'
   Stripe& s = stripe_of(*n);
   {
     std::lock_guard lock(s.mutex);
@@ -146,7 +147,8 @@ void run_claimed(Node* n) {
         for (auto& in : on.inputs) graveyard.push_back(std::move(in));
       }
       on.inputs.clear();
-      old_prims.push_back(std::move(on.prim));
+      if (&o == &outputs.front()) old_prim = std::move(on.prim);
+      else old_prims.push_back(std::move(on.prim));
       on.prim = Primitive{};
     }
     end_claim_locked(s, *n);
@@ -202,10 +204,76 @@ class Visited {
     return big_.insert(n).second;
   }
 
+  /// Empties the set, keeping the memory of a small one for the next walk.
+  void clear() {
+    small_.clear();
+    if (big_.size() > kKeep) std::unordered_set<Node*>().swap(big_);
+    else big_.clear();
+  }
+
  private:
   static constexpr size_t kSmall = 32;
+  static constexpr size_t kKeep = 4096;
   std::vector<Node*> small_;
   std::unordered_set<Node*> big_;
+};
+
+struct Frame {
+  NodePtr node;
+  bool expanded;
+};
+
+/// The walk's lists. Each thread keeps one set between evals, so that evaluating a node or two
+/// (the eager runner evaluates after every operator) allocates nothing for the walk; an eval
+/// nested in another on the same thread (a kernel that evaluates) gets lists of its own.
+struct WalkLists {
+  std::vector<NodePtr> order;
+  Visited visited;
+  std::vector<Frame> stack;
+  std::vector<NodePtr> inputs;  // one node's inputs, copied under its lock
+
+  /// Drops every hold (also after a throw) and the memory of a large walk.
+  void clear() {
+    auto reset = [](auto& v) {
+      v.clear();
+      if (v.capacity() > 4096) std::remove_reference_t<decltype(v)>().swap(v);
+    };
+    reset(order);
+    reset(stack);
+    reset(inputs);
+    visited.clear();
+  }
+};
+
+/// This thread's lists, and whether an eval on it uses them now.
+struct KeptWalk {
+  WalkLists lists;
+  bool busy = false;
+};
+thread_local KeptWalk kept_walk;
+
+class WalkScope {
+ public:
+  WalkScope() {
+    if (!kept_walk.busy) {
+      kept_walk.busy = true;
+      lists_ = &kept_walk.lists;
+    } else {
+      own_ = std::make_unique<WalkLists>();
+      lists_ = own_.get();
+    }
+  }
+  ~WalkScope() {
+    lists_->clear();
+    if (!own_) kept_walk.busy = false;
+  }
+  WalkScope(const WalkScope&) = delete;
+  WalkScope& operator=(const WalkScope&) = delete;
+  WalkLists& lists() { return *lists_; }
+
+ private:
+  WalkLists* lists_;
+  std::unique_ptr<WalkLists> own_;
 };
 
 }  // namespace
@@ -214,14 +282,11 @@ void eval(std::vector<Array> arrays) {
   // Post-order over unevaluated nodes with an explicit stack (graphs can be very deep). The
   // order holds each node it lists, so nodes another thread's run frees stay valid here; each
   // hold is dropped as soon as the node is done, so that donation sees the true use counts.
-  std::vector<NodePtr> order;
-  Visited visited;
-  struct Frame {
-    NodePtr node;
-    bool expanded;
-  };
-  std::vector<Frame> stack;
-  std::vector<NodePtr> inputs;  // one node's inputs, copied under its lock
+  WalkScope walk;
+  std::vector<NodePtr>& order = walk.lists().order;
+  Visited& visited = walk.lists().visited;
+  std::vector<Frame>& stack = walk.lists().stack;
+  std::vector<NodePtr>& inputs = walk.lists().inputs;
   for (auto& a : arrays) {
     if (!a.valid()) throw InvalidArgument("eval: an array is an empty handle (default-constructed)");
     Node* root = &a.node();

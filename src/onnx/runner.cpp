@@ -240,15 +240,24 @@ std::vector<Value> Executor::run_node(const Node& node, const std::vector<Value>
   if (!fn)
     throw OnnxError(node.label() + ": operator " + (node.domain.empty() ? "ai.onnx" : node.domain) +
                     "::" + node.op_type + " (opset " + std::to_string(version) + ") is not supported");
+  // The subgraph callback captures one pointer, so that std::function keeps it inline instead of
+  // allocating on every node.
+  struct Caller {
+    const Executor* self;
+    const Scope& scope;
+    const Opsets& opsets;
+    const Node& node;
+  } caller{this, scope, opsets, node};
   OpContext ctx(
       node, version, inputs,
-      [this, &scope, &opsets, &node](const Graph& g, const std::vector<Value>& in) {
-        check_depth(node, scope.depth + 1, "subgraph '" + g.name + "'");
+      [&caller](const Graph& g, const std::vector<Value>& in) {
+        const auto& [self, scope, opsets, node] = caller;
+        self->check_depth(node, scope.depth + 1, "subgraph '" + g.name + "'");
         // A run stopped inside a subgraph (deadline, cancellation, memory) names the path to the
         // node it stopped at ("Loop 'l' > Add 'step': ..."): the inner node alone may be
         // anonymous or ambiguous.
         try {
-          return run_graph(g, in, &scope, opsets);
+          return self->run_graph(g, in, &scope, opsets);
         } catch (const Cancelled& e) {
           throw Cancelled(node.label() + " > " + e.what());
         } catch (const DeadlineExceeded& e) {

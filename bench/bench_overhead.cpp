@@ -14,7 +14,10 @@
 // per-call time at N = 64 is printed too. Then the bundled tiny transformer (models/, b1 s32)
 // eager and compiled, per call.
 //
-// Usage: bench_overhead [repetitions (default 15)]. SMELT_NUM_THREADS sets the pool size.
+// Usage: bench_overhead [repetitions (default 15)] [--chain: the chains only]. SMELT_NUM_THREADS sets
+// the pool size. Under `valgrind --tool=callgrind` (`bench_overhead 1 --chain`), the inclusive
+// instruction counts of time_chain's lambdas divided by the nodes they ran give a per-node cost
+// that the machine's load does not change (docs/onnx.md, "Overhead").
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -92,6 +95,7 @@ ChainTimes time_chain(int n, int reps) {
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
+  const bool chain_only = argc > 2 && std::string(argv[2]) == "--chain";
   set_default_device(Device::cpu());
   std::printf("threads %d, %d repetitions, medians\n\n", num_threads(), reps);
 
@@ -106,6 +110,7 @@ int main(int argc, char** argv) {
   std::printf("  smelt::compile, fuse=false            %12.1f  %12.1f  %10.2f\n", a.smelt_compiled,
               b.smelt_compiled, per_node(&ChainTimes::smelt_compiled));
 
+  if (chain_only) return 0;
   const std::string path = std::string(SMELT_SOURCE_DIR) + "/models/tiny_transformer.onnx";
   onnx::Model tf = onnx::load(path);
   std::vector<int64_t> ids(32);

@@ -9,7 +9,6 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <unordered_set>
 
 #include "smelt/errors.h"
 #include "smelt/ops.h"
@@ -188,34 +187,70 @@ namespace {
 class Visited {
  public:
   bool count(Node* n) const {
-    if (!big_.empty()) return big_.count(n) != 0;
-    return std::find(small_.begin(), small_.end(), n) != small_.end();
+    if (big_count_ == 0) return std::find(small_.begin(), small_.end(), n) != small_.end();
+    for (size_t i = slot(n);; i = (i + 1) & (big_.size() - 1)) {
+      if (big_[i] == n) return true;
+      if (!big_[i]) return false;
+    }
   }
   /// Adds `n`; false when it was there already.
   bool insert(Node* n) {
-    if (!big_.empty()) return big_.insert(n).second;
-    if (std::find(small_.begin(), small_.end(), n) != small_.end()) return false;
-    if (small_.size() < kSmall) {
-      small_.push_back(n);
-      return true;
+    if (big_count_ == 0) {
+      if (std::find(small_.begin(), small_.end(), n) != small_.end()) return false;
+      if (small_.size() < kSmall) {
+        small_.push_back(n);
+        return true;
+      }
+      grow(4 * kSmall);
+      for (Node* m : small_) put(m);
+      small_.clear();
     }
-    big_.reserve(4 * kSmall);
-    big_.insert(small_.begin(), small_.end());
-    return big_.insert(n).second;
+    if (2 * (big_count_ + 1) > big_.size()) rehash();
+    return put(n);
   }
 
   /// Empties the set, keeping the memory of a small one for the next walk.
   void clear() {
     small_.clear();
-    if (big_.size() > kKeep) std::unordered_set<Node*>().swap(big_);
-    else big_.clear();
+    if (big_count_ == 0) return;
+    if (big_.size() > kKeep) std::vector<Node*>().swap(big_);
+    else std::fill(big_.begin(), big_.end(), nullptr);
+    big_count_ = 0;
   }
 
  private:
+  // Past the flat list: an open-addressing table of node addresses (linear probing, at most half
+  // full), which allocates only when it doubles.
+  size_t slot(Node* n) const {
+    const uint64_t h = (reinterpret_cast<uintptr_t>(n) >> 4) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h >> 32) & (big_.size() - 1);
+  }
+  bool put(Node* n) {
+    for (size_t i = slot(n);; i = (i + 1) & (big_.size() - 1)) {
+      if (big_[i] == n) return false;
+      if (!big_[i]) {
+        big_[i] = n;
+        ++big_count_;
+        return true;
+      }
+    }
+  }
+  void grow(size_t size) {
+    if (big_.size() < size) big_.assign(size, nullptr);
+  }
+  void rehash() {
+    std::vector<Node*> old(2 * big_.size(), nullptr);
+    old.swap(big_);
+    big_count_ = 0;
+    for (Node* m : old)
+      if (m) put(m);
+  }
+
   static constexpr size_t kSmall = 32;
-  static constexpr size_t kKeep = 4096;
+  static constexpr size_t kKeep = 1 << 16;
   std::vector<Node*> small_;
-  std::unordered_set<Node*> big_;
+  std::vector<Node*> big_;  // a power of two long once used
+  size_t big_count_ = 0;
 };
 
 struct Frame {

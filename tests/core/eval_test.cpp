@@ -11,10 +11,11 @@ namespace smelt::test {
 namespace {
 
 // x[k] = 0.5 * (x[k-1] + x[k-2]): every node is read twice, so a walk that lost track of what it
-// visited (the list turns into a hash set past 32 nodes) would run nodes twice or skip them.
+// visited (the list turns into a hash table past 32 nodes, which doubles as it fills) would run
+// nodes twice or skip them.
 TEST(Eval, SharedNodesPastTheSmallVisitedListRunOnceAndRight) {
   const std::vector<float> a0{1.0f, -2.0f, 3.5f, 0.25f}, a1{-1.0f, 4.0f, 0.5f, 2.0f};
-  for (int count : {8, 31, 32, 33, 200}) {
+  for (int count : {8, 31, 32, 33, 200, 2000}) {
     std::vector<Array> xs{Array(a0, Shape{4}), Array(a1, Shape{4})};
     std::vector<std::vector<double>> ref{{a0.begin(), a0.end()}, {a1.begin(), a1.end()}};
     for (int k = 2; k < count; ++k) {

@@ -280,17 +280,23 @@ struct WalkLists {
   }
 };
 
+/// Set when this thread's kept lists are destroyed (thread exit; for the main thread, before the
+/// static objects, whose destructors may still evaluate): later evals use lists of their own.
+/// Trivially destructible, so it stays readable after that.
+thread_local bool kept_walk_gone = false;
+
 /// This thread's lists, and whether an eval on it uses them now.
 struct KeptWalk {
   WalkLists lists;
   bool busy = false;
+  ~KeptWalk() { kept_walk_gone = true; }
 };
 thread_local KeptWalk kept_walk;
 
 class WalkScope {
  public:
   WalkScope() {
-    if (!kept_walk.busy) {
+    if (!kept_walk_gone && !kept_walk.busy) {
       kept_walk.busy = true;
       lists_ = &kept_walk.lists;
     } else {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "smelt/smelt.h"
@@ -34,6 +35,29 @@ TEST(Eval, SharedNodesPastTheSmallVisitedListRunOnceAndRight) {
       for (int i = 0; i < 4; ++i) EXPECT_EQ(got[i], static_cast<float>(ref[k][i])) << "count " << count << " x" << k;
     }
   }
+}
+
+// A thread-local object made before the thread's first eval is destroyed after eval's kept lists
+// (reverse order of construction): an eval in its destructor must not use the destroyed lists.
+struct EvalsWhenDestroyed {
+  Array pending;
+  float* result = nullptr;
+  ~EvalsWhenDestroyed() {
+    if (pending.valid() && result) *result = pending.item<float>();
+  }
+};
+
+TEST(Eval, AnEvalAfterTheThreadsKeptListsAreGoneStillWorks) {
+  float result = 0.0f;
+  std::thread t([&] {
+    thread_local EvalsWhenDestroyed late;  // constructed first, destroyed last
+    Array x(std::vector<float>{1.5f}, Shape{1});
+    eval({x + 1.0f});  // the first eval on this thread makes its kept lists
+    late.pending = sum(x * 2.0f);
+    late.result = &result;
+  });
+  t.join();
+  EXPECT_EQ(result, 3.0f);
 }
 
 }  // namespace

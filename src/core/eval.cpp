@@ -7,8 +7,8 @@
 // inputs are all evaluated by then, so waits can never form a cycle.
 #include <algorithm>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
-#include <unordered_set>
 
 #include "smelt/errors.h"
 #include "smelt/ops.h"
@@ -130,17 +130,24 @@ void run_claimed(Node* n) {
   for (auto& o : outputs)
     SMELT_ASSERT(o.node().buffer != nullptr, "eval: " + n->prim.str() + " produced no buffer");
   // The graph above is freed outside the lock: destroying nodes may take node locks itself.
+  // A single output (the common case) hands its input vector over whole: no allocation per node.
   std::vector<Array> graveyard;
-  std::vector<Primitive> old_prims;
+  Primitive old_prim;                 // the first output's
+  std::vector<Primitive> old_prims;  // its siblings'
   Stripe& s = stripe_of(*n);
   {
     std::lock_guard lock(s.mutex);
     for (auto& o : outputs) {
       Node& on = o.node();
       detail::set_evaluated(on);
-      for (auto& in : on.inputs) graveyard.push_back(std::move(in));
+      if (graveyard.empty()) {
+        graveyard.swap(on.inputs);
+      } else {
+        for (auto& in : on.inputs) graveyard.push_back(std::move(in));
+      }
       on.inputs.clear();
-      old_prims.push_back(std::move(on.prim));
+      if (&o == &outputs.front()) old_prim = std::move(on.prim);
+      else old_prims.push_back(std::move(on.prim));
       on.prim = Primitive{};
     }
     end_claim_locked(s, *n);
@@ -173,18 +180,154 @@ namespace detail {
 std::mutex& node_mutex(const Node& n) { return stripe_of(n).mutex; }
 }  // namespace detail
 
+namespace {
+
+/// The nodes one eval has walked: a flat list while it is short (the eager runner evaluates a
+/// node or two per call, and a hash set would allocate per insert), a hash set past that.
+class Visited {
+ public:
+  bool count(Node* n) const {
+    if (big_count_ == 0) return std::find(small_.begin(), small_.end(), n) != small_.end();
+    for (size_t i = slot(n);; i = (i + 1) & (big_.size() - 1)) {
+      if (big_[i] == n) return true;
+      if (!big_[i]) return false;
+    }
+  }
+  /// Adds `n`; false when it was there already.
+  bool insert(Node* n) {
+    if (big_count_ == 0) {
+      if (std::find(small_.begin(), small_.end(), n) != small_.end()) return false;
+      if (small_.size() < kSmall) {
+        small_.push_back(n);
+        return true;
+      }
+      grow(4 * kSmall);
+      for (Node* m : small_) put(m);
+      small_.clear();
+    }
+    if (2 * (big_count_ + 1) > big_.size()) rehash();
+    return put(n);
+  }
+
+  /// Empties the set, keeping the memory of a small one for the next walk.
+  void clear() {
+    small_.clear();
+    if (big_count_ == 0) return;
+    if (big_.size() > kKeep) std::vector<Node*>().swap(big_);
+    else std::fill(big_.begin(), big_.end(), nullptr);
+    big_count_ = 0;
+  }
+
+ private:
+  // Past the flat list: an open-addressing table of node addresses (linear probing, at most half
+  // full), which allocates only when it doubles.
+  size_t slot(Node* n) const {
+    const uint64_t h = (reinterpret_cast<uintptr_t>(n) >> 4) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h >> 32) & (big_.size() - 1);
+  }
+  bool put(Node* n) {
+    for (size_t i = slot(n);; i = (i + 1) & (big_.size() - 1)) {
+      if (big_[i] == n) return false;
+      if (!big_[i]) {
+        big_[i] = n;
+        ++big_count_;
+        return true;
+      }
+    }
+  }
+  void grow(size_t size) {
+    if (big_.size() < size) big_.assign(size, nullptr);
+  }
+  void rehash() {
+    std::vector<Node*> old(2 * big_.size(), nullptr);
+    old.swap(big_);
+    big_count_ = 0;
+    for (Node* m : old)
+      if (m) put(m);
+  }
+
+  static constexpr size_t kSmall = 32;
+  static constexpr size_t kKeep = 1 << 16;
+  std::vector<Node*> small_;
+  std::vector<Node*> big_;  // a power of two long once used
+  size_t big_count_ = 0;
+};
+
+struct Frame {
+  NodePtr node;
+  bool expanded;
+};
+
+/// The walk's lists. Each thread keeps one set between evals, so that evaluating a node or two
+/// (the eager runner evaluates after every operator) allocates nothing for the walk; an eval
+/// nested in another on the same thread (a kernel that evaluates) gets lists of its own.
+struct WalkLists {
+  std::vector<NodePtr> order;
+  Visited visited;
+  std::vector<Frame> stack;
+  std::vector<NodePtr> inputs;  // one node's inputs, copied under its lock
+
+  /// Drops every hold (also after a throw) and the memory of a large walk.
+  void clear() {
+    auto reset = [](auto& v) {
+      v.clear();
+      if (v.capacity() > 4096) std::remove_reference_t<decltype(v)>().swap(v);
+    };
+    reset(order);
+    reset(stack);
+    reset(inputs);
+    visited.clear();
+  }
+};
+
+/// Set when this thread's kept lists are destroyed (thread exit; for the main thread, before the
+/// static objects, whose destructors may still evaluate): later evals use lists of their own.
+/// Trivially destructible, so it stays readable after that.
+thread_local bool kept_walk_gone = false;
+
+/// This thread's lists, and whether an eval on it uses them now.
+struct KeptWalk {
+  WalkLists lists;
+  bool busy = false;
+  ~KeptWalk() { kept_walk_gone = true; }
+};
+thread_local KeptWalk kept_walk;
+
+class WalkScope {
+ public:
+  WalkScope() {
+    if (!kept_walk_gone && !kept_walk.busy) {
+      kept_walk.busy = true;
+      lists_ = &kept_walk.lists;
+    } else {
+      own_ = std::make_unique<WalkLists>();
+      lists_ = own_.get();
+    }
+  }
+  ~WalkScope() {
+    lists_->clear();
+    if (!own_) kept_walk.busy = false;
+  }
+  WalkScope(const WalkScope&) = delete;
+  WalkScope& operator=(const WalkScope&) = delete;
+  WalkLists& lists() { return *lists_; }
+
+ private:
+  WalkLists* lists_;
+  std::unique_ptr<WalkLists> own_;
+};
+
+}  // namespace
+
 void eval(std::vector<Array> arrays) {
   // Post-order over unevaluated nodes with an explicit stack (graphs can be very deep). The
   // order holds each node it lists, so nodes another thread's run frees stay valid here; each
   // hold is dropped as soon as the node is done, so that donation sees the true use counts.
-  std::vector<NodePtr> order;
-  std::unordered_set<Node*> visited;
-  struct Frame {
-    NodePtr node;
-    bool expanded;
-  };
-  std::vector<Frame> stack;
-  std::vector<NodePtr> inputs;  // one node's inputs, copied under its lock
+  WalkScope walk;
+  std::vector<NodePtr>& order = walk.lists().order;
+  Visited& visited = walk.lists().visited;
+  std::vector<Frame>& stack = walk.lists().stack;
+  std::vector<NodePtr>& inputs = walk.lists().inputs;
   for (auto& a : arrays) {
     if (!a.valid()) throw InvalidArgument("eval: an array is an empty handle (default-constructed)");
     Node* root = &a.node();
@@ -200,7 +343,7 @@ void eval(std::vector<Array> arrays) {
         continue;
       }
       Node* n = f.node.get();
-      if (!visited.insert(n).second) continue;
+      if (!visited.insert(n)) continue;
       inputs.clear();
       {
         Stripe& s = stripe_of(*n);

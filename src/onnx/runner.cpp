@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <new>
 #include <queue>
+#include <string_view>
 #include <stdexcept>
 #include <typeinfo>
 #include <unordered_map>
@@ -27,7 +28,16 @@ Opsets opsets_of(const std::vector<OpsetImport>& list, const Opsets* fallback) {
   return out;
 }
 
-void subgraph_reads(const Node& n, std::vector<std::string>& out) {
+namespace {
+
+bool has_subgraphs(const Node& n) {
+  for (const auto& a : n.attributes)
+    if (a.g || !a.graphs.empty()) return true;
+  return false;
+}
+
+/// subgraph_reads as views into the subgraphs' own strings (they outlive any use here).
+void subgraph_read_views(const Node& n, std::vector<std::string_view>& out) {
   std::vector<const Graph*> work;
   for (const auto& a : n.attributes) {
     if (a.g) work.push_back(a.g.get());
@@ -46,6 +56,14 @@ void subgraph_reads(const Node& n, std::vector<std::string>& out) {
     }
     for (const auto& o : g->outputs) out.push_back(o.name);
   }
+}
+
+}  // namespace
+
+void subgraph_reads(const Node& n, std::vector<std::string>& out) {
+  std::vector<std::string_view> views;
+  subgraph_read_views(n, views);
+  for (auto v : views) out.emplace_back(v);
 }
 
 std::vector<std::string> node_reads(const Node& n) {
@@ -123,15 +141,46 @@ void Executor::bind_outputs(const Node& n, std::vector<Value> outputs, Scope& sc
 
 void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Opsets& opsets,
                          const std::unordered_set<std::string>& keep) const {
-  std::unordered_set<std::string> produced;
-  for (const auto& n : nodes)
-    for (const auto& o : n.outputs)
-      if (!o.empty()) produced.insert(o);
-  std::unordered_map<std::string, int> uses;
-  std::vector<std::vector<std::string>> reads(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    reads[i] = node_reads(nodes[i]);
-    for (const auto& r : reads[i]) ++uses[r];
+  // The plan of this run (who produces what, what each node reads, how often each value is
+  // read) is made of views into `nodes`, which outlive the run: no name is copied per node.
+  const size_t count = nodes.size();
+  struct Produced {
+    size_t node;
+    int uses = 0;
+  };
+  std::unordered_map<std::string_view, Produced> producer;
+  producer.reserve(count);
+  for (size_t i = 0; i < count; ++i)
+    for (const auto& o : nodes[i].outputs)
+      if (!o.empty()) producer.insert_or_assign(std::string_view(o), Produced{i});  // the last one wins, as in topological_order
+  // What node i reads, sorted and unique (node_reads): reads[begin[i], begin[i + 1]).
+  std::vector<std::string_view> reads;
+  std::vector<size_t> begin(count + 1, 0);
+  bool file_order = true;  // every producer comes before its readers: the order is the file's
+  for (size_t i = 0; i < count; ++i) {
+    begin[i] = reads.size();
+    for (const auto& in : nodes[i].inputs)
+      if (!in.empty()) reads.push_back(in);
+    if (has_subgraphs(nodes[i])) subgraph_read_views(nodes[i], reads);
+    auto first = reads.begin() + static_cast<std::ptrdiff_t>(begin[i]);
+    std::sort(first, reads.end());
+    reads.erase(std::unique(first, reads.end()), reads.end());
+    for (auto it = first; it != reads.end(); ++it) {
+      auto p = producer.find(*it);
+      if (p == producer.end()) continue;
+      ++p->second.uses;
+      if (p->second.node > i) file_order = false;
+    }
+  }
+  begin[count] = reads.size();
+  // Kahn's algorithm preferring file order gives the file order itself when it is topological
+  // (the ONNX rule, so nearly always); only other graphs (and cycles, which it names) need it.
+  std::vector<size_t> order;
+  if (file_order) {
+    order.resize(count);
+    for (size_t i = 0; i < count; ++i) order[i] = i;
+  } else {
+    order = topological_order(nodes);
   }
   // What the values this graph makes weigh, for the run's memory budget: added when bound,
   // taken off when dropped; the rest is given back when the graph is done (or throws).
@@ -139,7 +188,7 @@ void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Ops
   std::unordered_map<std::string, int64_t> held;
   int64_t total = 0;
   const bool budgeted = guard_ && guard_->budget() > 0;
-  for (size_t i : topological_order(nodes)) {
+  for (size_t i : order) {
     const Node& n = nodes[i];
     if (guard_) guard_->check(n);
     bind_outputs(n, run_node(n, gather_inputs(n, scope), scope, opsets, &nodes), scope, keep);
@@ -156,11 +205,14 @@ void Executor::run_nodes(const std::vector<Node>& nodes, Scope& scope, const Ops
       charge.set(total, n);
     }
     // Drop inputs nobody reads any more, so large models don't hold every activation.
-    for (const auto& r : reads[i]) {
-      if (--uses[r] != 0 || keep.count(r) || !produced.count(r)) continue;
-      scope.values.erase(r);
+    for (size_t k = begin[i]; k < begin[i + 1]; ++k) {
+      auto p = producer.find(reads[k]);
+      if (p == producer.end() || --p->second.uses != 0) continue;
+      const std::string name(reads[k]);
+      if (keep.count(name)) continue;
+      scope.values.erase(name);
       if (!budgeted) continue;
-      auto h = held.find(r);
+      auto h = held.find(name);
       if (h == held.end()) continue;
       total -= h->second;
       held.erase(h);
@@ -188,15 +240,24 @@ std::vector<Value> Executor::run_node(const Node& node, const std::vector<Value>
   if (!fn)
     throw OnnxError(node.label() + ": operator " + (node.domain.empty() ? "ai.onnx" : node.domain) +
                     "::" + node.op_type + " (opset " + std::to_string(version) + ") is not supported");
+  // The subgraph callback captures one pointer, so that std::function keeps it inline instead of
+  // allocating on every node.
+  struct Caller {
+    const Executor* self;
+    const Scope& scope;
+    const Opsets& opsets;
+    const Node& node;
+  } caller{this, scope, opsets, node};
   OpContext ctx(
       node, version, inputs,
-      [this, &scope, &opsets, &node](const Graph& g, const std::vector<Value>& in) {
-        check_depth(node, scope.depth + 1, "subgraph '" + g.name + "'");
+      [&caller](const Graph& g, const std::vector<Value>& in) {
+        const auto& [self, scope, opsets, node] = caller;
+        self->check_depth(node, scope.depth + 1, "subgraph '" + g.name + "'");
         // A run stopped inside a subgraph (deadline, cancellation, memory) names the path to the
         // node it stopped at ("Loop 'l' > Add 'step': ..."): the inner node alone may be
         // anonymous or ambiguous.
         try {
-          return run_graph(g, in, &scope, opsets);
+          return self->run_graph(g, in, &scope, opsets);
         } catch (const Cancelled& e) {
           throw Cancelled(node.label() + " > " + e.what());
         } catch (const DeadlineExceeded& e) {

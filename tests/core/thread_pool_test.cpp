@@ -117,6 +117,24 @@ TEST_F(ThreadPoolTest, ExceptionsPropagateFromWorkersAndCaller) {
   EXPECT_EQ(chunks_of(400, 1).size(), 4u);
 }
 
+// Tiny work (an element-wise op on a few elements: at most one grain) runs on the calling thread in
+// one call, without waking the pool: the per-node cost of small models (docs/onnx.md, "Overhead").
+TEST_F(ThreadPoolTest, WorkOfOneGrainRunsOnTheCallingThread) {
+  set_num_threads(4);
+  for (int64_t n : {1, 16, 999, 1000}) {
+    std::vector<std::thread::id> ids;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    parallel_for(n, 1000, [&](int64_t b, int64_t e) {  // one chunk: no other thread can append
+      ids.push_back(std::this_thread::get_id());
+      ranges.emplace_back(b, e);
+    });
+    ASSERT_EQ(ids.size(), 1u) << n;
+    EXPECT_EQ(ids[0], std::this_thread::get_id()) << n;
+    EXPECT_EQ(ranges[0], std::make_pair(int64_t{0}, n));
+  }
+  EXPECT_EQ(chunks_of(1001, 1000).size(), 2u);  // past one grain: two chunks
+}
+
 TEST_F(ThreadPoolTest, NestedParallelForRunsInline) {
   set_num_threads(4);
   const int64_t outer = 8, inner = 1000;

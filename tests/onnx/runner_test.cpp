@@ -130,6 +130,37 @@ TEST(OnnxRunner, IfBranchReadsOuterScope) {
   EXPECT_TRUE(all_close(onnx::run(m, {Value::tensor(Array(false)), x})[0].array(), {1, 2, 3}, 0, 0));
 }
 
+TEST(OnnxRunner, SubgraphReadOfALaterNodeRunsItFirst) {
+  // The If is listed before the node that makes the value its branches read: the runner's
+  // file-order fast path must see the subgraph's read and order the graph by its dependencies.
+  auto branch = [](const std::string& op) {
+    pb::GraphProto b;
+    b.set_name(op);
+    *b.add_node() = make_node(op, {"t"}, {"r"});  // t is made by a node listed after the If
+    *b.add_output() = tensor_info("r", pb::TensorProto::FLOAT, {3});
+    return b;
+  };
+  pb::GraphProto g;
+  g.set_name("g");
+  auto n = make_node("If", {"c"}, {"y"}, "if");
+  auto* then_a = n.add_attribute();
+  then_a->set_name("then_branch");
+  then_a->set_type(pb::AttributeProto::GRAPH);
+  *then_a->mutable_g() = branch("Neg");
+  auto* else_a = n.add_attribute();
+  else_a->set_name("else_branch");
+  else_a->set_type(pb::AttributeProto::GRAPH);
+  *else_a->mutable_g() = branch("Abs");
+  *g.add_node() = n;
+  *g.add_node() = make_node("Relu", {"x"}, {"t"}, "later");
+  *g.add_input() = tensor_info("c", pb::TensorProto::BOOL, {});
+  *g.add_input() = tensor_info("x", pb::TensorProto::FLOAT, {3});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {3});
+  onnx::Model m = load_proto(make_model(g));
+  Value x = Value::tensor(Array(std::vector<float>{-1, 2, -3}, Shape{3}));
+  EXPECT_TRUE(all_close(onnx::run(m, {Value::tensor(Array(true)), x})[0].array(), {0, -2, 0}, 0, 0));
+}
+
 TEST(OnnxRunner, LoopCarriesStateAndStacksScanOutputs) {
   // for i in range(M): s = s + i; scan out s.
   pb::GraphProto body;

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "io/file_test_utils.h"
 #include "test_utils.h"
 
 namespace smelt {
@@ -14,22 +15,11 @@ namespace {
 using test::bit_equal;
 using test::random_array;
 
-const Dtype kAllDtypes[] = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                            float16, bfloat16, float32, float64};
+using test::kAllDtypes;
+using test::read_file;
+using test::write_file;
 
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "smelt_npy_" + std::to_string(::getpid()) + "_" + name;
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+std::string temp_path(const std::string& name) { return test::temp_path("smelt_npy_", name); }
 
 // A .npy file around a header dict and raw data, padded as NumPy pads (64-byte alignment).
 std::string npy_file(const std::string& dict, const std::string& data, int major = 1) {

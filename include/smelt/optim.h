@@ -69,12 +69,32 @@ std::vector<Array> trainable_arrays(const M& model) {
   return out;
 }
 
+/// init(model) and update(model, grads) of every optimizer, over its init_arrays and
+/// update_arrays (CRTP: `Opt` derives from ModelSteps<Opt> and names itself in kUpdate).
+template <class Opt>
+struct ModelSteps {
+  /// Creates the per-parameter state for `model`'s trainable parameters (zeros). Call it before
+  /// the training loop: update() creates it on first use too, which changes the state's
+  /// structure (a compiled step then traces once more).
+  template <class M>
+  void init(const M& model) {
+    static_cast<Opt*>(this)->init_arrays(trainable_arrays(model));
+  }
+  /// One update of the trainable parameters of `model` from `grads` (nn::value_and_grad's).
+  template <class M>
+  void update(M& model, const M& grads) {
+    auto [params, gs] = params_and_grads(model, grads, Opt::kUpdate);
+    static_cast<Opt*>(this)->update_arrays(params, gs);
+  }
+};
+
 }  // namespace detail
 
 /// Stochastic gradient descent as PyTorch's SGD (dampening 0): with weight decay g += wd·p; with
 /// momentum b = μ·b + g and the step uses b (or g + μ·b with Nesterov); p -= lr·step.
 /// `lr` (float32) and `step` (int32, updates done) are arrays, so compiled steps trace once.
-struct SGD {
+struct SGD : detail::ModelSteps<SGD> {
+  static constexpr const char* kUpdate = "optim::SGD::update";
   Array lr, step;
   double momentum = 0.0;
   bool nesterov = false;
@@ -86,19 +106,6 @@ struct SGD {
   explicit SGD(double lr, double momentum = 0.0, bool nesterov = false, double weight_decay = 0.0);
   explicit SGD(Schedule schedule, double momentum = 0.0, bool nesterov = false, double weight_decay = 0.0);
 
-  /// Creates the per-parameter state for `model`'s trainable parameters (zeros). Call it before
-  /// the training loop: update() creates it on first use too, which changes the state's
-  /// structure (a compiled step then traces once more).
-  template <class M>
-  void init(const M& model) {
-    init_arrays(detail::trainable_arrays(model));
-  }
-  /// One update of the trainable parameters of `model` from `grads` (nn::value_and_grad's).
-  template <class M>
-  void update(M& model, const M& grads) {
-    auto [params, gs] = detail::params_and_grads(model, grads, "optim::SGD::update");
-    update_arrays(params, gs);
-  }
   void init_arrays(const std::vector<Array>& params);
   void update_arrays(const std::vector<Array*>& params, const std::vector<Array>& grads);
 };
@@ -106,7 +113,8 @@ struct SGD {
 /// Adam (Kingma & Ba, PyTorch's form): with weight decay g += wd·p (L2); m = β1·m + (1-β1)·g,
 /// v = β2·v + (1-β2)·g², p -= lr·m̂/(√v̂ + ε) with m̂ = m/(1-β1ᵗ), v̂ = v/(1-β2ᵗ). Moments have the
 /// parameters' dtypes; the bias corrections are computed in the parameter's dtype.
-struct Adam {
+struct Adam : detail::ModelSteps<Adam> {
+  static constexpr const char* kUpdate = "optim::Adam::update";
   Array lr, step;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   Schedule schedule;
@@ -117,22 +125,14 @@ struct Adam {
   explicit Adam(Schedule schedule, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8,
                 double weight_decay = 0.0);
 
-  template <class M>
-  void init(const M& model) {
-    init_arrays(detail::trainable_arrays(model));
-  }
-  template <class M>
-  void update(M& model, const M& grads) {
-    auto [params, gs] = detail::params_and_grads(model, grads, "optim::Adam::update");
-    update_arrays(params, gs);
-  }
   void init_arrays(const std::vector<Array>& params);
   void update_arrays(const std::vector<Array*>& params, const std::vector<Array>& grads);
 };
 
 /// AdamW (Loshchilov & Hutter, PyTorch's form): Adam without L2, and decoupled weight decay
 /// p *= 1 - lr·wd before the update.
-struct AdamW {
+struct AdamW : detail::ModelSteps<AdamW> {
+  static constexpr const char* kUpdate = "optim::AdamW::update";
   Array lr, step;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
   Schedule schedule;
@@ -143,15 +143,6 @@ struct AdamW {
   explicit AdamW(Schedule schedule, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8,
                  double weight_decay = 0.01);
 
-  template <class M>
-  void init(const M& model) {
-    init_arrays(detail::trainable_arrays(model));
-  }
-  template <class M>
-  void update(M& model, const M& grads) {
-    auto [params, gs] = detail::params_and_grads(model, grads, "optim::AdamW::update");
-    update_arrays(params, gs);
-  }
   void init_arrays(const std::vector<Array>& params);
   void update_arrays(const std::vector<Array*>& params, const std::vector<Array>& grads);
 };

@@ -437,20 +437,9 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     for (size_t i = 0; i < p.instrs.size(); ++i) {
       const Instr& in = p.instrs[i];
       if (in.kind == InstrKind::Constant) continue;
-      auto opt = [&](size_t k) { return cuda_type_name(p.instrs[in.operands[k]].dtype); };
-      b << indent << "const " << cuda_type_name(in.dtype) << " v" << i << " = ";
-      switch (in.kind) {
-        case InstrKind::Input: b << "in" << in.index; break;
-        case InstrKind::Constant: break;
-        case InstrKind::Unary: b << "op_" << scalar_fn_name(in.unary) << "<" << opt(0) << ">(v" << in.operands[0] << ")"; break;
-        case InstrKind::Binary:
-          b << "op_" << scalar_fn_name(in.binary) << "<" << opt(0) << ">(v" << in.operands[0] << ", v" << in.operands[1] << ")";
-          break;
-        case InstrKind::Select: b << "(v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2] << ")"; break;
-        case InstrKind::Cast: b << "cvt<" << cuda_type_name(in.dtype) << ", " << opt(0) << ">(v" << in.operands[0] << ")"; break;
-        case InstrKind::Reduce: break;  // row programs: emit_cuda_row_kernel
-      }
-      b << ";\n";
+      // Reductions only occur in row programs (emit_cuda_row_kernel); cuda_expr gives nothing for them.
+      b << indent << "const " << cuda_type_name(in.dtype) << " v" << i << " = "
+        << (in.kind == InstrKind::Input ? "in" + std::to_string(in.index) : cuda_expr(p, static_cast<int>(i))) << ";\n";
     }
     for (size_t o = 0; o < nout; ++o) b << indent << store(o, "v" + std::to_string(p.outputs[o])) << ";\n";
     return b.str();

@@ -40,6 +40,16 @@ void adam_update(const std::vector<Array*>& params, const std::vector<Array>& gr
   }
 }
 
+/// Both moments of every parameter, zeros of its dtype and shape.
+void zero_moments(const std::vector<Array>& params, std::vector<Array>& m, std::vector<Array>& v) {
+  m.clear();
+  v.clear();
+  for (const Array& p : params) {
+    m.push_back(zeros_like(p));
+    v.push_back(zeros_like(p));
+  }
+}
+
 }  // namespace
 
 Adam::Adam(double lr_, double b1, double b2, double e, double wd) : Adam(Schedule::constant(lr_), b1, b2, e, wd) {}
@@ -51,14 +61,7 @@ Adam::Adam(Schedule s, double b1, double b2, double e, double wd)
   step = detail::initial_step();
 }
 
-void Adam::init_arrays(const std::vector<Array>& params) {
-  m.clear();
-  v.clear();
-  for (const Array& p : params) {
-    m.push_back(zeros_like(p));
-    v.push_back(zeros_like(p));
-  }
-}
+void Adam::init_arrays(const std::vector<Array>& params) { zero_moments(params, m, v); }
 
 void Adam::update_arrays(const std::vector<Array*>& params, const std::vector<Array>& grads) {
   const char* op = "optim::Adam::update";
@@ -77,14 +80,7 @@ AdamW::AdamW(Schedule s, double b1, double b2, double e, double wd)
   step = detail::initial_step();
 }
 
-void AdamW::init_arrays(const std::vector<Array>& params) {
-  m.clear();
-  v.clear();
-  for (const Array& p : params) {
-    m.push_back(zeros_like(p));
-    v.push_back(zeros_like(p));
-  }
-}
+void AdamW::init_arrays(const std::vector<Array>& params) { zero_moments(params, m, v); }
 
 void AdamW::update_arrays(const std::vector<Array*>& params, const std::vector<Array>& grads) {
   const char* op = "optim::AdamW::update";

@@ -360,27 +360,38 @@ class TapeGraph final : public compiler::GraphReplay {
     // Events are emitted after the lock is released: a subscriber may call this function.
     std::vector<telemetry::Event> events;
     std::optional<std::vector<Array>> result;
+    if (failed_flag_.load()) {
+      counters().plain++;
+      return std::nullopt;
+    }
+    PerStream* ps = nullptr;
     {
-      std::lock_guard lock(mutex_);
-      result = run_locked(tape, inputs, stream, events);
+      std::lock_guard lock(mutex_);  // only the map: streams never wait for each other's calls
+      ps = &streams_[stream];
+    }
+    {
+      std::lock_guard lock(ps->mutex);
+      result = run_locked(tape, inputs, *ps, stream, events);
     }
     for (const auto& e : events) telemetry::emit(e);
     return result;
   }
 
  private:
+  /// One stream's graph. Its own lock: calls on different streams (one smelt::Stream per thread)
+  /// capture, patch, launch and wait side by side; calls on one stream take turns.
   struct PerStream {
+    std::mutex mutex;
     uint64_t calls = 0;
     std::unique_ptr<Instance> graph;
   };
 
   std::optional<std::vector<Array>> run_locked(const compiler::Tape& tape, const std::vector<Array>& inputs,
-                                               uint64_t stream, std::vector<telemetry::Event>& events) {
-    if (!failed_.empty()) {
+                                               PerStream& ps, uint64_t stream, std::vector<telemetry::Event>& events) {
+    if (failed_flag_.load()) {  // another stream failed while this call waited
       counters().plain++;
       return std::nullopt;
     }
-    PerStream& ps = streams_[stream];
     if (ps.calls++ == 0) {  // the warm-up call: kernels built, libraries initialized
       counters().plain++;
       return std::nullopt;
@@ -410,7 +421,11 @@ class TapeGraph final : public compiler::GraphReplay {
   }
 
   void fail(const std::string& why, std::vector<telemetry::Event>& events) {
-    failed_ = why;
+    {
+      std::lock_guard lock(mutex_);
+      if (failed_.empty()) failed_ = why;
+    }
+    failed_flag_.store(true);
     counters().failed++;
     if (telemetry::enabled()) events.push_back({"cuda.graph.fallback", 0.0, {{"function", name_}, {"reason", why}}});
   }
@@ -662,9 +677,10 @@ class TapeGraph final : public compiler::GraphReplay {
 
   const int device_;
   const std::string name_;
-  std::mutex mutex_;
+  std::mutex mutex_;                       // guards streams_ (the map, not its entries) and failed_
   std::map<uint64_t, PerStream> streams_;  // by smelt stream id: a graph uses its stream's workspaces
   std::string failed_;                     // why this entry replays plainly for good
+  std::atomic<bool> failed_flag_{false};   // failed_ is set
 };
 
 }  // namespace

@@ -9,7 +9,7 @@ int main() {
   Array x = random::normal(k1, {4, 8});                        // float32 [4, 8]
   Array w = random::normal(k2, {8, 3});
   Array y = softmax(matmul(x, w), {-1});                       // nothing has run yet
-  std::cout << to_string(y, {.precision = 4}) << "\n";        // evaluates and prints
+  std::cout << to_string(y, {.precision = 4}) << "\n";         // evaluates and prints
 
   auto layer = compile([](const Array& x, const Array& w) { return gelu(matmul(x, w), true); });
   Array z = layer(x, w);                    // traced and fused once, replayed on later calls

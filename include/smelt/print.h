@@ -28,8 +28,10 @@ struct PrintOptions {
 
 /// NumPy's repr, one row per line: `array([[1., 2.],\n       [3., 4.]], dtype=float32)`, elements
 /// aligned, large arrays summarized with `...`; unlike NumPy the dtype is always written.
-/// Evaluates `a` (copying it to the host first when it lives on a GPU).
-std::string to_string(const Array& a, const PrintOptions& options = {});
+/// Evaluates `a` (copying it to the host first when it lives on a GPU). The options have no
+/// default here, so that `to_string(5)` in namespace smelt cannot turn an int into an Array's
+/// text; a.to_string() and `<<` use the defaults.
+std::string to_string(const Array& a, const PrintOptions& options);
 
 /// Writes dtype_name(dtype), so `std::cout << a.dtype()` prints "float32".
 std::ostream& operator<<(std::ostream& os, Dtype dtype);

@@ -353,9 +353,9 @@ std::string to_string(const Array& a, const PrintOptions& options) {
   return out + extras;
 }
 
-std::string Array::to_string() const { return smelt::to_string(*this); }
+std::string Array::to_string() const { return smelt::to_string(*this, PrintOptions{}); }
 
-std::ostream& operator<<(std::ostream& os, Array a) { return os << to_string(a); }
+std::ostream& operator<<(std::ostream& os, Array a) { return os << a.to_string(); }
 
 std::ostream& operator<<(std::ostream& os, Dtype dtype) { return os << dtype_name(dtype); }
 

@@ -138,7 +138,7 @@ TEST(Print, ArraysOnEveryDevice) {
   // A GPU array prints from a host copy, with the same text.
   if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU";
   Array a = reshape(arange(6, float32), {2, 3}) / 4.0f;
-  EXPECT_EQ(to_string(to_device(a, Device::cuda(0))), to_string(a));
+  EXPECT_EQ(to_device(a, Device::cuda(0)).to_string(), a.to_string());
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ and a block showing a program's output by
     ...that file, which the program's test compares with what it prints...
     ```
 
-Usage (from anywhere; paths are relative to the repository root):
+Usage (from anywhere; paths are relative to the repository root, or to DIR after --root DIR,
+which tests/docs/sync_doc_snippets_test.py uses):
     scripts/sync_doc_snippets.py            rewrite the blocks from their files
     scripts/sync_doc_snippets.py --check    exit 1, with a diff, when a block differs from its
                                             file, a ```cpp block has no marker, a marker names a
@@ -202,6 +203,10 @@ def run(argv) -> int:
 
 
 def main(argv) -> int:
+    global ROOT
+    if len(argv) >= 2 and argv[0] == "--root":
+        ROOT = pathlib.Path(argv[1]).resolve()
+        argv = argv[2:]
     if argv and argv[0] == "run":
         return run(argv[1:])
     if argv not in ([], ["--check"]):

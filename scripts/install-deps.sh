@@ -16,7 +16,7 @@ PACKAGES=(
   libgmock-dev      # unit tests (matchers)
   libbenchmark-dev  # benchmarks in bench/
   pkgconf           # scripts/consumer.sh checks the installed smelt.pc with pkg-config
-  python3           # fixture and benchmark scripts
+  python3           # fixture and benchmark scripts; the doc-snippet tests (scripts/sync_doc_snippets.py)
   python3-venv      # bench/run.sh installs NumPy into bench/.venv (benchmarks only)
 )
 

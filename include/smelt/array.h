@@ -105,7 +105,8 @@ class Array {
     return out;
   }
 
-  /// NumPy-like text: `array([[1, 2], [3, 4]], dtype=int32)`. Evaluates.
+  /// NumPy's repr, one row per line: `array([[1, 2],\n       [3, 4]], dtype=int32)`. Evaluates.
+  /// smelt/print.h has to_string(a, PrintOptions) for precision, summarization and line width.
   std::string to_string() const;
 
   /// A process-unique id of the node (stable while the handle lives).
@@ -119,6 +120,7 @@ class Array {
   std::shared_ptr<detail::Node> node_;
 };
 
+/// Writes a.to_string().
 std::ostream& operator<<(std::ostream& os, Array a);
 std::string shape_to_string(const Shape& shape);
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 
 #include "smelt/array.h"
 
@@ -10,7 +11,9 @@ namespace smelt::random {
 /// A key (uint32 [2]) from a seed, on the default device (device.h): draws from it run there.
 Array key(uint64_t seed);
 /// `num` independent keys from one, shape [num, 2].
-Array split(const Array& key, int num = 2);
+Array split(const Array& key, int num);
+/// Two independent keys, the rows of split(key, 2): `auto [k1, k2] = random::split(key);`.
+std::pair<Array, Array> split(const Array& key);
 /// Raw uint32 bits of `shape` (Threefry-2x32 of the key and the element's index).
 Array bits(const Array& key, const Shape& shape);
 /// Uniform in [low, high) (finite, low < high; float dtypes). float32/float64 give the values of

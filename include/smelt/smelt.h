@@ -3,6 +3,7 @@
 
 #include "smelt/array.h"
 #include "smelt/attention.h"
+#include "smelt/compare.h"
 #include "smelt/device.h"
 #include "smelt/dtype.h"
 #include "smelt/errors.h"
@@ -10,5 +11,6 @@
 #include "smelt/memory.h"
 
 #include "smelt/ops.h"
+#include "smelt/print.h"
 #include "smelt/random.h"
 #include "smelt/stream.h"

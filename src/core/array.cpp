@@ -1,4 +1,4 @@
-// Array handles and nodes: construction from host data, metadata, element reads and printing.
+// Array handles and nodes: construction from host data, metadata and element reads (printing: print.cpp).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -327,99 +327,5 @@ void Array::copy_converted(void* out, Dtype out_dtype, int64_t count, const char
   if (count) std::memcpy(out, converted.data(), static_cast<size_t>(count) * size_of(out_dtype));
 }
 
-// ---- Printing --------------------------------------------------------------------------------
-
-namespace {
-
-// NumPy's print options: arrays of more than 1000 elements show 3 entries at each end of an axis.
-constexpr int64_t kPrintThreshold = 1000;
-constexpr int64_t kEdgeItems = 3;
-
-template <class T>
-std::string format_element(T v) {
-  char buf[64];
-  if constexpr (std::is_same_v<T, bool>) {
-    return v ? "True" : "False";
-  } else if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
-    double d = static_cast<double>(static_cast<compute_t<T>>(v));
-    if (std::isnan(d)) return "nan";
-    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-    std::snprintf(buf, sizeof buf, "%.6g", d);
-    std::string s = buf;
-    if (s.find_first_of(".en") == std::string::npos) s += ".";
-    return s;
-  } else if constexpr (std::is_signed_v<T>) {
-    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-    return buf;
-  } else {
-    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(v));
-    return buf;
-  }
-}
-
-}  // namespace
-
-std::string Array::to_string() const {
-  check_valid(node_, "to_string");
-  Array c = node_->device.type == Device::Type::Cpu ? *this : to_device(*this, Device::cpu());
-  c.eval();
-  if (!c.is_contiguous()) {
-    c = copy(c);
-    c.eval();
-  }
-  const Dtype dt = dtype();
-  const char* base = static_cast<const char*>(c.data());
-  // Only the printed elements are formatted: a summarized array may be huge.
-  auto element = [&](int64_t i) {
-    return dispatch_all(dt, [&]<class T>() {
-      T v;
-      std::memcpy(&v, base + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
-      return format_element(v);
-    });
-  };
-  const Shape& s = shape();
-  const bool summarize = c.size() > kPrintThreshold;
-  std::ostringstream os;
-  os << "array(";
-  if (s.empty()) {
-    os << element(0);
-  } else {
-    // Nested brackets, walked with an explicit stack over the axes.
-    std::vector<int64_t> strides = row_major_strides(s);
-    struct Frame {
-      int axis;
-      int64_t base;
-      int64_t i;
-    };
-    std::vector<Frame> stack{{0, 0, 0}};
-    os << "[";
-    while (!stack.empty()) {
-      Frame& f = stack.back();
-      int64_t dim = s[f.axis];
-      if (f.i >= dim) {
-        os << "]";
-        stack.pop_back();
-        if (!stack.empty()) stack.back().i++;
-        continue;
-      }
-      if (f.i > 0) os << ", ";
-      if (summarize && dim > 2 * kEdgeItems && f.i == kEdgeItems) {
-        os << "..., ";
-        f.i = dim - kEdgeItems;
-      }
-      if (f.axis + 1 == static_cast<int>(s.size())) {
-        os << element(f.base + f.i);
-        f.i++;
-      } else {
-        os << "[";
-        stack.push_back({f.axis + 1, f.base + f.i * strides[f.axis], 0});
-      }
-    }
-  }
-  os << ", dtype=" << dtype_name(dt) << ")";
-  return os.str();
-}
-
-std::ostream& operator<<(std::ostream& os, Array a) { return os << a.to_string(); }
 
 }  // namespace smelt

@@ -130,6 +130,12 @@ Array split(const Array& key, int num) {
   return random_bits(key, {num, 2});
 }
 
+std::pair<Array, Array> split(const Array& key) {
+  // The rows of split(key, 2), so both spellings give the same keys (one draw, two views).
+  Array both = random::split(key, 2);
+  return {squeeze(slice(both, {0}, {1}), {0}), squeeze(slice(both, {1}, {2}), {0})};
+}
+
 Array bits(const Array& key, const Shape& shape) {
   check_key(key, "bits");
   check_shape(shape, "bits");

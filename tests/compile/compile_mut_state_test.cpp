@@ -54,7 +54,7 @@ TEST(CompileMutKeys, AStepWithoutDrawsLeavesTheKeyAsItWas) {
 TEST(CompileMutKeys, NextKeyMatchesSplittingTheSeedKey) {
   random::seed(5);
   Array k1 = random::next_key();
-  Array keys = random::split(random::key(5));
+  Array keys = random::split(random::key(5), 2);
   EXPECT_TRUE(bit_equal(k1, reshape(slice(keys, {1, 0}, {2, 2}), {2})));
   EXPECT_TRUE(bit_equal(random::thread_key(), reshape(slice(keys, {0, 0}, {1, 2}), {2})));
 }

@@ -105,7 +105,7 @@ TEST(CompileMut, ANewStateShapeRetracesAndExplainsTheMiss) {
 
 TEST(CompileMut, ARandomKeyInTheStateDrawsNewValuesEachStep) {
   auto step = compile_mut([](std::tuple<Array, Array>& s, const Array& scale) {
-    Array keys = random::split(std::get<0>(s));
+    Array keys = random::split(std::get<0>(s), 2);
     std::get<0>(s) = reshape(slice(keys, {0, 0}, {1, 2}), {2});
     Array draw = random::uniform(reshape(slice(keys, {1, 0}, {2, 2}), {2}), {4}) * scale;
     std::get<1>(s) = std::get<1>(s) + draw;
@@ -119,7 +119,7 @@ TEST(CompileMut, ARandomKeyInTheStateDrawsNewValuesEachStep) {
   // The same steps run eagerly give the same draws.
   Array key = random::key(7);
   for (const Array& expected : {d1, d2}) {
-    Array keys = random::split(key);
+    Array keys = random::split(key, 2);
     key = reshape(slice(keys, {0, 0}, {1, 2}), {2});
     Array draw = random::uniform(reshape(slice(keys, {1, 0}, {2, 2}), {2}), {4});
     EXPECT_TRUE(test::bit_equal(draw, expected));

@@ -104,7 +104,7 @@ TEST(Passes, CseMergesMultiOutputSteps) {
 TEST(Passes, CseMergesRandomDrawsOnlyForTheSameKey) {
   test::Dumps dumps;
   Fn fn = [](const std::vector<Array>& in) {
-    Array keys = random::split(in[0]);
+    Array keys = random::split(in[0], 2);
     Array k0 = reshape(slice(keys, {0}, {1}), {2});
     Array k1 = reshape(slice(keys, {1}, {2}), {2});
     Array same = random::bits(in[0], {8}) ^ random::bits(in[0], {8});

@@ -188,52 +188,6 @@ TEST(Array, ItemAndToVectorConvert) {
   EXPECT_EQ(reshape(Array(5), {1, 1, 1}).item<int64_t>(), 5);
 }
 
-// ---- printing -------------------------------------------------------------------------------
-
-TEST(Array, ToStringFormats) {
-  EXPECT_EQ(Array(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, {2, 3}).to_string(),
-            "array([[1, 2, 3], [4, 5, 6]], dtype=int32)");
-  EXPECT_EQ(Array(5).to_string(), "array(5, dtype=int32)");
-  EXPECT_EQ(Array(2.0).to_string(), "array(2., dtype=float64)");
-  EXPECT_EQ(Array(true).to_string(), "array(True, dtype=bool)");
-  EXPECT_EQ(Array({true, false}).to_string(), "array([True, False], dtype=bool)");
-  const float inf = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(Array(std::vector<float>{1.5f, -2.0f, std::numeric_limits<float>::quiet_NaN(), inf, -inf, 1e-7f, 123456789.0f},
-                  {7})
-                .to_string(),
-            "array([1.5, -2., nan, inf, -inf, 1e-07, 1.23457e+08], dtype=float32)");
-  EXPECT_EQ(Array(std::vector<float>{}, {0}).to_string(), "array([], dtype=float32)");
-  EXPECT_EQ(Array(std::vector<float>{}, {2, 0}).to_string(), "array([[], []], dtype=float32)");
-  EXPECT_EQ(Array(std::vector<int8_t>{-128, 127}, {2, 1, 1}).to_string(), "array([[[-128]], [[127]]], dtype=int8)");
-  EXPECT_EQ(Array(std::numeric_limits<uint64_t>::max()).to_string(), "array(18446744073709551615, dtype=uint64)");
-  EXPECT_EQ(Array(float16_t(0.333f)).to_string(), "array(0.333008, dtype=float16)");
-  EXPECT_EQ(Array(bfloat16_t(-3.0f)).to_string(), "array(-3., dtype=bfloat16)");
-  // Non-contiguous arrays print in logical order.
-  EXPECT_EQ(transpose(Array(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, {2, 3})).to_string(),
-            "array([[1, 4], [2, 5], [3, 6]], dtype=int32)");
-  std::ostringstream os;
-  os << Array{1, 2};
-  EXPECT_EQ(os.str(), "array([1, 2], dtype=int32)");
-}
-
-TEST(Array, ToStringElidesOnlyLargeArrays) {
-  // Up to 1000 elements everything prints (NumPy's threshold).
-  std::string ten = arange(10).to_string();
-  EXPECT_EQ(ten, "array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], dtype=int32)");
-  EXPECT_EQ(arange(1000).to_string().find("..."), std::string::npos);
-  EXPECT_EQ(arange(2000).to_string(), "array([0, 1, 2, ..., 1997, 1998, 1999], dtype=int32)");
-  EXPECT_EQ(reshape(arange(10000), {100, 100}).to_string(),
-            "array([[0, 1, 2, ..., 97, 98, 99], [100, 101, 102, ..., 197, 198, 199], "
-            "[200, 201, 202, ..., 297, 298, 299], ..., [9700, 9701, 9702, ..., 9797, 9798, 9799], "
-            "[9800, 9801, 9802, ..., 9897, 9898, 9899], [9900, 9901, 9902, ..., 9997, 9998, 9999]], dtype=int32)");
-  // Short axes of a large array are not elided.
-  EXPECT_EQ(reshape(arange(3000), {1000, 3}).to_string(),
-            "array([[0, 1, 2], [3, 4, 5], [6, 7, 8], ..., [2991, 2992, 2993], [2994, 2995, 2996], "
-            "[2997, 2998, 2999]], dtype=int32)");
-  // A huge array prints quickly (only the shown elements are formatted).
-  EXPECT_EQ(zeros({1 << 22}, uint8).to_string(), "array([0, 0, 0, ..., 0, 0, 0], dtype=uint8)");
-}
-
 // ---- errors ---------------------------------------------------------------------------------
 
 TEST(ArrayErrors, ItemNeedsOneElement) {

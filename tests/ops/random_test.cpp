@@ -68,12 +68,27 @@ TEST(RandomKey, FromSeed) {
 
 TEST(RandomKey, SplitMatchesJax) {
   // jax.random.split(jax.random.PRNGKey(0)) and PRNGKey(42) with the threefry2x32 PRNG.
-  EXPECT_EQ(random::split(random::key(0)).to_vector<uint32_t>(),
+  EXPECT_EQ(random::split(random::key(0), 2).to_vector<uint32_t>(),
             (std::vector<uint32_t>{4146024105u, 967050713u, 2718843009u, 1272950319u}));
-  EXPECT_EQ(random::split(random::key(42)).to_vector<uint32_t>(),
+  EXPECT_EQ(random::split(random::key(42), 2).to_vector<uint32_t>(),
             (std::vector<uint32_t>{2465931498u, 3679230171u, 255383827u, 267815257u}));
-  EXPECT_EQ(random::split(random::key(0)).shape(), (Shape{2, 2}));
+  EXPECT_EQ(random::split(random::key(0), 2).shape(), (Shape{2, 2}));
   EXPECT_EQ(random::split(random::key(0), 0).shape(), (Shape{0, 2}));
+}
+
+TEST(RandomKey, SplitIntoAPair) {
+  // `auto [k1, k2] = split(key)` gives the rows of split(key, 2): JAX's `k1, k2 = split(key)`.
+  auto [k1, k2] = random::split(random::key(0));
+  EXPECT_EQ(k1.shape(), (Shape{2}));
+  EXPECT_EQ(k1.dtype(), uint32);
+  EXPECT_EQ(k1.to_vector<uint32_t>(), (std::vector<uint32_t>{4146024105u, 967050713u}));
+  EXPECT_EQ(k2.to_vector<uint32_t>(), (std::vector<uint32_t>{2718843009u, 1272950319u}));
+  // Each half is a key in its own right: draws from it equal draws from the row of split(key, 2).
+  Array rows = random::split(random::key(0), 2);
+  EXPECT_EQ(random::bits(k2, {5}).to_vector<uint32_t>(),
+            random::bits(take(rows, Array(1), 0), {5}).to_vector<uint32_t>());
+  EXPECT_THROW_MSG(random::split(zeros({3})), InvalidArgument,
+                   "split: the key must be uint32[2] (from random::key, or one row of random::split), got float32[3]");
 }
 
 TEST(RandomKey, SplitGivesDistinctKeys) {
@@ -347,8 +362,8 @@ TEST(RandomErrors, BadKeys) {
   Array f = zeros({3});
   Array wide = zeros({2, 2}, uint32);
   EXPECT_THROW_MSG(random::bits(f, {2}), InvalidArgument, "bits: the key must be uint32[2] (from random::key, or one row of random::split), got float32[3]");
-  EXPECT_THROW_MSG(random::split(wide), InvalidArgument, "split: the key must be uint32[2]");
-  EXPECT_THROW_MSG(random::split(wide), InvalidArgument, "got uint32[2,2]");
+  EXPECT_THROW_MSG(random::split(wide, 2), InvalidArgument, "split: the key must be uint32[2]");
+  EXPECT_THROW_MSG(random::split(wide, 2), InvalidArgument, "got uint32[2,2]");
   EXPECT_THROW_MSG(random::uniform(zeros({2}, int32), {2}), InvalidArgument, "uniform: the key must be uint32[2]");
   EXPECT_THROW_MSG(random::normal(f, {2}), InvalidArgument, "normal: the key must be uint32[2]");
   EXPECT_THROW_MSG(random::bernoulli(f, Array(0.5f), {2}), InvalidArgument, "bernoulli: the key must be uint32[2]");

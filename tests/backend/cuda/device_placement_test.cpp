@@ -262,7 +262,7 @@ TEST(CudaDevicePlacement, CompiledRandomDrawsFromFreshAndPassedKeys) {
 TEST(CudaDevicePlacement, CompileMutCarriesAGpuKeyInItsState) {
   SMELT_REQUIRE_GPU();
   auto step_fn = [](std::tuple<Array, Array>& s, const Array& scale) {
-    Array keys = random::split(std::get<0>(s));
+    Array keys = random::split(std::get<0>(s), 2);
     std::get<0>(s) = reshape(slice(keys, {0, 0}, {1, 2}), {2});
     Array draw = random::uniform(reshape(slice(keys, {1, 0}, {2, 2}), {2}), {256}) * scale;
     std::get<1>(s) = std::get<1>(s) + draw;

@@ -101,7 +101,7 @@ TEST(CudaRuntime, ReadsOfDeviceArrays) {
   EXPECT_EQ(g.to_vector<int32_t>(), (std::vector<int32_t>{1, -2, 3}));
   EXPECT_EQ(on_gpu(Array(7.0)).item<double>(), 7.0);
   EXPECT_EQ(g.to_string(), Array({1.5f, -2.0f, 3.25f}).to_string());
-  EXPECT_EQ(transpose(on_gpu(Array({1, 2, 3, 4}, {2, 2}))).to_string(), "array([[1, 3], [2, 4]], dtype=int32)");
+  EXPECT_EQ(transpose(on_gpu(Array({1, 2, 3, 4}, {2, 2}))).to_string(), "array([[1, 3],\n       [2, 4]], dtype=int32)");
   EXPECT_THROW_MSG(g.data(), UnsupportedError, "data: the array lives on cuda:0");
 }
 

@@ -9,7 +9,7 @@ body{margin:0;font:13px system-ui,sans-serif;color:#222;display:flex;height:100v
 #main{flex:1;display:flex;flex-direction:column;min-width:0}
 #bar{padding:6px 10px;border-bottom:1px solid #ddd;background:#fafafa;display:flex;gap:8px;align-items:center;flex-wrap:wrap}
 #bar h1{font-size:15px;margin:0 6px 0 0}
-#bar input[type=search]{width:260px;padding:3px 6px}
+#bar input[type=search]{width:220px;padding:3px 6px}
 #bar button{padding:2px 8px}
 #stats{color:#555}
 #view{flex:1;position:relative;overflow:hidden;background:#fff}
@@ -45,7 +45,7 @@ var consoleError=console.error;
 console.error=function(){report('console.error: '+Array.prototype.map.call(arguments,String).join(' '));return consoleError.apply(console,arguments);};
 var T0=performance.now();
 var V=D.V,G=D.G,E=D.E,S=D.S,F=D.F,TY=D.T,nV=V.length,nG=G.length,N=nV+nG;
-var NW=150,NH=38,CW=116,CH=28,GW=180,GH=54,PAD=12,HEAD=22,GX=22,GY=34,LIMIT=120;
+var NW=150,NH=38,CW=116,CH=28,GW=180,GH=54,PAD=12,HEAD=22,GX=22,GY=34,LIMIT=60;
 var KIND=['graph input','node','graph output','Constant','initializer'];
 var i,g,v;
 for(i=0;i<nV;i++){v=V[i];if(v.k===undefined)v.k=1;if(v.g===undefined)v.g=0;if(v.s===undefined)v.s=-1;
@@ -159,7 +159,8 @@ var Z={s:1,x:0,y:0},DPR=window.devicePixelRatio||1,openList=[],hitSet=new Set(),
 function fillOf(v){if(v.h)return'#d4d4d4';if(v.s>=0)return S[v.s].c;if(D.overlay&&v.k===1)return'#ffffff';
   return['#dcefd6','#e6ecf5','#f7efd2','#eeeeee','#eeeeee'][v.k];}
 function isBreak(v){return v.s>=0&&S[v.s].k==='Break';}
-function render(){shown=[];openList=[];var g,it;
+var fanout=new Int32Array(N),FAINT=6;
+function render(){shown=[];openList=[];var g,it;fanout.fill(0);for(var k=0;k<drawn.length;k+=2)fanout[drawn[k]]++;
   for(g=1;g<nG;g++){if(itemsOf[g])openList.push(g);else if(top[g]===g&&vis[g])shown.push(nV+g);}
   for(it=0;it<nV;it++){var v=V[it];if(top[v.g]===-1&&(showConst||!isConst(v)))shown.push(it);}
   markHits();buildMini();draw();
@@ -178,11 +179,12 @@ function draw(){sizeCanvas();var s=Z.s,x0=-Z.x/s,y0=-Z.y/s,x1=x0+viewW/s,y1=y0+v
     rr(X[it],Y[it],w,HEAD,6);ctx.fillStyle=hover===-2-g?'#cdd6ee':fk?'#dfe7ff':'#e4e8f2';ctx.fill();
     if(text){ctx.font='11px system-ui,sans-serif';ctx.textAlign='left';ctx.fillStyle='#334';
       ctx.fillText(clip('\u25be '+(fk?G[g][0]+' \u00b7 '+F[G[g][2]].t:G[g][0])+' \u00b7 '+count[g]+' nodes',Math.max(8,Math.floor(w/6.5))),X[it]+8,Y[it]+15);ctx.textAlign='center';}}
-  ctx.beginPath();ctx.lineWidth=1.3;ctx.strokeStyle='#8a8fa0';
-  for(k=0;k<drawn.length;k+=2){var a=drawn[k],b=drawn[k+1],ax=X[a]+W[a]/2,ay=Y[a]+H[a],bx=X[b]+W[b]/2,by=Y[b];
-    if(!inView(Math.min(ax,bx),Math.min(ay,by),Math.abs(bx-ax)+1,Math.abs(by-ay)+1))continue;var ym=(ay+by)/2;
-    ctx.moveTo(ax,ay);ctx.bezierCurveTo(ax,ym,bx,ym,bx,by);}
-  ctx.stroke();
+  // Edges of a value read in many places (a mask, positions) are faint: they cross whole groups.
+  for(var pass=0;pass<2;pass++){ctx.beginPath();ctx.lineWidth=1.3;ctx.strokeStyle=pass?'rgba(138,143,160,0.28)':'#8a8fa0';
+    for(k=0;k<drawn.length;k+=2){var a=drawn[k],b=drawn[k+1];if((fanout[a]>=FAINT)!==(pass===1))continue;var ax=X[a]+W[a]/2,ay=Y[a]+H[a],bx=X[b]+W[b]/2,by=Y[b];
+      if(!inView(Math.min(ax,bx),Math.min(ay,by),Math.abs(bx-ax)+1,Math.abs(by-ay)+1))continue;var ym=(ay+by)/2;
+      ctx.moveTo(ax,ay);ctx.bezierCurveTo(ax,ym,bx,ym,bx,by);}
+    ctx.stroke();}
   if(hover>=0&&hover%2===0&&hover<drawn.length){var ha=drawn[hover],hb=drawn[hover+1],hy=(Y[ha]+H[ha]+Y[hb])/2;ctx.beginPath();
     ctx.moveTo(X[ha]+W[ha]/2,Y[ha]+H[ha]);ctx.bezierCurveTo(X[ha]+W[ha]/2,hy,X[hb]+W[hb]/2,hy,X[hb]+W[hb]/2,Y[hb]);ctx.lineWidth=3.5;ctx.strokeStyle='#e60';ctx.stroke();}
   for(k=0;k<shown.length;k++){it=shown[k];w=W[it];h=H[it];if(!inView(X[it],Y[it],w,h))continue;var x=X[it],y=Y[it];
@@ -200,9 +202,10 @@ function draw(){sizeCanvas();var s=Z.s,x0=-Z.x/s,y0=-Z.y/s,x1=x0+viewW/s,y1=y0+v
       if(c)ctx.fillText(clip(leaf(v.n),18),x+w/2,y+18);
       else{ctx.fillText(clip(v.o,22),x+w/2,y+16);ctx.font=(v.h?'italic ':'')+'10px system-ui,sans-serif';ctx.fillStyle=v.h?'#777':'#444';ctx.fillText(clip(leaf(v.n),26),x+w/2,y+30);}}}
   drawMini();}
-// The outline of a box: selected (blue) or search hit (orange) over its own.
-function stroke(it,color,width){if(it===sel){ctx.strokeStyle='#06f';ctx.lineWidth=4;}else if(hitSet.has(it)){ctx.strokeStyle='#f90';ctx.lineWidth=4;}
-  else{ctx.strokeStyle=color;ctx.lineWidth=width;}ctx.stroke();}
+// The outline of a box, and a ring around it when selected (blue) or a search hit (orange).
+function stroke(it,color,width){ctx.strokeStyle=color;ctx.lineWidth=width;ctx.stroke();
+  if(it!==sel&&!hitSet.has(it))return;ctx.setLineDash([]);rr(X[it]-5,Y[it]-5,W[it]+10,H[it]+10,9);
+  ctx.strokeStyle=it===sel?'#06f':'#f90';ctx.lineWidth=3;ctx.stroke();}
 /// What is under a point of the view: an item, -2-g for an open group's header, else -1.
 function hitAt(mx,my){var lx=(mx-Z.x)/Z.s,ly=(my-Z.y)/Z.s,k,it;
   for(k=shown.length-1;k>=0;k--){it=shown[k];if(lx>=X[it]&&lx<=X[it]+W[it]&&ly>=Y[it]&&ly<=Y[it]+H[it])return it;}
@@ -284,12 +287,15 @@ function select(it){sel=it;draw();if(it<nV)showVertex(it);else showGroup(it-nV);
 // ---- opening and closing groups ----
 function toggle(g,state){var it=nV+g,sx=X[it]*Z.s+Z.x,sy=Y[it]*Z.s+Z.y;open[g]=state;relayout();render();
   Z.x=sx-X[it]*Z.s;Z.y=sy-Y[it]*Z.s;applyZ();}
+// The first screen: the scope tree opened level by level while a whole level still fits in
+// LIMIT boxes (a 40-layer model shows its 40 layers, closed).
 function initialOpen(){open.fill(0);open[0]=1;for(var g=1;g<nG;g++)if(isFused(g))open[g]=1;computeVis();
   function width(g){var c=0;for(var k=0;k<kids[g].length;k++)if(vis[kids[g][k]])c++;
     for(k=0;k<members[g].length;k++)if(showConst||!isConst(V[members[g][k]]))c++;return c;}
-  var shownNow=width(0),queue=kids[0].slice(),qh=0;
-  while(qh<queue.length){var g2=queue[qh++];if(isFused(g2)||!vis[g2])continue;var add=width(g2)-1;if(shownNow+add>LIMIT)continue;
-    open[g2]=1;shownNow+=add;for(var k=0;k<kids[g2].length;k++)queue.push(kids[g2][k]);}}
+  var shownNow=width(0),level=kids[0].filter(function(g){return!isFused(g)&&vis[g];});
+  while(level.length){var add=0,k;for(k=0;k<level.length;k++)add+=width(level[k])-1;if(shownNow+add>LIMIT)break;
+    shownNow+=add;var next=[];for(k=0;k<level.length;k++){open[level[k]]=1;
+      next=next.concat(kids[level[k]].filter(function(g){return!isFused(g)&&vis[g];}));}level=next;}}
 cv.addEventListener('click',function(e){if(moved){moved=false;return;}var b=box(),h=hitAt(e.clientX-b.l,e.clientY-b.t);
   if(h>=0&&h<nV)select(h);else if(h>=nV){toggle(h-nV,1);select(h);}else if(h<-1){toggle(-2-h,0);select(nV-2-h);}});
 
@@ -322,6 +328,7 @@ var t1=performance.now();relayout();var t2=performance.now();render();home();var
 var timing='TIME load_ms='+t3.toFixed(1)+' script_ms='+(t3-T0).toFixed(1)+' layout_ms='+(t2-t1).toFixed(1)+' draw_ms='+(t3-t2).toFixed(1)+' boxes='+shown.length+' vertices='+nV+' groups='+nG;
 var params=new URLSearchParams(location.search);
 if(params.get('find')){q.value=params.get('find');runSearch();if(hits.length)reveal(hits[0]);}
+if(params.get('zoom')){var zb=box();zoomAt(zb.w/2,zb.h/2,(+params.get('zoom')||1)/Z.s);}
 if(params.has('selftest'))selftest();
 
 // ---- self-test (?selftest): the checks a headless browser reads back from the page ----

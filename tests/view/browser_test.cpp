@@ -141,17 +141,21 @@ TEST_F(ViewInBrowser, TinyCnnWithItsCompiledOverlay) {
   expect_selftest_passes(view::graph_html(m, &ov), "tiny_cnn");
 }
 
+/// The state docs/images/view.png shows ($SMELT_VIEW_QUERY replaces it).
+constexpr const char* kScreenshotQuery = "?find=/model/layers.3/self_attn/mask/NonZero&zoom=0.6";
+
 TEST_F(ViewInBrowser, ScreenshotForTheDocs) {
   // $SMELT_VIEW_SCREENSHOT names where to keep it (docs/images/view.png is one).
   const char* env = std::getenv("SMELT_VIEW_SCREENSHOT");
   const fs::path shot = env ? fs::absolute(env) : dir_ / "view.png";
   onnx::Model m = scoped_transformer(12, 4);
   const onnx::Overlay ov = scoped_overlay(m);
-  const fs::path page = dir_ / "page.html";
+  // With $SMELT_VIEW_SCREENSHOT the page stays next to the screenshot, to be opened by hand.
+  const fs::path page = env ? fs::path(shot.string() + ".html") : dir_ / "page.html";
   std::ofstream(page, std::ios::binary) << view::graph_html(m, &ov, "scoped transformer (12 layers)");
   fs::remove(shot);
-  chromium(page, "?find=" + std::string("/model/layers.3/self_attn/mask/NonZero"),
-           "--window-size=1400,860 --hide-scrollbars --screenshot=" + quote(shot.string()));
+  chromium(page, std::getenv("SMELT_VIEW_QUERY") ? std::getenv("SMELT_VIEW_QUERY") : kScreenshotQuery,
+           "--window-size=1280,800 --hide-scrollbars --screenshot=" + quote(shot.string()));
   const std::string png = read_text(shot);
   ASSERT_GT(png.size(), 1000u) << read_text(dir_ / "err");
   EXPECT_EQ(png.substr(1, 3), "PNG");

@@ -45,7 +45,7 @@ var consoleError=console.error;
 console.error=function(){report('console.error: '+Array.prototype.map.call(arguments,String).join(' '));return consoleError.apply(console,arguments);};
 var T0=performance.now();
 var V=D.V,G=D.G,E=D.E,S=D.S,F=D.F,TY=D.T,nV=V.length,nG=G.length,N=nV+nG;
-var NW=150,NH=38,CW=116,CH=28,GW=180,GH=54,PAD=12,HEAD=22,GX=22,GY=34,LIMIT=60;
+var NW=150,NH=38,CW=116,CH=28,GW=180,GH=54,PAD=12,HEAD=22,GX=22,GY=34,LIMIT=60,FEW=12;
 var KIND=['graph input','node','graph output','Constant','initializer'];
 var i,g,v;
 for(i=0;i<nV;i++){v=V[i];if(v.k===undefined)v.k=1;if(v.g===undefined)v.g=0;if(v.s===undefined)v.s=-1;
@@ -288,12 +288,12 @@ function select(it){sel=it;draw();if(it<nV)showVertex(it);else showGroup(it-nV);
 function toggle(g,state){var it=nV+g,sx=X[it]*Z.s+Z.x,sy=Y[it]*Z.s+Z.y;open[g]=state;relayout();render();
   Z.x=sx-X[it]*Z.s;Z.y=sy-Y[it]*Z.s;applyZ();}
 // The first screen: the scope tree opened level by level while a whole level still fits in
-// LIMIT boxes (a 40-layer model shows its 40 layers, closed).
+// LIMIT boxes, or the screen has fewer than FEW (a 40-layer model shows its 40 layers, closed).
 function initialOpen(){open.fill(0);open[0]=1;for(var g=1;g<nG;g++)if(isFused(g))open[g]=1;computeVis();
   function width(g){var c=0;for(var k=0;k<kids[g].length;k++)if(vis[kids[g][k]])c++;
     for(k=0;k<members[g].length;k++)if(showConst||!isConst(V[members[g][k]]))c++;return c;}
   var shownNow=width(0),level=kids[0].filter(function(g){return!isFused(g)&&vis[g];});
-  while(level.length){var add=0,k;for(k=0;k<level.length;k++)add+=width(level[k])-1;if(shownNow+add>LIMIT)break;
+  while(level.length){var add=0,k;for(k=0;k<level.length;k++)add+=width(level[k])-1;if(shownNow+add>LIMIT&&shownNow>=FEW)break;
     shownNow+=add;var next=[];for(k=0;k<level.length;k++){open[level[k]]=1;
       next=next.concat(kids[level[k]].filter(function(g){return!isFused(g)&&vis[g];}));}level=next;}}
 cv.addEventListener('click',function(e){if(moved){moved=false;return;}var b=box(),h=hitAt(e.clientX-b.l,e.clientY-b.t);
@@ -339,13 +339,14 @@ function selftest(){var out=[timing],ok=true,k;
   function pixel(lx,ly){var d=ctx.getImageData(Math.round((lx*Z.s+Z.x)*DPR),Math.round((ly*Z.s+Z.y)*DPR),1,1).data;return[d[0],d[1],d[2]];}
   check(!errBox.textContent,'no errors while loading');
   check(shown.length>0,'the graph is laid out ('+shown.length+' boxes)');
-  var closed=-1;for(k=0;k<shown.length;k++)if(shown[k]>=nV){closed=shown[k]-nV;break;}
+  var closed=-1;for(k=0;k<shown.length;k++)if(shown[k]>=nV&&(closed<0||count[shown[k]-nV]>count[closed]))closed=shown[k]-nV;
   if(closed<0)out.push('SKIP no closed group to open');
   else{var g=closed,it=nV+g,before=shown.length;centerOn(it);
     var px=pixel(X[it]+W[it]/2,Y[it]+H[it]/2+4);check(px.join()!=='255,255,255','the closed group is painted ('+px+')');
     clickAt(X[it]+W[it]/2,Y[it]+H[it]/2);
     check(open[g]===1&&openList.indexOf(g)>=0,'group '+groupPath(g)+' opens on click');
-    check(shown.length>before,'the open group shows its children ('+before+' -> '+shown.length+' boxes)');
+    var inside=shown.filter(function(x){return container(x)===g;}).length;
+    check(shown.indexOf(it)<0&&inside>0,'the open group shows its '+inside+' children in its place ('+before+' -> '+shown.length+' boxes)');
     clickAt(X[it]+30,Y[it]+HEAD/2);check(open[g]===0&&shown.indexOf(it)>=0,'it closes on a click on its header');}
   var nodes=[];for(k=0;k<nV;k++)if(V[k].k===1)nodes.push(k);
   if(nodes.length){var target=nodes[Math.floor(nodes.length/2)],tv=V[target];
@@ -363,7 +364,26 @@ function selftest(){var out=[timing],ok=true,k;
   var ta=performance.now();open.fill(1);relayout();var tb=performance.now();render();fit();var tc=performance.now();Z.s=1;draw();var td=performance.now();
   out.push('TIME expand_all boxes='+shown.length+' edges='+(drawn.length/2)+' layout_ms='+(tb-ta).toFixed(1)+' draw_fit_ms='+(tc-tb).toFixed(1)+' draw_1to1_ms='+(td-tc).toFixed(1));
   var consts=0;for(k=0;k<nV;k++)if(isConst(V[k]))consts++;
-  check(shown.length===nV-(showConst?0:consts),'expanding everything shows every vertex');
+  check(shown.length===nV-consts,'expanding everything shows every vertex but the constants');
+  // Hovering an edge names its tensors.
+  var e=-1;for(k=0;k<drawn.length&&e<0;k+=2)if(drawn[k]<nV&&drawn[k+1]<nV&&V[drawn[k]].k===1&&V[drawn[k+1]].k===1)e=k;
+  if(e>=0){var ea=drawn[e],eb=drawn[e+1];centerOn(ea);var b=box(),mx=(X[ea]+W[ea]/2+X[eb]+W[eb]/2)/2,my=(Y[ea]+H[ea]+Y[eb])/2;
+    cv.dispatchEvent(new MouseEvent('mousemove',{bubbles:true,clientX:b.l+mx*Z.s+Z.x,clientY:b.t+my*Z.s+Z.y}));
+    var named=hover>=0&&hover%2===0&&edgeTensors(hover);
+    check(!tip.hidden&&named&&named.length>0&&tip.textContent===named.join(', ').slice(0,tip.textContent.length),
+      'hovering an edge names its tensors ('+tip.textContent.slice(0,60)+')');
+    cv.dispatchEvent(new MouseEvent('mouseleave'));}
+  // The constants toggle draws Constant nodes and initializers, each right above a consumer.
+  if(consts){var box2=document.getElementById('consts');box2.checked=true;box2.dispatchEvent(new Event('change'));
+    check(shown.length===nV,'the constants toggle shows every vertex ('+shown.length+' of '+nV+')');
+    var placed=0,near=0;for(k=0;k<E.length;k+=2){var c=E[k],u=E[k+1];if(!isConst(V[c])||V[c].g!==V[u].g)continue;placed++;
+      var gap=Y[u]-(Y[c]+H[c]);if(gap>0&&gap<=GY+NH)near++;}
+    check(placed>0&&near*10>=placed*9,'constants sit right above a consumer ('+near+' of '+placed+' edges span one layer)');
+    box2.checked=false;box2.dispatchEvent(new Event('change'));}
+  // The minimap moves the view.
+  var zx=Z.x,zy=Z.y,mr=mini.getBoundingClientRect();
+  mini.dispatchEvent(new MouseEvent('mousedown',{bubbles:true,clientX:mr.left+MX+2,clientY:mr.top+MY+2}));
+  check(Z.x!==zx||Z.y!==zy,'a click on the minimap moves the view');
   initialOpen();relayout();render();home();
   check(!errBox.textContent,'no errors during the self-test');
   out.unshift(ok?'SELFTEST PASS':'SELFTEST FAIL');var st=document.getElementById('selftest');st.hidden=false;st.textContent=out.join('\n');}

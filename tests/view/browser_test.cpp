@@ -94,7 +94,7 @@ class ViewInBrowser : public ::testing::Test {
     return read_text(dir_ / "out");
   }
 
-  /// Loads `html` with ?selftest and expects every check to pass; prints its timings.
+  /// Loads `html` with ?selftest and expects every check to pass; prints its report and timings.
   void expect_selftest_passes(const std::string& html, const std::string& what) {
     const fs::path page = dir_ / "page.html";
     std::ofstream(page, std::ios::binary) << html;
@@ -107,7 +107,7 @@ class ViewInBrowser : public ::testing::Test {
     EXPECT_EQ(read_text(dir_ / "err").find("Uncaught"), std::string::npos) << read_text(dir_ / "err");
     std::istringstream lines(result);
     for (std::string line; std::getline(lines, line);)
-      if (line.rfind("TIME", 0) == 0) std::cout << "[ timing   ] " << what << ": " << line << "\n";
+      std::cout << (line.rfind("TIME", 0) == 0 ? "[ timing   ] " : "[ page     ] ") << what << ": " << line << "\n";
   }
 
   std::string chromium_;

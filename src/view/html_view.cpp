@@ -4,10 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <set>
 #include <type_traits>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "smelt/errors.h"
 #include "smelt/view.h"

@@ -18,6 +18,7 @@ PACKAGES=(
   pkgconf           # scripts/consumer.sh checks the installed smelt.pc with pkg-config
   python3           # fixture and benchmark scripts; the doc-snippet tests (scripts/sync_doc_snippets.py)
   python3-venv      # bench/run.sh installs NumPy into bench/.venv (benchmarks only)
+  chromium          # the graph view's tests load the HTML page in headless Chromium (they skip without it)
 )
 
 missing=()

@@ -17,6 +17,7 @@
 #include "src/compile/tape.h"
 #include "src/core/node.h"
 #include "src/onnx/executor.h"
+#include "src/onnx/host_inputs.h"
 #include "src/onnx/registry.h"
 
 namespace smelt::onnx {
@@ -110,8 +111,9 @@ std::string first_sentence(const std::string& s) {
   return s.substr(0, end);
 }
 
-/// The formal names of the inputs an operator reads on the host (shapes, counts, bounds), by
-/// index; nullptr for inputs it computes on. Used to say which input made a node a break.
+}  // namespace
+
+// Declared in src/onnx/host_inputs.h: the graph view names the tensors behind a break's reason.
 const std::vector<const char*>* host_input_names(const Node& n) {
   static const std::map<std::string, std::vector<const char*>> table = [] {
     std::map<std::string, std::vector<const char*>> t{
@@ -152,6 +154,8 @@ const std::vector<const char*>* host_input_names(const Node& n) {
   auto it = table.find(n.op_type);
   return it == table.end() ? nullptr : &it->second;
 }
+
+namespace {
 
 /// Why a node whose trace raised UnknownValueError is a break, from the node's point of view:
 /// "NonZero 'nz': output shape depends on the values of its input", "Reshape 'r': needs the

@@ -9,7 +9,9 @@
 
 #include "smelt/onnx.h"
 #include "smelt/view.h"
+#include "src/view/graph_data.h"
 #include "tests/onnx/model_builder.h"
+#include "tests/view/scoped_model.h"
 #include "tests/test_utils.h"
 
 namespace smelt::test {
@@ -44,25 +46,33 @@ size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-/// The <rect .../> of the node whose hover title is `label` (as Node::label() spells it).
-std::string rect_of(const std::string& html, const std::string& label) {
-  const std::string key = "><title>" + escaped(label) + "</title><rect";
-  size_t p = html.find(key);
-  if (p == std::string::npos) return "";
-  size_t g = html.rfind("<g ", p);
-  size_t end = html.find("/>", p);
-  return html.substr(g, end - g);
-}
-
 void expect_self_contained(const std::string& html) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);
   EXPECT_EQ(html.find("href="), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
   EXPECT_EQ(count_of(html, "<script"), 1u);
   EXPECT_EQ(count_of(html, "</script>"), 1u);
-  EXPECT_NE(html.find("<svg id=\"graph\""), std::string::npos);
+  EXPECT_NE(html.find("<canvas id=\"graph\""), std::string::npos);
+}
+
+/// The vertex of node `name` in `d`.
+const view::detail::Vertex& vertex_of(const onnx::Model& m, const view::detail::GraphData& d, const std::string& name) {
+  for (const auto& v : d.vertices)
+    if ((v.kind == view::detail::VertexKind::Node || v.kind == view::detail::VertexKind::ConstantNode) &&
+        m.graph->nodes[v.ref].name == name)
+      return v;
+  throw std::runtime_error("no vertex for node " + name);
+}
+
+/// "a > b > c": the names of the groups from the root down to `g`.
+std::string group_path(const view::detail::GraphData& d, int g) {
+  std::string s;
+  for (; g > 0; g = d.groups[static_cast<size_t>(g)].parent) s = d.groups[static_cast<size_t>(g)].name + (s.empty() ? "" : " > " + s);
+  return s;
 }
 
 /// Greater -> NonZero -> Squeeze -> Gather -> Mul: a break at NonZero between two segments.
@@ -78,24 +88,24 @@ onnx::Model nonzero_model() {
   return make_model(b.graph());
 }
 
-TEST(GraphView, TinyTransformerDrawsEveryNodeAndIsSelfContained) {
+TEST(GraphView, TinyTransformerHasEveryNodeAndIsSelfContained) {
   onnx::Model m = onnx::load(model_path("tiny_transformer"));
   const std::string html = view::graph_html(m);
   expect_self_contained(html);
-  for (const auto& n : m.graph->nodes) EXPECT_NE(html.find("<title>" + escaped(n.label()) + "</title>"), std::string::npos) << n.label();
-  EXPECT_EQ(count_of(html, "<g class=\"n"), m.graph->nodes.size() + m.graph->outputs.size() +
-                                                  [&] {
-                                                    size_t k = 0;
-                                                    std::set<std::string> inits;
-                                                    for (const auto& [name, v] : m.graph->initializers) inits.insert(name);
-                                                    for (const auto& in : m.graph->inputs) k += !inits.count(in.name);
-                                                    return k;
-                                                  }());
-  // Initializers are summarized, not drawn: their names appear in the details data only.
-  if (!m.graph->initializers.empty()) {
-    EXPECT_NE(html.find("initializers (" + std::to_string(m.graph->initializers.size()) + ")"), std::string::npos);
+  const view::detail::GraphData d = view::detail::graph_data(m, nullptr);
+  size_t nodes = 0, inputs = 0, outputs = 0;
+  for (const auto& v : d.vertices) {
+    nodes += v.kind == view::detail::VertexKind::Node || v.kind == view::detail::VertexKind::ConstantNode;
+    inputs += v.kind == view::detail::VertexKind::Input;
+    outputs += v.kind == view::detail::VertexKind::Output;
   }
+  EXPECT_EQ(nodes, m.graph->nodes.size());
+  EXPECT_EQ(outputs, m.graph->outputs.size());
+  EXPECT_EQ(inputs, 1u);  // input_ids; the other graph inputs are initializers
+  for (const auto& n : m.graph->nodes) EXPECT_NE(html.find(",n:\"" + n.name + "\""), std::string::npos) << n.label();
+  EXPECT_NE(html.find("initializers (" + std::to_string(m.graph->initializers.size()) + ")"), std::string::npos);
   EXPECT_NE(html.find("no overlay"), std::string::npos);
+  EXPECT_NE(html.find("var D={overlay:false"), std::string::npos);
   EXPECT_EQ(html, view::graph_html(m));
 }
 
@@ -104,22 +114,40 @@ TEST(GraphView, TinyCnnWithItsCompiledOverlay) {
   Value x = Value::tensor(random_array({1, 3, 32, 32}, float32, -1.0, 1.0, 7));
   onnx::Overlay ov = onnx::overlay(m, {x});
   ASSERT_FALSE(ov.segments.empty());
-  const std::string html = view::graph_html(m, &ov, "tiny <cnn>");
+  const std::string html = view::graph_html(m, &ov, view::GraphViewOptions{"tiny <cnn>", "cpu"});
   expect_self_contained(html);
   EXPECT_NE(html.find("<title>tiny &lt;cnn&gt;</title>"), std::string::npos);
+  EXPECT_NE(html.find("compiled for <b>cpu</b>"), std::string::npos);
   EXPECT_EQ(count_of(html, "<li class=\"seg\">"), ov.segments.size());
-  for (const auto& n : m.graph->nodes) EXPECT_NE(rect_of(html, n.label()), "") << n.label();
-  // Every node of the fused kernels is marked (unless the build fell back to unfused kernels).
+  const view::detail::GraphData d = view::detail::graph_data(m, &ov);
+  // Every node ran in a segment; the nodes of each fused kernel are one group of their own.
+  size_t kernels = 0;
+  for (const auto& s : ov.segments) kernels += s.fused.size();
+  ASSERT_EQ(d.fused.size(), kernels);
+  for (const auto& n : m.graph->nodes) EXPECT_GE(vertex_of(m, d, n.name).segment, 0) << n.label();
+  size_t k = 0;
   for (const auto& s : ov.segments)
     for (const auto& f : s.fused) {
-      for (const auto& label : f.nodes) EXPECT_NE(rect_of(html, label).find("class=\"fus\""), std::string::npos) << label;
-      std::string in_js = f.str();
-      EXPECT_NE(html.find(in_js), std::string::npos) << in_js;
+      EXPECT_EQ(d.fused[k].text, f.str());
+      EXPECT_NE(html.find(f.str()), std::string::npos) << f.str();
+      for (const auto& label : f.nodes) {
+        const auto* n = [&]() -> const onnx::Node* {
+          for (const auto& node : m.graph->nodes)
+            if (node.label() == label) return &node;
+          return nullptr;
+        }();
+        ASSERT_NE(n, nullptr) << label;
+        const auto& v = vertex_of(m, d, n->name);
+        EXPECT_EQ(v.fused, static_cast<int>(k)) << label;
+        EXPECT_EQ(d.groups[static_cast<size_t>(v.group)].fused, static_cast<int>(k)) << label;
+        EXPECT_EQ(d.groups[static_cast<size_t>(v.group)].name, "kernel #" + std::to_string(k));
+      }
+      ++k;
     }
-  EXPECT_EQ(html, view::graph_html(m, &ov, "tiny <cnn>"));
+  EXPECT_EQ(html, view::graph_html(m, &ov, view::GraphViewOptions{"tiny <cnn>", "cpu"}));
 }
 
-TEST(GraphView, NonZeroBreakIsMarkedWithDistinctSegmentColors) {
+TEST(GraphView, NonZeroBreakIsMarkedWithDistinctSegmentColorsAndItsTensor) {
   onnx::Model m = nonzero_model();
   onnx::CompileModelOptions co;
   co.eager_below = 0;
@@ -137,21 +165,39 @@ TEST(GraphView, NonZeroBreakIsMarkedWithDistinctSegmentColors) {
   EXPECT_EQ(colors.size(), 3u);
   EXPECT_NE(html.find("<b>Break</b>"), std::string::npos);
   EXPECT_NE(html.find(escaped(ov.segments[1].reason)), std::string::npos);
-  // The break node is outlined; its neighbors are filled with their own segments' colors.
-  EXPECT_NE(rect_of(html, "NonZero 'NonZero_0'").find("class=\"brk\""), std::string::npos);
-  EXPECT_EQ(rect_of(html, "Greater 'Greater_0'").find("class=\"brk\""), std::string::npos);
-  std::vector<std::string> fills;
-  for (const char* label : {"Greater 'Greater_0'", "NonZero 'NonZero_0'", "Mul 'Mul_0'"}) {
-    std::string r = rect_of(html, label);
-    size_t p = r.find("fill=\"");
-    ASSERT_NE(p, std::string::npos) << label;
-    fills.push_back(r.substr(p + 6, r.find('"', p + 6) - p - 6));
-  }
-  EXPECT_TRUE(colors.count(fills[0]) && colors.count(fills[1]) && colors.count(fills[2]));
-  EXPECT_NE(fills[0], fills[1]);
-  EXPECT_NE(fills[1], fills[2]);
+  // The break's reason names the tensor as the model names it: NonZero reads Greater's output.
+  const view::detail::GraphData d = view::detail::graph_data(m, &ov);
+  EXPECT_EQ(d.break_tensors[1], std::vector<std::string>{"Greater_0:0"});
+  EXPECT_TRUE(d.break_tensors[0].empty());
+  EXPECT_NE(html.find("(tensor <code>Greater_0:0</code>)"), std::string::npos);
+  EXPECT_EQ(vertex_of(m, d, "Greater_0").segment, 0);
+  EXPECT_EQ(vertex_of(m, d, "NonZero_0").segment, 1);
+  EXPECT_EQ(vertex_of(m, d, "Mul_0").segment, 2);
   // Attributes are shown in short form in the details data.
   EXPECT_NE(html.find("\"axis=0\""), std::string::npos);
+}
+
+TEST(GraphView, BreakTensorsFollowTheFormalNamesOfTheReason) {
+  GraphBuilder b;
+  auto x = b.input("x", ElemType::Float, 2);
+  auto s = b.input("target_shape", ElemType::Int64, 1);
+  auto r = b.node("Reshape", {x, s});
+  auto u = b.node("CustomOp", {r, s});
+  b.output(u);
+  onnx::Model m = make_model(b.graph());
+  onnx::Overlay ov;
+  for (size_t p = 0; p < 2; ++p) {
+    onnx::OverlaySegment seg;
+    seg.start = p;
+    seg.stop = p + 1;
+    seg.kind = onnx::SegmentKind::Break;
+    ov.segments.push_back(seg);
+  }
+  ov.segments[0].reason = "Reshape 'Reshape_0': needs the values of input 'shape' on the host";
+  ov.segments[1].reason = "CustomOp 'CustomOp_0': needs the values of input 1 ('target_shape') on the host";
+  const view::detail::GraphData d = view::detail::graph_data(m, &ov);
+  EXPECT_EQ(d.break_tensors[0], std::vector<std::string>{"target_shape"});
+  EXPECT_EQ(d.break_tensors[1], std::vector<std::string>{"target_shape"});
 }
 
 TEST(GraphView, OverlayMarksFusedAndHostFoldedNodesByExecutionOrder) {
@@ -182,22 +228,83 @@ TEST(GraphView, OverlayMarksFusedAndHostFoldedNodesByExecutionOrder) {
   seg.fused = {fg};
   ov.segments = {seg};
   ov.host_folded = {"Shape 's'"};
+  const view::detail::GraphData d = view::detail::graph_data(m, &ov);
+  EXPECT_EQ(vertex_of(m, d, "n").fused, 0);
+  EXPECT_EQ(vertex_of(m, d, "r").fused, 0);
+  EXPECT_EQ(vertex_of(m, d, "s").fused, -1);
+  EXPECT_TRUE(vertex_of(m, d, "s").folded);
+  EXPECT_FALSE(vertex_of(m, d, "n").folded);
+  ASSERT_EQ(d.groups.size(), 2u);  // the root and the kernel
+  EXPECT_EQ(vertex_of(m, d, "n").group, 1);
+  EXPECT_EQ(vertex_of(m, d, "s").group, 0);
   const std::string html = view::graph_html(m, &ov);
-  EXPECT_NE(rect_of(html, "Neg 'n'").find("class=\"fus\""), std::string::npos);
-  EXPECT_NE(rect_of(html, "Relu 'r'").find("class=\"fus\""), std::string::npos);
-  EXPECT_EQ(rect_of(html, "Shape 's'").find("class=\"fus\""), std::string::npos);
-  EXPECT_NE(rect_of(html, "Shape 's'").find("<g class=\"n fold\""), std::string::npos);
-  EXPECT_NE(html.find("f:\"Fused[Neg 'n', Relu 'r']\""), std::string::npos);
+  EXPECT_NE(html.find("t:\"Fused[Neg 'n', Relu 'r']\""), std::string::npos);
   EXPECT_NE(html.find("h:1"), std::string::npos);
-  // The layout follows the data: Neg sits above Relu although the file lists Relu first.
-  auto y_of = [&](const std::string& label) {
-    std::string r = rect_of(html, label);
-    std::smatch mt;
-    EXPECT_TRUE(std::regex_search(r, mt, std::regex("translate\\((\\d+) (\\d+)\\)")));
-    return std::stoi(mt[2].str());
-  };
-  EXPECT_LT(y_of("Neg 'n'"), y_of("Relu 'r'"));
-  EXPECT_LT(y_of("Relu 'r'"), y_of("Shape 's'"));
+  EXPECT_NE(html.find("[\"kernel #0\",0,0]"), std::string::npos);
+}
+
+TEST(GraphView, ScopesOfExporterNames) {
+  using view::detail::scope_of;
+  EXPECT_EQ(scope_of("/model/layers.0/self_attn/q_proj/MatMul"),
+            (std::vector<std::string>{"model", "layers.0", "self_attn", "q_proj"}));
+  EXPECT_EQ(scope_of("MatMul_3"), std::vector<std::string>{});
+  EXPECT_EQ(scope_of("/MatMul"), std::vector<std::string>{});
+  EXPECT_EQ(scope_of("a//b/"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(scope_of(""), std::vector<std::string>{});
+}
+
+TEST(GraphView, GroupsFollowScopesAndKernelsSitInTheirCommonScope) {
+  onnx::Model m = scoped_transformer(2, 2);
+  onnx::Overlay ov = scoped_overlay(m);
+  const view::detail::GraphData d = view::detail::graph_data(m, &ov);
+  for (size_t g = 1; g < d.groups.size(); ++g) EXPECT_LT(d.groups[g].parent, static_cast<int>(g));
+  EXPECT_EQ(d.groups[0].parent, -1);
+  const auto& q = vertex_of(m, d, "/model/layers.1/self_attn/q_proj/MatMul");
+  EXPECT_EQ(group_path(d, q.group), "model > layers.1 > self_attn > q_proj");
+  EXPECT_EQ(q.kind, view::detail::VertexKind::Node);
+  EXPECT_EQ(vertex_of(m, d, "/model/layers.0/input_layernorm/Constant0").kind, view::detail::VertexKind::ConstantNode);
+  // Each GELU is a fused kernel, a group inside its scope.
+  ASSERT_EQ(d.fused.size(), 2u);
+  const auto& tanh = vertex_of(m, d, "/model/layers.0/mlp/act/Tanh");
+  ASSERT_GE(tanh.fused, 0);
+  EXPECT_EQ(group_path(d, tanh.group), "model > layers.0 > mlp > act > kernel #" + std::to_string(tanh.fused));
+  // An initializer sits in the innermost scope of its readers.
+  for (const auto& v : d.vertices) {
+    if (v.kind != view::detail::VertexKind::Initializer) continue;
+    if (m.graph->initializers[v.ref].first == "model.layers.1.self_attn.q_proj.weight") {
+      EXPECT_EQ(group_path(d, v.group), "model > layers.1 > self_attn > q_proj");
+    }
+  }
+  // A kernel whose nodes lie in two scopes is a group in their common scope.
+  onnx::Overlay across = ov;
+  across.segments[0].fused = {onnx::FusedGroup{{"Add '/model/layers.0/Add'", "MatMul '/model/layers.0/mlp/fc2/MatMul'"}, "k", }};
+  const view::detail::GraphData d2 = view::detail::graph_data(m, &across);
+  const auto& add = vertex_of(m, d2, "/model/layers.0/Add");
+  EXPECT_EQ(add.fused, 0);
+  EXPECT_EQ(group_path(d2, add.group), "model > layers.0 > kernel #0");
+  EXPECT_EQ(add.group, vertex_of(m, d2, "/model/layers.0/mlp/fc2/MatMul").group);
+  // The NonZero of layer 1 is a break reading the graph input.
+  const auto& nz = vertex_of(m, d, "/model/layers.1/self_attn/mask/NonZero");
+  ASSERT_GE(nz.segment, 0);
+  EXPECT_EQ(ov.segments[static_cast<size_t>(nz.segment)].kind, onnx::SegmentKind::Break);
+  EXPECT_EQ(d.break_tensors[static_cast<size_t>(nz.segment)], std::vector<std::string>{"attention_mask"});
+}
+
+TEST(GraphView, TenThousandScopedNodes) {
+  onnx::Model m = scoped_transformer(105);
+  ASSERT_GE(m.graph->nodes.size(), 10000u);
+  onnx::Overlay ov = scoped_overlay(m);
+  const view::detail::GraphData d = view::detail::graph_data(m, &ov);
+  size_t initializers = 0;
+  for (const auto& v : d.vertices) initializers += v.kind == view::detail::VertexKind::Initializer;
+  EXPECT_EQ(initializers, m.graph->initializers.size());
+  EXPECT_EQ(d.fused.size(), 105u);
+  // The root; model, embed_tokens, norm, lm_head; per layer the layer, its two norms, self_attn
+  // with q/k/v/o_proj, mlp with fc1, act and fc2 (12); mask in every 10th layer; a GELU kernel per layer.
+  EXPECT_EQ(d.groups.size(), 1u + 4 + 105 * 12 + 10 + 105);
+  const std::string html = view::graph_html(m, &ov);
+  expect_self_contained(html);
+  EXPECT_EQ(html, view::graph_html(m, &ov));
 }
 
 TEST(GraphView, HostileNamesAreEscapedEverywhere) {
@@ -222,14 +329,22 @@ TEST(GraphView, HostileNamesAreEscapedEverywhere) {
   vi.type.shape = std::vector<onnx::Dim>{{2, ""}, {-1, "N<1>"}};
   g.value_info = {vi};
   onnx::Model m = make_model(std::make_shared<onnx::Graph>(g));
-  const std::string html = view::graph_html(m, nullptr, "<i>t</i>");
+  onnx::Overlay ov;
+  onnx::OverlaySegment seg;
+  seg.stop = 1;
+  seg.start_node = n.label();
+  seg.reason = n.label() + ": needs the values of input 1 ('" + evil_input + "') on the host";
+  ov.segments = {seg};
+  const std::string html = view::graph_html(m, &ov, "<i>t</i>");
   expect_self_contained(html);
   EXPECT_EQ(html.find("<script>alert"), std::string::npos);
   EXPECT_EQ(html.find("<b>\""), std::string::npos);
   EXPECT_EQ(html.find("<i>t</i>"), std::string::npos);
   EXPECT_EQ(html.find("\xE2\x80\xA8"), std::string::npos);
+  // In the legend names are HTML-escaped.
   EXPECT_NE(html.find(escaped("Relu '<script>alert(\"x&y\")</script>'")), std::string::npos);
-  EXPECT_NE(html.find(escaped(evil_input)), std::string::npos);
+  EXPECT_NE(html.find("<code>" + escaped(evil_input) + "</code>"), std::string::npos);
+  EXPECT_NE(html.find("\"in\\u003c\\\"\\u0026'\\u003e\""), std::string::npos);
   // In the script data '<', '>' and '&' are \u escapes, quotes backslashed.
   EXPECT_NE(html.find("\\u003cscript\\u003ealert(\\\"x\\u0026y\\\")"), std::string::npos);
   EXPECT_NE(html.find("\\u2028"), std::string::npos);
@@ -247,10 +362,12 @@ TEST(GraphView, ThreeThousandNodeDiamondChain) {
   b.output(prev);
   onnx::Model m = make_model(b.graph());
   ASSERT_EQ(m.graph->nodes.size(), 3000u);
+  const view::detail::GraphData d = view::detail::graph_data(m, nullptr);
+  EXPECT_EQ(d.vertices.size(), 3002u);
+  EXPECT_EQ(d.edges.size(), 4001u);
+  EXPECT_EQ(d.groups.size(), 1u);
   const std::string html = view::graph_html(m);
-  EXPECT_EQ(count_of(html, "<g class=\"n"), 3002u);
-  EXPECT_EQ(count_of(html, "<path class=\"e\""), 4001u);
-  EXPECT_NE(html.find("<title>Add &#39;Add_999&#39;</title>"), std::string::npos);
+  EXPECT_NE(html.find("n:\"Add_999\""), std::string::npos);
   EXPECT_EQ(html, view::graph_html(m));
 
   // An overlay over all of it: one segment per 100 positions.
@@ -281,9 +398,13 @@ TEST(GraphView, CyclicGraphStillDraws) {
   onnx::OverlaySegment seg;
   seg.stop = 2;
   ov.segments = {seg};
+  const view::detail::GraphData d = view::detail::graph_data(m, &ov);
+  EXPECT_EQ(vertex_of(m, d, "a").segment, 0);
+  EXPECT_EQ(vertex_of(m, d, "b").segment, 0);
+  EXPECT_EQ(d.edges.size(), 3u);  // x -> a, a -> b, b -> a
   const std::string html = view::graph_html(m, &ov);
-  EXPECT_NE(html.find("<title>Add &#39;a&#39;</title>"), std::string::npos);
-  EXPECT_NE(html.find("<title>Relu &#39;b&#39;</title>"), std::string::npos);
+  EXPECT_NE(html.find("o:\"Add\",n:\"a\""), std::string::npos);
+  EXPECT_NE(html.find("o:\"Relu\",n:\"b\""), std::string::npos);
 }
 
 TEST(GraphView, WritesTheFileAndNamesThePathOnFailure) {

@@ -919,12 +919,6 @@ std::optional<int64_t> pays_off_after(double compile_ms, double eager_ms, double
   return static_cast<int64_t>(std::ceil(compile_ms / (eager_ms - compiled_ms)));
 }
 
-/// A tensor made on the host, on `device` (other values as they are).
-Value to_device_value(const Value& v, Device device) {
-  if (!v.is_tensor() || v.array().device() == device) return v;
-  return Value::tensor(to_device(v.array(), device), v.elem_type());
-}
-
 #endif  // SMELT_ONNX
 
 }  // namespace
@@ -1241,6 +1235,11 @@ std::pair<std::string, int64_t> parse_dim_spec(const std::string& v) {
 }
 
 #ifdef SMELT_ONNX
+Value to_device_value(const Value& v, Device device) {
+  if (!v.is_tensor() || v.array().device() == device) return v;
+  return Value::tensor(to_device(v.array(), device), v.elem_type());
+}
+
 ModelInputs make_model_inputs(const onnx::Model& model, const std::vector<InputSpec>& inputs,
                               const std::vector<StaticSpec>& statics_given,
                               const std::map<std::string, int64_t>& dims_given, uint64_t seed) {

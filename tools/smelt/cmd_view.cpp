@@ -1,4 +1,4 @@
-// `smelt view MODEL`: writes the offline HTML graph view of an ONNX model, with --compile its overlay.
+// `smelt view MODEL`: writes the offline HTML graph view of an ONNX model, with --compile its overlay for a device.
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "smelt/device.h"
 #include "smelt/errors.h"
 #include "tools/smelt/args.h"
 #include "tools/smelt/commands.h"
@@ -25,12 +26,15 @@ namespace {
 constexpr const char* kUsage =
     "usage: smelt view MODEL [-o FILE.html] [--title TEXT]\n"
     "                  [--compile [--input NAME=FILE.npy | NAME=random[:D0xD1...]]... [--dim SYMBOL=N]...\n"
-    "                             [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N] [--seed S]]";
+    "                             [--static NAME=FILE.npy | NAME=V0,V1,...]... [--eager-below N] [--seed S]\n"
+    "                             [--device cpu|cuda[:N]]]";
 
 constexpr const char* kHelp =
     "\n"
-    "Writes one self-contained HTML file (no network needed) drawing the model's top-level graph; click a\n"
-    "node for its inputs, outputs, types and attributes. Default output: MODEL's stem + .html here.\n"
+    "Writes one self-contained HTML file (no network needed) drawing the model's top-level graph, its nodes\n"
+    "grouped by the scopes of their names (/model/layers.0/attn/...): click a group to open or close it, a\n"
+    "node for its inputs, outputs, types and attributes; drag to pan, wheel to zoom, 'fit', search by node\n"
+    "name, op type or tensor name, a minimap. Default output: MODEL's stem + .html here.\n"
     "\n"
     "  -o, --output FILE.html  where to write the view (-o is an output file in every command that has it)\n"
     "  --title TEXT            the page title (default: the graph's name)\n"
@@ -38,7 +42,10 @@ constexpr const char* kHelp =
     "                          `smelt run` makes them), then color each node by its compiled segment: a\n"
     "                          legend lists the segments (Compiled, EagerSmall, Break) and why each ends;\n"
     "                          break nodes have a thick red outline, fused nodes a dashed one and\n"
-    "                          host-folded nodes are grey\n"
+    "                          each fused kernel is a group of its own, host-folded nodes are grey\n"
+    "  --device D              with --compile: the device the model is compiled for and run on, whose\n"
+    "                          segments and fused kernels are drawn: cpu, cuda (GPU 0) or cuda:N (default:\n"
+    "                          the first GPU when there is one, else the CPU, as for `smelt run`)\n"
     "  -i, --input, --dim, --static, --eager-below, --seed   with --compile: as for `smelt run` (see\n"
     "                          `smelt help run`: random integer indices stay inside the gathered axis)\n"
     "  -h, --help              this text\n";
@@ -55,6 +62,7 @@ struct ViewOptions {
   std::map<std::string, int64_t> dims;
   std::optional<int> eager_below;
   uint64_t seed = 0;
+  std::string device;  // --device; empty: the default device
   bool help = false;
 };
 
@@ -62,7 +70,7 @@ ViewOptions parse_args(const std::vector<std::string>& args) {
   static const std::vector<OptionSpec> kOptions = {
       {"--output", "-o", true}, {"--title", nullptr, true}, {"--compile", nullptr, false},
       {"--input", "-i", true},  {"--static", nullptr, true}, {"--dim", nullptr, true},
-      {"--eager-below", nullptr, true}, {"--seed", nullptr, true},
+      {"--eager-below", nullptr, true}, {"--seed", nullptr, true}, {"--device", nullptr, true},
   };
   ViewOptions o;
   ParsedArgs parsed = parse_command_line(args, kOptions, kUsage);
@@ -87,6 +95,14 @@ ViewOptions parse_args(const std::vector<std::string>& args) {
         auto [symbol, n] = parse_dim_spec(v);
         o.dims[symbol] = n;
         compile_only = true;
+      } else if (a == "--device") {
+        o.device = v;
+        compile_only = true;
+        try {
+          parse_device(o.device, "--device", false);  // the text only: a missing GPU is a failure, not a usage error
+        } catch (const InvalidArgument& e) {
+          usage_error(e.what());
+        }
       } else if (a == "--eager-below" || a == "--seed") {
         auto n = parse_count(v);
         if (!n || *n > 1000000000) usage_error(a + " needs a non-negative integer, got '" + v + "'");
@@ -107,7 +123,7 @@ ViewOptions parse_args(const std::vector<std::string>& args) {
   if (o.help) return o;
   if (o.model.empty()) usage_error("no model given");
   if (compile_only && !o.compile)
-    usage_error("--input, --static, --dim, --eager-below and --seed choose the inputs of the compiled run: add --compile");
+    usage_error("--input, --static, --dim, --eager-below, --seed and --device choose the compiled run: add --compile");
   std::set<std::string> seen;
   for (const auto& in : o.inputs)
     if (!seen.insert(in.name).second) usage_error("input '" + in.name + "' given twice");
@@ -130,14 +146,20 @@ int run_view(const std::vector<std::string>& args) {
   onnx::Model model = load_model_file(o.model);
   const std::string out = o.output.empty() ? std::filesystem::path(o.model).stem().string() + ".html" : o.output;
   std::optional<onnx::Overlay> overlay;
+  view::GraphViewOptions vo{o.title, ""};
   if (o.compile) {
+    // As `smelt run --device` does: the same default and the same error for a GPU it cannot use.
+    const Device device = parse_device(o.device, "--device");
+    vo.device = device.str();
     ModelInputs in = make_model_inputs(model, o.inputs, o.statics, o.dims, o.seed);
     onnx::CompileModelOptions co;
     co.static_inputs = in.statics;
+    co.device = device;
     if (o.eager_below) co.eager_below = *o.eager_below;
+    // A compiled model takes its inputs where they are: the host-made inputs go to its device.
     std::map<std::string, onnx::Value> dynamic_feed;
     for (const auto& [name, v] : in.feed)
-      if (!in.statics.count(name)) dynamic_feed[name] = v;
+      if (!in.statics.count(name)) dynamic_feed[name] = to_device_value(v, device);
     onnx::CompiledModel compiled = onnx::compile(model, {}, co);
     {
       KernelBuildProgress progress("view");  // the first call traces and builds the kernels
@@ -145,10 +167,11 @@ int run_view(const std::vector<std::string>& args) {
     }
     overlay = compiled.overlay();
   }
-  view::write_graph_html(out, model, overlay ? &*overlay : nullptr, o.title);
+  view::write_graph_html(out, model, overlay ? &*overlay : nullptr, vo);
   std::printf("%s\n", out.c_str());
   if (overlay)
-    std::fprintf(stderr, "smelt view: %zu nodes, %zu segments\n", model.graph->nodes.size(), overlay->segments.size());
+    std::fprintf(stderr, "smelt view: %zu nodes, %zu segments compiled for %s\n", model.graph->nodes.size(),
+                 overlay->segments.size(), vo.device.c_str());
   return 0;
 #endif
 }

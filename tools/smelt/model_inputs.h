@@ -61,6 +61,10 @@ struct ModelInputs {
 ModelInputs make_model_inputs(const onnx::Model& model, const std::vector<InputSpec>& inputs,
                               const std::vector<StaticSpec>& statics, const std::map<std::string, int64_t>& dims,
                               uint64_t seed);
+
+/// A tensor made on the host, on `device` (other values as they are): `run` and `view` make their
+/// inputs on the CPU and give a compiled model its inputs on its device, once.
+onnx::Value to_device_value(const onnx::Value& v, Device device);
 #endif
 
 }  // namespace smelt::cli

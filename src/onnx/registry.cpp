@@ -35,19 +35,19 @@ std::vector<int64_t> OpContext::ints(size_t i) const {
   const Array& a = tensor(i);
   if (!is_integral(a.dtype()))
     fail("input " + std::to_string(i) + " must be an integer tensor, got " + input(i).describe());
-  return a.to_vector<int64_t>();
+  return input(i).host_array().to_vector<int64_t>();
 }
 
 double OpContext::scalar(size_t i) const {
   const Array& a = tensor(i);
   if (a.size() != 1) fail("input " + std::to_string(i) + " must hold one value, got " + input(i).describe());
-  return a.item<double>();
+  return input(i).host_array().item<double>();
 }
 
 int64_t OpContext::scalar_int(size_t i) const {
   const Array& a = tensor(i);
   if (a.size() != 1) fail("input " + std::to_string(i) + " must hold one value, got " + input(i).describe());
-  return a.item<int64_t>();
+  return input(i).host_array().item<int64_t>();
 }
 
 const Attribute& OpContext::attr_of(const char* name, Attribute::Type type) const {

@@ -73,6 +73,11 @@ class OpContext {
   void check_room(int64_t bytes, const std::string& what) const {
     if (guard_) guard_->check_room(bytes, node_, what);
   }
+  /// Says that this node computes on the host on device inputs, for lack of a GPU kernel
+  /// (RunStats::host_computed, telemetry event onnx.host_compute).
+  void note_host_compute(const std::string& what) const {
+    if (guard_) guard_->note_host_compute(node_, what);
+  }
 
   /// Raises OnnxError "Op 'name': message".
   [[noreturn]] void fail(const std::string& message) const;

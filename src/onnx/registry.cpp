@@ -25,6 +25,11 @@ const Array& OpContext::tensor(size_t i) const {
   return v.array();
 }
 
+const Array& OpContext::host_tensor(size_t i) const {
+  tensor(i);  // raises naming the op when input i is missing or not a tensor
+  return input(i).host_array();
+}
+
 ElemType OpContext::elem_type(size_t i) const {
   const Value& v = input(i);
   if (!v.is_tensor() && !v.is_strings()) fail("input " + std::to_string(i) + " must be a tensor, got " + v.describe());

@@ -37,6 +37,9 @@ class OpContext {
   const std::vector<Value>& inputs() const { return inputs_; }
   /// Input i as a tensor (raises naming the op when it is missing or not a tensor).
   const Array& tensor(size_t i) const;
+  /// Input i as a tensor on the host: a device value is copied once and the copy kept with the
+  /// value (Value::host_array), so every later host read of it is free.
+  const Array& host_tensor(size_t i) const;
   /// Input i's ONNX element type (tensor inputs).
   ElemType elem_type(size_t i) const;
   /// Input i read on the host as int64 values (an integer tensor: shapes, axes, indices).

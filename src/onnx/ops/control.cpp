@@ -29,7 +29,7 @@ std::vector<Value> op_if(OpContext& c) {
       c.fail("output " + std::to_string(i) + " is " + t.to_string() + " in then_branch ('" + then_g.outputs[i].name +
              "') but " + e.to_string() + " in else_branch ('" + else_g.outputs[i].name + "')");
   }
-  bool taken = c.input(0).host_array().item<bool>();  // read once even if the value is read again
+  bool taken = c.host_tensor(0).item<bool>();  // read once even if the value is read again
   return c.run_graph(taken ? then_g : else_g, {});
 }
 
@@ -55,7 +55,7 @@ std::vector<Value> op_loop(OpContext& c) {
   const Graph& body = c.attr_graph("body");
   std::optional<int64_t> trip;
   if (c.has(0)) trip = c.scalar_int(0);
-  bool cond = c.has(1) ? c.input(1).host_array().item<bool>() : true;
+  bool cond = c.has(1) ? c.host_tensor(1).item<bool>() : true;
   size_t n_state = c.num_inputs() >= 2 ? c.num_inputs() - 2 : 0;
   std::vector<Value> state(c.inputs().begin() + 2, c.inputs().end());
   if (body.inputs.size() != n_state + 2)

@@ -164,7 +164,9 @@ std::vector<Value> op_det(OpContext& c) {
   if (x.ndim() < 2 || x.shape()[x.ndim() - 1] != x.shape()[x.ndim() - 2])
     c.fail("input must be [..., M, M], got " + c.input(0).describe());
   int64_t m = x.shape().back();
-  auto v = x.to_vector<double>();
+  if (x.device().type != Device::Type::Cpu)
+    c.note_host_compute("no GPU kernel; the matrices read to the host (" + std::to_string(x.nbytes()) + " bytes)");
+  auto v = c.host_tensor(0).to_vector<double>();
   int64_t batch = m == 0 ? 0 : static_cast<int64_t>(v.size()) / (m * m);
   std::vector<double> out;
   for (int64_t b = 0; b < batch; ++b) {
@@ -312,8 +314,8 @@ std::vector<Value> op_nms(OpContext& c) {
   if (where.type != Device::Type::Cpu)
     c.note_host_compute("no GPU kernel; boxes and scores read to the host (" +
                         std::to_string(boxes_a.nbytes() + scores_a.nbytes()) + " bytes)");
-  auto boxes = c.input(0).host_array().to_vector<double>();
-  auto scores = c.input(1).host_array().to_vector<double>();
+  auto boxes = c.host_tensor(0).to_vector<double>();
+  auto scores = c.host_tensor(1).to_vector<double>();
   auto corners = [&](int64_t b, int64_t i) {
     const double* p = &boxes[static_cast<size_t>((b * n + i) * 4)];
     if (center) return std::array<double, 4>{p[1] - p[3] / 2, p[0] - p[2] / 2, p[1] + p[3] / 2, p[0] + p[2] / 2};

@@ -12,7 +12,9 @@
 # Environment: SMELT_GPU_BUILD (build folder, default build/gpu), OUT (reports, default
 # $SMELT_GPU_BUILD/report), SMELT_GPU_REPS (benchmark repetitions, default 50), SMELT_GPU_TESTS
 # (a regular expression picking test binaries, default all),
-# SMELT_GPU_SKIP_BENCH=1 (tests only), SMELT_DEVKIT (build the ONNX layer too, see above). Exit status: non-zero when a build or a test failed.
+# SMELT_GPU_SKIP_BENCH=1 (tests only), SMELT_DEVKIT (build the ONNX layer too, see above), SMELT_NODE_SUITE
+# (the ONNX node suite to check on the GPU with the ONNX layer; SMELT_GPU_SKIP_SUITE=1 skips it). Exit
+# status: non-zero when a build, a test or a node-suite case failed.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -96,6 +98,21 @@ if [ "$TESTS" = ON ]; then
   done
   echo "total: $total tests in ${#GPU_TESTS[@]} binaries, $failed binaries failed; skipped lines: $(grep -c SKIPPED "$OUT/gpu_tests.log" || true)"
   [ $STATUS -ne 0 ] && grep -E "Failure|FAILED|error" -A6 "$OUT/gpu_tests.log" | head -80
+fi
+
+# The ONNX node suite on the GPU, eager and compiled (compiled bit-equal to eager), with the repo's
+# skip list (its `[cuda]` lines are the expected failures there): SMELT_NODE_SUITE names the suite,
+# default ../shared/onnx-tests/node or shared/onnx-tests/node beside the checkout.
+NODE_SUITE=${SMELT_NODE_SUITE:-}
+for d in "$ROOT/../shared/onnx-tests/node" "$ROOT/shared/onnx-tests/node"; do
+  [ -z "$NODE_SUITE" ] && [ -d "$d" ] && NODE_SUITE=$d
+done
+if [ "$ONNX" = ON ] && [ -n "$NODE_SUITE" ] && [ "${SMELT_GPU_SKIP_SUITE:-0}" != 1 ]; then
+  say "ONNX node suite on cuda ($NODE_SUITE, --compile)"
+  "$BUILD/tools/smelt/smelt" check "$NODE_SUITE" --device cuda --compile \
+    --skip-list "$ROOT/tests/conformance/onnx_node_skips.txt" >"$OUT/node_suite_cuda.txt" 2>&1 || STATUS=1
+  grep -E "^FAIL" "$OUT/node_suite_cuda.txt" | head -40
+  tail -1 "$OUT/node_suite_cuda.txt"
 fi
 
 if [ "${SMELT_GPU_SKIP_BENCH:-0}" != 1 ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command for the GPU: builds smelt with CUDA, runs the GPU tests, then the GPU benchmark
-# (SUITE.md's W1-W9, W12 of W3 and of W9, and the copy floor) with PyTorch and JAX in the same run, and
-# the concurrent-calls benchmark (threads and streams). docs/cuda.md explains it.
+# (SUITE.md's W1-W9, W12 of W3 and of W9, and the copy floor; W11 with the ONNX layer) with PyTorch and
+# JAX in the same run, and the concurrent-calls benchmark (threads and streams). docs/cuda.md explains it.
 #
 # Needs an NVIDIA GPU with its driver, the CUDA toolkit, cmake, ninja, a C++20 compiler; for the
 # tests GoogleTest (Debian/Ubuntu libgtest-dev, or a source tree in /usr/src/googletest); for the
@@ -12,7 +12,9 @@
 # Environment: SMELT_GPU_BUILD (build folder, default build/gpu), OUT (reports, default
 # $SMELT_GPU_BUILD/report), SMELT_GPU_REPS (benchmark repetitions, default 50), SMELT_GPU_TESTS
 # (a regular expression picking test binaries, default all),
-# SMELT_GPU_SKIP_BENCH=1 (tests only), SMELT_DEVKIT (build the ONNX layer too, see above). Exit status: non-zero when a build or a test failed.
+# SMELT_GPU_SKIP_BENCH=1 (tests only), SMELT_DEVKIT (build the ONNX layer too, see above), SMELT_NODE_SUITE
+# (the ONNX node suite to check on the GPU with the ONNX layer; SMELT_GPU_SKIP_SUITE=1 skips it). Exit
+# status: non-zero when a build, a test or a node-suite case failed.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,7 +58,8 @@ grep -E "smelt:" "$OUT/configure.log"
 
 TARGETS=(smelt bench_gpu bench_concurrency)
 # With ONNX, the CLI too: `smelt check ../shared/onnx-tests/node --device cuda` runs the node suite on the GPU.
-[ "$ONNX" = ON ] && TARGETS+=(smelt_cli)
+# W11 (an ONNX model) on the GPU too.
+[ "$ONNX" = ON ] && TARGETS+=(smelt_cli bench_w11_gpu)
 if [ "$TESTS" = ON ]; then
   mapfile -t GPU_TESTS < <(ninja -C "$BUILD" -t targets all | sed -n 's/^\(backend_cuda_[a-z_]*_test\): .*/\1/p' |
     grep -E "${SMELT_GPU_TESTS:-.}" | sort -u)
@@ -97,6 +100,21 @@ if [ "$TESTS" = ON ]; then
   [ $STATUS -ne 0 ] && grep -E "Failure|FAILED|error" -A6 "$OUT/gpu_tests.log" | head -80
 fi
 
+# The ONNX node suite on the GPU, eager and compiled (compiled bit-equal to eager), with the repo's
+# skip list (its `[cuda]` lines are the expected failures there): SMELT_NODE_SUITE names the suite,
+# default ../shared/onnx-tests/node or shared/onnx-tests/node beside the checkout.
+NODE_SUITE=${SMELT_NODE_SUITE:-}
+for d in "$ROOT/../shared/onnx-tests/node" "$ROOT/shared/onnx-tests/node"; do
+  [ -z "$NODE_SUITE" ] && [ -d "$d" ] && NODE_SUITE=$d
+done
+if [ "$ONNX" = ON ] && [ -n "$NODE_SUITE" ] && [ "${SMELT_GPU_SKIP_SUITE:-0}" != 1 ]; then
+  say "ONNX node suite on cuda ($NODE_SUITE, --compile)"
+  "$BUILD/tools/smelt/smelt" check "$NODE_SUITE" --device cuda --compile \
+    --skip-list "$ROOT/tests/conformance/onnx_node_skips.txt" >"$OUT/node_suite_cuda.txt" 2>&1 || STATUS=1
+  grep -E "^FAIL" "$OUT/node_suite_cuda.txt" | head -40
+  tail -1 "$OUT/node_suite_cuda.txt"
+fi
+
 if [ "${SMELT_GPU_SKIP_BENCH:-0}" != 1 ]; then
   say "GPU benchmark (median of $REPS)"
   "$BUILD/bench_gpu" "$OUT/smelt_gpu.json" "$REPS" || STATUS=1
@@ -122,6 +140,15 @@ if [ "${SMELT_GPU_SKIP_BENCH:-0}" != 1 ]; then
   SMELT_CUDA_GRAPHS=1 "$BUILD/bench_gpu" --w9-host graphs >>"$OUT/w12.jsonl" || STATUS=1
   SMELT_CUDA_GRAPHS=0 "$BUILD/bench_gpu" --w9-host no_graphs >>"$OUT/w12.jsonl" || STATUS=1
   cat "$OUT/w12.jsonl"
+  # W11: the ONNX graph-break model with a new box count on every call, eager and compiled
+  # (bench_w11_gpu), then PyTorch eager and torch.compile(dynamic=True) on the same counts.
+  if [ "$ONNX" = ON ]; then
+    say "W11 on the GPU (bench_w11_gpu)"
+    "$BUILD/bench_w11_gpu" "$OUT/w11_smelt.json" 100 || STATUS=1
+    if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+      python3 "$ROOT/bench/gpu/peers_w11.py" "$OUT/w11_smelt.json" "$OUT/w11.json" "$OUT/w11.txt" || STATUS=1
+    fi
+  fi
   # Concurrent calls: one compiled function and one compiled MLP block from 1-4 threads, on the
   # default stream and then on one smelt::Stream per thread (the CPU rows come first).
   say "concurrent calls (bench_concurrency)"

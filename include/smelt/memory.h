@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "smelt/device.h"
 
@@ -27,6 +28,19 @@ void set_memory_limit(size_t bytes, Device device = Device::cpu());
 /// Defaults: SMELT_CPU_CACHE_LIMIT / SMELT_CUDA_CACHE_LIMIT (bytes, or with a K/M/G suffix),
 /// else the smaller of 1 GiB and a quarter of physical memory on the CPU, half of the GPU's memory.
 size_t set_cache_limit(size_t bytes, Device device = Device::cpu());
+
+/// Copies between the host and GPUs made by one thread: array transfers either way (to_device,
+/// reads of device arrays such as to_vector and item) and the values GPU kernels read back to the
+/// host (a NonZero count, an index bound check). Counters only grow; the difference of two
+/// readings counts the work in between (onnx::RunStats does so per run). Without a GPU they stay 0.
+struct TransferCounts {
+  uint64_t device_to_host_copies = 0;
+  uint64_t device_to_host_bytes = 0;
+  uint64_t host_to_device_copies = 0;
+  uint64_t host_to_device_bytes = 0;
+};
+/// This thread's counts since it started (kernels of an eval run on the thread that called it).
+TransferCounts thread_transfer_counts();
 
 /// Threads used by CPU kernels (default: SMELT_NUM_THREADS or the hardware concurrency).
 int cpu_threads();

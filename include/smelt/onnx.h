@@ -103,6 +103,14 @@ struct StringTensor {
   std::vector<std::string> data;
 };
 
+class Value;
+namespace detail {
+struct HostCopy;
+/// `device_value` (a tensor) whose host_array() is `host` (its values on the CPU), so that an
+/// initializer uploaded to a GPU is read on the host from the file's copy, never read back.
+Value with_host_copy(Value device_value, Array host);
+}  // namespace detail
+
 /// A runtime value. Tensors are smelt Arrays tagged with their ONNX element type; strings,
 /// sequences, maps and optionals have their own kinds; `None` is an omitted optional input.
 class Value {
@@ -133,6 +141,10 @@ class Value {
 
   /// Tensors: the array (holding the storage dtype for storage element types).
   const Array& array() const;
+  /// Tensors: the array on the host. For a device array, the first call copies it to the CPU and
+  /// keeps the copy with the value (copies of this Value share it), so operators that read a
+  /// device value on the host (a shape, a condition, a count) transfer it once however many read it.
+  const Array& host_array() const;
   /// Tensors and string tensors: the ONNX element type.
   ElemType elem_type() const;
   /// Tensors and string tensors: the shape.
@@ -163,6 +175,9 @@ class Value {
   std::shared_ptr<const TypeInfo> element_;
   std::shared_ptr<const std::vector<int64_t>> int_keys_;
   std::shared_ptr<const std::vector<std::string>> string_keys_;
+  /// Device tensors: the host copy made by host_array() (shared by copies of the value).
+  std::shared_ptr<detail::HostCopy> host_;
+  friend Value detail::with_host_copy(Value device_value, Array host);
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -326,6 +341,23 @@ class CancelToken {
   std::atomic<bool> cancelled_{false};
 };
 
+/// What one run did besides computing (RunOptions::stats).
+struct RunStats {
+  /// Copies from a GPU to the host during the run and their bytes: host values read at graph
+  /// breaks (shape tensors, If/Loop conditions, counts, TopK's k), NonZero's count, and whole
+  /// tensors of operators that compute on the host (see host_computed). Counted on the calling
+  /// thread (smelt::thread_transfer_counts); 0 on the CPU.
+  uint64_t device_to_host_copies = 0;
+  uint64_t device_to_host_bytes = 0;
+  /// Copies from the host to a GPU (inputs moved there, host-made values used on the GPU; the
+  /// first run on a device also uploads the initializers).
+  uint64_t host_to_device_copies = 0;
+  uint64_t host_to_device_bytes = 0;
+  /// Nodes that computed on the host on device inputs because the operator has no GPU kernel
+  /// (NonMaxSuppression): "NonMaxSuppression 'nms': boxes and scores read to the host (N bytes)".
+  std::vector<std::string> host_computed;
+};
+
 /// Bounds on one run (onnx::run, run_named, a compiled model's call). The defaults bound only the
 /// nesting depth, so a run without options behaves as before.
 struct RunOptions {
@@ -359,6 +391,9 @@ struct RunOptions {
   /// with the same key draws the same values. Absent: the thread's key sequence (docs/onnx.md).
   /// A node with a `seed` attribute draws from key(seed) instead.
   std::optional<Array> key;
+  /// Filled at the end of the run when set (also when the run raises): its transfers and host
+  /// computations (RunStats). Each run overwrites it; give each thread its own.
+  RunStats* stats = nullptr;
 };
 
 /// Runs the model eagerly on the graph inputs given in order (graph inputs that are also
@@ -397,8 +432,13 @@ struct CompileModelOptions {
   /// A segment of fewer nodes than this next to a break runs eagerly (a model without breaks
   /// always compiles whole).
   int eager_below = 20;
-  /// Where the compiled segments run; inputs elsewhere are not moved (the key records devices).
-  Device device = Device::cpu();
+  /// Where the compiled model runs. Unset: the default device when compile is called
+  /// (smelt::default_device(): the first GPU when there is one, else the CPU; a DefaultDeviceScope
+  /// applies). Tensor inputs given on another device are moved there, as onnx::run does with
+  /// RunOptions::device; the initializers are uploaded there once per model and device
+  /// (Graph::device_constants, shared with onnx::run); outputs stay there. A GPU this process
+  /// cannot use raises DeviceError from compile.
+  std::optional<Device> device;
   /// False: the model must compile as one segment; a break raises UnknownValueError naming the
   /// node and the graph inputs it depends on.
   bool allow_breaks = true;
@@ -425,6 +465,9 @@ struct CompiledModelStats {
   uint64_t calls = 0;              // calls, the warm-up call on example inputs included
   uint64_t break_runs = 0;         // eager runs of break nodes
   double compile_ms = 0.0;         // total trace + build time of every segment
+  Device device;                   // where the model runs (CompileModelOptions::device resolved)
+  uint64_t device_to_host_copies = 0;  // GPU -> host copies of every call (RunStats), summed
+  uint64_t device_to_host_bytes = 0;
   std::vector<SegmentStats> segments;  // by position
 };
 
@@ -477,7 +520,8 @@ class CompiledModel {
  public:
   /// Runs on the graph inputs that are not static, in graph order (or on every graph input, the
   /// static ones None or equal to their compile-time value). Returns the graph outputs, evaluated.
-  /// `options` bounds the call as for onnx::run (tracing included).
+  /// `options` bounds the call as for onnx::run (tracing included); its `device`, when set, must
+/// be the model's (CompileModelOptions::device), else InvalidArgument.
   std::vector<Value> operator()(const std::vector<Value>& inputs, const RunOptions& options = {}) const;
   /// The same by name (static inputs may be left out); returns the outputs by name.
   std::map<std::string, Value> run_named(const std::map<std::string, Value>& inputs,

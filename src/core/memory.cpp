@@ -3,8 +3,27 @@
 
 #include "src/core/allocator.h"
 #include "src/core/thread_pool.h"
+#include "src/core/transfer_counts.h"
 
 namespace smelt {
+
+namespace {
+// Per thread, so that runs in parallel each count their own copies without sharing a cache line.
+thread_local TransferCounts t_transfers;
+}  // namespace
+
+namespace detail {
+void count_device_to_host(size_t bytes) {
+  t_transfers.device_to_host_copies++;
+  t_transfers.device_to_host_bytes += bytes;
+}
+void count_host_to_device(size_t bytes) {
+  t_transfers.host_to_device_copies++;
+  t_transfers.host_to_device_bytes += bytes;
+}
+}  // namespace detail
+
+TransferCounts thread_transfer_counts() { return t_transfers; }
 
 MemoryInfo memory_info(Device device) {
   auto s = allocator_for(device).stats();

@@ -16,6 +16,7 @@
 #include "src/compile/passes.h"
 #include "src/compile/tape.h"
 #include "src/core/node.h"
+#include "src/onnx/device_constants.h"
 #include "src/onnx/executor.h"
 #include "src/onnx/host_inputs.h"
 #include "src/onnx/registry.h"
@@ -63,7 +64,7 @@ std::string fingerprint(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::None: return "none";
     case Value::Kind::Tensor: {
-      const Array& a = v.array();
+      const Array& a = v.host_array();  // a device value is read once, however often it is keyed
       std::string s = elem_type_name(v.elem_type()) + shape_to_string(a.shape()) + "{";
       if (is_integral(a.dtype()) || a.dtype() == Dtype::Bool) {
         for (auto x : a.to_vector<int64_t>()) s += std::to_string(x) + ",";
@@ -95,7 +96,7 @@ std::string fingerprint(const Value& v) {
 
 /// "n=[3,4]" (at most 8 values shown) for messages and events.
 std::string host_text(const std::string& name, const Value& v) {
-  auto vals = v.array().to_vector<int64_t>();
+  auto vals = v.host_array().to_vector<int64_t>();
   std::string s = name + "=[";
   for (size_t i = 0; i < vals.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(vals[i]);
   if (vals.size() > 8) s += ",...";
@@ -334,6 +335,7 @@ struct Live {
 struct CompiledModelImpl {
   Model model;
   CompileModelOptions options;
+  Device device;  // options.device resolved: where every call runs
   Executor exec;
   std::vector<size_t> order;                            // execution order of the top-level nodes
   std::vector<std::vector<std::string>> reads;          // per position
@@ -358,7 +360,8 @@ struct CompiledModelImpl {
   mutable std::mutex mutex;
   std::mutex trace_mutex;
 
-  CompiledModelImpl(const Model& m, CompileModelOptions o) : model(m), options(std::move(o)), exec(model) {}
+  CompiledModelImpl(const Model& m, CompileModelOptions o)
+      : model(m), options(std::move(o)), device(options.device.value_or(default_device())), exec(model) {}
 
   const Graph& graph() const { return *model.graph; }
   const Node& node_at(size_t pos) const { return graph().nodes[order[pos]]; }
@@ -393,7 +396,10 @@ void CompiledModelImpl::prepare() {
     for (const auto& r : reads[p]) last_use[r] = p;
   }
   for (const auto& o : g.outputs) graph_outputs.insert(o.name);
-  for (const auto& [name, v] : g.initializers) constants.values[name] = v;
+  check_device(device, "compile: CompileModelOptions::device");
+  // On a GPU the traces capture the device copies (uploaded once per model and device, shared
+  // with onnx::run), so no call moves an initializer.
+  for (const auto& [name, v] : g.initializers) constants.values[name] = initializer_on(g, name, v, device);
   for (const auto& [name, v] : options.static_inputs) {
     // A plain reference for the lambda: clang before 16 cannot capture structured bindings.
     const std::string& wanted = name;
@@ -404,7 +410,7 @@ void CompiledModelImpl::prepare() {
       throw OnnxError("compile: static input '" + name + "' is not a graph input (the model's inputs are: " + names + ")");
     }
     check_input(*it, v);
-    constants.values[name] = v;
+    constants.values[name] = value_to_device(v, device);
   }
   for (const auto& in : g.inputs)
     if (!options.static_inputs.count(in.name)) dynamic_inputs.push_back(in.name);
@@ -658,7 +664,7 @@ TraceResult CompiledModelImpl::trace(size_t pos, const std::set<std::string>& ho
   }
   eval(frozen);
   std::vector<const smelt::detail::Node*> step_nodes;
-  entry->tape = compiler::build_tape(placeholders, traced_outputs, options.device, &step_nodes);
+  entry->tape = compiler::build_tape(placeholders, traced_outputs, device, &step_nodes);
   entry->step_position.reserve(step_nodes.size());
   for (const auto* gn : step_nodes) {
     auto it = made_by.find(gn);
@@ -824,7 +830,11 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
 
 std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value> given, const RunOptions& run_options) {
   // Arrays the model makes from nothing (ConstantOfShape, Range, ...) live on its device.
-  DefaultDeviceScope device_scope(options.device);
+  DefaultDeviceScope device_scope(device);
+  if (run_options.device && *run_options.device != device)
+    throw InvalidArgument("compiled model: RunOptions::device is " + run_options.device->str() +
+                          " but the model was compiled for " + device.str() +
+                          " (CompileModelOptions::device); compile it again for " + run_options.device->str());
   // Initializers are constants of the traces; replacing them per call would need them as segment
   // arguments. Fine-tuning goes through onnx::run (which smelt::compile can trace whole).
   if (!run_options.initializers.empty())
@@ -855,7 +865,8 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
     check_input(in, it->second);
     // Copied, not moved (a Value is a few shared handles): a graph that declares an input name
     // twice reads the same given value again (found by the fuzzer: a moved-from value crashed).
-    scope.values[in.name] = it->second;
+    // Inputs on another device are moved to the model's (as onnx::run with RunOptions::device).
+    scope.values[in.name] = value_to_device(it->second, device);
     kinds[in.name] = Kind::Dynamic;
   }
   uint64_t call_number;
@@ -981,9 +992,12 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
     rethrow_with_context("compiled model: evaluating the outputs", "");
   }
   const size_t segments = path.size();
+  const RunStats call_stats = guard.stats();
   {
     std::lock_guard lock(mutex);
     last = std::move(path);  // with calls in parallel: the path of the call that finished last
+    totals.device_to_host_copies += call_stats.device_to_host_copies;
+    totals.device_to_host_bytes += call_stats.device_to_host_bytes;
   }
   if (telemetry::enabled())
     telemetry::emit({"segment.call", ms_since(t0),
@@ -1081,6 +1095,7 @@ std::map<std::string, Value> CompiledModel::run_named(const std::map<std::string
 CompiledModelStats CompiledModel::stats() const {
   std::lock_guard lock(impl_->mutex);
   CompiledModelStats s = impl_->totals;
+  s.device = impl_->device;
   for (const auto& [pos, site] : impl_->sites) s.segments.push_back(site.stats);
   return s;
 }

@@ -15,7 +15,12 @@ Value value_to_device(const Value& v, Device device) {
     case Value::Kind::Strings:
       return v;
     case Value::Kind::Tensor:
-      return v.array().device() == device ? v : Value::tensor(to_device(v.array(), device), v.elem_type());
+      // A host tensor keeps its values as the copy's host copy: reading it on the host (a shape
+      // given as an input) costs no transfer back.
+      if (v.array().device() == device) return v;
+      if (v.array().device().type == Device::Type::Cpu)
+        return with_host_copy(Value::tensor(to_device(v.array(), device), v.elem_type()), v.array());
+      return Value::tensor(to_device(v.array(), device), v.elem_type());
     case Value::Kind::Sequence: {
       std::vector<Value> items;
       items.reserve(v.items().size());

@@ -25,6 +25,11 @@ const Array& OpContext::tensor(size_t i) const {
   return v.array();
 }
 
+const Array& OpContext::host_tensor(size_t i) const {
+  tensor(i);  // raises naming the op when input i is missing or not a tensor
+  return input(i).host_array();
+}
+
 ElemType OpContext::elem_type(size_t i) const {
   const Value& v = input(i);
   if (!v.is_tensor() && !v.is_strings()) fail("input " + std::to_string(i) + " must be a tensor, got " + v.describe());
@@ -35,19 +40,19 @@ std::vector<int64_t> OpContext::ints(size_t i) const {
   const Array& a = tensor(i);
   if (!is_integral(a.dtype()))
     fail("input " + std::to_string(i) + " must be an integer tensor, got " + input(i).describe());
-  return a.to_vector<int64_t>();
+  return input(i).host_array().to_vector<int64_t>();
 }
 
 double OpContext::scalar(size_t i) const {
   const Array& a = tensor(i);
   if (a.size() != 1) fail("input " + std::to_string(i) + " must hold one value, got " + input(i).describe());
-  return a.item<double>();
+  return input(i).host_array().item<double>();
 }
 
 int64_t OpContext::scalar_int(size_t i) const {
   const Array& a = tensor(i);
   if (a.size() != 1) fail("input " + std::to_string(i) + " must hold one value, got " + input(i).describe());
-  return a.item<int64_t>();
+  return input(i).host_array().item<int64_t>();
 }
 
 const Attribute& OpContext::attr_of(const char* name, Attribute::Type type) const {

@@ -37,6 +37,9 @@ class OpContext {
   const std::vector<Value>& inputs() const { return inputs_; }
   /// Input i as a tensor (raises naming the op when it is missing or not a tensor).
   const Array& tensor(size_t i) const;
+  /// Input i as a tensor on the host: a device value is copied once and the copy kept with the
+  /// value (Value::host_array), so every later host read of it is free.
+  const Array& host_tensor(size_t i) const;
   /// Input i's ONNX element type (tensor inputs).
   ElemType elem_type(size_t i) const;
   /// Input i read on the host as int64 values (an integer tensor: shapes, axes, indices).
@@ -72,6 +75,11 @@ class OpContext {
   /// values, about to be filled) would pass the run's memory budget.
   void check_room(int64_t bytes, const std::string& what) const {
     if (guard_) guard_->check_room(bytes, node_, what);
+  }
+  /// Says that this node computes on the host on device inputs, for lack of a GPU kernel
+  /// (RunStats::host_computed, telemetry event onnx.host_compute).
+  void note_host_compute(const std::string& what) const {
+    if (guard_) guard_->note_host_compute(node_, what);
   }
 
   /// Raises OnnxError "Op 'name': message".

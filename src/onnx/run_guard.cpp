@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "smelt/telemetry.h"
 #include "src/onnx/random_key.h"
 
 namespace smelt::onnx::detail {
@@ -52,7 +53,8 @@ int64_t value_bytes(const Value& v) {
   return total;
 }
 
-RunGuard::RunGuard(const RunOptions& options) : options_(options), start_(std::chrono::steady_clock::now()) {
+RunGuard::RunGuard(const RunOptions& options)
+    : options_(options), start_(std::chrono::steady_clock::now()), transfers_at_start_(thread_transfer_counts()) {
   if (options_.key) {
     check_key(*options_.key, "run: RunOptions::key");
     key_ = options_.key;
@@ -126,6 +128,29 @@ void RunGuard::Charge::set(int64_t bytes, const Node& node) {
     throw OutOfMemory(node.label() + ": the run would hold " + std::to_string(live) +
                       " bytes of tensors, over its memory budget of " + std::to_string(budget) +
                       " bytes (RunOptions::memory_budget_bytes)");
+}
+
+RunGuard::~RunGuard() {
+  if (options_.stats) *options_.stats = stats();
+}
+
+void RunGuard::note_host_compute(const Node& node, const std::string& what) const {
+  std::string text = node.label() + ": " + what;
+  if (telemetry::enabled()) telemetry::emit({"onnx.host_compute", 0.0, {{"node", node.label()}, {"what", what}}});
+  std::lock_guard lock(host_mutex_);
+  host_computed_.push_back(std::move(text));
+}
+
+RunStats RunGuard::stats() const {
+  const TransferCounts now = thread_transfer_counts();
+  RunStats s;
+  s.device_to_host_copies = now.device_to_host_copies - transfers_at_start_.device_to_host_copies;
+  s.device_to_host_bytes = now.device_to_host_bytes - transfers_at_start_.device_to_host_bytes;
+  s.host_to_device_copies = now.host_to_device_copies - transfers_at_start_.host_to_device_copies;
+  s.host_to_device_bytes = now.host_to_device_bytes - transfers_at_start_.host_to_device_bytes;
+  std::lock_guard lock(host_mutex_);
+  s.host_computed = host_computed_;
+  return s;
 }
 
 }  // namespace smelt::onnx::detail

@@ -7,6 +7,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "smelt/memory.h"
 
 #include "smelt/onnx.h"
 
@@ -22,6 +25,16 @@ int64_t value_bytes(const Value& v);
 class RunGuard {
  public:
   explicit RunGuard(const RunOptions& options);
+  /// Writes RunOptions::stats when set (also when the run raised).
+  ~RunGuard();
+  RunGuard(const RunGuard&) = delete;
+  RunGuard& operator=(const RunGuard&) = delete;
+
+  /// Records that `node` computed on the host on device inputs (an operator without a GPU
+  /// kernel): RunStats::host_computed and the telemetry event onnx.host_compute.
+  void note_host_compute(const Node& node, const std::string& what) const;
+  /// The run's counters so far: this thread's transfers since the guard was made, host computations.
+  RunStats stats() const;
 
   /// Raises Cancelled or DeadlineExceeded naming `node` (and the loop iteration when >= 0) when
   /// the run must stop.
@@ -74,6 +87,9 @@ class RunGuard {
   mutable std::atomic<int64_t> live_{0};
   mutable std::mutex key_mutex_;
   mutable std::optional<Array> key_;  // the run's key sequence (RunOptions::key, then its splits)
+  TransferCounts transfers_at_start_;
+  mutable std::mutex host_mutex_;
+  mutable std::vector<std::string> host_computed_;
 };
 
 }  // namespace smelt::onnx::detail

@@ -1,9 +1,12 @@
 // ONNX element types, declared types and runtime values (tensors, strings, sequences, maps, optionals).
+#include <mutex>
 #include <string>
 #include <utility>
 
+#include "smelt/compile.h"
 #include "smelt/errors.h"
 #include "smelt/onnx.h"
+#include "smelt/ops.h"
 
 namespace smelt::onnx {
 
@@ -155,12 +158,31 @@ std::string TypeInfo::to_string() const {
 // Value
 // ---------------------------------------------------------------------------------------------
 
+namespace detail {
+
+/// The host copy of a device tensor (Value::host_array), made once.
+struct HostCopy {
+  std::mutex mutex;
+  Array array;
+};
+
+Value with_host_copy(Value device_value, Array host) {
+  if (!device_value.is_tensor() || !device_value.host_ || !host.valid()) return device_value;
+  // A fresh copy: the value's other handles keep theirs.
+  device_value.host_ = std::make_shared<HostCopy>();
+  device_value.host_->array = std::move(host);
+  return device_value;
+}
+
+}  // namespace detail
+
 Value Value::tensor(Array a) {
   if (!a.valid()) throw InvalidArgument("onnx::Value::tensor: empty array handle");
   Value v;
   v.kind_ = Kind::Tensor;
   v.elem_ = elem_type_of(a.dtype());
   v.array_ = std::move(a);
+  if (v.array_.device().type != Device::Type::Cpu) v.host_ = std::make_shared<detail::HostCopy>();
   return v;
 }
 
@@ -174,6 +196,7 @@ Value Value::tensor(Array a, ElemType type) {
   v.kind_ = Kind::Tensor;
   v.elem_ = type;
   v.array_ = std::move(a);
+  if (v.array_.device().type != Device::Type::Cpu) v.host_ = std::make_shared<detail::HostCopy>();
   return v;
 }
 
@@ -234,6 +257,19 @@ namespace {
 const Array& Value::array() const {
   if (kind_ != Kind::Tensor) wrong_kind(*this, "array()");
   return array_;
+}
+const Array& Value::host_array() const {
+  if (kind_ != Kind::Tensor) wrong_kind(*this, "host_array()");
+  // On the CPU; or traced (in a compiled segment's trace or under a transform): the caller's read
+  // raises UnknownValueError naming its operation as before, the compiler's break signal.
+  if (!host_ || smelt::detail::is_tracer(array_)) return array_;
+  std::lock_guard lock(host_->mutex);
+  if (!host_->array.valid()) {
+    Array h = to_device(array_, Device::cpu());
+    h.eval();
+    host_->array = std::move(h);
+  }
+  return host_->array;
 }
 ElemType Value::elem_type() const {
   if (kind_ != Kind::Tensor && kind_ != Kind::Strings) wrong_kind(*this, "elem_type()");

@@ -1,10 +1,14 @@
-// onnx::run with RunOptions::device: the run's device, its errors, and initializers uploaded once.
+// Running models on a device: onnx::run with RunOptions::device and onnx::compile with
+// CompileModelOptions::device (their devices and errors), initializers uploaded once, RunStats.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
+#include <thread>
 
+#include "onnx/model_builder.h"
 #include "smelt/errors.h"
+#include "smelt/memory.h"
 #include "smelt/onnx.h"
 #include "smelt/smelt.h"
 #include "src/onnx/device_constants.h"
@@ -77,6 +81,135 @@ TEST(RunDevice, ParseDeviceNamesAndErrors) {
     } catch (const DeviceError& e) {
       EXPECT_NE(std::string(e.what()).find("--device=cuda:0: cuda:0 is not available"), std::string::npos) << e.what();
     }
+  }
+}
+
+// CompileModelOptions::device unset follows the default-device rule when compile is called
+// (ctest pins SMELT_DEFAULT_DEVICE=cpu; a DefaultDeviceScope picks it the same way).
+TEST(CompileDevice, UnsetFollowsTheDefaultDevice) {
+  onnx::Model m = onnx::load(model_path("tiny_transformer"));
+  EXPECT_EQ(onnx::compile(m).stats().device, default_device());
+  DefaultDeviceScope scope(Device::cpu());
+  EXPECT_EQ(onnx::compile(m).stats().device, Device::cpu());
+}
+
+// Compiled on the CPU asked for explicitly: the eager outputs bit for bit, on the CPU.
+TEST(CompileDevice, CpuCompiledEqualsEager) {
+  onnx::Model m = onnx::load(model_path("tiny_transformer"));
+  const onnx::Value ids = token_ids();
+  onnx::CompileModelOptions o;
+  o.device = Device::cpu();
+  auto cm = onnx::compile(m, {}, o);
+  auto eager = onnx::run(m, {ids});
+  auto compiled = cm({ids});
+  ASSERT_EQ(eager.size(), compiled.size());
+  for (size_t i = 0; i < eager.size(); ++i) {
+    EXPECT_EQ(compiled[i].array().device(), Device::cpu());
+    EXPECT_TRUE(bit_equal(eager[i].array(), compiled[i].array())) << "output " << i;
+  }
+}
+
+TEST(CompileDevice, UnavailableGpuIsAnError) {
+  onnx::Model m = onnx::load(model_path("tiny_transformer"));
+  onnx::CompileModelOptions o;
+  o.device = Device::cuda(7);
+  try {
+    onnx::compile(m, {}, o);
+    FAIL() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("compile: CompileModelOptions::device: cuda:7 is not available"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A call cannot ask for another device than the model was compiled for (its traces hold
+// constants on that device); the error says so before anything runs.
+TEST(CompileDevice, CallOnAnotherDeviceIsAnError) {
+  onnx::Model m = onnx::load(model_path("tiny_transformer"));
+  onnx::CompileModelOptions o;
+  o.device = Device::cpu();
+  auto cm = onnx::compile(m, {}, o);
+  try {
+    cm({token_ids()}, {.device = Device::cuda(0)});
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "compiled model: RunOptions::device is cuda:0 but the model was compiled for cpu "
+              "(CompileModelOptions::device); compile it again for cuda:0");
+  }
+  EXPECT_EQ(cm.stats().calls, 0u);
+}
+
+/// boxes [N,4] and scores [N] -> NonMaxSuppression's selected indices (a host-computed operator).
+onnx::Model nms_model() {
+  GraphBuilder b;
+  auto boxes = b.input("boxes", onnx::ElemType::Float, 2);
+  auto scores = b.input("scores", onnx::ElemType::Float, 1);
+  auto B = b.node("Unsqueeze", {boxes, b.int64s("ax0", {0})});
+  auto S = b.node("Unsqueeze", {scores, b.int64s("ax01", {0, 1})});
+  b.output(b.node("NonMaxSuppression", {B, S, b.int64s("max_out", {10}), b.constant("iou", Array(0.5f))}));
+  return make_model(b.graph());
+}
+
+// On the CPU a run copies nothing between devices and computes nothing "on the host" for lack of a
+// GPU kernel: RunStats is all zero, for eager runs and compiled calls, and written over.
+TEST(RunStats, CpuRunsCountNoTransfers) {
+  onnx::Model m = nms_model();
+  const onnx::Value boxes = onnx::Value::tensor(Array(std::vector<float>{0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 5, 5, 6, 6}, {3, 4}));
+  const onnx::Value scores = onnx::Value::tensor(Array(std::vector<float>{0.9f, 0.8f, 0.7f}, {3}));
+  onnx::RunStats stats;
+  stats.device_to_host_copies = stats.device_to_host_bytes = stats.host_to_device_copies = 99;
+  stats.host_computed = {"stale"};
+  auto out = onnx::run(m, {boxes, scores}, {.device = Device::cpu(), .stats = &stats});
+  EXPECT_EQ(out[0].array().to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 0, 0, 2}));
+  EXPECT_EQ(stats.device_to_host_copies, 0u);
+  EXPECT_EQ(stats.device_to_host_bytes, 0u);
+  EXPECT_EQ(stats.host_to_device_copies, 0u);
+  EXPECT_EQ(stats.host_to_device_bytes, 0u);
+  EXPECT_TRUE(stats.host_computed.empty());
+  onnx::CompileModelOptions o;
+  o.device = Device::cpu();
+  auto cm = onnx::compile(m, {}, o);
+  stats.device_to_host_copies = 99;
+  auto again = cm({boxes, scores}, {.stats = &stats});
+  EXPECT_TRUE(bit_equal(out[0].array(), again[0].array()));
+  EXPECT_EQ(stats.device_to_host_copies, 0u);
+  EXPECT_EQ(cm.stats().device_to_host_copies, 0u);
+}
+
+// The stats are written when the run raises too (here: a missing input).
+TEST(RunStats, WrittenWhenTheRunRaises) {
+  onnx::RunStats stats;
+  stats.device_to_host_copies = 99;
+  EXPECT_THROW(onnx::run(nms_model(), {}, {.stats = &stats}), OnnxError);
+  EXPECT_EQ(stats.device_to_host_copies, 0u);
+}
+
+// A thread's transfer counters only see that thread's copies: CPU work copies nothing.
+TEST(RunStats, ThreadCountersStartAtZero) {
+  TransferCounts seen;
+  std::thread t([&] {
+    Array a = add(Array(std::vector<float>{1, 2}, {2}), Array(1.0f));
+    a.eval();
+    seen = thread_transfer_counts();
+  });
+  t.join();
+  EXPECT_EQ(seen.device_to_host_copies, 0u);
+  EXPECT_EQ(seen.host_to_device_copies, 0u);
+}
+
+// On the CPU a tensor's host array is the array itself; other kinds have none.
+TEST(ValueHostArray, CpuTensorIsItself) {
+  const onnx::Value v = onnx::Value::tensor(Array(std::vector<int64_t>{2, 3}, {2}));
+  EXPECT_EQ(v.host_array().node_ptr(), v.array().node_ptr());
+  const onnx::Value kept = onnx::detail::with_host_copy(v, Array(std::vector<int64_t>{7}, {1}));
+  EXPECT_EQ(kept.host_array().node_ptr(), v.array().node_ptr());  // a host value keeps its own values
+  try {
+    (void)onnx::Value().host_array();
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), "onnx::Value: host_array() asked of a none");
   }
 }
 

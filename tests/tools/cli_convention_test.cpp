@@ -140,8 +140,8 @@ TEST_F(CliConvention, EveryOptionIsInItsHelp) {
       {"run",
        {"--input", "-i,", "--dim", "--output-dir", "-O,", "--json", "--repeat", "--threads", "--compile", "--no-fuse",
         "--timeout", "--device", "--static", "--eager-below", "--seed", "-h, --help"}},
-      {"check", {"--skip-list", "--filter", "--device", "--timeout", "-v, --verbose", "--no-fork", "--run-skipped",
-                 "-h, --help"}},
+      {"check", {"--skip-list", "--filter", "--device", "--compile", "--timeout", "-v, --verbose", "--no-fork",
+                 "--run-skipped", "-h, --help"}},
       {"view", {"-o, --output", "--title", "--compile", "-i, --input", "--dim", "--static", "--eager-below", "--seed",
                 "-h, --help"}},
       {"demo", {"--threads", "-h, --help"}},
@@ -275,6 +275,39 @@ TEST_F(CliConvention, CheckFindingNothingFails) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "1 passed, 0 failed, 0 skipped\n");
   expect_error({"check", model("tiny_cnn")}, 1, "is not a folder (check takes a folder of ONNX backend-test cases)");
+}
+
+// --compile also runs each case's compiled model and counts those bit-equal to the eager run.
+TEST_F(CliConvention, CheckCompileComparesWithEager) {
+  write_case(path("suite"), "test_double_a");
+  write_case(path("suite"), "test_double_b");
+  CliResult r = run({"check", path("suite"), "--compile", "--device", "cpu"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "2 passed, 0 failed, 0 skipped; 2 compiled bit-equal to eager\n");
+  r = run({"check", path("suite"), "--compile", "--device", "cpu", "--no-fork"});
+  EXPECT_EQ(r.out, "2 passed, 0 failed, 0 skipped; 2 compiled bit-equal to eager\n");
+}
+
+// A skip-list line with a device tag skips the case on that device type only: an expected
+// failure there (`unsupported on cuda`), run and counted everywhere else.
+TEST_F(CliConvention, CheckSkipListDeviceTags) {
+  write_case(path("suite"), "test_double_a");
+  write_case(path("suite"), "test_double_b");
+  std::ofstream(path("skips.txt")) << "test_double_a [cuda]  # unsupported on cuda: no GPU kernel\n"
+                                   << "test_double_b [cpu]   # a CPU-only expected failure\n";
+  CliResult r = run({"check", path("suite"), "--skip-list", path("skips.txt"), "--device", "cpu", "-v"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "PASS test_double_a\n"
+            "SKIP test_double_b (on this device): a CPU-only expected failure\n"
+            "1 passed, 0 failed, 1 skipped (1 of them on this device only)\n");
+  r = run({"check", path("suite"), "--skip-list", path("skips.txt"), "--device", "cpu", "--run-skipped"});
+  EXPECT_TRUE(has(r.out, "SKIPPED BUT PASSES test_double_b on this device: delete its device line from the skip list\n"))
+      << r.out;
+  std::ofstream(path("bad.txt")) << "test_double_a [tpu]  # no such device\n";
+  expect_error({"check", path("suite"), "--skip-list", path("bad.txt")}, 1,
+               path("bad.txt") + ":1: skipped case 'test_double_a' has the device tag '[tpu]'; accepted tags are [cpu] "
+                                 "and [cuda]");
 }
 
 // Integer inputs that index a table are drawn inside it, whatever their name says.

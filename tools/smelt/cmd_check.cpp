@@ -1,5 +1,5 @@
-// `smelt check DIR`: runs ONNX backend-format test cases (model.onnx + test_data_set_N) and compares
-// the outputs as the ONNX runner does (count, type, shape; rtol 1e-3, atol 1e-7; NaN equals NaN).
+// `smelt check DIR`: runs ONNX backend-format test cases (model.onnx + test_data_set_N) on a device and
+// compares the outputs with the tolerance rule of docs/onnx.md; --compile also checks the compiled model bit for bit.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +23,7 @@
 #include "tools/smelt/progress.h"
 #ifdef SMELT_ONNX
 #include "smelt/onnx.h"
+#include "tools/smelt/value_diff.h"
 #endif
 
 namespace fs = std::filesystem;
@@ -40,21 +41,27 @@ struct CheckOptions {
   bool run_skipped = false;  // also run the skipped cases and name those that pass now
   int timeout_s = 120;
   std::string device;  // --device: empty follows the default-device rule
+  bool compile = false;  // also run the compiled model and compare it with the eager run bit for bit
 };
 
 constexpr const char* kUsage =
-    "usage: smelt check DIR [--skip-list FILE] [--filter TEXT] [--device cpu|cuda[:N]] [--timeout SECONDS]\n"
-    "                   [--verbose] [--no-fork] [--run-skipped]";
+    "usage: smelt check DIR [--skip-list FILE] [--filter TEXT] [--device cpu|cuda[:N]] [--compile]\n"
+    "                   [--timeout SECONDS] [--verbose] [--no-fork] [--run-skipped]";
 
 constexpr const char* kHelp =
     "\n"
     "Runs every case of DIR in the ONNX backend-test format (a folder with model.onnx and test_data_set_N/,\n"
-    "or a folder of such folders), compares the outputs (count, type, shape; rtol 1e-3, atol 1e-7; NaN\n"
-    "equals NaN), prints one line per failing case and then `N passed, N failed, N skipped`. Exit status 0\n"
-    "when no case failed, 1 when one did or when no case was found (or none matches --filter). On a\n"
-    "terminal a progress line (cases done / total) is shown on stderr.\n"
+    "or a folder of such folders) on the device, compares the outputs (count, type, shape; values within the\n"
+    "tolerance rule of docs/onnx.md: |got - want| <= 1e-7 + rtol*|want| + K*u*max|want|, rtol 1e-3 (float16\n"
+    "2^-10, bfloat16 2^-7), K*u only for cases with a reducing operator; NaN equals NaN), prints one line per\n"
+    "failing case and then `N passed, N failed, N skipped`. Exit status 0 when no case failed, 1 when one did\n"
+    "or when no case was found (or none matches --filter). On a terminal a progress line (cases done / total)\n"
+    "is shown on stderr.\n"
     "\n"
-    "  --skip-list FILE      cases to skip: one name per line with a `# reason`\n"
+    "  --skip-list FILE      cases to skip: one name per line with a `# reason`; `name [cuda]  # reason`\n"
+    "                        skips it on that device type only (cpu or cuda: an expected failure there)\n"
+    "  --compile             also compile each case's model for the device and require its outputs to equal\n"
+    "                        the eager outputs bit for bit (the line ends with `N compiled bit-equal`)\n"
     "  --filter TEXT         run only the cases whose name contains TEXT\n"
     "  --device D            cpu, cuda or cuda:N (default: the first GPU when there is one, else the CPU)\n"
     "  --timeout SECONDS     a case running longer fails (default 120; with forking only)\n"
@@ -69,7 +76,7 @@ CheckOptions parse_args(const std::vector<std::string>& args, bool& help) {
   static const std::vector<OptionSpec> kOptions = {
       {"--skip-list", nullptr, true}, {"--filter", nullptr, true},   {"--verbose", "-v", false},
       {"--no-fork", nullptr, false},  {"--run-skipped", nullptr, false}, {"--timeout", nullptr, true},
-      {"--device", nullptr, true},
+      {"--device", nullptr, true},    {"--compile", nullptr, false},
   };
   CheckOptions o;
   ParsedArgs parsed = parse_command_line(args, kOptions, kUsage);
@@ -82,6 +89,7 @@ CheckOptions parse_args(const std::vector<std::string>& args, bool& help) {
     else if (a == "--no-fork") o.fork = false;
     else if (a == "--run-skipped") o.run_skipped = true;
     else if (a == "--device") o.device = v;
+    else if (a == "--compile") o.compile = true;
     else if (a == "--timeout") {
       auto n = parse_count(v);
       if (!n || *n < 1 || *n > 86400) usage_error("--timeout needs a whole number of seconds from 1 to 86400, got '" + v + "'");
@@ -107,10 +115,18 @@ CheckOptions parse_args(const std::vector<std::string>& args, bool& help) {
 
 #ifdef SMELT_ONNX
 
-/// The skip list: one case name per line with a `# reason`; blank lines and comment lines are
-/// ignored. A line without a reason is an error, so every skip says why.
-std::map<std::string, std::string> read_skip_list(const std::string& path) {
-  std::map<std::string, std::string> skips;
+/// One line of the skip list: everywhere (device empty), or on one device type ("cpu", "cuda").
+struct Skip {
+  std::string device;
+  std::string reason;
+};
+using SkipList = std::map<std::string, std::vector<Skip>>;
+
+/// The skip list: one case name per line, optionally `[cpu]` or `[cuda]` after it (skipped on that
+/// device type only), then a `# reason`; blank lines and comment lines are ignored. A line without a
+/// reason or with another tag is an error, so every skip says why and where.
+SkipList read_skip_list(const std::string& path) {
+  SkipList skips;
   if (path.empty()) return skips;
   std::ifstream f(path);
   if (!f) throw InvalidArgument("cannot open the skip list '" + path + "'");
@@ -123,13 +139,25 @@ std::map<std::string, std::string> read_skip_list(const std::string& path) {
     auto hash = line.find('#');
     std::string name = line.substr(first, hash == std::string::npos ? std::string::npos : hash - first);
     name.erase(name.find_last_not_of(" \t\r") + 1);
+    std::string device;
+    if (auto open = name.find('['); open != std::string::npos) {
+      auto close = name.find(']', open);
+      device = name.substr(open + 1, close == std::string::npos ? std::string::npos : close - open - 1);
+      name.erase(open);
+      name.erase(name.find_last_not_of(" \t") + 1);
+      if (close == std::string::npos || (device != "cpu" && device != "cuda"))
+        throw InvalidArgument(path + ":" + std::to_string(number) + ": skipped case '" + name + "' has the device tag '" +
+                              line.substr(line.find('['), close == std::string::npos ? std::string::npos
+                                                                                     : close - line.find('[') + 1) +
+                              "'; accepted tags are [cpu] and [cuda]");
+    }
     std::string reason = hash == std::string::npos ? "" : line.substr(hash + 1);
     reason.erase(0, reason.find_first_not_of(" \t"));
     reason.erase(reason.find_last_not_of(" \t\r") + 1);
     if (reason.empty())
       throw InvalidArgument(path + ":" + std::to_string(number) + ": skipped case '" + name +
                             "' has no reason (write `name  # reason`)");
-    skips[name] = reason;
+    skips[name].push_back({device, reason});
   }
   return skips;
 }
@@ -171,8 +199,57 @@ std::string number(double v) {
   return buf;
 }
 
-/// "" when `got` matches `want`, else why not.
-std::string compare(const Value& got, const Value& want) {
+/// How closely a case's outputs must match (docs/onnx.md, "Conformance tolerance").
+struct Tolerance {
+  /// K of the K*u*max|want| term: the element count of the case's largest input or initializer
+  /// (no reduction of the case can be longer), or 0 when the case has no reducing operator.
+  double reduction_length = 0;
+};
+
+/// The relative part of the rule for an element type: the float32 rule's 1e-3, or one rounding of
+/// the type itself where that is coarser (bfloat16: 2^-7; float16's 2^-10 is below 1e-3).
+double relative_tolerance(ElemType t) { return t == ElemType::BFloat16 ? 0x1p-7 : 1e-3; }
+
+/// The unit roundoff of the arithmetic an output was accumulated in: float64 for double outputs,
+/// float32 for every narrower float type (half types accumulate in float32 on both devices).
+double unit_roundoff(ElemType t) { return t == ElemType::Double ? 0x1p-53 : 0x1p-24; }
+
+/// Whether the operator sums many terms, so that another summation order (another device, a
+/// blocked kernel) may move its result by up to K*u of the terms' magnitude.
+bool is_reducing_op(const std::string& op) {
+  static const std::set<std::string> ops{
+      "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+      "ReduceSumSquare", "MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "Softmax", "LogSoftmax",
+      "LayerNormalization", "GroupNormalization", "InstanceNormalization", "BatchNormalization",
+      "RMSNormalization", "AveragePool", "GlobalAveragePool", "LpPool", "GlobalLpPool", "LpNormalization",
+      "MeanVarianceNormalization", "CumSum", "Attention", "RNN", "GRU", "LSTM", "DFT", "STFT", "Det",
+      "QLinearMatMul", "QLinearConv", "DeformConv", "RoiAlign", "SoftmaxCrossEntropyLoss",
+      "NegativeLogLikelihoodLoss", "Col2Im"};
+  return ops.count(op) > 0;
+}
+
+/// Whether any node of the model (subgraphs and functions included) is a reducing operator.
+bool has_reducing_op(const onnx::Model& model) {
+  for (const auto& f : model.functions)
+    for (const auto& n : f.nodes)
+      if (is_reducing_op(n.op_type)) return true;
+  std::vector<const onnx::Graph*> work{model.graph.get()};
+  while (!work.empty()) {
+    const onnx::Graph* g = work.back();
+    work.pop_back();
+    for (const auto& n : g->nodes) {
+      if (is_reducing_op(n.op_type)) return true;
+      for (const auto& a : n.attributes) {
+        if (a.g) work.push_back(a.g.get());
+        for (const auto& h : a.graphs) work.push_back(h.get());
+      }
+    }
+  }
+  return false;
+}
+
+/// "" when `got` matches `want` within `tol`, else why not.
+std::string compare(const Value& got, const Value& want, const Tolerance& tol) {
   if (got.kind() != want.kind()) return "expected " + want.describe() + ", got " + got.describe();
   switch (want.kind()) {
     case Value::Kind::None: return "";
@@ -202,6 +279,14 @@ std::string compare(const Value& got, const Value& want) {
                std::to_string(first) + ": got " + std::to_string(g[first]) + ", expected " + std::to_string(w[first]) + ")";
       }
       auto g = as_doubles(got), w = as_doubles(want);
+      const double rtol = relative_tolerance(want.elem_type());
+      double reduction_atol = 0;
+      if (fl && tol.reduction_length > 0) {
+        double scale = 0;
+        for (double x : w)
+          if (std::isfinite(x)) scale = std::max(scale, std::fabs(x));
+        reduction_atol = tol.reduction_length * unit_roundoff(want.elem_type()) * scale;
+      }
       int64_t bad = 0;
       size_t first = 0;
       for (size_t i = 0; i < w.size(); ++i) {
@@ -209,7 +294,7 @@ std::string compare(const Value& got, const Value& want) {
         if (std::isnan(w[i]) || std::isnan(g[i])) ok = std::isnan(w[i]) && std::isnan(g[i]);
         else if (!fl) ok = g[i] == w[i];
         else if (std::isinf(w[i]) || std::isinf(g[i])) ok = g[i] == w[i];
-        else ok = std::fabs(g[i] - w[i]) <= 1e-7 + 1e-3 * std::fabs(w[i]);
+        else ok = std::fabs(g[i] - w[i]) <= 1e-7 + rtol * std::fabs(w[i]) + reduction_atol;
         if (!ok && bad++ == 0) first = i;
       }
       if (!bad) return "";
@@ -220,7 +305,7 @@ std::string compare(const Value& got, const Value& want) {
       if (got.items().size() != want.items().size())
         return "expected a sequence of " + std::to_string(want.items().size()) + ", got " + std::to_string(got.items().size());
       for (size_t i = 0; i < want.items().size(); ++i) {
-        std::string r = compare(got.items()[i], want.items()[i]);
+        std::string r = compare(got.items()[i], want.items()[i], tol);
         if (!r.empty()) return "sequence item " + std::to_string(i) + ": " + r;
       }
       return "";
@@ -228,17 +313,46 @@ std::string compare(const Value& got, const Value& want) {
     case Value::Kind::Optional: {
       if (got.content().has_value() != want.content().has_value())
         return "expected " + want.describe() + ", got " + got.describe();
-      return want.content() ? compare(*got.content(), *want.content()) : "";
+      return want.content() ? compare(*got.content(), *want.content(), tol) : "";
     }
     case Value::Kind::Map: return "map outputs are not compared";
   }
   return "";
 }
 
-/// Runs one case; "" when it passes, else the reason.
-std::string run_case(const fs::path& dir, const std::string& device) {
+/// What the parent asks of one case.
+struct CaseRequest {
+  std::string device;              // --device text
+  bool compile = false;            // --compile
+  bool run_skipped = false;        // --run-skipped
+  std::vector<Skip> device_skips;  // the skip list's lines for this case with a device tag
+};
+
+// A case's result travels from the child as text: a kind letter, a compiled letter, then the text.
+// Kinds: 'R' ran (text empty: passed, else why it failed), 'S' skipped on this device (text: the
+// reason), 'P' skipped on this device but passes now (--run-skipped). Compiled: '1' when the
+// compiled model ran every data set and equaled the eager run bit for bit.
+std::string result_text(char kind, bool compiled, const std::string& text) {
+  return std::string(1, kind) + (compiled ? '1' : '0') + text;
+}
+
+/// The elements of the case's largest input or initializer: a bound on any reduction's length.
+double largest_input(const onnx::Model& model, const std::vector<Value>& given) {
+  int64_t n = 1;
+  for (const auto& v : given)
+    if (v.is_tensor()) n = std::max(n, v.array().size());
+  for (const auto& [name, v] : model.graph->initializers)
+    if (v.is_tensor()) n = std::max(n, v.array().size());
+  return static_cast<double>(n);
+}
+
+/// Runs one case; "" when it passes, else the reason. With request.compile, also runs the
+/// compiled model (on the same device) on every data set and compares it with the eager outputs
+/// bit for bit; `compiled_equal` tells whether it did and they were equal.
+std::string run_case(const fs::path& dir, const CaseRequest& request, bool& compiled_equal) {
+  compiled_equal = false;
   onnx::RunOptions options;
-  options.device = parse_device(device, "--device");
+  options.device = parse_device(request.device, "--device");
   onnx::Model model = onnx::load((dir / "model.onnx").string());
   std::vector<const onnx::ValueInfo*> inputs;
   std::set<std::string> init;
@@ -250,6 +364,13 @@ std::string run_case(const fs::path& dir, const std::string& device) {
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return "no test_data_set_N folder";
+  const bool reducing = has_reducing_op(model);
+  std::optional<onnx::CompiledModel> compiled;
+  if (request.compile) {
+    onnx::CompileModelOptions co;
+    co.device = options.device;
+    compiled = onnx::compile(model, {}, co);
+  }
   for (const auto& set : sets) {
     std::vector<Value> given;
     for (size_t k = 0;; ++k) {
@@ -270,39 +391,71 @@ std::string run_case(const fs::path& dir, const std::string& device) {
     if (expected_count != outs.size())
       return set.filename().string() + ": " + std::to_string(outs.size()) + " outputs, " +
              std::to_string(expected_count) + " expected";
+    Tolerance tol;
+    if (reducing) tol.reduction_length = largest_input(model, given);
     for (size_t k = 0; k < outs.size(); ++k) {
       Value want = onnx::load_value((set / ("output_" + std::to_string(k) + ".pb")).string(), outs[k].type);
-      std::string r = compare(out.at(outs[k].name), want);
+      std::string r = compare(out.at(outs[k].name), want, tol);
       if (!r.empty()) return set.filename().string() + " output " + std::to_string(k) + " '" + outs[k].name + "': " + r;
     }
+    if (!compiled) continue;
+    std::map<std::string, Value> again;
+    try {
+      again = compiled->run_named(named, options);
+    } catch (const std::exception& e) {
+      return set.filename().string() + ": the compiled model raised: " + e.what();
+    }
+    for (size_t k = 0; k < outs.size(); ++k) {
+      std::string diff = first_difference(out.at(outs[k].name), again.at(outs[k].name));
+      if (!diff.empty())
+        return set.filename().string() + " output " + std::to_string(k) + " '" + outs[k].name +
+               "': compiled differs from eager: " + diff;
+    }
   }
+  compiled_equal = compiled.has_value();
   return "";
 }
 
-std::string run_case_caught(const fs::path& dir, const std::string& device) {
+/// The skip list's line for this case on the run's device type, or null.
+const Skip* device_skip(const CaseRequest& request) {
+  if (request.device_skips.empty()) return nullptr;
+  const Device d = parse_device(request.device, "--device");
+  const char* type = d.type == Device::Type::Cpu ? "cpu" : "cuda";
+  for (const auto& s : request.device_skips)
+    if (s.device == type) return &s;
+  return nullptr;
+}
+
+/// One case in this process; its result as result_text.
+std::string run_case_caught(const fs::path& dir, const CaseRequest& request) {
+  bool compiled_equal = false;
   try {
-    return run_case(dir, device);
+    const Skip* skip = device_skip(request);
+    if (skip && !request.run_skipped) return result_text('S', false, skip->reason);
+    std::string why = run_case(dir, request, compiled_equal);
+    if (skip) return result_text(why.empty() ? 'P' : 'S', false, skip->reason);
+    return result_text('R', compiled_equal, why);
   } catch (const std::exception& e) {
     std::string m = e.what();
     std::replace(m.begin(), m.end(), '\n', ' ');
-    return m;
+    return result_text('R', false, m);
   }
 }
 
 /// Runs a case in a child process, so a crash or a hang fails that case only.
-std::string run_case_forked(const fs::path& dir, int timeout_s, const std::string& device) {
+std::string run_case_forked(const fs::path& dir, int timeout_s, const CaseRequest& request) {
   int fds[2];
-  if (pipe(fds) != 0) return run_case_caught(dir, device);
+  if (pipe(fds) != 0) return run_case_caught(dir, request);
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return run_case_caught(dir, device);
+    return run_case_caught(dir, request);
   }
   if (pid == 0) {
     close(fds[0]);
     alarm(static_cast<unsigned>(timeout_s));
-    std::string r = run_case_caught(dir, device);
+    std::string r = run_case_caught(dir, request);
     const char* p = r.data();
     size_t left = r.size();
     while (left > 0) {
@@ -324,10 +477,12 @@ std::string run_case_forked(const fs::path& dir, int timeout_s, const std::strin
   waitpid(pid, &status, 0);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    return sig == SIGALRM ? "timed out after " + std::to_string(timeout_s) + " s"
-                          : "crashed (signal " + std::to_string(sig) + ": " + strsignal(sig) + ")";
+    return result_text('R', false,
+                       sig == SIGALRM ? "timed out after " + std::to_string(timeout_s) + " s"
+                                      : "crashed (signal " + std::to_string(sig) + ": " + strsignal(sig) + ")");
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "the case's process failed";
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || r.size() < 2)
+    return result_text('R', false, "the case's process failed");
   return r;
 }
 
@@ -351,7 +506,7 @@ int run_check(const std::vector<std::string>& args) {
     // A skip that names no case is stale (a renamed or removed test): say so, don't fail.
     std::set<std::string> names;
     for (const auto& d : cases) names.insert(d.filename().string());
-    for (const auto& [name, reason] : skips)
+    for (const auto& [name, lines] : skips)
       if (!names.count(name) && cases.size() > 1) std::fprintf(stderr, "note: skip list names no case '%s'\n", name.c_str());
   }
   if (cases.empty())
@@ -363,38 +518,65 @@ int run_check(const std::vector<std::string>& args) {
     throw InvalidArgument("no case name in '" + o.dir + "' contains '" + o.filter + "' (--filter; " +
                           std::to_string(cases.size()) + " case" + (cases.size() == 1 ? "" : "s") + " there)");
   ProgressLine progress("smelt check");
-  int passed = 0, failed = 0, skipped = 0;
+  int passed = 0, failed = 0, skipped = 0, device_skipped = 0, compiled_equal = 0;
   size_t done = 0;
   for (const auto& dir : selected) {
     std::string name = dir.filename().string();
     progress.show(std::to_string(done) + "/" + std::to_string(selected.size()) + " cases, " + std::to_string(failed) +
                   " failed: " + name);
     ++done;
-    if (skips.count(name)) {
+    CaseRequest request;
+    request.device = o.device;
+    request.compile = o.compile;
+    request.run_skipped = o.run_skipped;
+    const Skip* everywhere = nullptr;
+    if (auto it = skips.find(name); it != skips.end())
+      for (const auto& s : it->second) {
+        if (s.device.empty()) everywhere = &s;
+        else request.device_skips.push_back(s);
+      }
+    auto run = [&] { return o.fork ? run_case_forked(dir, o.timeout_s, request) : run_case_caught(dir, request); };
+    if (everywhere) {
       ++skipped;
       if (o.run_skipped) {
-        std::string why = o.fork ? run_case_forked(dir, o.timeout_s, o.device) : run_case_caught(dir, o.device);
+        request.device_skips.clear();
+        std::string r = run();
         progress.clear();
-        if (why.empty()) std::printf("SKIPPED BUT PASSES %s: delete it from the skip list\n", name.c_str());
+        if (r[0] == 'R' && r.size() == 2) std::printf("SKIPPED BUT PASSES %s: delete it from the skip list\n", name.c_str());
       } else if (o.verbose) {
         progress.clear();
-        std::printf("SKIP %s: %s\n", name.c_str(), skips[name].c_str());
+        std::printf("SKIP %s: %s\n", name.c_str(), everywhere->reason.c_str());
       }
       continue;
     }
-    std::string reason = o.fork ? run_case_forked(dir, o.timeout_s, o.device) : run_case_caught(dir, o.device);
+    // The child decides device skips: only it resolves the device (a parent that touched CUDA
+    // would leave its forked children unable to use it).
+    const std::string r = run();
     progress.clear();  // a result line must not land after the progress text on a shared terminal
-    if (reason.empty()) {
+    const char kind = r[0];
+    const std::string text = r.substr(2);
+    if (kind == 'S' || kind == 'P') {
+      ++skipped;
+      ++device_skipped;
+      if (kind == 'P')
+        std::printf("SKIPPED BUT PASSES %s on this device: delete its device line from the skip list\n", name.c_str());
+      else if (o.verbose)
+        std::printf("SKIP %s (on this device): %s\n", name.c_str(), text.c_str());
+    } else if (text.empty()) {
       ++passed;
+      if (r[1] == '1') ++compiled_equal;
       if (o.verbose) std::printf("PASS %s\n", name.c_str());
     } else {
       ++failed;
-      std::printf("FAIL %s: %s\n", name.c_str(), reason.c_str());
+      std::printf("FAIL %s: %s\n", name.c_str(), text.c_str());
     }
     std::fflush(stdout);
   }
   progress.clear();
-  std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  std::printf("%d passed, %d failed, %d skipped", passed, failed, skipped);
+  if (device_skipped) std::printf(" (%d of them on this device only)", device_skipped);
+  if (o.compile) std::printf("; %d compiled bit-equal to eager", compiled_equal);
+  std::printf("\n");
   return failed == 0 ? 0 : 1;
 #endif
 }

@@ -23,6 +23,7 @@
 #include "tools/smelt/model_file.h"
 #include "tools/smelt/model_inputs.h"
 #include "tools/smelt/progress.h"
+#include "tools/smelt/value_diff.h"
 #ifdef SMELT_ONNX
 #include "smelt/io.h"
 #include "smelt/memory.h"
@@ -756,85 +757,6 @@ double median_of(std::vector<double> times) {
   return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
 }
 
-/// One element of a flat array as text, for a mismatch message: "0.1234567 (bits 0x3dfcd6e9)".
-std::string element_text(const Array& flat, size_t i) {
-  char buf[96];
-  switch (kind_of(flat.dtype())) {
-    case DtypeKind::Float: {
-      double v = flat.to_vector<double>()[i];
-      uint64_t bits = 0;
-      const auto* p = static_cast<const unsigned char*>(flat.data()) + i * flat.itemsize();
-      std::memcpy(&bits, p, flat.itemsize());  // little-endian: the low bytes hold the element
-      std::snprintf(buf, sizeof buf, "%.9g (bits 0x%llx)", v, static_cast<unsigned long long>(bits));
-      return buf;
-    }
-    case DtypeKind::SignedInt: return std::to_string(flat.to_vector<int64_t>()[i]);
-    case DtypeKind::UnsignedInt: return std::to_string(flat.to_vector<uint64_t>()[i]);
-    case DtypeKind::Bool: return flat.to_vector<bool>()[i] ? "true" : "false";
-  }
-  return "?";
-}
-
-/// The first difference between an eager and a compiled value, bit for bit (NaNs compare by
-/// their bits), or "" when they are equal. Walks sequences, optionals and maps with a worklist.
-std::string first_difference(const Value& eager, const Value& compiled) {
-  std::vector<std::tuple<std::string, const Value*, const Value*>> work{{"", &eager, &compiled}};
-  while (!work.empty()) {
-    auto [where, a, b] = work.back();
-    work.pop_back();
-    const std::string at = where.empty() ? "" : where + ": ";
-    if (a->kind() != b->kind() || a->describe() != b->describe())
-      return at + "eager gives " + a->describe() + ", compiled gives " + b->describe();
-    switch (a->kind()) {
-      case Value::Kind::None: break;
-      case Value::Kind::Tensor: {
-        Array x = copy(a->array());
-        Array y = copy(b->array());
-        if (x.dtype() != y.dtype() || x.shape() != y.shape())
-          return at + "eager gives " + array_text(x) + ", compiled gives " + array_text(y);
-        if (x.size() == 0 || std::memcmp(x.data(), y.data(), x.nbytes()) == 0) break;
-        const auto* px = static_cast<const unsigned char*>(x.data());
-        const auto* py = static_cast<const unsigned char*>(y.data());
-        size_t item = x.itemsize(), i = 0, differing = 0;
-        for (size_t k = 0; k < static_cast<size_t>(x.size()); ++k) {
-          if (std::memcmp(px + k * item, py + k * item, item) == 0) continue;
-          if (differing++ == 0) i = k;
-        }
-        return at + std::to_string(differing) + " of " + std::to_string(x.size()) +
-               " elements differ; first at flat index " + std::to_string(i) + ": eager " + element_text(x, i) +
-               ", compiled " + element_text(y, i);
-      }
-      case Value::Kind::Strings: {
-        const auto& da = a->string_tensor().data;
-        const auto& db = b->string_tensor().data;
-        for (size_t i = 0; i < da.size(); ++i)
-          if (da[i] != db[i])
-            return at + "string " + std::to_string(i) + ": eager \"" + da[i] + "\", compiled \"" + db[i] + "\"";
-        break;
-      }
-      case Value::Kind::Sequence:
-        if (a->items().size() != b->items().size())
-          return at + "eager gives " + std::to_string(a->items().size()) + " items, compiled " +
-                 std::to_string(b->items().size());
-        for (size_t i = 0; i < a->items().size(); ++i)
-          work.emplace_back(where + "[" + std::to_string(i) + "]", &a->items()[i], &b->items()[i]);
-        break;
-      case Value::Kind::Optional:
-        if (a->content().has_value() != b->content().has_value())
-          return at + (a->content() ? "eager gives a value, compiled gives none"
-                                    : "eager gives none, compiled gives a value");
-        if (a->content()) work.emplace_back(where + "(content)", &*a->content(), &*b->content());
-        break;
-      case Value::Kind::Map:
-        if (a->map_int_keys() != b->map_int_keys() || a->map_string_keys() != b->map_string_keys())
-          return at + "the map keys differ";
-        work.emplace_back(where + "(values)", &a->map_values(), &b->map_values());
-        break;
-    }
-  }
-  return "";
-}
-
 /// What --compile measured.
 struct CompileReport {
   onnx::Overlay overlay;         // the first call's path
@@ -919,6 +841,11 @@ std::optional<int64_t> pays_off_after(double compile_ms, double eager_ms, double
   return static_cast<int64_t>(std::ceil(compile_ms / (eager_ms - compiled_ms)));
 }
 
+/// "3 copies, 24 B" for the transfers line.
+std::string copies_text(uint64_t copies, uint64_t bytes) {
+  return std::to_string(copies) + (copies == 1 ? " copy, " : " copies, ") + std::to_string(bytes) + " B";
+}
+
 #endif  // SMELT_ONNX
 
 }  // namespace
@@ -969,8 +896,12 @@ int run_model(const std::vector<std::string>& args) {
   run_options.device = device;
   if (o.timeout_s > 0)
     run_options.timeout = std::chrono::milliseconds(std::max<int64_t>(1, std::llround(o.timeout_s * 1000.0)));
+  // Transfers of the first run, then of the last repeated one (compiled likewise).
+  onnx::RunStats eager_stats, compiled_stats;
+  onnx::RunOptions first_options = run_options;
+  first_options.stats = &eager_stats;
   auto t_first = std::chrono::steady_clock::now();
-  std::map<std::string, Value> outputs = onnx::run_named(model, feed, run_options);
+  std::map<std::string, Value> outputs = onnx::run_named(model, feed, first_options);
   synchronize(device);  // a GPU run's outputs are queued when run returns: time the work too
   double first_ms = ms_since(t_first);
 
@@ -983,16 +914,17 @@ int run_model(const std::vector<std::string>& args) {
     co.static_inputs = statics;
     co.device = device;
     if (o.eager_below) co.eager_below = *o.eager_below;
-    // A compiled model takes its inputs where they are (its key records their devices): the
-    // host-made inputs go to the model's device first, once.
+    // The compiled model moves host-made inputs to its device on each call, as the eager run does.
     for (const auto& [name, v] : feed)
-      if (!statics.count(name)) dynamic_feed[name] = to_device_value(v, device);
+      if (!statics.count(name)) dynamic_feed[name] = v;
     auto t0 = std::chrono::steady_clock::now();
     compiled = onnx::compile(model, {}, co);
     std::map<std::string, Value> compiled_outputs;
     {
       KernelBuildProgress progress("run");  // the first call traces and builds the kernels
-      compiled_outputs = compiled->run_named(dynamic_feed, run_options);
+      onnx::RunOptions counted = run_options;
+      counted.stats = &compiled_stats;
+      compiled_outputs = compiled->run_named(dynamic_feed, counted);
       synchronize(device);
     }
     report.first_ms = ms_since(t0);
@@ -1006,13 +938,16 @@ int run_model(const std::vector<std::string>& args) {
   // Eager and compiled calls alternate, so that drift (clock, caches, other load) hits both alike.
   std::vector<double> times;
   for (int r = 0; r < o.repeat; ++r) {
+    onnx::RunOptions counted = run_options;
+    counted.stats = &eager_stats;
     auto t0 = std::chrono::steady_clock::now();
-    auto again = onnx::run_named(model, feed, run_options);
+    auto again = onnx::run_named(model, feed, counted);
     synchronize(device);
     times.push_back(ms_since(t0));
     if (compiled) {
+      counted.stats = &compiled_stats;
       auto t1 = std::chrono::steady_clock::now();
-      auto again_compiled = compiled->run_named(dynamic_feed, run_options);
+      auto again_compiled = compiled->run_named(dynamic_feed, counted);
       synchronize(device);
       report.times.push_back(ms_since(t1));
     }
@@ -1027,6 +962,15 @@ int run_model(const std::vector<std::string>& args) {
     print_segments(report);
   }
 
+  if (device.type != Device::Type::Cpu) {
+    std::printf("transfers device->host per run: eager %s", copies_text(eager_stats.device_to_host_copies,
+                                                                       eager_stats.device_to_host_bytes).c_str());
+    if (compiled)
+      std::printf("; compiled %s", copies_text(compiled_stats.device_to_host_copies,
+                                               compiled_stats.device_to_host_bytes).c_str());
+    std::printf("\n");
+    for (const auto& h : eager_stats.host_computed) std::printf("host     %s\n", h.c_str());
+  }
   std::printf("outputs\n");
   for (const auto& out : g.outputs) {
     const Value& v = outputs.at(out.name);

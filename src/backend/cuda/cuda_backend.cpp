@@ -13,6 +13,7 @@
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
 #include "src/core/allocator.h"
+#include "src/core/transfer_counts.h"
 
 namespace smelt::cuda {
 
@@ -112,6 +113,7 @@ void transfer(const Array& in, Array& out) {
     alloc_output(out);
     if (bytes == 0) return;
     const auto& n = in.node();
+    smelt::detail::count_host_to_device(bytes);
     if (in.size() == 1) {
       // A single value (scalar operands of every op): a fill, queued without a host wait.
       uint64_t bits = 0;
@@ -143,6 +145,7 @@ void transfer(const Array& in, Array& out) {
     o.strides = row_major_strides(o.shape);
     o.offset = 0;
     if (bytes == 0) return;
+    smelt::detail::count_device_to_host(bytes);
     DeviceState& s = state_of(dev);
     const DriverApi& d = *driver();
     check(d.cuMemcpyDtoHAsync(o.buffer->ptr, static_cast<CUdeviceptr>(dptr(dev)), bytes, current_stream(s)),

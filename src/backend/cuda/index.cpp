@@ -37,6 +37,7 @@
 #include "src/backend/cuda/index_sources.h"
 #include "src/backend/cuda/kernels.h"
 #include "src/backend/cuda/scan_util.h"
+#include "src/core/transfer_counts.h"
 #include "src/primitives/scalar.h"
 
 namespace smelt::cuda {
@@ -62,6 +63,7 @@ void fill_words(DeviceState& s, uint64_t p, uint32_t value, int64_t words, const
 /// Copies `bytes` from the device to the host and waits for them (the one synchronization).
 void read_back(DeviceState& s, void* host, uint64_t dev, size_t bytes, const std::string& what) {
   const DriverApi& d = *driver();
+  smelt::detail::count_device_to_host(bytes);
   check(d.cuMemcpyDtoHAsync(host, static_cast<CUdeviceptr>(dev), bytes, current_stream(s)), "cuMemcpyDtoHAsync", what);
   check(d.cuStreamSynchronize(current_stream(s)), "cuStreamSynchronize", what);
 }

@@ -29,7 +29,7 @@ std::vector<Value> op_if(OpContext& c) {
       c.fail("output " + std::to_string(i) + " is " + t.to_string() + " in then_branch ('" + then_g.outputs[i].name +
              "') but " + e.to_string() + " in else_branch ('" + else_g.outputs[i].name + "')");
   }
-  bool taken = cond.item<bool>();
+  bool taken = c.host_tensor(0).item<bool>();  // read once even if the value is read again
   return c.run_graph(taken ? then_g : else_g, {});
 }
 
@@ -55,7 +55,7 @@ std::vector<Value> op_loop(OpContext& c) {
   const Graph& body = c.attr_graph("body");
   std::optional<int64_t> trip;
   if (c.has(0)) trip = c.scalar_int(0);
-  bool cond = c.has(1) ? c.tensor(1).item<bool>() : true;
+  bool cond = c.has(1) ? c.host_tensor(1).item<bool>() : true;
   size_t n_state = c.num_inputs() >= 2 ? c.num_inputs() - 2 : 0;
   std::vector<Value> state(c.inputs().begin() + 2, c.inputs().end());
   if (body.inputs.size() != n_state + 2)
@@ -77,7 +77,7 @@ std::vector<Value> op_loop(OpContext& c) {
     std::vector<Value> out = c.run_graph(body, in);
     const Value& cv = out[0];
     if (!cv.is_tensor() || cv.array().size() != 1) c.fail("the body's condition output must hold one bool");
-    cond = cv.array().item<bool>();
+    cond = cv.host_array().item<bool>();
     for (size_t k = 0; k < n_state; ++k) state[k] = out[1 + k];
     for (size_t k = 0; k < n_scan; ++k) scans[k].push_back(out[1 + n_state + k]);
     // Evaluate per iteration so a long loop doesn't build one ever-growing lazy graph.

@@ -58,7 +58,10 @@ std::vector<Value> op_grid_sample(OpContext& c) {
   int64_t plane = std::accumulate(size.begin(), size.end(), int64_t{1}, std::multiplies<>());
   int64_t q = 1;
   for (int i = 1; i <= r; ++i) q *= grid.shape()[i];
-  auto g = grid.to_vector<double>();
+  if (grid.device().type != Device::Type::Cpu)
+    c.note_host_compute("no GPU kernel for the sampling positions; grid read to the host (" +
+                        std::to_string(grid.nbytes()) + " bytes)");
+  auto g = c.host_tensor(1).to_vector<double>();
   const int per_axis = mode == "linear" ? 2 : mode == "cubic" ? 4 : 1;
   int taps = 1;
   for (int i = 0; i < r; ++i) taps *= per_axis;
@@ -339,7 +342,10 @@ std::vector<Value> op_roi_align(OpContext& c) {
   const Array& rois_a = c.tensor(1);
   if (x.ndim() != 4 || rois_a.ndim() != 2 || rois_a.shape()[1] != 4)
     c.fail("X must be [N, C, H, W] and rois [R, 4], got " + c.input(0).describe() + " and " + c.input(1).describe());
-  auto rois = rois_a.to_vector<double>();
+  if (x.device().type != Device::Type::Cpu)
+    c.note_host_compute("no GPU kernel; X and rois read to the host (" + std::to_string(x.nbytes() + rois_a.nbytes()) +
+                        " bytes)");
+  auto rois = c.host_tensor(1).to_vector<double>();
   auto batch_idx = c.ints(2);
   std::string mode = c.attr_string("mode", "avg");
   if (mode != "avg" && mode != "max") c.fail("mode must be avg or max, got \"" + mode + "\"");
@@ -349,7 +355,7 @@ std::vector<Value> op_roi_align(OpContext& c) {
   int64_t ratio = c.attr_int("sampling_ratio", 0);
   double scale = c.attr_float("spatial_scale", 1.0f);
   int64_t n = x.shape()[0], ch = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
-  auto xv = x.to_vector<double>();
+  auto xv = c.host_tensor(0).to_vector<double>();
   int64_t r_count = rois_a.shape()[0];
   // Checked before the output is sized (found by the fuzzer: output_height * output_width of
   // 2^35 asked for 480 GB; fewer batch indices than rois were read past their end).

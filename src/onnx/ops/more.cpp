@@ -164,7 +164,9 @@ std::vector<Value> op_det(OpContext& c) {
   if (x.ndim() < 2 || x.shape()[x.ndim() - 1] != x.shape()[x.ndim() - 2])
     c.fail("input must be [..., M, M], got " + c.input(0).describe());
   int64_t m = x.shape().back();
-  auto v = x.to_vector<double>();
+  if (x.device().type != Device::Type::Cpu)
+    c.note_host_compute("no GPU kernel; the matrices read to the host (" + std::to_string(x.nbytes()) + " bytes)");
+  auto v = c.host_tensor(0).to_vector<double>();
   int64_t batch = m == 0 ? 0 : static_cast<int64_t>(v.size()) / (m * m);
   std::vector<double> out;
   for (int64_t b = 0; b < batch; ++b) {
@@ -306,8 +308,14 @@ std::vector<Value> op_nms(OpContext& c) {
   double score_thr = has_score_thr ? c.scalar(4) : 0.0;
   bool center = c.attr_int("center_point_box", 0) != 0;
   int64_t batches = boxes_a.shape()[0], n = boxes_a.shape()[1], classes = scores_a.shape()[1];
-  auto boxes = boxes_a.to_vector<double>();
-  auto scores = scores_a.to_vector<double>();
+  // No GPU kernel: on device inputs the boxes and scores come to the host once (converted to
+  // double there, not on the device) and the indices go back to the boxes' device.
+  const Device where = boxes_a.device();
+  if (where.type != Device::Type::Cpu)
+    c.note_host_compute("no GPU kernel; boxes and scores read to the host (" +
+                        std::to_string(boxes_a.nbytes() + scores_a.nbytes()) + " bytes)");
+  auto boxes = c.host_tensor(0).to_vector<double>();
+  auto scores = c.host_tensor(1).to_vector<double>();
   auto corners = [&](int64_t b, int64_t i) {
     const double* p = &boxes[static_cast<size_t>((b * n + i) * 4)];
     if (center) return std::array<double, 4>{p[1] - p[3] / 2, p[0] - p[2] / 2, p[1] + p[3] / 2, p[0] + p[2] / 2};
@@ -342,7 +350,9 @@ std::vector<Value> op_nms(OpContext& c) {
       }
       for (int64_t i : kept) out.insert(out.end(), {b, k, i});
     }
-  return {tv(reshape(int64_array(out), {static_cast<int64_t>(out.size() / 3), 3}))};
+  Array selected = reshape(int64_array(out), {static_cast<int64_t>(out.size() / 3), 3});
+  if (where.type != Device::Type::Cpu) return {detail::with_host_copy(tv(to_device(selected, where)), selected)};
+  return {tv(selected)};
 }
 
 std::vector<Value> op_center_crop_pad(OpContext& c) {

@@ -449,7 +449,7 @@ std::vector<Value> op_dropout(OpContext& c) {
   // Opset 12 made the ratio and the training mode inputs; before, Dropout is the identity at
   // inference (the `ratio` attribute only matters when training, which those opsets leave to
   // the framework).
-  bool training = c.opset() >= 12 && c.has(2) && c.tensor(2).item<bool>();
+  bool training = c.opset() >= 12 && c.has(2) && c.host_tensor(2).item<bool>();
   double ratio = c.opset() >= 12 && c.has(1) ? c.scalar(1) : 0.5;
   if (training && !(ratio >= 0.0 && ratio <= 1.0)) c.fail("ratio must be in [0, 1], got " + std::to_string(ratio));
   if (!training || ratio == 0.0) {

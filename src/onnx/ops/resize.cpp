@@ -203,7 +203,7 @@ std::vector<Value> op_resize(OpContext& c) {
     for (int i = 0; i < r; ++i) axes.push_back(i);
   size_t k = axes.size();
   std::vector<double> roi_in;
-  if (c.has(1) && c.tensor(1).size() > 0) roi_in = c.tensor(1).to_vector<double>();
+  if (c.has(1) && c.tensor(1).size() > 0) roi_in = c.host_tensor(1).to_vector<double>();
   std::vector<double> roi;  // full rank: starts then ends
   if (!roi_in.empty()) {
     if (roi_in.size() != 2 * k) c.fail("roi needs " + std::to_string(2 * k) + " values, got " + std::to_string(roi_in.size()));
@@ -219,7 +219,7 @@ std::vector<Value> op_resize(OpContext& c) {
   bool has_scales = c.has(2) && c.tensor(2).size() > 0, has_sizes = c.has(3) && c.tensor(3).size() > 0;
   if (has_scales == has_sizes) c.fail("exactly one of scales and sizes must be given");
   if (has_scales) {
-    auto s = c.tensor(2).to_vector<double>();
+    auto s = c.host_tensor(2).to_vector<double>();
     if (s.size() != k) c.fail("scales needs " + std::to_string(k) + " values, got " + std::to_string(s.size()));
     for (size_t i = 0; i < k; ++i) {
       int ax = axes[i];
@@ -267,7 +267,7 @@ std::vector<Value> op_resize(OpContext& c) {
 std::vector<Value> op_upsample(OpContext& c) {
   const Array& x = c.tensor(0);
   std::vector<double> scales;
-  if (c.opset() >= 9) scales = c.tensor(1).to_vector<double>();
+  if (c.opset() >= 9) scales = c.host_tensor(1).to_vector<double>();
   else for (float f : c.attr_floats("scales")) scales.push_back(f);
   if (static_cast<int>(scales.size()) != x.ndim()) c.fail("scales needs one value per axis");
   ResizeAttrs a;

@@ -495,7 +495,7 @@ std::vector<Value> op_nonzero(OpContext& c) { return {tv(nonzero(c.tensor(0)))};
 std::vector<Value> op_compress(OpContext& c) {
   const Array& x = c.tensor(0);
   c.require_types(1, {ElemType::Bool});
-  auto cond = c.tensor(1).to_vector<bool>();
+  auto cond = c.host_tensor(1).to_vector<bool>();
   std::vector<int64_t> keep;
   if (!c.has_attr("axis")) {
     for (size_t i = 0; i < cond.size() && static_cast<int64_t>(i) < x.size(); ++i)

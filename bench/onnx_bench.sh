@@ -7,6 +7,7 @@
 #   bench/onnx_bench.sh              every core, 21 timed runs per system (median reported)
 #   THREADS=2 REPS=30 bench/onnx_bench.sh
 #   SMELT_BIN=build/release/tools/smelt/smelt bench/onnx_bench.sh   # time an existing build
+#   ONNX_MODELS=1 bench/onnx_bench.sh   # then the real-architecture exports (bench/onnx_models_bench.sh)
 #
 # Method: both systems get the same .npy inputs (seeded, written below) and THREADS threads:
 # SMELT_NUM_THREADS (smelt's kernels and its OpenBLAS) for smelt, intra_op_num_threads = THREADS
@@ -164,3 +165,8 @@ print("segments: compiled/all; compile: trace + build of every segment (ms), col
       "calls after which compiling pays off (compile / (eager - compiled), warm medians); ort: session construction and first "
       "run (ms); wrote bench/results/onnx.json")
 EOF
+
+if [ "${ONNX_MODELS:-0}" = 1 ]; then
+  # The real architectures (GPT-2, BERT, ViT, Whisper encoder, ResNet, MobileNetV3) with the same build.
+  SMELT_BIN="$SMELT" THREADS="$THREADS" bench/onnx_models_bench.sh
+fi

@@ -13,7 +13,8 @@
 # $SMELT_GPU_BUILD/report), SMELT_GPU_REPS (benchmark repetitions, default 50), SMELT_GPU_TESTS
 # (a regular expression picking test binaries, default all),
 # SMELT_GPU_SKIP_BENCH=1 (tests only), SMELT_DEVKIT (build the ONNX layer too, see above), SMELT_NODE_SUITE
-# (the ONNX node suite to check on the GPU with the ONNX layer; SMELT_GPU_SKIP_SUITE=1 skips it). Exit
+# (the ONNX node suite to check on the GPU with the ONNX layer; SMELT_GPU_SKIP_SUITE=1 skips it),
+# SMELT_GPU_MODELS=1 (also the real-architecture benchmark: $OUT/gpu_models.txt and .json). Exit
 # status: non-zero when a build, a test or a node-suite case failed.
 set -uo pipefail
 
@@ -157,6 +158,18 @@ if [ "${SMELT_GPU_SKIP_BENCH:-0}" != 1 ]; then
     python3 "$ROOT/bench/gpu/peers_gpu.py" "$OUT/smelt_gpu.json" "$OUT/gpu_bench.json" "$REPS" "$OUT/gpu_bench.txt" "$OUT/w12.jsonl" || STATUS=1
   else
     echo "python3 with CUDA torch not found: smelt's rows only ($OUT/smelt_gpu.json)"
+  fi
+fi
+if [ "${SMELT_GPU_MODELS:-0}" = 1 ]; then
+  # Real architectures (GPT-2 small prefill and decode, BERT-base, ViT-B/16, ResNet-50, Whisper-base
+  # encoder) exported from bench/models/export_models.py: smelt against PyTorch eager and torch.compile,
+  # within about 5 minutes. smelt's rows need the CLI, which needs the ONNX layer (SMELT_DEVKIT).
+  say "real architectures (bench/gpu/onnx_models_gpu.py)"
+  if python3 -c "import torch, onnx; assert torch.cuda.is_available()" 2>/dev/null; then
+    [ "$ONNX" = ON ] || echo "ONNX is off (SMELT_DEVKIT unset): no smelt CLI, PyTorch's rows only"
+    python3 "$ROOT/bench/gpu/onnx_models_gpu.py" --smelt "$BUILD/tools/smelt/smelt" --out "$OUT" || STATUS=1
+  else
+    echo "python3 with CUDA torch and onnx not found: no real-architecture benchmark"
   fi
 fi
 say "reports in $OUT"

@@ -201,6 +201,37 @@ TEST_F(CliRun, JsonReport) {
   EXPECT_TRUE(has(json, "\"runs_ms\": [")) << json;
 }
 
+/// The number after `"key": ` in a JSON text; -1 when the key is missing.
+static int64_t json_integer(const std::string& json, const std::string& key) {
+  auto at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return -1;
+  return std::stoll(json.substr(at + key.size() + 4));
+}
+
+TEST_F(CliRun, JsonReportHasTheMemoryPeaks) {
+  CliResult r = run({model("tiny_cnn"), "--compile", "--repeat", "2", "--json", path("r.json"), "--threads", "2",
+                     "--device", "cpu"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string json = read_text(path("r.json"));
+  EXPECT_TRUE(has(json, "\"memory\": {\"device\": \"cpu\", \"peak_bytes\": ")) << json;
+  int64_t peak = json_integer(json, "peak_bytes"), eager = json_integer(json, "eager_first_peak_bytes");
+  int64_t compiled = json_integer(json, "compiled_first_peak_bytes"), repeats = json_integer(json, "repeats_peak_bytes");
+  // Each phase holds at least its input (3x32x32 floats) and output (10 floats) alive; the overall
+  // peak is the highest of the three.
+  const int64_t floor = (3 * 32 * 32 + 10) * 4;
+  EXPECT_GE(eager, floor) << json;
+  EXPECT_GE(compiled, floor) << json;
+  EXPECT_GE(repeats, floor) << json;
+  EXPECT_EQ(peak, std::max({eager, compiled, repeats})) << json;
+  // Without --compile and --repeat only the eager run's window is reported.
+  r = run({model("tiny_cnn"), "--json", path("e.json"), "--device", "cpu"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json = read_text(path("e.json"));
+  EXPECT_EQ(json_integer(json, "peak_bytes"), json_integer(json, "eager_first_peak_bytes")) << json;
+  EXPECT_EQ(json_integer(json, "compiled_first_peak_bytes"), -1) << json;
+  EXPECT_EQ(json_integer(json, "repeats_peak_bytes"), -1) << json;
+}
+
 TEST_F(CliRun, Help) {
   CliResult r = run({"--help"});
   EXPECT_EQ(r.status, 0);

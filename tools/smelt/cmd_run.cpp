@@ -769,6 +769,13 @@ struct CompileReport {
   std::vector<std::string> mismatches;  // "output 'y': ..."
 };
 
+/// Highest bytes held by live arrays on the run's device in each phase (memory_info().peak_bytes).
+struct MemoryPeaks {
+  size_t eager_first = 0;     // the first eager run (initializers uploaded then included)
+  size_t compiled_first = 0;  // compile + the first compiled call
+  size_t repeats = 0;         // the --repeat calls
+};
+
 const char* kind_name(onnx::SegmentKind k) {
   switch (k) {
     case onnx::SegmentKind::Compiled: return "compiled";
@@ -900,10 +907,15 @@ int run_model(const std::vector<std::string>& args) {
   onnx::RunStats eager_stats, compiled_stats;
   onnx::RunOptions first_options = run_options;
   first_options.stats = &eager_stats;
+  // Device memory peaks (smelt's caching allocator: bytes held by live arrays, the model's uploaded
+  // initializers included), one window per phase, so that the JSON can say which phase needs most.
+  MemoryPeaks peaks;
+  reset_peak_memory(device);
   auto t_first = std::chrono::steady_clock::now();
   std::map<std::string, Value> outputs = onnx::run_named(model, feed, first_options);
   synchronize(device);  // a GPU run's outputs are queued when run returns: time the work too
   double first_ms = ms_since(t_first);
+  peaks.eager_first = memory_info(device).peak_bytes;
 
   // --compile: the first compiled call compiles (no example inputs), on the inputs the eager run had.
   std::optional<onnx::CompiledModel> compiled;
@@ -917,6 +929,7 @@ int run_model(const std::vector<std::string>& args) {
     // The compiled model moves host-made inputs to its device on each call, as the eager run does.
     for (const auto& [name, v] : feed)
       if (!statics.count(name)) dynamic_feed[name] = v;
+    reset_peak_memory(device);
     auto t0 = std::chrono::steady_clock::now();
     compiled = onnx::compile(model, {}, co);
     std::map<std::string, Value> compiled_outputs;
@@ -928,6 +941,7 @@ int run_model(const std::vector<std::string>& args) {
       synchronize(device);
     }
     report.first_ms = ms_since(t0);
+    peaks.compiled_first = memory_info(device).peak_bytes;
     report.overlay = compiled->overlay();
     for (const auto& out : g.outputs) {
       std::string diff = first_difference(outputs.at(out.name), compiled_outputs.at(out.name));
@@ -937,6 +951,7 @@ int run_model(const std::vector<std::string>& args) {
 
   // Eager and compiled calls alternate, so that drift (clock, caches, other load) hits both alike.
   std::vector<double> times;
+  reset_peak_memory(device);
   for (int r = 0; r < o.repeat; ++r) {
     onnx::RunOptions counted = run_options;
     counted.stats = &eager_stats;
@@ -952,6 +967,7 @@ int run_model(const std::vector<std::string>& args) {
       report.times.push_back(ms_since(t1));
     }
   }
+  if (o.repeat > 0) peaks.repeats = memory_info(device).peak_bytes;
   if (compiled) {
     report.stats = compiled->stats();
     for (const auto& seg : report.stats.segments) {
@@ -1072,6 +1088,14 @@ int run_model(const std::vector<std::string>& args) {
     f << "\n  },\n  \"first_ms\": " << first_ms << ",\n  \"runs_ms\": [";
     for (size_t i = 0; i < times.size(); ++i) f << (i ? ", " : "") << times[i];
     f << "],\n  \"median_ms\": " << median << ",\n  \"min_ms\": " << min;
+    // Peaks of the first eager run, the first compiled call (compiling included; the eager outputs
+    // are still held) and the timed calls (eager and compiled alternating); peak_bytes: the highest.
+    f << ",\n  \"memory\": {\"device\": \"" << json_escape(device.str()) << "\", \"peak_bytes\": "
+      << std::max({peaks.eager_first, peaks.compiled_first, peaks.repeats})
+      << ", \"eager_first_peak_bytes\": " << peaks.eager_first;
+    if (compiled) f << ", \"compiled_first_peak_bytes\": " << peaks.compiled_first;
+    if (o.repeat > 0) f << ", \"repeats_peak_bytes\": " << peaks.repeats;
+    f << "}";
     if (compiled) {
       // The eager figures above; the compiled ones here (medians and pays_off_after only with --repeat).
       f << ",\n  \"compile\": {\n    \"static_inputs\": [";

@@ -122,7 +122,11 @@ class GraphFuser {
     if (it == consumers_.end() || it->second.size() != 1) return std::nullopt;
     return it->second[0];
   }
-  const std::string& out(size_t i) const { return g_.nodes[i].outputs[0]; }
+  /// The (first) output of node `i`; is() has checked that it has one.
+  const std::string& out(size_t i) const {
+    SMELT_ASSERT(!g_.nodes[i].outputs.empty(), "fusions: a pattern node without an output");
+    return g_.nodes[i].outputs[0];
+  }
 
   /// A constant tensor: an initializer the caller cannot override, or a Constant node's value.
   const Value* constant(const std::string& name) const {
@@ -429,7 +433,11 @@ class GraphFuser {
   /// -> MatMul(., v), k and v optionally behind a GQA repeat  =>  ai.smelt::ScaledDotProductAttention.
   bool fuse_attention(size_t si) {
     const Node& smx = g_.nodes[si];
-    if (smx.inputs.size() != 1 || !softmax_on_last_axis(smx) || !private_to_pattern(smx.inputs[0])) return false;
+    // is() first: it guarantees the one output that out(si) reads (a Softmax without outputs was
+    // indexed past its empty output list; found by the fuzzer under UBSan).
+    if (!is(si, "Softmax") || smx.inputs.size() != 1 || !softmax_on_last_axis(smx) ||
+        !private_to_pattern(smx.inputs[0]))
+      return false;
     auto pv = sole_consumer(out(si));
     if (!is(pv, "MatMul") || g_.nodes[*pv].inputs.size() != 2 || g_.nodes[*pv].inputs[0] != out(si) ||
         g_.nodes[*pv].inputs[1] == out(si))

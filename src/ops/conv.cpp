@@ -146,6 +146,13 @@ Array pool_impl(const Array& input, const PoolOptions& o, PoolKind kind) {
   check_positive(dil, op, "dilations");
   check_non_negative(lo, op, "padding_lo");
   check_non_negative(hi, op, "padding_hi");
+  // An average divides by the positions of a window (up to the whole kernel with
+  // count_include_pad), so their count must fit in int64 (kernel [2^62, 2] overflowed it; found
+  // by the fuzzer under UBSan).
+  int64_t window = 1;
+  for (auto kd : o.kernel)
+    if (__builtin_mul_overflow(window, kd, &window))
+      throw ShapeError(op + ": kernel " + list_str(o.kernel) + " has more window positions than an int64 can count");
 
   const Shape& is = input.shape();
   Shape out{is[0], is[1]};

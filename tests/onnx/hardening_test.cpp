@@ -1,5 +1,6 @@
 // Regression tests of issue #12: hostile attribute values and malformed models fail with typed
 // errors that name the node and the values, eagerly and compiled, instead of crashing or running.
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <new>
@@ -705,6 +706,181 @@ TEST(OnnxHardeningFuzz, MemoryBudgetIsCheckedBeforeANodeComputes) {
   small.x(Array({1.0f, 2.0f}, Shape{1, 2})).ints("pads", {4}, {0, 1, 0, 1});
   onnx::Model sm = load_proto(make_model(small.g, 18));
   EXPECT_EQ(onnx::run(sm, small.inputs, roomy)[0].array().to_vector<float>(), (std::vector<float>{0, 1, 2, 0}));
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Today's GCC ASan+UBSan fuzz run (fuzz/corpus/onnx_model_fuzz/{asan,ubsan,slow}-*)
+// ---------------------------------------------------------------------------------------------
+
+void add_string_attr(pb::NodeProto& p, const std::string& name, const std::string& v) {
+  auto* a = p.add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+/// A pool node over x [1, 3, 32, 32] with SAME_UPPER padding and `kernel`.
+OneNode same_pool(const std::string& op, const std::vector<int64_t>& kernel, const Array& x, bool indices = false) {
+  pb::NodeProto p = node(op, {"x"}, "pool");
+  add_string_attr(p, "auto_pad", "SAME_UPPER");
+  add_ints_attr(p, "kernel_shape", kernel);
+  OneNode n(p);
+  n.x(x);
+  if (indices) {
+    n.g.mutable_node(0)->add_output("i");
+    pb::ValueInfoProto info;
+    info.set_name("i");
+    *n.g.add_output() = info;
+  }
+  return n;
+}
+
+TEST(OnnxHardeningFuzz, PoolKernelsFarWiderThanTheInputCostWhatTheyRead) {
+  // Kernel [2, 2^32] with SAME padding: the CPU kernel kept a table of all 2^32 kernel columns
+  // (a 16 TiB std::vector under ASan) and walked every one of them per row (slow-*, asan-*).
+  // Only the columns that read the input are walked now. Each window spans whole rows: the
+  // result is the max or mean of rows h and h+1 (h = 31: row 31 alone).
+  Array x = random_array({1, 3, 32, 32}, float32);
+  auto xv = x.to_vector<float>();
+  std::vector<float> want_max, idx_of_max;
+  std::vector<double> want_mean;
+  std::vector<int64_t> want_idx;
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t h = 0; h < 32; ++h) {
+      double sum = 0, n = 0;
+      float m = -std::numeric_limits<float>::infinity();
+      int64_t at = -1;
+      for (int64_t r = h; r < std::min<int64_t>(h + 2, 32); ++r)
+        for (int64_t w = 0; w < 32; ++w) {
+          const int64_t i = (c * 32 + r) * 32 + w;
+          sum += xv[static_cast<size_t>(i)], ++n;
+          if (xv[static_cast<size_t>(i)] > m) m = xv[static_cast<size_t>(i)], at = i;
+        }
+      for (int64_t w = 0; w < 32; ++w) {
+        want_max.push_back(m);
+        want_mean.push_back(sum / n);
+        want_idx.push_back(at);
+      }
+    }
+  const std::vector<int64_t> kernel{2, k2p32};
+  for (bool compiled : {false, true}) {
+    SCOPED_TRACE(compiled ? "compiled" : "eager");
+    auto run = [&](const OneNode& n) {
+      onnx::Model m = load_proto(make_model(n.g, 18));
+      return compiled ? onnx::compile(m)(n.inputs) : onnx::run(m, n.inputs);
+    };
+    EXPECT_EQ(run(same_pool("MaxPool", kernel, x))[0].array().to_vector<float>(), want_max);
+    auto with_idx = run(same_pool("MaxPool", kernel, x, true));
+    EXPECT_EQ(with_idx[0].array().to_vector<float>(), want_max);
+    EXPECT_EQ(with_idx[1].array().to_vector<int64_t>(), want_idx);
+    // The mean of at most 64 floats summed in double and rounded once: within one float ulp.
+    auto mean = run(same_pool("AveragePool", kernel, x))[0].array().to_vector<float>();
+    ASSERT_EQ(mean.size(), want_mean.size());
+    for (size_t i = 0; i < mean.size(); ++i)
+      EXPECT_NEAR(mean[i], want_mean[i], std::fabs(want_mean[i]) * 0x1p-23 + 1e-30) << i;
+  }
+}
+
+TEST(OnnxHardeningFuzz, PoolWindowPositionsMustFitInt64) {
+  // kernel [2^62, 2]: the window's position count overflowed in the CPU kernel (UBSan).
+  pb::NodeProto p = node("LpPool", {"x"}, "lp");
+  add_string_attr(p, "auto_pad", "SAME_LOWER");
+  add_ints_attr(p, "kernel_shape", {k2p62, 2});
+  OneNode n(p);
+  n.x(random_array({1, 3, 32, 32}, float32));
+  expect_both<ShapeError>(n, {"LpPool 'lp'", "avg_pool: kernel [4611686018427387904,2] has more window positions than an "
+                                             "int64 can count"});
+  OneNode m = same_pool("MaxPool", {k2p62, 4}, random_array({1, 3, 32, 32}, float32));
+  expect_both<ShapeError>(m, {"MaxPool 'pool'", "max_pool: kernel [4611686018427387904,4] has more window positions"});
+}
+
+TEST(OnnxHardeningFuzz, RangeStepsWithoutOverflowingInt64) {
+  // start + i * delta overflowed in i * delta although every value fits (UBSan).
+  OneNode n(node("Range", {"start", "limit", "delta"}, "range"));
+  const int64_t lowest = std::numeric_limits<int64_t>::min();
+  n.ints("start", {}, {lowest + 1}).ints("limit", {}, {2}).ints("delta", {}, {k2p62});
+  auto y = onnx::run(load_proto(make_model(n.g, 18)), {})[0].array().to_vector<int64_t>();
+  EXPECT_EQ(y, (std::vector<int64_t>{lowest + 1, lowest + 1 + k2p62, 1}));
+  OneNode down(node("Range", {"start", "limit", "delta"}, "range"));
+  const int64_t top = std::numeric_limits<int64_t>::max();
+  down.ints("start", {}, {top}).ints("limit", {}, {lowest}).ints("delta", {}, {lowest});
+  EXPECT_EQ(onnx::run(load_proto(make_model(down.g, 18)), {})[0].array().to_vector<int64_t>(),
+            (std::vector<int64_t>{top, -1}));
+}
+
+TEST(OnnxHardeningFuzz, StringConcatChecksTheInputShapes) {
+  // A 0-d string input was indexed at the concatenation axis (UBSan: reference to null).
+  auto concat = [](const Shape& b_shape, std::vector<std::string> b) {
+    OneNode n(node("Concat", {"a", "b"}, "cat"));
+    add_int_attr(*n.g.mutable_node(0), "axis", 0);
+    for (const char* name : {"a", "b"}) {
+      pb::ValueInfoProto info;
+      info.set_name(name);
+      *n.g.add_input() = info;
+    }
+    n.inputs = {Value::strings(onnx::StringTensor{{2}, {"p", "q"}}), Value::strings(onnx::StringTensor{b_shape, std::move(b)})};
+    return n;
+  };
+  OneNode bad = concat({}, {"r"});
+  onnx::Model m = load_proto(make_model(bad.g, 18));
+  expect_error<OnnxError>([&] { onnx::run(m, bad.inputs); },
+                          {"Concat 'cat'", "input 1 tensor(string)[] must have the shape of input 0 tensor(string)[2] except "
+                                           "on axis 0"},
+                          "eager");
+  OneNode good = concat({1}, {"r"});
+  auto y = onnx::run(load_proto(make_model(good.g, 18)), good.inputs)[0].string_tensor();
+  EXPECT_EQ(y.shape, (Shape{3}));
+  EXPECT_EQ(y.data, (std::vector<std::string>{"p", "q", "r"}));
+}
+
+TEST(OnnxHardeningFuzz, SplitToSequenceSizesMustBeNonNegative) {
+  // INT64_MIN sizes overflowed their sum (UBSan).
+  OneNode n(node("SplitToSequence", {"x", "split"}, "sts"));
+  const int64_t lowest = std::numeric_limits<int64_t>::min();
+  n.x(random_array({3}, float32)).ints("split", {3}, {lowest, lowest, 3});
+  onnx::Model m = load_proto(make_model(n.g, 18));
+  expect_error<OnnxError>([&] { onnx::run(m, n.inputs); },
+                          {"SplitToSequence 'sts'", "split sizes [-9223372036854775808,-9223372036854775808,3] have a "
+                                                    "negative entry -9223372036854775808"},
+                          "eager");
+}
+
+TEST(OnnxHardeningFuzz, ResizeRefusesEmptyAxesAndNonFiniteCoordinates) {
+  auto resize = [](const Shape& x, const std::vector<float>& roi, const std::vector<int64_t>& sizes) {
+    pb::NodeProto p = node("Resize", {"x", roi.empty() ? "" : "roi", "", "sizes"}, "rs");
+    if (!roi.empty()) add_string_attr(p, "coordinate_transformation_mode", "tf_crop_and_resize");
+    OneNode n(p);
+    n.x(random_array(x, float32)).ints("sizes", {static_cast<int64_t>(sizes.size())}, sizes);
+    if (!roi.empty()) n.floats("roi", {static_cast<int64_t>(roi.size())}, roi);
+    return n;
+  };
+  // An empty axis resized to 8 had an infinite scale and source index INT64_MIN - 1 (UBSan).
+  expect_both<OnnxError>(resize({1, 1, 0, 4}, {}, {1, 1, 8, 8}),
+                         {"Resize 'rs'", "axis 2 of input [1,1,0,4] is empty and cannot be resized to 8 elements"});
+  const float inf = std::numeric_limits<float>::infinity();
+  expect_both<OnnxError>(resize({1, 1, 4, 4}, {0, 0, 0, 0, 1, 1, inf, 1}, {1, 1, 3, 3}),
+                         {"Resize 'rs'", "output 0 on axis 2 has the source coordinate", "nan (scale 0.750000, roi 0.000000 to inf)"});
+  // A roi far outside the input is extrapolated (it was converted to int64 past its range).
+  OneNode far = resize({1, 1, 4, 4}, {0, 0, 0, 0, 1, 1, 1e30f, 1}, {1, 1, 2, 4});
+  Array y = onnx::run(load_proto(make_model(far.g, 18)), far.inputs)[0].array();
+  auto xv = far.inputs[0].array().to_vector<float>();
+  std::vector<float> want(xv.begin(), xv.begin() + 4);  // row 0, then the extrapolation value 0
+  want.resize(8, 0.0f);
+  EXPECT_EQ(y.to_vector<float>(), want);
+}
+
+TEST(OnnxHardeningFuzz, AttentionFusionSkipsASoftmaxWithoutOutputs) {
+  // fuse_attention read the output of a Softmax that had none while loading (UBSan).
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_node() = make_node("Softmax", {"x"}, {}, "smx");
+  *g.add_node() = make_node("Relu", {"x"}, {"y"}, "relu");
+  *g.add_input() = tensor_info("x", pb::TensorProto::FLOAT, {1, 3});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {1, 3});
+  onnx::Model m = load_proto(make_model(g, 13));
+  Array x = random_array({1, 3}, float32);
+  EXPECT_TRUE(bit_equal(onnx::run(m, {Value::tensor(x)})[0].array(), maximum(x, Array(0.0f))));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Tests for max_pool and avg_pool against a naive float64 reference.
 #include "ops/conv_reference.h"
+#include "smelt/compile.h"
 
 namespace smelt {
 namespace {
@@ -72,6 +73,29 @@ TEST(Pool, AvgMatchesReference) {
   for (auto& c : pool_cases())
     for (Dtype d : {float32, float64, float16, bfloat16, int32, int16, uint16, int64, uint32})
       check_case(c, d, false, seed++);
+}
+
+TEST(Pool, KernelsWiderThanTheInputReadOnlyTheInput) {
+  // Only the kernel columns that read the input are walked (a kernel of 2^32 with SAME padding
+  // walked every column per row): windows mostly of padding, kernels whose reading columns have
+  // gaps (stride beyond the input), dilated ones, and more reading columns (70,000) than the
+  // kernel keeps a table of, against the naive reference over every window position. Every
+  // window reads the input (windows of only padding: Pool.WindowsOfOnlyPadding).
+  const std::vector<PoolCase> cases{
+      {"1d_wide_same", {1, 2, 5}, pool_opts({40}, {}, {19}, {20})},
+      {"1d_wide_gaps", {2, 1, 3}, pool_opts({20}, {9}, {19}, {19})},
+      {"1d_wide_gaps_dilated", {1, 2, 4}, pool_opts({9}, {11}, {20}, {20}, {3})},
+      {"2d_wide_ceil", {1, 2, 3, 4}, pool_opts({7, 30}, {2, 13}, {3, 30}, {3, 30}, {1, 2}, true, true)},
+      {"1d_many_columns", {1, 1, 256}, pool_opts({70000}, {256}, {69999}, {69999})},
+  };
+  uint32_t seed = 900;
+  for (const auto& c : cases)
+    for (bool is_max : {true, false})
+      for (Dtype d : {float32, int32}) check_case(c, d, is_max, seed++);
+  for (bool include_pad : {false, true}) {
+    PoolCase c{"1d_many_columns_f64", {1, 1, 256}, pool_opts({70000}, {256}, {69999}, {69999}, {}, false, include_pad)};
+    check_case(c, float64, false, seed++);
+  }
 }
 
 TEST(Pool, OutputShapesFollowTheCeilModeRule) {
@@ -209,6 +233,15 @@ TEST(PoolErrors, Messages) {
                    "padding 0+0)");
   EXPECT_THROW_MSG(max_pool(x, pool_opts({2, 3}, {}, {}, {}, {1, 3}, true)), ShapeError,
                    "max_pool: output size 0 < 1 on spatial axis 1 for input float32[1,2,6,6] (kernel 3 dilated to 7");
+  // An average divides by a window's position count, which must fit in int64 (found by the
+  // fuzzer under UBSan); checked where the node is made, so compiled functions raise it too.
+  const int64_t big = int64_t{1} << 62;
+  const PoolOptions wide = pool_opts({big, 2}, {}, {big / 2, 0}, {big / 2, 0});
+  EXPECT_THROW_MSG(avg_pool(x, wide), ShapeError,
+                   "avg_pool: kernel [4611686018427387904,2] has more window positions than an int64 can count");
+  auto f = compile([&](const Array& a) { return max_pool(a, wide); });
+  EXPECT_THROW_MSG(f(x), ShapeError,
+                   "max_pool: kernel [4611686018427387904,2] has more window positions than an int64 can count");
 }
 
 }  // namespace

@@ -431,9 +431,35 @@ void pool(const T* x, T* y, const Geom& g, bool count_include_pad) {
   using Acc = std::conditional_t<kMax, C, std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>>;
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2], KW = g.k[2], SW = g.stride[2];
-  // For each kernel column: the outputs whose window reads inside the row.
-  std::vector<Range> cols(static_cast<size_t>(KW));
-  for (int64_t kw = 0; kw < KW; ++kw) cols[kw] = valid_range(kw * g.dil[2] - g.pad[2], SW, 0, W, OW);
+  // The kernel columns that read inside the row for some output, as ascending disjoint spans.
+  // Only these are walked: a kernel far wider than the input (SAME padding with a kernel of 2^31)
+  // must cost what it reads, not its width (the fuzzer found a 16 TiB table of columns and
+  // loops of 2^40 empty columns). Output ow reads columns valid_range(ow*SW - pad, dil, 0, W, KW);
+  // these move left as ow grows, so walking ow downwards yields them in ascending order.
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  int64_t n_cols = 0;
+  for (int64_t ow = OW - 1; ow >= 0; --ow) {
+    const Range r = valid_range(ow * SW - g.pad[2], g.dil[2], 0, W, KW);
+    if (r.first == r.last) continue;
+    if (!spans.empty() && r.first <= spans.back().second) {
+      const int64_t grow = std::max(spans.back().second, r.last) - spans.back().second;
+      spans.back().second += grow;
+      n_cols += grow;
+    } else {
+      spans.push_back({r.first, r.last});
+      n_cols += r.last - r.first;
+    }
+  }
+  // For each such column, the outputs whose window reads inside the row. Each column reads at
+  // least once per row, so this table is never larger than one row's reads; beyond kMaxCachedCols
+  // (a pathological stride and padding) the ranges are computed per row instead of stored.
+  constexpr int64_t kMaxCachedCols = int64_t{1} << 16;
+  const bool cached = n_cols <= kMaxCachedCols;
+  auto column_range = [&](int64_t kw) { return valid_range(kw * g.dil[2] - g.pad[2], SW, 0, W, OW); };
+  std::vector<Range> cols;
+  if (cached)
+    for (const auto& [first, last] : spans)
+      for (int64_t kw = first; kw < last; ++kw) cols.push_back(column_range(kw));
   // Window positions counted along the row: inside the input, or inside input and padding.
   std::vector<int64_t> count_w(static_cast<size_t>(OW));
   for (int64_t ow = 0; ow < OW; ++ow) {
@@ -446,7 +472,10 @@ void pool(const T* x, T* y, const Geom& g, bool count_include_pad) {
                                                                   : std::numeric_limits<Acc>::lowest())
                         : Acc(0);
   const int64_t rows = g.batch * g.in_ch * OD * OH;
-  const int64_t work = std::max<int64_t>(1, g.k_size() * OW);
+  // Reads per row at most (saturating: only the grain depends on it).
+  int64_t work = std::max<int64_t>(1, std::max(n_cols, OW));
+  for (int64_t t : {std::min(g.k[0], D), std::min(g.k[1], H)})
+    if (__builtin_mul_overflow(work, std::max<int64_t>(1, t), &work)) work = std::numeric_limits<int64_t>::max();
   parallel_for(rows, std::max<int64_t>(1, kGrain / work), [&](int64_t b, int64_t e) {
     std::vector<Acc> acc(static_cast<size_t>(OW));
     for (int64_t r = b; r < e; ++r) {
@@ -460,20 +489,22 @@ void pool(const T* x, T* y, const Geom& g, bool count_include_pad) {
       for (int64_t i = kd.first; i < kd.last; ++i)
         for (int64_t j = kh.first; j < kh.last; ++j) {
           const T* src = xp + ((d0 + i * g.dil[0]) * H + h0 + j * g.dil[1]) * W;
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            const int64_t off = kw * g.dil[2] - g.pad[2];
-            const Range c = cols[kw];
-            for (int64_t ow = c.first; ow < c.last; ++ow) {
-              const C v = static_cast<C>(src[ow * SW + off]);
-              if constexpr (!kMax) {
-                a[ow] += static_cast<Acc>(v);
-              } else if constexpr (std::is_floating_point_v<C>) {
-                a[ow] = (v > a[ow] || v != v) ? v : a[ow];  // NaN wins and stays
-              } else {
-                a[ow] = v > a[ow] ? v : a[ow];
+          size_t col = 0;
+          for (const auto& [first, last] : spans)
+            for (int64_t kw = first; kw < last; ++kw, ++col) {
+              const int64_t off = kw * g.dil[2] - g.pad[2];
+              const Range c = cached ? cols[col] : column_range(kw);
+              for (int64_t ow = c.first; ow < c.last; ++ow) {
+                const C v = static_cast<C>(src[ow * SW + off]);
+                if constexpr (!kMax) {
+                  a[ow] += static_cast<Acc>(v);
+                } else if constexpr (std::is_floating_point_v<C>) {
+                  a[ow] = (v > a[ow] || v != v) ? v : a[ow];  // NaN wins and stays
+                } else {
+                  a[ow] = v > a[ow] ? v : a[ow];
+                }
               }
             }
-          }
         }
       T* dst = y + r * OW;
       if constexpr (kMax) {

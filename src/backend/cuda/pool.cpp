@@ -24,13 +24,19 @@ std::string pool_source(Dtype dtype, PoolKind kind, bool count_include_pad) {
       " dil[3]; i64 xs[5]; };\n"
       "typedef " +
       std::string(device_type(dtype)) + " E;\ntypedef calc<E> C;\n";
-  if (!max) {
-    // Window positions t in [0, k) whose coordinate p0 + t*dil lies in [lo, hi).
+  // The window positions t in [0, k) whose coordinate p0 + t*dil lies in [lo, hi) are
+  // [at_least(lo), at_least(hi)): computed, not searched, so that a kernel far wider than the
+  // input (SAME padding with a kernel of 2^31) costs what it reads. bound - p0 fits in int64:
+  // bound <= in + pad_hi and p0 >= -pad_lo, whose sum the op checked.
+  b += "__device__ inline i64 at_least(i64 p0, i64 dil, i64 k, i64 bound) {\n"
+       "  if (p0 >= bound) return 0;\n"
+       "  const i64 need = bound - p0;\n"
+       "  const i64 t = need / dil + (need % dil != 0 ? 1 : 0);\n"
+       "  return t < k ? t : k;\n}\n";
+  if (!max)
     b += "__device__ inline i64 window_count(i64 p0, i64 dil, i64 k, i64 lo, i64 hi) {\n"
-         "  i64 n = 0;\n"
-         "  for (i64 t = 0; t < k; ++t) { const i64 q = p0 + t * dil; n += (q >= lo && q < hi) ? 1 : 0; }\n"
-         "  return n;\n}\n";
-  }
+         "  const i64 first = at_least(p0, dil, k, lo), last = at_least(p0, dil, k, hi);\n"
+         "  return last > first ? last - first : 0;\n}\n";
   b += "extern \"C\" __global__ void k(PoolArgs a) {\n"
        "  const i64 idx = gid();\n"
        "  if (idx >= a.total) return;\n"
@@ -47,16 +53,15 @@ std::string pool_source(Dtype dtype, PoolKind kind, bool count_include_pad) {
   } else {
     b += flt ? "  double acc = 0.0;\n" : "  u64 acc = 0;\n";
   }
-  b += "  for (i64 i = 0; i < a.k[0]; ++i) {\n"
+  b += "  const i64 i1 = at_least(d0, a.dil[0], a.k[0], a.in[0]), j1 = at_least(h0, a.dil[1], a.k[1], a.in[1]),"
+       " q1 = at_least(w0, a.dil[2], a.k[2], a.in[2]);\n"
+       "  for (i64 i = at_least(d0, a.dil[0], a.k[0], 0); i < i1; ++i) {\n"
        "    const i64 pd = d0 + i * a.dil[0];\n"
-       "    if (pd < 0 || pd >= a.in[0]) continue;\n"
-       "    for (i64 j = 0; j < a.k[1]; ++j) {\n"
+       "    for (i64 j = at_least(h0, a.dil[1], a.k[1], 0); j < j1; ++j) {\n"
        "      const i64 ph = h0 + j * a.dil[1];\n"
-       "      if (ph < 0 || ph >= a.in[1]) continue;\n"
        "      const E* row = x + pd * a.xs[2] + ph * a.xs[3];\n"
-       "      for (i64 q = 0; q < a.k[2]; ++q) {\n"
+       "      for (i64 q = at_least(w0, a.dil[2], a.k[2], 0); q < q1; ++q) {\n"
        "        const i64 pw = w0 + q * a.dil[2];\n"
-       "        if (pw < 0 || pw >= a.in[2]) continue;\n"
        "        const C v = up(row[pw * a.xs[4]]);\n";
   if (max)
     b += flt ? "        acc = (v > acc || v != v) ? v : acc;\n" : "        acc = v > acc ? v : acc;\n";

@@ -207,6 +207,29 @@ std::vector<Value> op_conv_transpose(OpContext& c) {
   return {tv(keep_dtype(y, x.dtype()))};
 }
 
+/// The kernel offsets along one axis whose strided slice reads the input for some output,
+/// ascending ({0} when none does). The others read only padding, which never holds a maximum;
+/// walking them cost one step per offset of the kernel (2^31 with SAME padding; found by the
+/// fuzzer). Output o reads the offsets t with 0 <= o*stride - lo + t*dil < in, which move left as
+/// o grows; their union has at most out * ceil(in / dil) offsets.
+std::vector<int64_t> offsets_reading_input(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t dil,
+                                           int64_t lo) {
+  // The smallest t in [0, kernel] with p0 + t*dil >= bound; bound - p0 <= in + lo fits in int64.
+  auto at_least = [&](int64_t p0, int64_t bound) -> int64_t {
+    if (p0 >= bound) return 0;
+    const int64_t need = bound - p0;
+    return std::min(kernel, need / dil + (need % dil != 0 ? 1 : 0));
+  };
+  std::vector<int64_t> offsets;
+  for (int64_t o = out - 1; o >= 0; --o) {
+    const int64_t p0 = o * stride - lo;
+    int64_t t = std::max(at_least(p0, 0), offsets.empty() ? int64_t{0} : offsets.back() + 1);
+    for (const int64_t last = at_least(p0, in); t < last; ++t) offsets.push_back(t);
+  }
+  if (offsets.empty()) offsets.push_back(0);
+  return offsets;
+}
+
 /// Max pooling that also returns the flat index of each maximum (MaxPool's Indices output):
 /// one strided slice of the padded input per kernel offset, keeping the first maximum.
 std::vector<Value> max_pool_with_indices(OpContext& c, const Array& x, const PoolOptions& o) {
@@ -225,8 +248,17 @@ std::vector<Value> max_pool_with_indices(OpContext& c, const Array& x, const Poo
     int64_t out = (o.ceil_mode ? num / o.strides[i] + (num % o.strides[i] != 0 ? 1 : 0) : num / o.strides[i]) + 1;
     if (o.ceil_mode && mul_size(c, out - 1, o.strides[i]) >= in + o.padding_lo[i]) --out;
     out_sp.push_back(out);
-    int64_t need = add_size(c, mul_size(c, out - 1, o.strides[i]), span);
-    width[i + 2] = {o.padding_lo[i], std::max<int64_t>(o.padding_hi[i], need - in - o.padding_lo[i])};
+    (void)add_size(c, mul_size(c, out - 1, o.strides[i]), span);  // the reach of the last window fits
+  }
+  // Only the offsets that read the input are walked, and the input is padded only as far as
+  // they read: positions o*stride + t*dil - lo for o in [0, out) and t in [first, last].
+  std::vector<std::vector<int64_t>> offsets(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t in = x.shape()[i + 2], lo = o.padding_lo[i];
+    offsets[i] = offsets_reading_input(in, out_sp[i], o.kernel[i], o.strides[i], o.dilations[i], lo);
+    const int64_t left = offsets[i].front() * o.dilations[i] - lo;
+    const int64_t right = (out_sp[i] - 1) * o.strides[i] + offsets[i].back() * o.dilations[i] - lo;
+    width[i + 2] = {std::max<int64_t>(0, -left), std::max<int64_t>(0, right - (in - 1))};
   }
   Dtype dt = x.dtype();
   Array lowest = is_floating(dt) ? full({}, Array(-std::numeric_limits<double>::infinity()), dt)
@@ -246,13 +278,15 @@ std::vector<Value> max_pool_with_indices(OpContext& c, const Array& x, const Poo
   Array base = reshape(multiply(arange(0, static_cast<double>(nc[0] * nc[1]), 1, int64), Array(plane)),
                        [&] { Shape s = nc; s.resize(static_cast<size_t>(r), 1); return s; }());
   Array best, best_idx;
+  std::vector<size_t> at(n, 0);
   std::vector<int64_t> k(n, 0);
   for (;;) {
+    for (size_t i = 0; i < n; ++i) k[i] = offsets[i][at[i]];
     std::vector<int64_t> start(static_cast<size_t>(r), 0), stop(padded.shape().begin(), padded.shape().end()),
         step(static_cast<size_t>(r), 1);
     Array idx = base;
     for (size_t i = 0; i < n; ++i) {
-      start[i + 2] = k[i] * o.dilations[i];
+      start[i + 2] = k[i] * o.dilations[i] - o.padding_lo[i] + width[i + 2].first;
       stop[i + 2] = start[i + 2] + (out_sp[i] - 1) * o.strides[i] + 1;
       step[i + 2] = o.strides[i];
       Shape s(static_cast<size_t>(r), 1);
@@ -271,7 +305,7 @@ std::vector<Value> max_pool_with_indices(OpContext& c, const Array& x, const Poo
       best_idx = where(better, idx, best_idx);
     }
     size_t d = n;
-    while (d > 0 && ++k[d - 1] == o.kernel[d - 1]) k[--d] = 0;
+    while (d > 0 && ++at[d - 1] == offsets[d - 1].size()) at[--d] = 0;
     if (d == 0) break;
   }
   return {tv(best), tv(best_idx)};

@@ -110,6 +110,10 @@ Array resize_axis(const OpContext& c, const ResizeAttrs& a, const Array& x, int 
   outside.assign(static_cast<size_t>(out), 0);
   for (int64_t j = 0; j < out; ++j) {
     double xs = source_coordinate(c, a, static_cast<double>(j), scale, in, out, roi_start, roi_end);
+    if (!std::isfinite(xs))
+      c.fail("output " + std::to_string(j) + " on axis " + std::to_string(axis) + " has the source coordinate " +
+             std::to_string(xs) + " (scale " + std::to_string(scale) + ", roi " + std::to_string(roi_start) + " to " +
+             std::to_string(roi_end) + ")");
     if (a.transform == "tf_crop_and_resize" && (xs < 0 || xs > static_cast<double>(in - 1))) outside[static_cast<size_t>(j)] = 1;
     double base = std::ceil(xs) - 1;  // the pixel left of xs, so that the ratio is in (0, 1]
     double ratio = xs - base;
@@ -117,9 +121,11 @@ Array resize_axis(const OpContext& c, const ResizeAttrs& a, const Array& x, int 
     int64_t n = static_cast<int64_t>(w.size());
     std::vector<int64_t> ids;
     for (int64_t k = 0; k < n; ++k) {
-      int64_t i = static_cast<int64_t>(base) - n / 2 + 1 + k;
-      if (a.exclude_outside && (i < 0 || i >= in)) w[static_cast<size_t>(k)] = 0;
-      ids.push_back(std::clamp<int64_t>(i, 0, in - 1));
+      // In double, clamped before it becomes an index: a roi far outside the input puts xs
+      // beyond int64 (exact below 2^53, and beyond that outside the input either way).
+      const double i = base - static_cast<double>(n / 2) + 1 + static_cast<double>(k);
+      if (a.exclude_outside && (i < 0 || i >= static_cast<double>(in))) w[static_cast<size_t>(k)] = 0;
+      ids.push_back(i < 0 ? 0 : i >= static_cast<double>(in) ? in - 1 : static_cast<int64_t>(i));
     }
     if (a.exclude_outside) {
       double total = 0;
@@ -161,6 +167,12 @@ Array resize_impl(const OpContext& c, const ResizeAttrs& a, const Array& x, cons
   Array y = astype(x, ct);
   int r = x.ndim();
   Array outside_any;
+  // Nothing to sample from (the scale is then infinite and every source index -1; found by the
+  // fuzzer under UBSan).
+  for (int axis = 0; axis < r; ++axis)
+    if (x.shape()[axis] == 0 && out_shape[axis] > 0)
+      c.fail("axis " + std::to_string(axis) + " of input " + shape_str(x.shape()) +
+             " is empty and cannot be resized to " + std::to_string(out_shape[axis]) + " elements");
   for (int axis = 0; axis < r; ++axis) {
     int64_t in = x.shape()[axis], out = out_shape[axis];
     double scale = scales[static_cast<size_t>(axis)];

@@ -104,8 +104,13 @@ std::vector<Value> op_split_to_sequence(OpContext& c) {
     sizes.assign(static_cast<size_t>(dim), 1);
     squeeze_out = !keepdims;
   }
+  // As in Split: sizes are non-negative and their sum is checked (INT64_MIN entries overflowed
+  // it; found by the fuzzer under UBSan).
   int64_t total = 0;
-  for (auto s : sizes) total += s;
+  for (auto s : sizes) {
+    if (s < 0) c.fail("split sizes " + shape_str(sizes) + " have a negative entry " + std::to_string(s));
+    total = add_size(c, total, s);
+  }
   if (total != dim) c.fail("split sizes " + shape_str(sizes) + " do not add up to " + std::to_string(dim));
   std::vector<Value> items;
   int64_t at = 0;

@@ -98,7 +98,18 @@ std::vector<Value> op_concat(OpContext& c) {
     int axis = onnx_axis(c, axis_in, static_cast<int64_t>(first.shape.size()));
     Shape out_shape = first.shape;
     out_shape[axis] = 0;
-    for (size_t i = 0; i < c.num_inputs(); ++i) out_shape[axis] += c.input(i).string_tensor().shape[axis];
+    // Every input is a string tensor of the first one's rank and sizes off the axis (an input of
+    // another rank was indexed at the axis; found by the fuzzer under UBSan).
+    for (size_t i = 0; i < c.num_inputs(); ++i) {
+      c.require_same_type(0, i);
+      const Shape& si = c.input(i).string_tensor().shape;
+      bool fits = si.size() == first.shape.size();
+      for (size_t d = 0; fits && d < si.size(); ++d) fits = static_cast<int>(d) == axis || si[d] == first.shape[d];
+      if (!fits)
+        c.fail("input " + std::to_string(i) + " " + c.input(i).describe() + " must have the shape of input 0 " +
+               c.input(0).describe() + " except on axis " + std::to_string(axis));
+      out_shape[axis] = add_size(c, out_shape[axis], si[axis]);
+    }
     int64_t outer = product(first.shape, 0, axis);
     std::vector<std::string> data;
     for (int64_t o = 0; o < outer; ++o)
@@ -396,7 +407,13 @@ std::vector<Value> op_range(OpContext& c) {
     c.check_room(mul_size(c, n, 8), "Range(" + std::to_string(start) + ", " + std::to_string(limit) + ", " +
                                         std::to_string(delta) + ") of " + std::to_string(n) + " values");
     std::vector<int64_t> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + i * delta;
+    // Stepping from start: every value lies between start and limit, so none overflows, where
+    // i * delta can (found by the fuzzer under UBSan: Range(INT64_MIN + 1, 2, 2^62)).
+    int64_t value = start;
+    for (int64_t i = 0; i < n; ++i) {
+      v[static_cast<size_t>(i)] = value;
+      if (i + 1 < n) value += delta;
+    }
     return {tv(astype(int64_array(v), dt))};
   }
   double start = c.scalar(0), limit = c.scalar(1), delta = c.scalar(2);

@@ -479,6 +479,11 @@ struct BackgroundBuilder {
   size_t running = 0;
   bool stopped = false;
   std::vector<std::thread> threads;
+  // The threads exist in this process only: a child made by fork() has none of them, so there
+  // the builder neither waits for nor joins them, and refuses new work (those groups stay unfused).
+  const pid_t owner = ::getpid();
+
+  bool forked() const { return ::getpid() != owner; }
 
   BackgroundBuilder() {
     // The statics the threads use are made before the guard, so they are destroyed after it.
@@ -493,7 +498,7 @@ struct BackgroundBuilder {
   }
 
   void submit(const std::shared_ptr<KernelBatch>& batch) {
-    {
+    if (!forked()) {  // (a forked child must not take the lock: a parent's thread may have held it)
       std::lock_guard lock(mutex);
       if (!stopped) {
         for (size_t i = 0; i < batch->programs_.size(); ++i) queue.emplace_back(batch, i);
@@ -501,10 +506,12 @@ struct BackgroundBuilder {
         return;
       }
     }
-    for (size_t i = 0; i < batch->programs_.size(); ++i) batch->finish(i, std::nullopt, "the process is exiting");
+    const char* why = forked() ? "no background kernel builder in a forked child" : "the process is exiting";
+    for (size_t i = 0; i < batch->programs_.size(); ++i) batch->finish(i, std::nullopt, why);
   }
 
   void wait_idle() {
+    if (forked()) return;
     std::unique_lock lock(mutex);
     idle.wait(lock, [&] { return stopped || (queue.empty() && running == 0); });
   }
@@ -537,6 +544,7 @@ struct BackgroundBuilder {
   }
 
   void stop() {
+    if (forked()) return;
     std::deque<std::pair<std::shared_ptr<KernelBatch>, size_t>> dropped;
     {
       std::lock_guard lock(mutex);

@@ -22,13 +22,10 @@ const char* tier_name(Tier tier) {
 }
 
 bool tiered_enabled(bool option) {
-  // -1: the options decide; 0 or 1: the environment does.
-  static const int forced = [] {
-    const char* v = std::getenv("SMELT_TIERED");
-    if (!v || !*v) return -1;
-    return std::string(v) == "0" ? 0 : 1;
-  }();
-  return forced < 0 ? option : forced == 1;
+  // Read per trace (a trace costs far more), so that a test can switch it for a scope.
+  const char* v = std::getenv("SMELT_TIERED");
+  if (!v || !*v) return option;
+  return std::string(v) != "0";
 }
 
 TieredProgram::TieredProgram(Tape tape, PassOptions options, bool tiered, Plan plan)

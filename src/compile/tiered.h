@@ -29,7 +29,7 @@ enum class Tier : uint8_t { Interpreter, Fused };
 const char* tier_name(Tier tier);
 
 /// Whether entries compile tiered: `option` (CompileOptions::tiered and its ONNX twin), unless
-/// the environment says SMELT_TIERED=0 (never) or SMELT_TIERED=1 (always). Read once.
+/// the environment says SMELT_TIERED=0 (never) or SMELT_TIERED=1 (always). Read per trace.
 bool tiered_enabled(bool option);
 
 /// A tape that replays, what was planned for it, and its tier.

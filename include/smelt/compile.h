@@ -40,6 +40,12 @@ struct CompileOptions {
   std::vector<std::string> disabled_passes;
   /// When set, each pass's output tape is passed here as text (name, dump).
   std::function<void(const std::string&, const std::string&)> dump;
+  /// Tiered execution: a new entry whose fused kernels are not built yet (neither loaded nor
+  /// in the disk cache) runs its tape unfused, through the eager primitives (the same bits),
+  /// while the kernels build on a background thread, then switches to the fused tape. False:
+  /// the first call builds every kernel before it runs. SMELT_TIERED=0 or 1 overrides this for
+  /// the whole process. See docs/compile.md, "Tiered execution".
+  bool tiered = true;
 };
 
 struct CompileStats {
@@ -48,6 +54,10 @@ struct CompileStats {
   uint64_t misses = 0;
   uint64_t evictions = 0;
   uint64_t fallbacks = 0;
+  /// Calls of a traced entry by tier: replayed unfused while its kernels were building
+  /// (tiered execution), or with every kernel it has (an entry without kernels counts here).
+  uint64_t interpreter_calls = 0;
+  uint64_t fused_calls = 0;
 };
 
 /// Globally disables compile: compiled functions then call the function eagerly.
@@ -57,6 +67,10 @@ void enable_compile();
 bool compile_enabled();
 /// Traces made by every compiled function of the process.
 uint64_t global_trace_count();
+/// Blocks until every fused kernel queued for the background builder so far is built (or has
+/// failed); a compiled function's or model's next call then runs on the fused tier. For
+/// benchmarks and tests that want the steady state; calls never need it.
+void wait_for_kernel_builds();
 
 namespace detail {
 

@@ -444,6 +444,10 @@ struct CompileModelOptions {
   bool allow_breaks = true;
   /// Fuse element-wise chains inside segments into generated kernels.
   bool fuse = true;
+  /// Tiered execution (as CompileOptions::tiered): a segment whose kernels are not built yet
+  /// runs unfused while they build in the background, then switches to them. SMELT_TIERED=0
+  /// or 1 overrides it for the whole process.
+  bool tiered = true;
 };
 
 /// Counters of one segment position (a place where a segment starts), cumulated over calls.
@@ -455,6 +459,8 @@ struct SegmentStats {
   uint64_t misses = 0;       // calls that traced a new entry
   uint64_t evictions = 0;    // entries dropped past cache_size
   uint64_t compiled_runs = 0;  // runs of a compiled segment here
+  uint64_t interpreter_runs = 0;  // of those, runs unfused while its kernels were building (tiered)
+  uint64_t fused_runs = 0;        // of those, runs with every kernel it has
   uint64_t eager_runs = 0;     // runs of a segment here that stayed eager (eager_below, or a break at once)
   size_t cached = 0;         // entries held now
   double trace_ms = 0.0;     // total tracing time
@@ -468,6 +474,8 @@ struct CompiledModelStats {
   Device device;                   // where the model runs (CompileModelOptions::device resolved)
   uint64_t device_to_host_copies = 0;  // GPU -> host copies of every call (RunStats), summed
   uint64_t device_to_host_bytes = 0;
+  uint64_t interpreter_runs = 0;   // compiled segment runs on the interpreter tier (all segments)
+  uint64_t fused_runs = 0;         // compiled segment runs on the fused tier (all segments)
   std::vector<SegmentStats> segments;  // by position
 };
 

@@ -51,6 +51,19 @@ std::shared_ptr<const FusedKernel> make_fused_kernel(FusedProgram program, Devic
   return k;
 }
 
+std::shared_ptr<const FusedKernel> find_fused_kernel(const FusedProgram& program, Device device) {
+  if (device.type != Device::Type::Cpu) return make_fused_kernel(program, device);
+  std::optional<BuiltKernel> built = find_cpu_kernel(program);
+  if (!built) return nullptr;
+  auto k = std::make_shared<FusedKernel>();
+  k->program = program;
+  k->device = device;
+  k->hash = built->hash;
+  k->cpu = built->fn;
+  k->library = std::move(built->library);
+  return k;
+}
+
 }  // namespace smelt::codegen
 
 namespace smelt {

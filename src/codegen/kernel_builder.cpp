@@ -2,8 +2,10 @@
 #include "src/codegen/kernel_builder.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +19,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <deque>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -28,6 +32,8 @@
 #ifndef SMELT_CXX_COMPILER
 #define SMELT_CXX_COMPILER "c++"
 #endif
+
+extern char** environ;
 
 namespace smelt::codegen {
 
@@ -95,15 +101,55 @@ const std::string& flags() {
   return f;
 }
 
+// Compiler processes started by the background builder's threads, by process group: the
+// builder kills them at exit instead of waiting seconds for a kernel nobody will run.
+std::mutex g_children_mutex;
+std::unordered_set<pid_t> g_children;
+thread_local bool t_background_builder = false;
+bool g_stopping = false;  // under g_children_mutex: the builder stopped at exit
+
+// Runs `cmd` through /bin/sh in a process group of its own (so that a kill reaches the compiler
+// the shell started) and returns the wait status, or -1 when it could not be started.
+int run_shell(const std::string& cmd) {
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  const char* argv[] = {"sh", "-c", cmd.c_str(), nullptr};
+  pid_t pid = -1;
+  int rc = 0;
+  if (t_background_builder) {
+    // Started and registered under the lock, so that the builder's stop either sees it (and
+    // kills it) or prevents it.
+    std::lock_guard lock(g_children_mutex);
+    rc = g_stopping ? -1 : posix_spawn(&pid, "/bin/sh", nullptr, &attr, const_cast<char* const*>(argv), environ);
+    if (rc == 0) g_children.insert(pid);
+  } else {
+    rc = posix_spawn(&pid, "/bin/sh", nullptr, &attr, const_cast<char* const*>(argv), environ);
+  }
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return -1;
+  int status = 0;
+  pid_t w;
+  do {
+    w = ::waitpid(pid, &status, 0);
+  } while (w < 0 && errno == EINTR);
+  if (t_background_builder) {
+    std::lock_guard lock(g_children_mutex);
+    g_children.erase(pid);
+  }
+  return w < 0 ? -1 : status;
+}
+
 std::string run_compiler(const std::string& src, const std::string& out) {
   std::string log = out + ".log";
   std::string cmd = compiler() + " " + flags() + " -o '" + out + "' '" + src + "' >'" + log + "' 2>&1";
-  int rc = std::system(cmd.c_str());
+  int rc = run_shell(cmd);
   std::string msg;
   if (rc != 0) {
     std::ifstream f(log);
     std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    // std::system returns a wait status: say what the compiler did, not the raw number.
+    // A wait status: say what the compiler did, not the raw number.
     std::string how = rc == -1                ? "could not be started"
                       : WIFEXITED(rc)         ? "exited with status " + std::to_string(WEXITSTATUS(rc))
                       : WIFSIGNALED(rc)       ? "was killed by signal " + std::to_string(WTERMSIG(rc))
@@ -307,42 +353,65 @@ std::shared_ptr<LoadedKernel> load_library(const std::string& bytes, const std::
 
 }  // namespace
 
-size_t loaded_cpu_kernels() { return loaded_count.load(); }
+namespace {
 
-BuiltKernel get_cpu_kernel(const FusedProgram& program) {
+/// What names a kernel: its program's bytes, its source, and the hash of the source with the
+/// compiler, the flags and smelt's version (the build cache key).
+struct KernelId {
+  std::string source;
+  std::string key_text;  // what the hash covers besides the source, stored in the entry
+  std::string hash;
+};
+
+KernelId identify(const FusedProgram& program) {
+  KernelId id;
+  id.source = emit_cpu_kernel(program);
+  std::string compiler_id = compiler_identity();
+  while (!compiler_id.empty() && (compiler_id.back() == '\n' || compiler_id.back() == '\r')) compiler_id.pop_back();
+  // An entry of another kernel (another source, compiler, flags or version) copied under this
+  // hash is refused.
+  id.key_text = "source-fnv1a=" + hex64(fnv1a(id.source)) + "\nsmelt=" SMELT_VERSION "\ncompiler=" + compiler_id +
+                "\nflags=" + flags();
+  id.hash = hex64(fnv1a(id.key_text, fnv1a(id.source)));
+  return id;
+}
+
+BuiltKernel built_from(const std::shared_ptr<LoadedKernel>& lib) {
+  return BuiltKernel{lib->fn, lib->hash, std::shared_ptr<const void>(lib)};
+}
+
+/// The kernel of `program` from memory, the disk cache, or (when `compile`) the compiler. Without
+/// `compile`, nullopt where the compiler would be needed or another thread is building it now.
+std::optional<BuiltKernel> obtain_cpu_kernel(const FusedProgram& program, bool compile) {
   const std::string key = program_key(program);
   auto& c = cache();
-  auto result = [](const std::shared_ptr<LoadedKernel>& lib) {
-    return BuiltKernel{lib->fn, lib->hash, std::shared_ptr<const void>(lib)};
-  };
   {
     std::lock_guard lock(c.mutex);
     if (auto it = c.by_program.find(key); it != c.by_program.end())
-      if (auto lib = it->second.lock()) return result(lib);
+      if (auto lib = it->second.lock()) return built_from(lib);
   }
-  const std::string source = emit_cpu_kernel(program);
-  std::string compiler_id = compiler_identity();
-  while (!compiler_id.empty() && (compiler_id.back() == '\n' || compiler_id.back() == '\r')) compiler_id.pop_back();
-  // What the hash covers besides the source, stored in the entry: an entry of another kernel
-  // (another source, compiler, flags or version) copied under this hash is refused.
-  const std::string key_text = "source-fnv1a=" + hex64(fnv1a(source)) + "\nsmelt=" SMELT_VERSION "\ncompiler=" +
-                               compiler_id + "\nflags=" + flags();
-  const std::string hash = hex64(fnv1a(key_text, fnv1a(source)));
+  const KernelId id = identify(program);
+  const std::string& hash = id.hash;
 
   // The lock is not held while compiling: other threads keep building and loading other
   // kernels; a thread that needs the kernel being built waits for it instead of building twice.
   {
     std::unique_lock lock(c.mutex);
     std::shared_ptr<LoadedKernel> lib;
-    c.built.wait(lock, [&] {
+    auto found = [&] {
       auto it = c.by_hash.find(hash);
       lib = it == c.by_hash.end() ? nullptr : it->second.lock();
       return lib || !c.building.count(hash);
-    });
+    };
+    if (compile) {
+      c.built.wait(lock, found);
+    } else if (!found()) {
+      return std::nullopt;  // being built by another thread: not ready now
+    }
     if (lib) {
       c.by_program[key] = lib;
       c.prune_locked();
-      return result(lib);
+      return built_from(lib);
     }
     c.building.insert(hash);
   }
@@ -358,7 +427,7 @@ BuiltKernel get_cpu_kernel(const FusedProgram& program) {
     }
   } end_build{c, hash};
   const auto t0 = std::chrono::steady_clock::now();
-  const CacheEntry entry{"cpu", "cpu", hash, key_text, "cpp"};
+  const CacheEntry entry{"cpu", "cpu", hash, id.key_text, "cpp"};
   std::shared_ptr<LoadedKernel> lib;
   bool on_disk = false;
   if (auto bytes = read_cache_entry(entry)) {  // verified: header, key and checksum
@@ -368,13 +437,14 @@ BuiltKernel get_cpu_kernel(const FusedProgram& program) {
     else reject_cache_entry(entry, "cannot load: " + why);
   }
   if (!lib) {
-    const std::string bytes = build_library(source, hash);
+    if (!compile) return std::nullopt;
+    const std::string bytes = build_library(id.source, hash);
     std::string why;
     lib = load_library(bytes, hash, why);
     if (!lib) throw UnsupportedError("fuse: cannot load the fused kernel " + hash + ": " + why);
     // Best effort: an unwritable or full disk costs a rebuild in the next process, and the
-    // event compile.kernel.cache.write_failed says why.
-    write_cache_entry(entry, bytes, source);
+    // event compile.kernel.cache.write_failed says why. Written to a temporary file and renamed.
+    write_cache_entry(entry, bytes, id.source);
   }
   {
     std::lock_guard lock(c.mutex);
@@ -389,9 +459,177 @@ BuiltKernel get_cpu_kernel(const FusedProgram& program) {
                      {{"device", "cpu"},
                       {"hash", hash},
                       {"cached_on_disk", on_disk ? "true" : "false"},
+                      {"background", t_background_builder ? "true" : "false"},
                       {"program", describe_program(program)}}});
   }
-  return result(lib);
+  return built_from(lib);
 }
+
+}  // namespace
+
+/// The threads that build kernels for tiered execution, and their queue of (batch, kernel).
+/// Made once and never destroyed; a static guard stops it at exit: queued kernels are dropped,
+/// running compiler processes are killed and the threads joined, so that no thread outlives
+/// the statics it uses and no entry is left half written (entries are renamed into place).
+struct BackgroundBuilder {
+  std::mutex mutex;
+  std::condition_variable work;
+  std::condition_variable idle;
+  std::deque<std::pair<std::shared_ptr<KernelBatch>, size_t>> queue;
+  size_t running = 0;
+  bool stopped = false;
+  std::vector<std::thread> threads;
+  // The threads exist in this process only: a child made by fork() has none of them, so there
+  // the builder neither waits for nor joins them, and refuses new work (those groups stay unfused).
+  const pid_t owner = ::getpid();
+
+  bool forked() const { return ::getpid() != owner; }
+
+  BackgroundBuilder() {
+    // The statics the threads use are made before the guard, so they are destroyed after it.
+    (void)cache();
+    (void)flags();
+    (void)telemetry::enabled();
+    // One compiler process per thread. Builds run beside the calls they speed up: a quarter
+    // of the cores (at least one, at most four) leaves the rest to the model.
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned n = std::clamp(cores / 4, 1u, 4u);
+    for (unsigned i = 0; i < n; ++i) threads.emplace_back([this] { loop(); });
+  }
+
+  void submit(const std::shared_ptr<KernelBatch>& batch) {
+    if (!forked()) {  // (a forked child must not take the lock: a parent's thread may have held it)
+      std::lock_guard lock(mutex);
+      if (!stopped) {
+        for (size_t i = 0; i < batch->programs_.size(); ++i) queue.emplace_back(batch, i);
+        work.notify_all();
+        return;
+      }
+    }
+    const char* why = forked() ? "no background kernel builder in a forked child" : "the process is exiting";
+    for (size_t i = 0; i < batch->programs_.size(); ++i) batch->finish(i, std::nullopt, why);
+  }
+
+  void wait_idle() {
+    if (forked()) return;
+    std::unique_lock lock(mutex);
+    idle.wait(lock, [&] { return stopped || (queue.empty() && running == 0); });
+  }
+
+  void loop() {
+    t_background_builder = true;
+    for (;;) {
+      std::pair<std::shared_ptr<KernelBatch>, size_t> task;
+      {
+        std::unique_lock lock(mutex);
+        work.wait(lock, [&] { return stopped || !queue.empty(); });
+        if (stopped) return;
+        task = std::move(queue.front());
+        queue.pop_front();
+        running++;
+      }
+      std::optional<BuiltKernel> built;
+      std::string error;
+      try {
+        built = obtain_cpu_kernel(task.first->programs_[task.second], true);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      task.first->finish(task.second, std::move(built), error);
+      task.first.reset();
+      std::lock_guard lock(mutex);
+      running--;
+      if (queue.empty() && running == 0) idle.notify_all();
+    }
+  }
+
+  void stop() {
+    if (forked()) return;
+    std::deque<std::pair<std::shared_ptr<KernelBatch>, size_t>> dropped;
+    {
+      std::lock_guard lock(mutex);
+      stopped = true;
+      dropped.swap(queue);
+    }
+    work.notify_all();
+    idle.notify_all();
+    {
+      std::lock_guard lock(g_children_mutex);
+      g_stopping = true;  // run_shell starts no new compiler from a builder thread
+      for (pid_t pid : g_children) ::kill(-pid, SIGKILL);
+    }
+    for (auto& t : threads) t.join();
+    for (auto& [batch, i] : dropped) batch->finish(i, std::nullopt, "the process is exiting");
+  }
+};
+
+namespace {
+
+BackgroundBuilder& background_builder() {
+  static BackgroundBuilder* b = new BackgroundBuilder();
+  static struct Guard {
+    BackgroundBuilder* builder;
+    ~Guard() { builder->stop(); }
+  } guard{b};
+  return *b;
+}
+
+}  // namespace
+
+KernelBatch::KernelBatch(std::vector<FusedProgram> programs)
+    : programs_(std::move(programs)),
+      built_(programs_.size()),
+      errors_(programs_.size()),
+      remaining_(programs_.size()),
+      start_(std::chrono::steady_clock::now()) {}
+
+void KernelBatch::finish(size_t i, std::optional<BuiltKernel> built, std::string error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (built) built_[i] = std::move(*built);
+    errors_[i] = std::move(error);
+    if (--remaining_ == 0) {
+      build_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+      done_.store(true, std::memory_order_release);
+    }
+  }
+  cv_.notify_all();
+}
+
+void KernelBatch::wait() const {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return remaining_ == 0; });
+}
+
+std::vector<std::string> KernelBatch::errors() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& e : errors_)
+    if (!e.empty()) out.push_back(e);
+  return out;
+}
+
+double KernelBatch::build_ms() const {
+  std::lock_guard lock(mutex_);
+  return build_ms_;
+}
+
+std::shared_ptr<KernelBatch> build_cpu_kernels_in_background(std::vector<FusedProgram> programs) {
+  auto batch = std::make_shared<KernelBatch>(std::move(programs));
+  if (batch->size() == 0) {
+    batch->done_.store(true);
+    return batch;
+  }
+  background_builder().submit(batch);
+  return batch;
+}
+
+void wait_for_background_builds() { background_builder().wait_idle(); }
+
+size_t loaded_cpu_kernels() { return loaded_count.load(); }
+
+BuiltKernel get_cpu_kernel(const FusedProgram& program) { return *obtain_cpu_kernel(program, true); }
+
+std::optional<BuiltKernel> find_cpu_kernel(const FusedProgram& program) { return obtain_cpu_kernel(program, false); }
 
 }  // namespace smelt::codegen

@@ -1,8 +1,14 @@
 // Building fused CPU kernels: the system C++ compiler, an in-memory cache and a disk cache.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "src/codegen/cpp_emitter.h"
 #include "src/codegen/disk_cache.h"
@@ -20,6 +26,52 @@ struct BuiltKernel {
 /// Returns the kernel for `program`, from memory, else from the disk cache, else by compiling
 /// it (emitting `compile.kernel.build`). Throws UnsupportedError when no compiler works.
 BuiltKernel get_cpu_kernel(const FusedProgram& program);
+
+/// The kernel for `program` when no compiler is needed: loaded in this process, or in the disk
+/// cache (then loaded, emitting `compile.kernel.build` with cached_on_disk). Nullopt when it
+/// must be compiled, or another thread is building it now.
+std::optional<BuiltKernel> find_cpu_kernel(const FusedProgram& program);
+
+struct BackgroundBuilder;
+
+/// CPU kernels being built on the background builder's threads (tiered execution: calls run
+/// unfused meanwhile). The batch holds the kernels built so far, so they stay loaded and
+/// find_cpu_kernel finds them until the caller has fused its tape with them.
+class KernelBatch {
+ public:
+  explicit KernelBatch(std::vector<FusedProgram> programs);
+  size_t size() const { return programs_.size(); }
+  /// Every kernel is built or failed (or was dropped because the process is exiting).
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  void wait() const;
+  /// Why kernels could not be built, one line each (empty when all were). Once done().
+  std::vector<std::string> errors() const;
+  /// Wall time from queueing to done, once done().
+  double build_ms() const;
+
+ private:
+  friend struct BackgroundBuilder;
+  friend std::shared_ptr<KernelBatch> build_cpu_kernels_in_background(std::vector<FusedProgram>);
+  void finish(size_t i, std::optional<BuiltKernel> built, std::string error);
+
+  const std::vector<FusedProgram> programs_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable cv_;
+  std::vector<BuiltKernel> built_;
+  std::vector<std::string> errors_;
+  size_t remaining_;
+  std::chrono::steady_clock::time_point start_;
+  double build_ms_ = 0.0;
+  std::atomic<bool> done_{false};
+};
+
+/// Queues `programs` for the background builder (one compiler process per kernel, on a quarter
+/// of the cores) and returns at once. Built kernels go to the disk cache as get_cpu_kernel's do.
+/// At exit, queued kernels are dropped and running compilers killed; nothing half written stays.
+std::shared_ptr<KernelBatch> build_cpu_kernels_in_background(std::vector<FusedProgram> programs);
+
+/// Blocks until the background builder has no kernel queued or building.
+void wait_for_background_builds();
 
 /// How many generated CPU kernel libraries this process has loaded now.
 size_t loaded_cpu_kernels();

@@ -14,10 +14,12 @@
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
 #include "smelt/transforms.h"
+#include "src/codegen/kernel_builder.h"
 #include "src/compile/graph_replay.h"
 #include "src/compile/passes.h"
 #include "src/compile/shapeless.h"
 #include "src/compile/tape.h"
+#include "src/compile/tiered.h"
 #include "src/core/node.h"
 
 namespace smelt {
@@ -45,6 +47,7 @@ void disable_compile() { compile_switch() = 0; }
 void enable_compile() { compile_switch() = 1; }
 bool compile_enabled() { return compile_switch() != 0; }
 uint64_t global_trace_count() { return g_traces.load(); }
+void wait_for_kernel_builds() { codegen::wait_for_background_builds(); }
 
 namespace detail {
 
@@ -84,14 +87,13 @@ struct CallKeyHash {
 
 struct Entry {
   CallKey signature;
-  compiler::Tape tape;
   std::string out_structure;
-  std::optional<compiler::ShapelessPlan> shapeless;  // set when the entry serves any shape of its ranks
+  // The optimized tape (unfused while its kernels build, then fused), with its shapeless plan
+  // (an entry that serves any shape of its ranks) or its device-graph replayer.
+  std::unique_ptr<compiler::TieredProgram> program;
   // The function could not be traced or lowered for this signature and runs eagerly (fallback
   // Eager). Remembered like any entry so that later calls neither re-trace nor repeat the event.
   bool eager = false;
-  // Replays as one device graph (CUDA graphs) where the tape allows; null: plain replays only.
-  std::unique_ptr<compiler::GraphReplay> graph;
 };
 
 bool has_zero_axis(const Shape& s) { return std::find(s.begin(), s.end(), 0) != s.end(); }
@@ -154,15 +156,22 @@ class CompileEngine {
     }
     if (entry->eager) return run_eager(inputs, trace, out_structure);
     out_structure = entry->out_structure;
-    if (entry->shapeless) return compiler::replay_shapeless(entry->tape, *entry->shapeless, inputs, name_);
-    if (entry->graph)
-      if (auto outs = entry->graph->run(entry->tape, inputs)) return std::move(*outs);
-    return compiler::replay_tape(entry->tape, inputs);
+    const std::shared_ptr<const compiler::Program> program = entry->program->acquire();
+    (program->tier == compiler::Tier::Fused ? fused_calls_ : interpreter_calls_)++;
+    if (telemetry::enabled())
+      telemetry::emit({"compile.call", 0.0, {{"function", name_}, {"tier", compiler::tier_name(program->tier)}}});
+    if (program->shapeless) return compiler::replay_shapeless(program->tape, *program->shapeless, inputs, name_);
+    if (program->graph)
+      if (auto outs = program->graph->run(program->tape, inputs)) return std::move(*outs);
+    return compiler::replay_tape(program->tape, inputs);
   }
 
   CompileStats stats() const {
     std::lock_guard lock(mutex_);
-    return stats_;
+    CompileStats s = stats_;
+    s.interpreter_calls = interpreter_calls_.load();
+    s.fused_calls = fused_calls_.load();
+    return s;
   }
 
  private:
@@ -243,7 +252,7 @@ class CompileEngine {
     entry->signature = sig;
     try {
       std::vector<Array> outs = trace(placeholders, entry->out_structure);
-      entry->tape = compiler::build_tape(placeholders, outs, sig.device);
+      compiler::Tape tape = compiler::build_tape(placeholders, outs, sig.device);
       {
         std::lock_guard lock(mutex_);
         stats_.traces++;
@@ -252,18 +261,22 @@ class CompileEngine {
       double trace_ms = ms_since(t0);
       if (telemetry::enabled())
         telemetry::emit({"compile.trace", trace_ms,
-                         {{"function", name_}, {"reason", reason}, {"steps", std::to_string(entry->tape.steps.size())}}});
+                         {{"function", name_}, {"reason", reason}, {"steps", std::to_string(tape.steps.size())}}});
       // Shapeless entries are checked on the traced tape first, so that an error names the op
       // the user wrote, then planned again on the optimized tape that replays.
       const bool shapeless =
           options_.shapeless && std::all_of(sig.shapes.begin(), sig.shapes.end(),
                                             [](const Shape& k) { return k.empty() || rank_only(k); });
-      if (shapeless) compiler::prepare_shapeless(entry->tape, name_);
+      if (shapeless) compiler::prepare_shapeless(tape, name_);
       compiler::PassOptions po{options_.disabled_passes, options_.fuse, options_.dump, name_};
-      compiler::run_passes(entry->tape, po);
-      if (shapeless) entry->shapeless = compiler::plan_shapeless(entry->tape, name_);
-      // Fixed shapes only: a captured graph bakes in every launch's shape.
-      else entry->graph = compiler::make_graph_replay(entry->tape, name_);
+      // Each tier's tape gets its own plan (the fused one when the entry switches).
+      auto plan = [shapeless, name = name_](compiler::Program& p) {
+        if (shapeless) p.shapeless = compiler::plan_shapeless(p.tape, name);
+        // Fixed shapes only: a captured graph bakes in every launch's shape.
+        else p.graph = compiler::make_graph_replay(p.tape, name);
+      };
+      entry->program = std::make_unique<compiler::TieredProgram>(std::move(tape), std::move(po),
+                                                                 compiler::tiered_enabled(options_.tiered), plan);
     } catch (const UnknownValueError& e) {
       return fallback_or_throw(sig, e.what());
     } catch (const UnsupportedError& e) {
@@ -330,6 +343,9 @@ class CompileEngine {
   // Signatures being traced now, so that concurrent calls with one signature trace it once.
   std::unordered_map<CallKey, std::shared_future<std::shared_ptr<Entry>>, CallKeyHash> in_flight_;
   CompileStats stats_;
+  // Calls by tier (CompileStats): counted outside the lock, which a hit has released by then.
+  std::atomic<uint64_t> interpreter_calls_{0};
+  std::atomic<uint64_t> fused_calls_{0};
   bool warned_ = false;
 };
 

@@ -86,7 +86,7 @@ int row_shape_axes(const Shape& shape, const Shape& full) {
 
 }  // namespace
 
-void fuse_elementwise(Tape& tape, const std::string& function) {
+void fuse_elementwise(Tape& tape, const std::string& function, std::vector<codegen::FusedProgram>* unbuilt) {
   const int nsteps = static_cast<int>(tape.steps.size());
   std::vector<int> producer(tape.values.size(), -1);  // value -> step index
   for (int i = 0; i < nsteps; ++i)
@@ -415,7 +415,15 @@ void fuse_elementwise(Tape& tape, const std::string& function) {
     if (std::find(unusable_devices.begin(), unusable_devices.end(), g.device) != unusable_devices.end()) continue;
     std::shared_ptr<const codegen::FusedKernel> kernel;
     try {
-      kernel = codegen::make_fused_kernel(std::move(prog), g.device);
+      if (unbuilt) {
+        kernel = codegen::find_fused_kernel(prog, g.device);
+        if (!kernel) {  // not built yet: stays unfused until the background builder has it
+          unbuilt->push_back(std::move(prog));
+          continue;
+        }
+      } else {
+        kernel = codegen::make_fused_kernel(std::move(prog), g.device);
+      }
     } catch (const UnsupportedError& e) {
       if (telemetry::enabled())
         telemetry::emit({"compile.fallback", 0.0, {{"function", function}, {"op", "fuse"}, {"reason", e.what()}}});

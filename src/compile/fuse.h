@@ -2,8 +2,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "src/compile/tape.h"
+
+namespace smelt::codegen {
+struct FusedProgram;
+}
 
 namespace smelt::compiler {
 
@@ -19,6 +24,10 @@ inline constexpr int kMaxFusedArguments = 24;
 /// kernel cannot be built (no working compiler), the group stays unfused and a
 /// `compile.fallback` event says why.
 /// `function` names the compiled function in the events.
-void fuse_elementwise(Tape& tape, const std::string& function = "");
+/// With `unbuilt`, no compiler runs (tiered execution): a group whose CPU kernel is neither
+/// loaded nor in the disk cache stays unfused and its program is appended to `*unbuilt`, for
+/// the background builder; the pass run again once they are built fuses them all.
+void fuse_elementwise(Tape& tape, const std::string& function = "",
+                      std::vector<codegen::FusedProgram>* unbuilt = nullptr);
 
 }  // namespace smelt::compiler

@@ -213,7 +213,11 @@ void run_passes(Tape& tape, const PassOptions& options) {
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_steps},
   };
-  if (options.fuse) pipeline.push_back({"fuse", [&](Tape& t) { fuse_elementwise(t, options.function); }});
+  if (options.fuse)
+    pipeline.push_back({"fuse", [&](Tape& t) {
+                          if (options.unbuilt && options.unfused) *options.unfused = t;
+                          fuse_elementwise(t, options.function, options.unbuilt);
+                        }});
   verify_tape(tape, "trace");
   if (options.dump) options.dump("trace", dump_tape(tape));
   for (auto& p : pipeline) {

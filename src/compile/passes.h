@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "src/compile/fuse.h"
 #include "src/compile/tape.h"
 
 namespace smelt::compiler {
@@ -26,6 +27,11 @@ struct PassOptions {
   std::function<void(const std::string&, const std::string&)> dump;
   /// The compiled function's name, for the events passes emit.
   std::string function;
+  /// Tiered execution: when set, the fuse pass runs no compiler; groups whose kernels are not
+  /// built yet stay unfused and their programs are appended here (see fuse_elementwise), and
+  /// `unfused` (when set too) receives the tape as the fuse pass got it, to fuse again later.
+  std::vector<codegen::FusedProgram>* unbuilt = nullptr;
+  Tape* unfused = nullptr;
 };
 
 /// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce", then

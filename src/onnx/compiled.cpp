@@ -15,6 +15,7 @@
 #include "smelt/telemetry.h"
 #include "src/compile/passes.h"
 #include "src/compile/tape.h"
+#include "src/compile/tiered.h"
 #include "src/core/node.h"
 #include "src/onnx/device_constants.h"
 #include "src/onnx/executor.h"
@@ -224,6 +225,8 @@ struct OutputSlot {
   bool dynamic = true;  // depends on a traced (non-host) value
 };
 
+struct TracedWiring;
+
 /// A traced segment for one key: where it ends, how to run it, what it produces.
 struct SegmentEntry {
   KeyParts key;
@@ -235,13 +238,15 @@ struct SegmentEntry {
   bool compiled = false;
   std::vector<std::string> args;  // live names passed as the tape's inputs, in order
   std::vector<std::string> host_static;
-  compiler::Tape tape;
+  compiler::Tape tape;  // as traced; moved into `program` by the passes
+  /// The optimized tape: unfused while its kernels build (tiered execution), then fused.
+  std::shared_ptr<compiler::TieredProgram> program;
   std::vector<OutputSlot> outputs;
   std::vector<std::string> folded;
-  std::vector<FusedGroup> fused;
   /// Per step of the tape as traced (before the passes): the position of the ONNX node that
-  /// made it, or -1. Cleared once the fused groups have their nodes.
+  /// made it, or -1; with the traced wiring, it names the nodes of each fused group (overlay).
   std::vector<int> step_position;
+  std::shared_ptr<const TracedWiring> traced;
 };
 using EntryPtr = std::shared_ptr<const SegmentEntry>;
 
@@ -286,8 +291,8 @@ struct TracedWiring {
 };
 
 template <class LabelOf>
-std::vector<FusedGroup> fused_groups(const SegmentEntry& e, const TracedWiring& traced, LabelOf label_of) {
-  const compiler::Tape& tape = e.tape;
+std::vector<FusedGroup> fused_groups(const SegmentEntry& e, const compiler::Tape& tape, const TracedWiring& traced,
+                                     LabelOf label_of) {
   std::vector<FusedGroup> groups;
   const std::vector<int>& producer = traced.producer;
   std::vector<char> defined(tape.values.size(), 0);
@@ -322,6 +327,11 @@ std::vector<FusedGroup> fused_groups(const SegmentEntry& e, const TracedWiring& 
     groups.push_back(std::move(g));
   }
   return groups;
+}
+
+size_t count_fused(const compiler::Tape& tape) {
+  return static_cast<size_t>(std::count_if(tape.steps.begin(), tape.steps.end(),
+                                           [](const compiler::Step& st) { return st.prim.kind == PrimKind::Fused; }));
 }
 
 /// A live value of the call: its value and kind.
@@ -380,7 +390,7 @@ struct CompiledModelImpl {
   TraceResult trace(size_t pos, const std::set<std::string>& host_static, const std::map<std::string, Live>& live,
                     const Scope& scope, KeyParts key, const Executor& exec);
   EntryPtr find_cached(Site& site, const std::string& text);
-  void count_run(size_t pos, bool compiled);
+  void count_run(size_t pos, bool compiled, compiler::Tier tier);
   [[noreturn]] void raise_break(size_t pos) const;
   void insert(Site& site, std::shared_ptr<SegmentEntry> entry);
   std::vector<std::string> inputs_behind(size_t pos) const;
@@ -700,13 +710,19 @@ EntryPtr CompiledModelImpl::find_cached(Site& site, const std::string& text) {
   return *found->second;
 }
 
-void CompiledModelImpl::count_run(size_t pos, bool compiled) {
-  std::lock_guard lock(mutex);
-  Site& site = sites.at(pos);
-  if (compiled)
+void CompiledModelImpl::count_run(size_t pos, bool compiled, compiler::Tier tier) {
+  {
+    std::lock_guard lock(mutex);
+    Site& site = sites.at(pos);
+    if (!compiled) {
+      site.stats.eager_runs++;
+      return;
+    }
     site.stats.compiled_runs++;
-  else
-    site.stats.eager_runs++;
+    (tier == compiler::Tier::Fused ? site.stats.fused_runs : site.stats.interpreter_runs)++;
+  }
+  if (telemetry::enabled())
+    telemetry::emit({"segment.run", 0.0, {{"position", std::to_string(pos)}, {"tier", compiler::tier_name(tier)}}});
 }
 
 EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::map<std::string, Live>& live,
@@ -782,15 +798,18 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
     const bool whole = pos == 0 && entry->stop == order.size();
     const bool small = options.eager_below > 0 && nodes < static_cast<size_t>(options.eager_below) && !whole;
     double build_ms = 0.0;
+    size_t fused_now = 0;
     if (nodes > 0 && !small) {
       auto t1 = std::chrono::steady_clock::now();
       compiler::PassOptions po;
       po.fuse = options.fuse;
       po.function = "onnx segment " + std::to_string(pos);
-      const TracedWiring traced(entry->tape);  // before the passes
-      compiler::run_passes(entry->tape, po);
-      entry->fused = fused_groups(*entry, traced, [&](size_t p) { return node_at(p).label(); });
-      entry->step_position = {};
+      entry->traced = std::make_shared<const TracedWiring>(entry->tape);  // before the passes
+      entry->program = std::make_shared<compiler::TieredProgram>(std::move(entry->tape), std::move(po),
+                                                                 compiler::tiered_enabled(options.tiered),
+                                                                 [](compiler::Program&) {});
+      entry->tape = compiler::Tape{};
+      fused_now = count_fused(entry->program->current()->tape);
       entry->compiled = true;
       build_ms = ms_since(t1);
     }
@@ -813,7 +832,9 @@ EntryPtr CompiledModelImpl::lookup_or_trace(size_t pos, int segment, const std::
                         {"arguments", args},
                         {"trace_ms", std::to_string(trace_ms)},
                         {"build_ms", std::to_string(build_ms)},
-                        {"fused", std::to_string(entry->fused.size())}}});
+                        {"fused", std::to_string(fused_now)},
+                        {"pending_kernels",
+                         std::to_string(entry->program ? entry->program->pending_kernels() : 0)}}});
     }
     std::lock_guard lock(mutex);
     site.stats.trace_ms += trace_ms;
@@ -918,8 +939,11 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
         std::vector<Array> args;
         for (const auto& a : e->args) args.push_back(scope.values.at(a).array());
         std::vector<Array> outs;
+        compiler::Tier tier = compiler::Tier::Fused;
         try {
-          outs = compiler::replay_tape(e->tape, args);
+          const std::shared_ptr<const compiler::Program> program = e->program->acquire();
+          tier = program->tier;
+          outs = compiler::replay_tape(program->tape, args);
           // Evaluate inside the segment, so that a kernel or allocation failure names its nodes.
           std::vector<Array> ready;
           for (const auto& a : outs)
@@ -934,7 +958,7 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
         for (const auto& s : e->outputs)
           scope.values[s.name] = s.tape_output >= 0 ? Value::tensor(outs[static_cast<size_t>(s.tape_output)], s.elem_type)
                                                     : s.constant;
-        count_run(pos, true);
+        count_run(pos, true, tier);
       } else {
         for (size_t p = pos; p < e->stop; ++p) {
           const Node& n = node_at(p);
@@ -942,7 +966,7 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
           Executor::bind_outputs(n, exec.run_node(n, Executor::gather_inputs(n, scope), scope, exec.model_opsets()),
                                  scope, graph_outputs);
         }
-        count_run(pos, false);
+        count_run(pos, false, compiler::Tier::Fused);
       }
       for (const auto& s : e->outputs) {
         const Value& v = scope.values.at(s.name);
@@ -1027,8 +1051,9 @@ Overlay CompiledModelImpl::overlay() const {
       os.reason = e.stop < count ? "break: " + e.reason : e.reason;
       if (!e.compiled) os.reason += " (fewer than eager_below = " + std::to_string(options.eager_below) + " nodes)";
       os.host_values = e.host_static;
-      os.fused = e.fused;
-      for (const auto& f : e.fused) ov.fused.push_back("segment " + std::to_string(k) + ": " + f.str());
+      if (e.program)  // the kernels of the tier that runs now
+        os.fused = fused_groups(e, e.program->current()->tape, *e.traced, [&](size_t n) { return node_at(n).label(); });
+      for (const auto& f : os.fused) ov.fused.push_back("segment " + std::to_string(k) + ": " + f.str());
       if (e.compiled) ov.host_folded.insert(ov.host_folded.end(), e.folded.begin(), e.folded.end());
     }
     ov.segments.push_back(std::move(os));
@@ -1096,7 +1121,11 @@ CompiledModelStats CompiledModel::stats() const {
   std::lock_guard lock(impl_->mutex);
   CompiledModelStats s = impl_->totals;
   s.device = impl_->device;
-  for (const auto& [pos, site] : impl_->sites) s.segments.push_back(site.stats);
+  for (const auto& [pos, site] : impl_->sites) {
+    s.segments.push_back(site.stats);
+    s.interpreter_runs += site.stats.interpreter_runs;
+    s.fused_runs += site.stats.fused_runs;
+  }
   return s;
 }
 

@@ -34,12 +34,18 @@ inline std::string binary_cache_dir() {
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/smelt-test-kernels-" + std::to_string(::getuid()) + "/" + exe;
 }
 
-/// Points SMELT_CACHE_DIR at binary_cache_dir() before any test runs (unless the caller set it).
+/// Points SMELT_CACHE_DIR at binary_cache_dir() before any test runs (unless the caller set it),
+/// and compiles synchronously (SMELT_TIERED=0, unless the caller set it): these tests inspect
+/// the fused tape, kernel builds and cache files right after the first call, which tiered
+/// execution would leave to the background builder with a cold cache. tiered_test.cpp tests
+/// tiering itself, switching it on per test.
 class KernelCacheEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
     const char* set = std::getenv("SMELT_CACHE_DIR");
     if (!set || !*set) ::setenv("SMELT_CACHE_DIR", binary_cache_dir().c_str(), 1);
+    const char* tiered = std::getenv("SMELT_TIERED");
+    if (!tiered || !*tiered) ::setenv("SMELT_TIERED", "0", 1);
   }
 };
 

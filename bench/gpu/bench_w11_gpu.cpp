@@ -7,7 +7,8 @@
 // per remaining set (a box count not seen before on every call), timed on the host clock as
 // call + synchronize; reports the median and the largest time per call, the traces (segment
 // recompilations) during the timed calls from CompiledModelStats, and the device->host copies
-// per call (RunStats). bench/gpu/peers_w11.py reads OUT.json (its box counts too) and adds
+// per call (RunStats) and the GPU memory peak (memory_info; the inputs of every call are resident).
+// bench/gpu/peers_w11.py reads OUT.json (its box counts too) and adds
 // PyTorch eager and torch.compile(dynamic=True) on the same counts.
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "bench/w11_model.h"
+#include "smelt/memory.h"
 #include "smelt/onnx.h"
 #include "smelt/smelt.h"
 
@@ -53,6 +55,7 @@ struct Row {
   double median_us = 0, max_us = 0, first_us = 0;
   uint64_t traces_after_warmup = 0;
   double d2h_copies = 0, d2h_bytes = 0;  // per timed call
+  double peak_mib = 0;                    // the GPU allocator's peak during the calls, inputs included
   std::string host_computed;
 };
 
@@ -69,6 +72,7 @@ Row measure(const std::string& impl, const std::vector<std::vector<Value>>& sets
   Row row;
   row.impl = impl;
   onnx::RunStats stats;
+  reset_peak_memory(gpu);
   for (int i = 0; i < kWarmup; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     require_on(call(sets[static_cast<size_t>(i)], stats), gpu, "an output");
@@ -93,6 +97,7 @@ Row measure(const std::string& impl, const std::vector<std::vector<Value>>& sets
   row.traces_after_warmup = cm ? traces_of(*cm) - traces0 : 0;
   row.d2h_copies = copies / static_cast<double>(times.size());
   row.d2h_bytes = bytes / static_cast<double>(times.size());
+  row.peak_mib = static_cast<double>(memory_info(gpu).peak_bytes) / (1024.0 * 1024.0);
   return row;
 }
 
@@ -174,9 +179,9 @@ int main(int argc, char** argv) {
     std::fprintf(f,
                  "  {\"impl\": \"%s\", \"median_us\": %.1f, \"max_us\": %.1f, \"first_call_us\": %.1f, "
                  "\"traces_after_warmup\": %llu, \"d2h_copies_per_call\": %.2f, \"d2h_bytes_per_call\": %.0f, "
-                 "\"host_computed\": \"%s\"}%s\n",
+                 "\"peak_mib\": %.1f, \"host_computed\": \"%s\"}%s\n",
                  json_escape(r.impl).c_str(), r.median_us, r.max_us, r.first_us,
-                 static_cast<unsigned long long>(r.traces_after_warmup), r.d2h_copies, r.d2h_bytes,
+                 static_cast<unsigned long long>(r.traces_after_warmup), r.d2h_copies, r.d2h_bytes, r.peak_mib,
                  json_escape(r.host_computed).c_str(), i + 1 < rows.size() ? "," : "");
     std::printf("W11 %-40s median %9.1f us  max %9.1f us  first %10.1f us  traces after warm-up %llu  "
                 "d2h %.1f copies %.0f B per call\n",

@@ -82,6 +82,7 @@ def inputs(n, seed):
 
 def measure(name, fn, sets, warmup, recompiles=None):
     first = None
+    torch.cuda.reset_peak_memory_stats()
     for i in range(warmup):
         t0 = time.perf_counter()
         out = fn(*sets[i])
@@ -98,7 +99,8 @@ def measure(name, fn, sets, warmup, recompiles=None):
         fn(*s)
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e6)
-    row = {"impl": name, "median_us": statistics.median(times), "max_us": max(times), "first_call_us": first}
+    row = {"impl": name, "median_us": statistics.median(times), "max_us": max(times), "first_call_us": first,
+           "peak_mib": torch.cuda.max_memory_allocated() / 2**20}
     if recompiles:
         row["traces_after_warmup"] = recompiles() - before
     return row
@@ -128,13 +130,14 @@ def main():
     json.dump(out, open(sys.argv[2], "w"), indent=1)
     lines = ["W11 on %s (torch %s): a new box count (2,000-20,000) on each of %d timed calls, after %d warm-up calls"
              % (out["device"], out["torch"], len(counts) - warmup, warmup),
-             "%-58s %12s %12s %14s %8s %s" % ("implementation", "median us", "max us", "first call us", "traces",
-                                               "d2h per call")]
+             "%-58s %12s %12s %14s %8s %9s %s" % ("implementation", "median us", "max us", "first call us", "traces",
+                                                   "peak MiB", "d2h per call")]
     for r in rows:
         d2h = ("%.1f copies, %.0f B" % (r["d2h_copies_per_call"], r["d2h_bytes_per_call"])
                if "d2h_copies_per_call" in r else "")
-        lines.append("%-58s %12.1f %12.1f %14.1f %8s %s" % (r["impl"][:58], r["median_us"], r["max_us"],
-                                                            r["first_call_us"], r.get("traces_after_warmup", ""), d2h))
+        lines.append("%-58s %12.1f %12.1f %14.1f %8s %9.1f %s" % (r["impl"][:58], r["median_us"], r["max_us"],
+                                                                  r["first_call_us"], r.get("traces_after_warmup", ""),
+                                                                  r["peak_mib"], d2h))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if len(sys.argv) > 3:

@@ -378,8 +378,9 @@ struct RunOptions {
   int max_call_depth = 64;
   /// Where the run's tensor work happens. Unset: where the inputs are (the CPU for host arrays).
   /// Set: tensor inputs are moved there and the initializers are uploaded there once per model
-  /// and device (Graph::device_constants); outputs stay there. Shape and index arithmetic of the
-  /// operators still runs on the host, and graph breaks read back only the values they need.
+  /// and device (Graph::device_constants; small integer ones, shapes and axes, stay on the host);
+  /// outputs stay there. Shape and index arithmetic of the operators still runs on the host, and
+  /// graph breaks read back only the values they need (RunStats counts them).
   /// A GPU this process cannot use raises DeviceError.
   std::optional<Device> device;
   /// Arrays that replace the main graph's initializers of those names for this run (fine-tuning,

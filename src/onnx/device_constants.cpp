@@ -37,8 +37,23 @@ Value value_to_device(const Value& v, Device device) {
   return v;
 }
 
+namespace {
+
+/// Integer and bool initializers up to this many elements stay on the host.
+constexpr int64_t kHostConstantLimit = 64;
+
+/// Shape constants, axes, split sizes and the like: kept on the host so that the shape arithmetic
+/// they enter (Concat of a Shape and a constant, then Reshape) stays there too. On a GPU, such a
+/// sum would land on the device and each Reshape would read it back, a synchronization per layer.
+bool stays_on_host(const Value& v) {
+  const Dtype dt = v.array().dtype();
+  return (is_integral(dt) || dt == Dtype::Bool) && v.array().size() <= kHostConstantLimit;
+}
+
+}  // namespace
+
 Value initializer_on(const Graph& g, const std::string& name, const Value& host, Device device) {
-  if (!host.is_tensor() || host.array().device() == device) return host;
+  if (!host.is_tensor() || host.array().device() == device || stays_on_host(host)) return host;
   if (!g.device_constants) return value_to_device(host, device);
   DeviceConstants& cache = *g.device_constants;
   const std::pair<int, int> key{static_cast<int>(device.type), device.index};

@@ -29,7 +29,9 @@ std::shared_ptr<DeviceConstants> make_device_constants();
 Value value_to_device(const Value& v, Device device);
 
 /// The initializer `name` of `g` (host value `host`) on `device`: from g.device_constants when the
-/// graph has one (uploaded and evaluated on first use), else a lazy copy.
+/// graph has one (uploaded and evaluated on first use), else a lazy copy. Small integer and bool
+/// initializers (at most 64 elements: shapes, axes, sizes) stay on the host, where the operators'
+/// shape arithmetic runs; ops that use them on the GPU copy them there (a fill for a scalar).
 Value initializer_on(const Graph& g, const std::string& name, const Value& host, Device device);
 
 }  // namespace smelt::onnx::detail

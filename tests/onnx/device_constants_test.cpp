@@ -61,6 +61,18 @@ TEST(RunDevice, InitializerCacheOnCpuIsTheHostValue) {
   EXPECT_EQ(same.array().node_ptr(), host.array().node_ptr());
 }
 
+// Shape constants stay on the host whatever the run's device (the shape arithmetic they enter stays
+// there): no GPU is touched for them, so this holds on any machine.
+TEST(RunDevice, SmallIntegerInitializersStayOnTheHost) {
+  GraphBuilder b;
+  b.int64s("shape", {2, -1});
+  b.constant("flag", Array(true));
+  for (const auto& [name, host] : b.graph()->initializers) {
+    onnx::Value v = onnx::detail::initializer_on(*b.graph(), name, host, Device::cuda(0));
+    EXPECT_EQ(v.array().node_ptr(), host.array().node_ptr()) << name;
+  }
+}
+
 TEST(RunDevice, ParseDeviceNamesAndErrors) {
   EXPECT_EQ(parse_device("cpu", "--device"), Device::cpu());
   EXPECT_EQ(parse_device("cuda:3", "--device", false), Device::cuda(3));

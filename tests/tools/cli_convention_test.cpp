@@ -288,6 +288,50 @@ TEST_F(CliConvention, CheckCompileComparesWithEager) {
   EXPECT_EQ(r.out, "2 passed, 0 failed, 0 skipped; 2 compiled bit-equal to eager\n");
 }
 
+/// A case `y = op(x)` with the given input and expected output (raw little-endian values).
+template <class T>
+void write_unary_case(const fs::path& dir, const std::string& op, int elem_type, std::vector<int64_t> in_dims,
+                      const std::vector<T>& x, std::vector<int64_t> out_dims, const std::vector<T>& y) {
+  fs::create_directories(dir / "test_data_set_0");
+  pb::GraphProto g;
+  g.set_name("g");
+  pb::NodeProto n = make_node(op, {"x"}, {"y"}, "n");
+  if (op == "ReduceSum") add_int_attr(n, "keepdims", 0);
+  *g.add_node() = n;
+  *g.add_input() = tensor_info("x", elem_type, in_dims);
+  *g.add_output() = tensor_info("y", elem_type, out_dims);
+  std::ofstream(dir / "model.onnx", std::ios::binary) << serialize(make_model(g));
+  std::ofstream(dir / "test_data_set_0" / "input_0.pb", std::ios::binary)
+      << serialize(raw_tensor<T>(elem_type, in_dims, x, "x"));
+  std::ofstream(dir / "test_data_set_0" / "output_0.pb", std::ios::binary)
+      << serialize(raw_tensor<T>(elem_type, out_dims, y, "y"));
+}
+
+// The tolerance rule of docs/onnx.md: 1e-7 + rtol*|want| (rtol 1e-3; bfloat16 2^-7), plus
+// K*u*max|want| for cases with a reducing operator (K: the largest input's elements, u = 2^-24).
+TEST_F(CliConvention, CheckToleranceRule) {
+  auto outcome = [&](const std::string& name) {
+    CliResult r = run({"check", path(name), "--device", "cpu"});
+    return r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
+  };
+  // float32 Identity: 1000 * (1 + 1e-3) - 1e-6 is inside, 1000 * (1 + 1.1e-3) is not.
+  write_unary_case<float>(path("f32_in"), "Identity", pb::TensorProto::FLOAT, {1}, {1000.0f}, {1}, {1000.999f});
+  write_unary_case<float>(path("f32_out"), "Identity", pb::TensorProto::FLOAT, {1}, {1000.0f}, {1}, {1001.1f});
+  EXPECT_EQ(outcome("f32_in"), "1 passed, 0 failed, 0 skipped\n");
+  EXPECT_EQ(outcome("f32_out"), "0 passed, 1 failed, 0 skipped\n");
+  // bfloat16 (bits): 1.0 against 1.0078125 (one ulp, inside 2^-7) and 1.015625 (two ulps, outside).
+  write_unary_case<uint16_t>(path("bf16_in"), "Identity", pb::TensorProto::BFLOAT16, {1}, {0x3f80}, {1}, {0x3f81});
+  write_unary_case<uint16_t>(path("bf16_out"), "Identity", pb::TensorProto::BFLOAT16, {1}, {0x3f80}, {1}, {0x3f82});
+  EXPECT_EQ(outcome("bf16_in"), "1 passed, 0 failed, 0 skipped\n");
+  EXPECT_EQ(outcome("bf16_out"), "0 passed, 1 failed, 0 skipped\n");
+  // ReduceSum of 1000 ones: the bound is 1e-7 + 1e-3 * 1000 + 1000 * 2^-24 * 1000 = 1.0596...
+  const std::vector<float> ones(1000, 1.0f);
+  write_unary_case<float>(path("sum_in"), "ReduceSum", pb::TensorProto::FLOAT, {1000}, ones, {}, {1001.05f});
+  write_unary_case<float>(path("sum_out"), "ReduceSum", pb::TensorProto::FLOAT, {1000}, ones, {}, {1001.07f});
+  EXPECT_EQ(outcome("sum_in"), "1 passed, 0 failed, 0 skipped\n");
+  EXPECT_EQ(outcome("sum_out"), "0 passed, 1 failed, 0 skipped\n");
+}
+
 // A skip-list line with a device tag skips the case on that device type only: an expected
 // failure there (`unsupported on cuda`), run and counted everywhere else.
 TEST_F(CliConvention, CheckSkipListDeviceTags) {
@@ -304,7 +348,7 @@ TEST_F(CliConvention, CheckSkipListDeviceTags) {
   r = run({"check", path("suite"), "--skip-list", path("skips.txt"), "--device", "cpu", "--run-skipped"});
   EXPECT_TRUE(has(r.out, "SKIPPED BUT PASSES test_double_b on this device: delete its device line from the skip list\n"))
       << r.out;
-  std::ofstream(path("bad.txt")) << "test_double_a [tpu]  # no such device\n";
+  std::ofstream(path("bad.txt")) << "  test_double_a [tpu]  # no such device\n";
   expect_error({"check", path("suite"), "--skip-list", path("bad.txt")}, 1,
                path("bad.txt") + ":1: skipped case 'test_double_a' has the device tag '[tpu]'; accepted tags are [cpu] "
                                  "and [cuda]");

@@ -141,15 +141,14 @@ SkipList read_skip_list(const std::string& path) {
     name.erase(name.find_last_not_of(" \t\r") + 1);
     std::string device;
     if (auto open = name.find('['); open != std::string::npos) {
-      auto close = name.find(']', open);
-      device = name.substr(open + 1, close == std::string::npos ? std::string::npos : close - open - 1);
+      const auto close = name.find(']', open);
+      const std::string tag = name.substr(open, close == std::string::npos ? std::string::npos : close - open + 1);
+      device = close == std::string::npos ? "" : name.substr(open + 1, close - open - 1);
       name.erase(open);
       name.erase(name.find_last_not_of(" \t") + 1);
-      if (close == std::string::npos || (device != "cpu" && device != "cuda"))
+      if (device != "cpu" && device != "cuda")
         throw InvalidArgument(path + ":" + std::to_string(number) + ": skipped case '" + name + "' has the device tag '" +
-                              line.substr(line.find('['), close == std::string::npos ? std::string::npos
-                                                                                     : close - line.find('[') + 1) +
-                              "'; accepted tags are [cpu] and [cuda]");
+                              tag + "'; accepted tags are [cpu] and [cuda]");
     }
     std::string reason = hash == std::string::npos ? "" : line.substr(hash + 1);
     reason.erase(0, reason.find_first_not_of(" \t"));

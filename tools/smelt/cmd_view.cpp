@@ -135,6 +135,7 @@ int run_view(const std::vector<std::string>& args) {
     onnx::CompileModelOptions co;
     co.static_inputs = in.statics;
     if (o.eager_below) co.eager_below = *o.eager_below;
+    co.tiered = false;  // the one call the view shows runs with its kernels built
     std::map<std::string, onnx::Value> dynamic_feed;
     for (const auto& [name, v] : in.feed)
       if (!in.statics.count(name)) dynamic_feed[name] = v;

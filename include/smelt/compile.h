@@ -40,10 +40,10 @@ struct CompileOptions {
   std::vector<std::string> disabled_passes;
   /// When set, each pass's output tape is passed here as text (name, dump).
   std::function<void(const std::string&, const std::string&)> dump;
-  /// Tiered execution: a new entry whose fused kernels are not built yet (neither loaded nor
-  /// in the disk cache) runs its tape unfused, through the eager primitives (the same bits),
-  /// while the kernels build on a background thread, then switches to the fused tape. False:
-  /// the first call builds every kernel before it runs. SMELT_TIERED=0 or 1 overrides this for
+  /// Tiered execution: a new entry whose fused kernels this process has not loaded yet runs its
+  /// tape unfused, through the eager primitives (the same bits), while a background thread
+  /// loads them from the disk cache or builds them, then switches to the fused tape. False:
+  /// the first call loads or builds every kernel before it runs. SMELT_TIERED=0 or 1 overrides this for
   /// the whole process. See docs/compile.md, "Tiered execution".
   bool tiered = true;
 };
@@ -54,7 +54,7 @@ struct CompileStats {
   uint64_t misses = 0;
   uint64_t evictions = 0;
   uint64_t fallbacks = 0;
-  /// Calls of a traced entry by tier: replayed unfused while its kernels were building
+  /// Calls of a traced entry by tier: replayed unfused while its kernels were loading or building
   /// (tiered execution), or with every kernel it has (an entry without kernels counts here).
   uint64_t interpreter_calls = 0;
   uint64_t fused_calls = 0;

@@ -445,8 +445,8 @@ struct CompileModelOptions {
   bool allow_breaks = true;
   /// Fuse element-wise chains inside segments into generated kernels.
   bool fuse = true;
-  /// Tiered execution (as CompileOptions::tiered): a segment whose kernels are not built yet
-  /// runs unfused while they build in the background, then switches to them. SMELT_TIERED=0
+  /// Tiered execution (as CompileOptions::tiered): a segment whose kernels are not loaded yet
+  /// runs unfused while they load or build in the background, then switches to them. SMELT_TIERED=0
   /// or 1 overrides it for the whole process.
   bool tiered = true;
 };
@@ -460,7 +460,7 @@ struct SegmentStats {
   uint64_t misses = 0;       // calls that traced a new entry
   uint64_t evictions = 0;    // entries dropped past cache_size
   uint64_t compiled_runs = 0;  // runs of a compiled segment here
-  uint64_t interpreter_runs = 0;  // of those, runs unfused while its kernels were building (tiered)
+  uint64_t interpreter_runs = 0;  // of those, runs unfused while its kernels were loading (tiered)
   uint64_t fused_runs = 0;        // of those, runs with every kernel it has
   uint64_t eager_runs = 0;     // runs of a segment here that stayed eager (eager_below, or a break at once)
   size_t cached = 0;         // entries held now

@@ -32,8 +32,8 @@ bool supports_row_programs(Device device);
 /// Throws UnsupportedError when it cannot be built.
 std::shared_ptr<const FusedKernel> make_fused_kernel(FusedProgram program, Device device);
 
-/// make_fused_kernel without the compiler: null when the CPU kernel is neither loaded nor in the
-/// disk cache (tiered execution builds it in the background). GPU kernels never need to wait
+/// make_fused_kernel without waiting: null unless this process has the CPU kernel loaded already
+/// (tiered execution loads or builds it in the background). GPU kernels never need to wait
 /// here (NVRTC builds them at their first launch), so for CUDA this is make_fused_kernel.
 std::shared_ptr<const FusedKernel> find_fused_kernel(const FusedProgram& program, Device device);
 

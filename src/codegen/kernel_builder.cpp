@@ -380,9 +380,8 @@ BuiltKernel built_from(const std::shared_ptr<LoadedKernel>& lib) {
   return BuiltKernel{lib->fn, lib->hash, std::shared_ptr<const void>(lib)};
 }
 
-/// The kernel of `program` from memory, the disk cache, or (when `compile`) the compiler. Without
-/// `compile`, nullopt where the compiler would be needed or another thread is building it now.
-std::optional<BuiltKernel> obtain_cpu_kernel(const FusedProgram& program, bool compile) {
+/// The kernel of `program` from memory, the disk cache, or the compiler.
+BuiltKernel obtain_cpu_kernel(const FusedProgram& program) {
   const std::string key = program_key(program);
   auto& c = cache();
   {
@@ -403,11 +402,7 @@ std::optional<BuiltKernel> obtain_cpu_kernel(const FusedProgram& program, bool c
       lib = it == c.by_hash.end() ? nullptr : it->second.lock();
       return lib || !c.building.count(hash);
     };
-    if (compile) {
-      c.built.wait(lock, found);
-    } else if (!found()) {
-      return std::nullopt;  // being built by another thread: not ready now
-    }
+    c.built.wait(lock, found);
     if (lib) {
       c.by_program[key] = lib;
       c.prune_locked();
@@ -437,7 +432,6 @@ std::optional<BuiltKernel> obtain_cpu_kernel(const FusedProgram& program, bool c
     else reject_cache_entry(entry, "cannot load: " + why);
   }
   if (!lib) {
-    if (!compile) return std::nullopt;
     const std::string bytes = build_library(id.source, hash);
     std::string why;
     lib = load_library(bytes, hash, why);
@@ -478,6 +472,7 @@ struct BackgroundBuilder {
   std::deque<std::pair<std::shared_ptr<KernelBatch>, size_t>> queue;
   size_t running = 0;
   bool stopped = false;
+  int pauses = 0;  // BackgroundBuildsPaused objects alive: no new kernel starts
   std::vector<std::thread> threads;
   // The threads exist in this process only: a child made by fork() has none of them, so there
   // the builder neither waits for nor joins them, and refuses new work (those groups stay unfused).
@@ -522,7 +517,7 @@ struct BackgroundBuilder {
       std::pair<std::shared_ptr<KernelBatch>, size_t> task;
       {
         std::unique_lock lock(mutex);
-        work.wait(lock, [&] { return stopped || !queue.empty(); });
+        work.wait(lock, [&] { return stopped || (!queue.empty() && pauses == 0); });
         if (stopped) return;
         task = std::move(queue.front());
         queue.pop_front();
@@ -531,7 +526,7 @@ struct BackgroundBuilder {
       std::optional<BuiltKernel> built;
       std::string error;
       try {
-        built = obtain_cpu_kernel(task.first->programs_[task.second], true);
+        built = obtain_cpu_kernel(task.first->programs_[task.second]);
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -626,10 +621,35 @@ std::shared_ptr<KernelBatch> build_cpu_kernels_in_background(std::vector<FusedPr
 
 void wait_for_background_builds() { background_builder().wait_idle(); }
 
+BackgroundBuildsPaused::BackgroundBuildsPaused() {
+  BackgroundBuilder& b = background_builder();
+  std::lock_guard lock(b.mutex);
+  b.pauses++;
+}
+
+BackgroundBuildsPaused::~BackgroundBuildsPaused() {
+  BackgroundBuilder& b = background_builder();
+  {
+    std::lock_guard lock(b.mutex);
+    b.pauses--;
+  }
+  b.work.notify_all();
+}
+
 size_t loaded_cpu_kernels() { return loaded_count.load(); }
 
-BuiltKernel get_cpu_kernel(const FusedProgram& program) { return *obtain_cpu_kernel(program, true); }
+BuiltKernel get_cpu_kernel(const FusedProgram& program) { return obtain_cpu_kernel(program); }
 
-std::optional<BuiltKernel> find_cpu_kernel(const FusedProgram& program) { return obtain_cpu_kernel(program, false); }
+std::optional<BuiltKernel> find_cpu_kernel(const FusedProgram& program) {
+  // By the program's bytes only: generating and hashing the source (about 60 KB), asking the
+  // compiler for its identity and reading the disk cache cost milliseconds per kernel, which a
+  // first call need not wait for (the background builder does them).
+  const std::string key = program_key(program);
+  auto& c = cache();
+  std::lock_guard lock(c.mutex);
+  if (auto it = c.by_program.find(key); it != c.by_program.end())
+    if (auto lib = it->second.lock()) return built_from(lib);
+  return std::nullopt;
+}
 
 }  // namespace smelt::codegen

@@ -27,9 +27,8 @@ struct BuiltKernel {
 /// it (emitting `compile.kernel.build`). Throws UnsupportedError when no compiler works.
 BuiltKernel get_cpu_kernel(const FusedProgram& program);
 
-/// The kernel for `program` when no compiler is needed: loaded in this process, or in the disk
-/// cache (then loaded, emitting `compile.kernel.build` with cached_on_disk). Nullopt when it
-/// must be compiled, or another thread is building it now.
+/// The kernel for `program` when this process has it loaded already (a lookup by the program's
+/// bytes: no source generated, no disk read), else nullopt.
 std::optional<BuiltKernel> find_cpu_kernel(const FusedProgram& program);
 
 struct BackgroundBuilder;
@@ -65,13 +64,23 @@ class KernelBatch {
   std::atomic<bool> done_{false};
 };
 
-/// Queues `programs` for the background builder (one compiler process per kernel, on a quarter
-/// of the cores) and returns at once. Built kernels go to the disk cache as get_cpu_kernel's do.
+/// Queues `programs` for the background builder and returns at once: each is loaded from the
+/// disk cache or compiled (one compiler process per kernel, on a quarter of the cores), as
+/// get_cpu_kernel does, and stored in the disk cache.
 /// At exit, queued kernels are dropped and running compilers killed; nothing half written stays.
 std::shared_ptr<KernelBatch> build_cpu_kernels_in_background(std::vector<FusedProgram> programs);
 
-/// Blocks until the background builder has no kernel queued or building.
+/// Blocks until the background builder has no kernel queued or building (not while paused).
 void wait_for_background_builds();
+
+/// While alive, the background builder starts no kernel (those running finish): tests use it to
+/// make "the first call ran on the interpreter tier" independent of how fast a build is.
+struct BackgroundBuildsPaused {
+  BackgroundBuildsPaused();
+  ~BackgroundBuildsPaused();
+  BackgroundBuildsPaused(const BackgroundBuildsPaused&) = delete;
+  BackgroundBuildsPaused& operator=(const BackgroundBuildsPaused&) = delete;
+};
 
 /// How many generated CPU kernel libraries this process has loaded now.
 size_t loaded_cpu_kernels();

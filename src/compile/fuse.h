@@ -24,9 +24,9 @@ inline constexpr int kMaxFusedArguments = 24;
 /// kernel cannot be built (no working compiler), the group stays unfused and a
 /// `compile.fallback` event says why.
 /// `function` names the compiled function in the events.
-/// With `unbuilt`, no compiler runs (tiered execution): a group whose CPU kernel is neither
-/// loaded nor in the disk cache stays unfused and its program is appended to `*unbuilt`, for
-/// the background builder; the pass run again once they are built fuses them all.
+/// With `unbuilt`, nothing is compiled or read from disk (tiered execution): a group whose CPU
+/// kernel this process has not loaded stays unfused and its program is appended to `*unbuilt`,
+/// for the background builder; the pass run again once they are loaded fuses them all.
 void fuse_elementwise(Tape& tape, const std::string& function = "",
                       std::vector<codegen::FusedProgram>* unbuilt = nullptr);
 

@@ -27,8 +27,8 @@ struct PassOptions {
   std::function<void(const std::string&, const std::string&)> dump;
   /// The compiled function's name, for the events passes emit.
   std::string function;
-  /// Tiered execution: when set, the fuse pass runs no compiler; groups whose kernels are not
-  /// built yet stay unfused and their programs are appended here (see fuse_elementwise), and
+  /// Tiered execution: when set, the fuse pass neither compiles nor reads the disk cache; groups
+  /// whose kernels are not loaded yet stay unfused and their programs are appended here (see fuse_elementwise), and
   /// `unfused` (when set too) receives the tape as the fuse pass got it, to fuse again later.
   std::vector<codegen::FusedProgram>* unbuilt = nullptr;
   Tape* unfused = nullptr;

@@ -48,9 +48,9 @@ class TieredProgram {
   /// trace may.
   using Plan = std::function<void(Program&)>;
 
-  /// Runs the passes over `tape`. Tiered: no compiler runs now; kernels that are neither loaded
-  /// nor in the disk cache stay unfused and build on the background builder. Otherwise every
-  /// kernel is built before this returns (the synchronous behaviour).
+  /// Runs the passes over `tape`. Tiered: kernels this process has not loaded stay unfused, and
+  /// the background builder loads them from the disk cache or compiles them. Otherwise every
+  /// kernel is loaded or built before this returns (the synchronous behaviour).
   TieredProgram(Tape tape, PassOptions options, bool tiered, Plan plan);
   ~TieredProgram();
 

@@ -1153,6 +1153,8 @@ CompiledModel compile(const Model& model, const std::vector<Value>& example_inpu
 Overlay overlay(const CompiledModel& compiled) { return compiled.overlay(); }
 
 Overlay overlay(const Model& model, const std::vector<Value>& inputs, CompileModelOptions options) {
+  // One call that shows the fused kernels: built before it runs, not on the interpreter tier.
+  options.tiered = false;
   return compile(model, inputs, std::move(options)).overlay();
 }
 

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "compile_helpers.h"
@@ -111,10 +113,14 @@ TEST(Tiered, FirstCallRunsUnfusedThenTheFusedTierGivesTheSameBits) {
   const std::vector<Array> in = inputs(3);
   const std::vector<Array> expected = fn(in);  // eager
   auto f = compile_flat(fn);
-
-  EXPECT_TRUE(all_bit_equal(f(in), expected)) << "interpreter tier";
-  CompileStats s = f.stats();
-  EXPECT_EQ(s.interpreter_calls, 1u);
+  CompileStats s;
+  {
+    codegen::BackgroundBuildsPaused hold;  // however fast a build, the first call runs unfused
+    EXPECT_TRUE(all_bit_equal(f(in), expected)) << "interpreter tier";
+    EXPECT_TRUE(all_bit_equal(f(in), expected)) << "interpreter tier, second call";
+    s = f.stats();
+  }
+  EXPECT_EQ(s.interpreter_calls, 2u);
   EXPECT_EQ(s.fused_calls, 0u);
   ASSERT_EQ(log.count("compile.tier.interpreter"), 1);
   EXPECT_GE(std::stoi(log.named("compile.tier.interpreter")[0].field("kernels")), 2);
@@ -123,13 +129,13 @@ TEST(Tiered, FirstCallRunsUnfusedThenTheFusedTierGivesTheSameBits) {
   EXPECT_TRUE(all_bit_equal(f(in), expected)) << "fused tier";
   EXPECT_TRUE(all_bit_equal(f(inputs(11)), fn(inputs(11)))) << "fused tier, other inputs";
   s = f.stats();
-  EXPECT_EQ(s.interpreter_calls, 1u);
+  EXPECT_EQ(s.interpreter_calls, 2u);
   EXPECT_EQ(s.fused_calls, 2u);
   ASSERT_EQ(log.count("compile.tier.switch"), 1);
   const telemetry::Event sw = log.named("compile.tier.switch")[0];
   EXPECT_EQ(sw.field("kernels"), log.named("compile.tier.interpreter")[0].field("kernels"));
   EXPECT_EQ(sw.field("failed"), "0");
-  EXPECT_EQ(log.field("compile.call", "tier"), (std::vector<std::string>{"interpreter", "fused", "fused"}));
+  EXPECT_EQ(log.field("compile.call", "tier"), (std::vector<std::string>{"interpreter", "interpreter", "fused", "fused"}));
   // The kernels were built by the background builder and stored on disk.
   for (const auto& e : log.named("compile.kernel.build")) EXPECT_EQ(e.field("background"), "true");
   EXPECT_GE(scope.entries(), 1u);
@@ -161,11 +167,12 @@ TEST(Tiered, OffBuildsEveryKernelBeforeTheFirstCall) {
   ScopedEnv on("SMELT_TIERED", "1");
   const Fn other = program(1.1875f);
   auto g = compile_flat(other, o);
+  codegen::BackgroundBuildsPaused hold;
   EXPECT_TRUE(all_bit_equal(g(inputs(5)), other(inputs(5))));
   EXPECT_EQ(g.stats().interpreter_calls, 1u);
 }
 
-TEST(Tiered, KernelsOnDiskServeTheFirstCallFused) {
+TEST(Tiered, KernelsOnDiskLoadInTheBackgroundWithoutTheCompiler) {
   TieredScope scope;
   const Fn fn = program(1.25f);
   {
@@ -175,12 +182,36 @@ TEST(Tiered, KernelsOnDiskServeTheFirstCallFused) {
   }  // the kernels are unloaded with the last compiled function holding them
   test::EventLog log;
   auto f = compile_flat(fn);
+  {
+    // The first call does not wait for the disk either: it runs unfused while they load.
+    codegen::BackgroundBuildsPaused hold;
+    EXPECT_TRUE(all_bit_equal(f(inputs(7)), fn(inputs(7))));
+    EXPECT_EQ(f.stats().interpreter_calls, 1u);
+  }
+  codegen::wait_for_background_builds();
   EXPECT_TRUE(all_bit_equal(f(inputs(7)), fn(inputs(7))));
   EXPECT_EQ(f.stats().fused_calls, 1u);
-  EXPECT_EQ(f.stats().interpreter_calls, 0u);
-  EXPECT_EQ(log.count("compile.tier.interpreter"), 0);
   ASSERT_GE(log.count("compile.kernel.build"), 1);
-  for (const auto& e : log.named("compile.kernel.build")) EXPECT_EQ(e.field("cached_on_disk"), "true");
+  for (const auto& e : log.named("compile.kernel.build")) {
+    EXPECT_EQ(e.field("cached_on_disk"), "true");
+    EXPECT_EQ(e.field("background"), "true");
+  }
+}
+
+TEST(Tiered, KernelsLoadedInTheProcessServeTheFirstCallFused) {
+  TieredScope scope;
+  const Fn fn = program(1.3125f);
+  auto f = compile_flat(fn);
+  f(inputs(8));
+  codegen::wait_for_background_builds();
+  EXPECT_TRUE(all_bit_equal(f(inputs(8)), fn(inputs(8))));  // switches; f holds the kernels
+  test::EventLog log;
+  auto g = compile_flat(fn);  // another function, same kernels
+  EXPECT_TRUE(all_bit_equal(g(inputs(8)), fn(inputs(8))));
+  EXPECT_EQ(g.stats().fused_calls, 1u);
+  EXPECT_EQ(g.stats().interpreter_calls, 0u);
+  EXPECT_EQ(log.count("compile.tier.interpreter"), 0);
+  EXPECT_EQ(log.count("compile.kernel.build"), 0);
 }
 
 TEST(Tiered, ConcurrentCallsAcrossTheSwitchGiveOneSetOfBits) {
@@ -192,13 +223,19 @@ TEST(Tiered, ConcurrentCallsAcrossTheSwitchGiveOneSetOfBits) {
   auto f = compile_flat(fn);
   constexpr int kThreads = 6, kCalls = 25;
   std::atomic<int> mismatches{0};
+  // Paused until the first thread is halfway: the trace's call runs on the interpreter tier,
+  // and the switch happens among running calls.
+  std::optional<codegen::BackgroundBuildsPaused> hold(std::in_place);
+  std::once_flag resume;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&] {
       for (int i = 0; i < kCalls; ++i) {
         if (!all_bit_equal(f(in), expected)) mismatches++;
-        // Halfway, let the kernels finish, so that the switch happens among running calls.
-        if (i == kCalls / 2) codegen::wait_for_background_builds();
+        if (i == kCalls / 2) {
+          std::call_once(resume, [&] { hold.reset(); });
+          codegen::wait_for_background_builds();
+        }
       }
     });
   for (auto& t : threads) t.join();
@@ -220,7 +257,10 @@ TEST(Tiered, ShapelessEntriesSwitchToo) {
   CompileOptions o;
   o.shapeless = true;
   auto f = compile_flat(fn, o);
-  EXPECT_TRUE(all_bit_equal(f(inputs(13)), fn(inputs(13))));
+  {
+    codegen::BackgroundBuildsPaused hold;
+    EXPECT_TRUE(all_bit_equal(f(inputs(13)), fn(inputs(13))));
+  }
   codegen::wait_for_background_builds();
   const std::vector<Array> other = {limit_specials(test::special_array(float32, 5 * 7, 17, {5, 7}), 1),
                                     limit_specials(test::special_array(float32, 5 * 7, 18, {5, 7}), 0)};

@@ -126,11 +126,19 @@ std::vector<Value> detection_inputs(int64_t n, uint32_t seed) {
   return {tensor(boxes), tensor(random_array({n}, float32, 0.0, 1.0, seed + 2))};
 }
 
+/// Options that build the kernels before the first call (no tiered execution), for tests that
+/// look at the fused kernels right after a call; tests/onnx/tiered_model_test.cpp tests tiering.
+onnx::CompileModelOptions synchronous() {
+  onnx::CompileModelOptions o;
+  o.tiered = false;
+  return o;
+}
+
 TEST(CompiledModel, ModelWithoutBreaksCompilesWholeAndMatchesEager) {
   onnx::Model m = chain_model();
   std::string fallbacks;
   telemetry::Subscription sub("compile.fallback", [&](const telemetry::Event& e) { fallbacks += e.field("reason") + "\n"; });
-  auto cm = onnx::compile(m);
+  auto cm = onnx::compile(m, {}, synchronous());
   for (uint32_t seed = 0; seed < 3; ++seed) check_call(cm, {tensor(random_array({4, 8}, float32, -3, 3, seed))});
   check_call(cm, {tensor(random_array({5, 8}, float32, -3, 3, 9))});
   auto st = cm.stats();
@@ -514,7 +522,7 @@ TEST(CompiledModel, FusedGroupsNameTheOnnxNodesTheyCameFrom) {
   onnx::Model m = chain_model();
   std::string fallbacks;
   telemetry::Subscription sub("compile.fallback", [&](const telemetry::Event& e) { fallbacks += e.field("reason") + "\n"; });
-  auto cm = onnx::compile(m, {tensor(random_array({4, 8}, float32, -3, 3, 1))});
+  auto cm = onnx::compile(m, {tensor(random_array({4, 8}, float32, -3, 3, 1))}, synchronous());
   if (!fallbacks.empty()) GTEST_SKIP() << "no fused kernels here: " << fallbacks;
   onnx::Overlay ov = cm.overlay();
   ASSERT_EQ(ov.segments.size(), 1u);
@@ -541,7 +549,7 @@ TEST(CompiledModel, FusedGroupsNameTheOnnxNodesTheyCameFrom) {
   auto m2 = make_model(b.graph());
   Value xv = tensor(random_array({3, 5}, float32, -2, 2, 2));
   Value zv = tensor(random_array({4, 5}, float32, -2, 2, 3));
-  auto cm2 = onnx::compile(m2);
+  auto cm2 = onnx::compile(m2, {}, synchronous());
   check_call(cm2, {xv, zv});
   ov = cm2.overlay();
   ASSERT_EQ(ov.segments.size(), 1u);

@@ -390,6 +390,33 @@ TEST_F(CliRun, CompileListsSegmentsAtBreaks) {
   EXPECT_FALSE(has(r.out, "time     first run")) << r.out;  // the eager-only line is replaced
 }
 
+// Tiered execution: the first call runs unfused, the CLI waits for the background builds (with an
+// empty kernel cache) or loads (with the cache the first process filled), checks the fused
+// tier's outputs too and says which tier ran.
+TEST_F(CliRun, CompileTiersWithAColdThenAWarmCache) {
+  const std::string cache = path("kernels");
+  const char* old_cache = std::getenv("SMELT_CACHE_DIR");
+  const char* old_tiered = std::getenv("SMELT_TIERED");
+  const std::string saved_cache = old_cache ? old_cache : "", saved_tiered = old_tiered ? old_tiered : "";
+  ::setenv("SMELT_CACHE_DIR", cache.c_str(), 1);
+  ::unsetenv("SMELT_TIERED");
+  CliResult cold = run({breaks(), "--compile", "--repeat", "2", "--json", path("cold.json")});
+  CliResult warm = run({breaks(), "--compile", "--repeat", "2"});
+  if (old_cache) ::setenv("SMELT_CACHE_DIR", saved_cache.c_str(), 1);
+  else ::unsetenv("SMELT_CACHE_DIR");
+  if (old_tiered) ::setenv("SMELT_TIERED", saved_tiered.c_str(), 1);
+  ASSERT_EQ(cold.status, 0) << cold.err;
+  EXPECT_TRUE(has(cold.out, "check    compiled outputs equal eager outputs bit for bit (3 outputs)\n")) << cold.out;
+  const std::string tiers = line_starting(cold.out, "tiers    ");
+  EXPECT_TRUE(has(tiers, " on the interpreter tier, ")) << cold.out;
+  EXPECT_TRUE(has(tiers, " (the first call ran unfused; its kernels were ready ")) << cold.out;
+  const std::string json = read_text(path("cold.json"));
+  EXPECT_TRUE(has(json, "\"first_call_tier\": \"interpreter\"")) << json;
+  ASSERT_EQ(warm.status, 0) << warm.err;
+  EXPECT_TRUE(has(warm.out, "check    compiled outputs equal eager outputs bit for bit (3 outputs)\n")) << warm.out;
+  EXPECT_TRUE(has(line_starting(warm.out, "tiers    "), " fused (the first call ran unfused; ")) << warm.out;
+}
+
 // Without --repeat: the segments and the check, the compile cost, no medians and no payoff.
 TEST_F(CliRun, CompileWithoutRepeat) {
   CliResult r = run({breaks(), "--compile", "--eager-below", "0"});

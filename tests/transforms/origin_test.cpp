@@ -11,7 +11,12 @@ namespace {
 // Every primitive a transform can meet has a vjp rule; the compile engine's fused node has none
 // (it exists only in compiled tapes), so it stands in for a node without a rule.
 Array fused_node(const Array& x) {
-  static auto cf = compile([](const Array& v) { return exp(v) * 2.0f + 1.0f; });
+  // Fused from the first call (tiered execution would run it unfused until its kernel is built).
+  static auto cf = compile([](const Array& v) { return exp(v) * 2.0f + 1.0f; }, [] {
+    CompileOptions o;
+    o.tiered = false;
+    return o;
+  }());
   Array y = cf(x);
   EXPECT_EQ(y.node().prim.kind, PrimKind::Fused);
   return y;

@@ -156,6 +156,7 @@ int run_view(const std::vector<std::string>& args) {
     co.static_inputs = in.statics;
     co.device = device;
     if (o.eager_below) co.eager_below = *o.eager_below;
+    co.tiered = false;  // the one call the view shows runs with its kernels built
     // A compiled model takes its inputs where they are: the host-made inputs go to its device.
     std::map<std::string, onnx::Value> dynamic_feed;
     for (const auto& [name, v] : in.feed)

@@ -10,6 +10,15 @@
 #error "device_std.h is for NVRTC only: host code uses the standard library"
 #endif
 
+#ifdef SMELT_DEVICE_STD_FROM_HOST
+// Device code compiled as host C++ (tests that run kernels thread by thread on the CPU, with
+// __CUDACC_RTC__ defined to take the device's branches): the real standard library.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#else
+
 typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
@@ -154,3 +163,5 @@ inline bool isfinite(C x) {
 }
 
 }  // namespace std
+
+#endif  // SMELT_DEVICE_STD_FROM_HOST

@@ -123,12 +123,14 @@ TEST(CudaScalarMathSource, ThePreambleIsTheCpuHeadersText) {
                             "struct Red {", "namespace smelt::scalar"})
     EXPECT_NE(shared.find(piece), std::string::npos) << piece;
   // NVRTC has no standard library: every #include that survives is the host's, inside an
-  // `#ifndef __CUDACC_RTC__` block. And no reduction operator is numbered.
+  // `#ifndef __CUDACC_RTC__` block (or device_std.h's block for device code compiled as host
+  // C++, SMELT_DEVICE_STD_FROM_HOST). And no reduction operator is numbered.
   std::istringstream lines(shared);
   std::vector<bool> host_only;  // per open #if: whether NVRTC skips its current branch
   int includes = 0;
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("#ifndef __CUDACC_RTC__", 0) == 0) host_only.push_back(true);
+    if (line.rfind("#ifndef __CUDACC_RTC__", 0) == 0 || line.rfind("#ifdef SMELT_DEVICE_STD_FROM_HOST", 0) == 0)
+      host_only.push_back(true);
     else if (line.rfind("#ifdef __CUDACC_RTC__", 0) == 0) host_only.push_back(false);
     else if (line.rfind("#if", 0) == 0) host_only.push_back(false);
     else if (line.rfind("#else", 0) == 0 && !host_only.empty()) host_only.back() = !host_only.back();

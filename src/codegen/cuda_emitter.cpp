@@ -114,9 +114,9 @@ std::string cuda_expr(const FusedProgram& p, int i) {
     case InstrKind::Input:
     case InstrKind::Constant:
     case InstrKind::Reduce: break;
-    case InstrKind::Unary: b << "op_" << scalar_fn_name(in.unary) << "<" << opt(0) << ">(v" << in.operands[0] << ")"; break;
+    case InstrKind::Unary: b << "smelt::scalar::" << scalar_fn_name(in.unary) << "<" << opt(0) << ">(v" << in.operands[0] << ")"; break;
     case InstrKind::Binary:
-      b << "op_" << scalar_fn_name(in.binary) << "<" << opt(0) << ">(v" << in.operands[0] << ", v" << in.operands[1] << ")";
+      b << "smelt::scalar::" << scalar_fn_name(in.binary) << "<" << opt(0) << ">(v" << in.operands[0] << ", v" << in.operands[1] << ")";
       break;
     case InstrKind::Select: b << "(v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2] << ")"; break;
     case InstrKind::Cast: b << "cvt<" << cuda_type_name(in.dtype) << ", " << opt(0) << ">(v" << in.operands[0] << ")"; break;
@@ -368,7 +368,7 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
           "      t" << i << " = g == 0 ? acc : " << R << "::step(t" << i << ", acc);\n    }\n  }\n";
     os << "  const " << t << " v" << i << " = ";
     if (in.reduce == ReduceOp::Mean)
-      os << "op_divide<" << t << ">(" << R << "::finish(t" << i << "), cvt<" << t << ", double>((double)(n - " << in.ddof
+      os << "smelt::scalar::divide<" << t << ">(" << R << "::finish(t" << i << "), cvt<" << t << ", double>((double)(n - " << in.ddof
          << " > 0 ? n - " << in.ddof << " : 0)));\n";
     else os << R << "::finish(t" << i << ");\n";
   }
@@ -516,6 +516,22 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     os << body("    ", store_direct) << "  }\n}\n";
   }
   return os.str();
+}
+
+size_t CudaFusedKernelParams::hash() const {
+  size_t h = hash_mix(hash_program(*program), std::hash<std::string>()(layout));
+  return hash_mix(h, vectorized ? 1 : 0);
+}
+
+std::string CudaFusedKernelParams::name() const {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016zx", hash_program(*program));
+  return std::string("fused|") + hex + "|" + layout + (vectorized ? "|v" : "");
+}
+
+std::string CudaFusedKernelParams::source() const {
+  if (layout == "rows") return emit_cuda_row_kernel(*program);
+  return emit_cuda_kernel(*program, layout, vectorized);
 }
 
 }  // namespace smelt::codegen

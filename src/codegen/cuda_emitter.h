@@ -4,6 +4,7 @@
 #include <string>
 
 #include "src/codegen/fused_program.h"
+#include "src/codegen/kernel_params.h"
 
 namespace smelt::codegen {
 
@@ -30,6 +31,21 @@ std::string emit_cuda_kernel(const FusedProgram& program, const std::string& lay
 /// pass writing per-element outputs. Rows split into chunks are combined in the same order as
 /// the eager split kernels, by the same block.
 std::string emit_cuda_row_kernel(const FusedProgram& program);
+
+/// One fused CUDA kernel: the program, and for an element-wise program the layout and whether it
+/// moves vectors (a row program has one kernel: layout "rows"). Its source is source() and
+/// nothing else; cuda::get_kernel keys it by the whole struct (kernel_params.h).
+struct CudaFusedKernelParams {
+  SharedValue<FusedProgram> program;
+  std::string layout;  // emit_cuda_kernel's layout, or "rows" for a row program
+  bool vectorized = false;
+
+  bool operator==(const CudaFusedKernelParams&) const = default;
+  size_t hash() const;
+  /// "fused|<program hash>|<layout>[|v]": names the kernel in telemetry and launch errors.
+  std::string name() const;
+  std::string source() const;
+};
 
 /// Device code: to_bits/from_bits, and unpack<T>(w, j) / pack(w, j, v) moving element j of an
 /// array of 32-bit words (the layout in which vectors of any dtype stay in registers).

@@ -8,6 +8,7 @@
 #include "smelt/errors.h"
 #include "src/codegen/cuda_emitter.h"
 #include "src/codegen/kernel_builder.h"
+#include "src/codegen/kernel_params.h"
 
 namespace smelt::codegen {
 
@@ -31,8 +32,9 @@ std::shared_ptr<const FusedKernel> make_fused_kernel(FusedProgram program, Devic
                              " inputs and outputs; this group has " + std::to_string(nargs));
     auto k = std::make_shared<FusedKernel>();
     char hex[17];
-    // Row programs have one source; element-wise ones are named by their strided layout.
-    std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>()(emit_cuda_kernel(program, "strided")));
+    // The program's content, every field (a row program's reductions included): the kernels
+    // themselves are built and keyed per layout by CudaFusedKernelParams.
+    std::snprintf(hex, sizeof hex, "%016zx", hash_program(program));
     k->program = std::move(program);
     k->device = device;
     k->hash = std::string("cuda-") + hex;

@@ -43,18 +43,10 @@ std::vector<int> gpu_row_cached_inputs(const FusedProgram& p) {
 int gpu_row_vector(Dtype reduced) { return static_cast<int>(16 / size_of(reduced)); }
 
 std::string gpu_red_type(ReduceOp op, Dtype in) {
-  // The device preamble's Red numbers the operators (0 sum, 1 prod, 2 max, 3 min, 4 all, 5 any).
-  int code = 0;
-  switch (op) {
-    case ReduceOp::Sum:
-    case ReduceOp::Mean: code = 0; break;
-    case ReduceOp::Prod: code = 1; break;
-    case ReduceOp::Max: code = 2; break;
-    case ReduceOp::Min: code = 3; break;
-    case ReduceOp::All: code = 4; break;
-    case ReduceOp::Any: code = 5; break;
-  }
-  return "Red<" + std::to_string(code) + ", " + cuda_type_name(in) + ">";
+  // Mean reduces as Sum; the kernel divides by the count.
+  const ReduceOp reduced = op == ReduceOp::Mean ? ReduceOp::Sum : op;
+  return std::string("smelt::scalar::Red<smelt::ReduceOp::") + reduce_op_enumerator(reduced) + ", " +
+         cuda_type_name(in) + ">";
 }
 
 const char* gpu_row_order_source() {

@@ -46,7 +46,8 @@ inline constexpr int64_t kGpuWarpRowCacheMaxBytes = 64 * 1024;
 /// Elements a thread takes at a time: 16 bytes of `reduced` (the reduction's input dtype).
 int gpu_row_vector(Dtype reduced);
 
-/// The device's reduction struct for `op` over `in` ("Red<0, float>"); Mean reduces as Sum.
+/// The shared reduction struct (reduce_math.h) for `op` over `in`
+/// ("smelt::scalar::Red<smelt::ReduceOp::Sum, float>"); Mean reduces as Sum.
 std::string gpu_red_type(ReduceOp op, Dtype in);
 
 /// Device code after the preamble: shfl_dn/shfl_0, row_tree<R>(acc, threads, shared), and the

@@ -28,6 +28,7 @@
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
 #include "src/backend/cpu/elementwise_math.h"
+#include "src/codegen/kernel_params.h"
 
 #ifndef SMELT_CXX_COMPILER
 #define SMELT_CXX_COMPILER "c++"
@@ -205,9 +206,10 @@ struct Cache {
   // hash -> loaded kernel, while anyone holds it.
   std::unordered_map<std::string, std::weak_ptr<LoadedKernel>> by_hash;
   std::unordered_set<std::string> building;  // hashes some thread is building now
-  // program_key -> loaded kernel: a retrace finds its kernel without generating and hashing the
-  // source (preamble included, about 100 KB).
-  std::unordered_map<std::string, std::weak_ptr<LoadedKernel>> by_program;
+  // program -> loaded kernel: a retrace finds its kernel without generating and hashing the
+  // source (preamble included, about 100 KB). Keyed by the whole program (kernel_params.h), the
+  // one thing the source is generated from.
+  std::unordered_map<FusedProgram, std::weak_ptr<LoadedKernel>, ProgramHash> by_program;
   size_t prune_at = 256;
 
   // Drops the entries of unloaded kernels once the maps have doubled since the last sweep:
@@ -219,35 +221,6 @@ struct Cache {
     prune_at = std::max<size_t>(256, 2 * (by_hash.size() + by_program.size()));
   }
 };
-
-/// The program's exact content as bytes (dtypes, instructions, constants' bits, outputs): equal
-/// keys mean equal programs, hence equal sources.
-std::string program_key(const FusedProgram& p) {
-  std::string k;
-  auto put = [&](uint64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  put(p.input_dtypes.size());
-  for (Dtype d : p.input_dtypes) put(static_cast<uint64_t>(d));
-  put(p.instrs.size());
-  for (const Instr& in : p.instrs) {
-    put(static_cast<uint64_t>(in.kind));
-    put(static_cast<uint64_t>(in.dtype));
-    put(in.operands.size());
-    for (int o : in.operands) put(static_cast<uint64_t>(o));
-    put(static_cast<uint64_t>(in.index));
-    put(static_cast<uint64_t>(in.unary));
-    put(static_cast<uint64_t>(in.binary));
-    uint64_t bits = 0;
-    if (in.kind == InstrKind::Constant) in.value.cast(in.dtype).store(&bits);
-    put(bits);
-    put(static_cast<uint64_t>(in.reduce));
-    put(static_cast<uint64_t>(in.ddof));
-    put(static_cast<uint64_t>(in.per_row));
-  }
-  put(static_cast<uint64_t>(p.reduced_axes));
-  put(p.outputs.size());
-  for (int o : p.outputs) put(static_cast<uint64_t>(o));
-  return k;
-}
 
 Cache& cache() {
   static Cache* c = new Cache();  // never destroyed: kernels may be unloaded during exit
@@ -382,11 +355,10 @@ BuiltKernel built_from(const std::shared_ptr<LoadedKernel>& lib) {
 
 /// The kernel of `program` from memory, the disk cache, or the compiler.
 BuiltKernel obtain_cpu_kernel(const FusedProgram& program) {
-  const std::string key = program_key(program);
   auto& c = cache();
   {
     std::lock_guard lock(c.mutex);
-    if (auto it = c.by_program.find(key); it != c.by_program.end())
+    if (auto it = c.by_program.find(program); it != c.by_program.end())
       if (auto lib = it->second.lock()) return built_from(lib);
   }
   const KernelId id = identify(program);
@@ -404,7 +376,7 @@ BuiltKernel obtain_cpu_kernel(const FusedProgram& program) {
     };
     c.built.wait(lock, found);
     if (lib) {
-      c.by_program[key] = lib;
+      c.by_program[program] = lib;
       c.prune_locked();
       return built_from(lib);
     }
@@ -443,7 +415,7 @@ BuiltKernel obtain_cpu_kernel(const FusedProgram& program) {
   {
     std::lock_guard lock(c.mutex);
     c.by_hash[hash] = lib;
-    c.by_program[key] = lib;
+    c.by_program[program] = lib;
     c.prune_locked();
   }
   if (telemetry::enabled()) {
@@ -644,10 +616,9 @@ std::optional<BuiltKernel> find_cpu_kernel(const FusedProgram& program) {
   // By the program's bytes only: generating and hashing the source (about 60 KB), asking the
   // compiler for its identity and reading the disk cache cost milliseconds per kernel, which a
   // first call need not wait for (the background builder does them).
-  const std::string key = program_key(program);
   auto& c = cache();
   std::lock_guard lock(c.mutex);
-  if (auto it = c.by_program.find(key); it != c.by_program.end())
+  if (auto it = c.by_program.find(program); it != c.by_program.end())
     if (auto lib = it->second.lock()) return built_from(lib);
   return std::nullopt;
 }

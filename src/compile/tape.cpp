@@ -8,6 +8,8 @@
 #include "smelt/ops.h"
 #include "src/core/node.h"
 #include "src/core/node_state.h"
+#include "src/primitives/dtype_rules.h"
+#include "src/primitives/shape_rules.h"
 
 namespace smelt::compiler {
 
@@ -20,6 +22,47 @@ namespace {
 // literals, and no constant of the traced shape is frozen.
 bool is_scalar_broadcast(const Node& n) {
   return !detail::is_evaluated(n) && n.prim.kind == PrimKind::Broadcast && n.inputs.size() == 1 && n.inputs[0].ndim() == 0;
+}
+
+/// Recomputes step `i`'s output shapes and dtypes from its inputs' by the primitive's rules
+/// (shape_rules.h, dtype_rules.h) and compares them with the recorded ones: a pass that rewires
+/// a step, or records the wrong type for a value it makes, is caught right after it runs.
+template <class Fail>
+void check_step_types(const Tape& tape, size_t i, const Fail& fail) {
+  const Step& s = tape.steps[i];
+  const std::string step = "step " + std::to_string(i) + " (" + s.prim.str() + ")";
+  std::vector<Shape> in_shapes, recorded_shapes;
+  std::vector<Dtype> in_dtypes, recorded_dtypes;
+  for (int in : s.inputs) {
+    in_shapes.push_back(tape.values[in].shape);
+    in_dtypes.push_back(tape.values[in].dtype);
+  }
+  for (int out : s.outputs) {
+    recorded_shapes.push_back(tape.values[out].shape);
+    recorded_dtypes.push_back(tape.values[out].dtype);
+  }
+  auto type = [](Dtype d, const Shape& shape) { return std::string(dtype_name(d)) + shape_to_string(shape); };
+  std::vector<Shape> shapes;
+  std::vector<Dtype> dtypes;
+  try {
+    std::vector<Shape> rule_in = in_shapes;
+    if ((s.prim.kind == PrimKind::Scatter || s.prim.kind == PrimKind::ScatterND) && rule_in.size() == 3) {
+      // Updates broadcast to the shape the indices give (as a shapeless replay reads them).
+      const Shape want = scatter_updates_shape(s.prim.kind, rule_in[0], rule_in[1]);
+      if (broadcast_shape_of(rule_in[2], want, s.prim.str()) == want) rule_in[2] = want;
+    }
+    shapes = infer_output_shapes(s.prim, rule_in, recorded_shapes);
+    dtypes = infer_output_dtypes(s.prim, in_dtypes, recorded_dtypes);
+  } catch (const Error& e) {
+    fail(step + ": its inputs do not fit its shape and dtype rules: " + e.what());
+  }
+  if (shapes.size() != s.outputs.size() || dtypes.size() != s.outputs.size())
+    fail(step + " has " + std::to_string(s.outputs.size()) + " outputs but its rules give " +
+         std::to_string(shapes.size()));
+  for (size_t o = 0; o < s.outputs.size(); ++o)
+    if (shapes[o] != recorded_shapes[o] || dtypes[o] != recorded_dtypes[o])
+      fail(step + ": output %" + std::to_string(s.outputs[o]) + " is recorded as " +
+           type(recorded_dtypes[o], recorded_shapes[o]) + " but its inputs give " + type(dtypes[o], shapes[o]));
 }
 
 }  // namespace
@@ -105,7 +148,8 @@ void verify_tape(const Tape& tape, const std::string& after_pass) {
            a.device().str());
     defined[id] = 1;
   }
-  for (auto& s : tape.steps) {
+  for (size_t i = 0; i < tape.steps.size(); ++i) {
+    const Step& s = tape.steps[i];
     for (int in : s.inputs)
       if (in < 0 || in >= static_cast<int>(defined.size()) || !defined[in])
         fail(s.prim.str() + " reads %" + std::to_string(in) + " before it is defined");
@@ -120,6 +164,7 @@ void verify_tape(const Tape& tape, const std::string& after_pass) {
              tape.values[out].device.str());
       defined[out] = 1;
     }
+    check_step_types(tape, i, fail);
   }
   for (int o : tape.outputs)
     if (o < 0 || o >= static_cast<int>(defined.size()) || !defined[o]) fail("output %" + std::to_string(o) + " is undefined");

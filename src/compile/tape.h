@@ -58,8 +58,9 @@ Tape build_tape(const std::vector<Array>& placeholders, const std::vector<Array>
                 std::vector<const detail::Node*>* step_nodes = nullptr);
 
 /// Checks the tape's invariants (each value defined once, before use; arities; a step's outputs
-/// and a constant live on their step's or array's device); throws an internal error naming the
-/// pass that broke them.
+/// and a constant live on their step's or array's device; each step's output shapes and dtypes
+/// are what its primitive's shape and dtype rules give for its inputs); throws an internal error
+/// naming the pass that broke them, and for a type the step, its primitive and both types.
 void verify_tape(const Tape& tape, const std::string& after_pass);
 
 /// A readable listing: one line per step, `%5 = Unary(Exp)(%2) : float32[8,512]`, with

@@ -4,28 +4,15 @@
 
 #include "src/core/shape_math.h"
 #include "src/ops/op_utils.h"
+#include "src/primitives/dtype_rules.h"
 
 namespace smelt {
 
 namespace {
 
-/// NumPy's accumulator dtype for sum/prod/cumsum/cumprod: bool and narrow signed integers give
-/// int64, narrow unsigned give uint64, 64-bit integers and floats keep their dtype.
-Dtype sum_dtype(Dtype d) {
-  switch (kind_of(d)) {
-    case DtypeKind::Bool:
-    case DtypeKind::SignedInt: return int64;
-    case DtypeKind::UnsignedInt: return uint64;
-    case DtypeKind::Float: return d;
-  }
-  return d;
-}
-
 /// The dtype of mean/var/std/logsumexp: floats keep theirs, integers and bool give float32.
 Dtype float_result_dtype(Dtype d) { return is_floating(d) ? d : float32; }
 
-/// The dtype those compute in: float64 for float64, else float32 (halves round once at the end).
-Dtype float_compute_dtype(Dtype d) { return d == float64 ? float64 : float32; }
 
 Shape kept_shape(const Shape& s, const std::vector<int>& axes) {
   Shape out = s;

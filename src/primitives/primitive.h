@@ -11,6 +11,7 @@
 #include "smelt/array.h"
 #include "smelt/attention.h"
 #include "smelt/ops.h"
+#include "src/primitives/reduce_op.h"
 #include "src/primitives/scalar.h"
 
 namespace smelt {
@@ -43,9 +44,6 @@ enum class BinaryOp : uint8_t {
   SMELT_BINARY_OPS(X)
 #undef X
 };
-// Mean: the sum divided by the number of reduced elements (less ReduceParams::ddof), so that the
-// divisor follows the input's shape (a captured count would be stale under shapeless compile).
-enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean };
 enum class ArgReduceOp : uint8_t { ArgMax, ArgMin };
 enum class ScanOp : uint8_t { Sum, Prod, Max, Min };
 enum class PoolKind : uint8_t { Max, Avg };

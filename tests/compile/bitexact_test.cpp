@@ -1,4 +1,7 @@
-// Compiled against uncompiled, bit for bit: every element-wise primitive, every dtype it accepts.
+// The op-case harness: every case of tests/op_cases.h (every element-wise primitive) on every dtype
+// it accepts, eagerly and compiled, on every available device (the CPU always, CUDA when a GPU is
+// present): compiled against eager on the same device bit for bit, and a device's eager result
+// against the CPU's within the case's device bound.
 //
 // Kernel builds are the cost, so each test puts many ops into one compiled function that the
 // fuse pass turns into one or two generated kernels (checked on the final tape): every op runs
@@ -11,112 +14,13 @@
 #include <set>
 
 #include "compile_helpers.h"
+#include "op_cases.h"
 
 namespace smelt {
 namespace {
 
-using UnaryFn = Array (*)(const Array&);
-using BinaryFn = Array (*)(const Array&, const Array&);
-
-struct UnaryCase {
-  const char* name;
-  UnaryFn fn;
-};
-struct BinaryCase {
-  const char* name;
-  BinaryFn fn;
-};
-
-// One entry per UnaryOp (TablesCoverEveryOperator checks that none is missing).
-const std::vector<UnaryCase>& unary_cases() {
-  static const std::vector<UnaryCase> cases = {
-      {"abs", [](const Array& a) { return smelt::abs(a); }},
-      {"negative", [](const Array& a) { return smelt::negative(a); }},
-      {"sign", [](const Array& a) { return smelt::sign(a); }},
-      {"square", [](const Array& a) { return smelt::square(a); }},
-      {"reciprocal", [](const Array& a) { return smelt::reciprocal(a); }},
-      {"sqrt", [](const Array& a) { return smelt::sqrt(a); }},
-      {"rsqrt", [](const Array& a) { return smelt::rsqrt(a); }},
-      {"exp", [](const Array& a) { return smelt::exp(a); }},
-      {"exp2", [](const Array& a) { return smelt::exp2(a); }},
-      {"expm1", [](const Array& a) { return smelt::expm1(a); }},
-      {"log", [](const Array& a) { return smelt::log(a); }},
-      {"log2", [](const Array& a) { return smelt::log2(a); }},
-      {"log10", [](const Array& a) { return smelt::log10(a); }},
-      {"log1p", [](const Array& a) { return smelt::log1p(a); }},
-      {"sin", [](const Array& a) { return smelt::sin(a); }},
-      {"cos", [](const Array& a) { return smelt::cos(a); }},
-      {"tan", [](const Array& a) { return smelt::tan(a); }},
-      {"arcsin", [](const Array& a) { return smelt::arcsin(a); }},
-      {"arccos", [](const Array& a) { return smelt::arccos(a); }},
-      {"arctan", [](const Array& a) { return smelt::arctan(a); }},
-      {"sinh", [](const Array& a) { return smelt::sinh(a); }},
-      {"cosh", [](const Array& a) { return smelt::cosh(a); }},
-      {"tanh", [](const Array& a) { return smelt::tanh(a); }},
-      {"arcsinh", [](const Array& a) { return smelt::arcsinh(a); }},
-      {"arccosh", [](const Array& a) { return smelt::arccosh(a); }},
-      {"arctanh", [](const Array& a) { return smelt::arctanh(a); }},
-      {"erf", [](const Array& a) { return smelt::erf(a); }},
-      {"erfinv", [](const Array& a) { return smelt::erfinv(a); }},
-      {"sigmoid", [](const Array& a) { return smelt::sigmoid(a); }},
-      {"relu", [](const Array& a) { return smelt::relu(a); }},
-      {"floor", [](const Array& a) { return smelt::floor(a); }},
-      {"ceil", [](const Array& a) { return smelt::ceil(a); }},
-      {"round", [](const Array& a) { return smelt::round(a); }},
-      {"isnan", [](const Array& a) { return smelt::isnan(a); }},
-      {"isinf", [](const Array& a) { return smelt::isinf(a); }},
-      {"isfinite", [](const Array& a) { return smelt::isfinite(a); }},
-      {"logical_not", [](const Array& a) { return smelt::logical_not(a); }},
-      {"bitwise_not", [](const Array& a) { return smelt::bitwise_not(a); }},
-  };
-  return cases;
-}
-
-// One entry per BinaryOp (TablesCoverEveryOperator checks that none is missing).
-const std::vector<BinaryCase>& binary_cases() {
-  static const std::vector<BinaryCase> cases = {
-      {"add", [](const Array& a, const Array& b) { return smelt::add(a, b); }},
-      {"subtract", [](const Array& a, const Array& b) { return smelt::subtract(a, b); }},
-      {"multiply", [](const Array& a, const Array& b) { return smelt::multiply(a, b); }},
-      {"divide", [](const Array& a, const Array& b) { return smelt::divide(a, b); }},
-      {"floor_divide", [](const Array& a, const Array& b) { return smelt::floor_divide(a, b); }},
-      {"remainder", [](const Array& a, const Array& b) { return smelt::remainder(a, b); }},
-      {"fmod", [](const Array& a, const Array& b) { return smelt::fmod(a, b); }},
-      {"power", [](const Array& a, const Array& b) { return smelt::power(a, b); }},
-      {"maximum", [](const Array& a, const Array& b) { return smelt::maximum(a, b); }},
-      {"minimum", [](const Array& a, const Array& b) { return smelt::minimum(a, b); }},
-      {"arctan2", [](const Array& a, const Array& b) { return smelt::arctan2(a, b); }},
-      {"equal", [](const Array& a, const Array& b) { return smelt::equal(a, b); }},
-      {"not_equal", [](const Array& a, const Array& b) { return smelt::not_equal(a, b); }},
-      {"less", [](const Array& a, const Array& b) { return smelt::less(a, b); }},
-      {"less_equal", [](const Array& a, const Array& b) { return smelt::less_equal(a, b); }},
-      {"greater", [](const Array& a, const Array& b) { return smelt::greater(a, b); }},
-      {"greater_equal", [](const Array& a, const Array& b) { return smelt::greater_equal(a, b); }},
-      {"logical_and", [](const Array& a, const Array& b) { return smelt::logical_and(a, b); }},
-      {"logical_or", [](const Array& a, const Array& b) { return smelt::logical_or(a, b); }},
-      {"logical_xor", [](const Array& a, const Array& b) { return smelt::logical_xor(a, b); }},
-      {"bitwise_and", [](const Array& a, const Array& b) { return smelt::bitwise_and(a, b); }},
-      {"bitwise_or", [](const Array& a, const Array& b) { return smelt::bitwise_or(a, b); }},
-      {"bitwise_xor", [](const Array& a, const Array& b) { return smelt::bitwise_xor(a, b); }},
-      {"left_shift", [](const Array& a, const Array& b) { return smelt::left_shift(a, b); }},
-      {"right_shift", [](const Array& a, const Array& b) { return smelt::right_shift(a, b); }},
-  };
-  return cases;
-}
-
 /// Elements per case: every case sees the same m input values, specials included.
 constexpr int64_t kM = 256;
-
-/// True when the op accepts inputs of `dtype` (it throws DtypeError otherwise).
-template <class F>
-bool accepts(F&& call) {
-  try {
-    call();
-    return true;
-  } catch (const DtypeError&) {
-    return false;
-  }
-}
 
 /// Ties `results` into one bool value so they all land in one fusion group.
 Array tie_all(const std::vector<Array>& results) {
@@ -135,11 +39,65 @@ Array reversed_view(const Array& x) {
   return view;
 }
 
-/// One op applied to the inputs of a test (x; or x and y; or c, x and y).
+/// One op applied to the inputs of a test (x; or x and y; or c, x and y). `op`: its row of
+/// tests/op_cases.h, whose domain limits the device comparison when `device_ulps` > 0; another
+/// device's eager result matches the CPU's within `device_ulps` (0: bit for bit).
 struct Case {
   std::string name;
   std::function<Array(const std::vector<Array>&)> fn;
+  const test::OpCase* op = nullptr;
+  int64_t device_ulps = 0;
 };
+
+/// The devices the harness runs on: the CPU, and the first GPU when there is one.
+std::vector<Device> harness_devices() {
+  std::vector<Device> d = {Device::cpu()};
+  if (cuda_available()) d.push_back(Device::cuda(0));
+  return d;
+}
+
+/// Whether element i's inputs lie in the case's reference domain (where the device bound holds).
+bool in_domain(const test::OpCase& op, const std::vector<std::vector<double>>& inputs, size_t i) {
+  for (const auto& dom : op.domains) {
+    const double a = inputs[0][i];
+    if (!(a >= dom.lo && a <= dom.hi)) continue;
+    if (op.arity == 2) {
+      const double b = inputs[1][i];
+      if (!(b >= dom.blo && b <= dom.bhi)) continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+/// The device's eager results against the CPU's (`want`), element by element under the rule of
+/// the case that produced each element (muxed outputs: see expect_chunk_bit_exact). Cases with a
+/// device bound are compared where their inputs lie in their domain; the others bit for bit
+/// (NaN payloads aside).
+void expect_device_matches_cpu(const std::vector<Case>& cases, const std::vector<Dtype>& case_dtypes,
+                               const std::vector<Array>& args_cpu, const std::vector<Array>& got,
+                               const std::vector<Array>& want, const std::string& label, Device device) {
+  std::vector<std::vector<double>> inputs;
+  for (size_t a = 0; a + 1 < args_cpu.size(); ++a) inputs.push_back(test::as_doubles(args_cpu[a]));
+  for (size_t o = 0; o + 1 < want.size(); ++o) {  // the last output ties the others together
+    const Dtype dt = want[o].dtype();
+    size_t first = 0;
+    while (first < cases.size() && case_dtypes[first] != dt) ++first;
+    auto g = test::raw_bytes(to_device(got[o], Device::cpu())), w = test::raw_bytes(want[o]);
+    const size_t isz = size_of(dt);
+    std::set<std::string> bad;
+    for (size_t i = 0; i * isz < w.size(); ++i) {
+      const size_t k = i / static_cast<size_t>(kM);
+      const Case& owner = case_dtypes[k] == dt ? cases[k] : cases[first];
+      // Integer and bool results are exact on every device; a float bound holds in the domain.
+      const int64_t ulps = is_floating(dt) ? owner.device_ulps : 0;
+      if (ulps > 0 && owner.op && !in_domain(*owner.op, inputs, i)) continue;
+      if (!test::same_within_ulps(&g[i * isz], &w[i * isz], dt, ulps)) bad.insert(owner.name);
+    }
+    for (auto& name : bad)
+      ADD_FAILURE() << name << " (" << label << "): " << device.str() << " and the CPU differ beyond the case's bound";
+  }
+}
 
 /// Runs every case on the same inputs in ONE compiled function, so that one generated kernel
 /// (two at most) covers them all: case k owns elements [k*m, (k+1)*m), which hold the m input
@@ -173,27 +131,42 @@ void expect_chunk_bit_exact(const std::vector<Case>& cases, const std::vector<Ar
   };
   test::Dumps dumps;
   auto compiled = compile_flat(fn, dumps.options({.fallback = CompileFallback::Raise}));
-  std::vector<Array> views;
-  for (auto& x : inputs) views.push_back(reversed_view(x));
-  for (int run = 0; run < 2; ++run) {
-    const std::vector<Array>& args = run == 0 ? inputs : views;
-    std::vector<Array> got = compiled(args);
-    std::vector<Array> want = fn(args);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t o = 0; o < got.size(); ++o) {
-      ASSERT_EQ(got[o].dtype(), want[o].dtype());
-      ASSERT_EQ(got[o].shape(), want[o].shape());
-      auto g = test::raw_bytes(got[o]), w = test::raw_bytes(want[o]);
-      const size_t isz = size_of(got[o].dtype());
-      std::set<std::string> bad;
-      for (size_t i = 0; i < g.size(); i += isz)
-        if (std::memcmp(&g[i], &w[i], isz) != 0) bad.insert(cases[i / isz / kM].name);
-      for (auto& name : bad)
-        ADD_FAILURE() << name << " (" << label << "): compiled and eager results differ"
-                      << (run ? " (strided inputs)" : "");
+  std::vector<Dtype> case_dtypes;
+  {
+    std::vector<Array> probe(inputs.begin(), inputs.end() - 1);
+    for (auto& c : cases) case_dtypes.push_back(c.fn(probe).dtype());
+  }
+  const std::vector<Array> cpu_want = fn(inputs);
+  const std::vector<Device> devices = harness_devices();
+  for (const Device& device : devices) {
+    for (int run = 0; run < 2; ++run) {
+      std::vector<Array> args;
+      for (auto& x : inputs) {
+        Array on = device == Device::cpu() ? x : to_device(x, device);
+        args.push_back(run == 0 ? on : reversed_view(on));
+      }
+      std::vector<Array> got = compiled(args);
+      std::vector<Array> want = fn(args);
+      if (run == 0 && !(device == Device::cpu()))
+        expect_device_matches_cpu(cases, case_dtypes, inputs, want, cpu_want, label, device);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t o = 0; o < got.size(); ++o) {
+        ASSERT_EQ(got[o].dtype(), want[o].dtype());
+        ASSERT_EQ(got[o].shape(), want[o].shape());
+        auto g = test::raw_bytes(to_device(got[o], Device::cpu()));
+        auto w = test::raw_bytes(to_device(want[o], Device::cpu()));
+        const size_t isz = size_of(got[o].dtype());
+        std::set<std::string> bad;
+        for (size_t i = 0; i < g.size(); i += isz)
+          if (std::memcmp(&g[i], &w[i], isz) != 0) bad.insert(cases[i / isz / kM].name);
+        for (auto& name : bad)
+          ADD_FAILURE() << name << " (" << label << "): compiled and eager results differ on " << device.str()
+                        << (run ? " (strided inputs)" : "");
+      }
     }
   }
-  EXPECT_EQ(compiled.stats().traces, 1u);  // the views hit the same entry: one kernel, two paths
+  // The views hit the same entry: one kernel, two paths, per device.
+  EXPECT_EQ(compiled.stats().traces, devices.size());
   const std::string tape = dumps.final_tape();
   EXPECT_GE(test::Dumps::count(tape, "Fused"), 1) << tape;
   for (const char* prim : {"Unary", "Binary", "Select", "Cast"})
@@ -265,11 +238,9 @@ class BitExact : public ::testing::TestWithParam<Dtype> {};
 
 TEST_P(BitExact, EveryUnaryOpAndCast) {
   const Dtype dt = GetParam();
-  Array probe = zeros({1}, dt);
   std::vector<Case> cases;
-  for (auto& c : unary_cases())
-    if (accepts([&] { c.fn(probe); }))
-      cases.push_back({c.name, [fn = c.fn](const std::vector<Array>& in) { return fn(in[0]); }});
+  for (const test::OpCase* c : test::op_cases_of_arity(1))
+    if (c->accepts(dt)) cases.push_back({c->name, [c](const std::vector<Array>& in) { return c->unary(in[0]); }, c, c->device_ulps});
   for (Dtype to : test::all_dtypes())
     if (to != dt)
       cases.push_back({std::string("astype(") + dtype_name(to) + ")",
@@ -279,11 +250,11 @@ TEST_P(BitExact, EveryUnaryOpAndCast) {
 
 TEST_P(BitExact, EveryBinaryOpAndSelect) {
   const Dtype dt = GetParam();
-  Array probe = zeros({1}, dt);
   std::vector<Case> cases;
-  for (auto& c : binary_cases())
-    if (accepts([&] { c.fn(probe, probe); }))
-      cases.push_back({c.name, [fn = c.fn](const std::vector<Array>& in) { return fn(in[0], in[1]); }});
+  for (const test::OpCase* c : test::op_cases_of_arity(2))
+    if (c->accepts(dt))
+      cases.push_back({c->name, [c](const std::vector<Array>& in) { return c->binary(in[0], in[1]); }, c,
+                       c->device_ulps});
   cases.push_back({"where", [](const std::vector<Array>& in) { return where(in[2], in[0], in[1]); }});
   // The second operand has its own specials, so NaN meets numbers, infinities and NaN.
   Array x = test::special_array(dt, kM, 2);
@@ -296,22 +267,17 @@ INSTANTIATE_TEST_SUITE_P(AllDtypes, BitExact, ::testing::ValuesIn(test::all_dtyp
                            return std::string(dtype_name(info.param));
                          });
 
-// The tables above name every operator: each traced op contributes its UnaryOp or BinaryOp.
+// tests/op_cases.h names every operator: each traced case contributes its UnaryOp or BinaryOp.
 TEST(BitExactCoverage, TablesCoverEveryOperator) {
   std::set<int> unary, binary;
   for (Dtype dt : {float32, int32, bool_}) {
     Array probe = zeros({2}, dt);
-    for (auto& c : unary_cases()) {
-      if (!accepts([&] { c.fn(probe); })) continue;
-      auto tape =
-          test::trace_tape([&](const std::vector<Array>& in) { return std::vector<Array>{c.fn(in[0])}; }, {probe});
+    for (const test::OpCase& c : test::op_cases()) {
+      if (!c.accepts(dt)) continue;
+      auto tape = test::trace_tape([&](const std::vector<Array>& in) { return std::vector<Array>{c.apply(in)}; },
+                                   std::vector<Array>(c.arity, probe));
       for (auto* s : test::steps_of(tape, PrimKind::Unary))
         unary.insert(static_cast<int>(s->prim.get<UnaryParams>().op));
-    }
-    for (auto& c : binary_cases()) {
-      if (!accepts([&] { c.fn(probe, probe); })) continue;
-      auto tape = test::trace_tape([&](const std::vector<Array>& in) { return std::vector<Array>{c.fn(in[0], in[1])}; },
-                                   {probe, probe});
       for (auto* s : test::steps_of(tape, PrimKind::Binary))
         binary.insert(static_cast<int>(s->prim.get<BinaryParams>().op));
     }
@@ -325,6 +291,7 @@ TEST(BitExactCoverage, TablesCoverEveryOperator) {
 #undef X
   EXPECT_EQ(static_cast<int>(unary.size()), num_unary);
   EXPECT_EQ(static_cast<int>(binary.size()), num_binary);
+  EXPECT_EQ(test::op_cases().size(), static_cast<size_t>(num_unary + num_binary));  // one row each
 }
 
 // Scalar constants are literals in the kernel, written exactly: results match the unfused
@@ -365,7 +332,8 @@ TEST(BitExactConstants, PowerWithLiteralExponents) {
     inputs.push_back(astype(x, dtypes[d]));
     for (double e : {2.0, -1.0, 0.5, 1.0, 3.0, -2.0})
       cases.push_back({std::string("power(x, ") + std::to_string(e) + ") in " + dtype_name(dtypes[d]),
-                       [e, d](const std::vector<Array>& in) { return power(in[d], e); }});
+                       [e, d](const std::vector<Array>& in) { return power(in[d], e); }, nullptr,
+                       test::kMathUlps});
   }
   expect_cases_bit_exact(cases, inputs, "literal exponents");
 }

@@ -295,6 +295,70 @@ TEST(Passes, VerifierNamesThePassThatBrokeTheTape) {
   }
 }
 
+// The verifier recomputes every step's output type from its inputs by the primitive's shape and
+// dtype rules: a pass that rewires a step or records a wrong type is caught, naming the pass, the
+// step, the primitive and both types.
+TEST(Passes, VerifierRechecksShapesAndDtypes) {
+  auto base = [] {
+    compiler::Tape t;
+    t.device = Device::cpu();
+    t.add_value({3}, float32);
+    t.add_value({2, 3}, float32);
+    t.add_value({3}, int32);
+    t.num_inputs = 3;
+    return t;
+  };
+  auto step = [](compiler::Tape& t, Primitive prim, std::vector<int> in, Shape shape, Dtype dtype) {
+    int out = t.add_value(std::move(shape), dtype);
+    t.steps.push_back({std::move(prim), std::move(in), {out}, Device::cpu()});
+    t.outputs = {out};
+  };
+  const Primitive exp = make_prim(PrimKind::Unary, UnaryParams{UnaryOp::Exp});
+  {  // a shape that the inputs do not give
+    compiler::Tape t = base();
+    step(t, exp, {0}, {4}, float32);
+    EXPECT_THROW_MSG(compiler::verify_tape(t, "fuse"), Error,
+                     "internal error: the tape is invalid after pass 'fuse': step 0 (Unary(Exp)): output %3 is "
+                     "recorded as float32[4] but its inputs give float32[3]");
+  }
+  {  // a comparison recorded with its operands' dtype instead of bool
+    compiler::Tape t = base();
+    step(t, make_prim(PrimKind::Binary, BinaryParams{BinaryOp::Less}), {0, 1}, {2, 3}, float32);
+    EXPECT_THROW_MSG(compiler::verify_tape(t, "cse"), Error,
+                     "after pass 'cse': step 0 (Binary(Less)): output %3 is recorded as float32[2,3] but its "
+                     "inputs give bool[2,3]");
+  }
+  {  // an int32 sum accumulates in int64
+    compiler::Tape t = base();
+    step(t, make_prim(PrimKind::Reduce, ReduceParams{ReduceOp::Sum, {0}, 0}), {2}, {1}, int32);
+    EXPECT_THROW_MSG(compiler::verify_tape(t, "simplify"), Error,
+                     "after pass 'simplify': step 0 (Reduce(sum, axes=[0])): output %3 is recorded as int32[1] but its "
+                     "inputs give int64[1]");
+  }
+  {  // a later step rewired to an input of another shape
+    compiler::Tape t = base();
+    step(t, exp, {0}, {3}, float32);
+    step(t, make_prim(PrimKind::Binary, BinaryParams{BinaryOp::Add}), {3, 1}, {3}, float32);
+    EXPECT_THROW_MSG(compiler::verify_tape(t, "dce"), Error,
+                     "after pass 'dce': step 1 (Binary(Add)): output %4 is recorded as float32[3] but its inputs "
+                     "give float32[2,3]");
+  }
+  {  // operands of two dtypes fit no rule
+    compiler::Tape t = base();
+    step(t, make_prim(PrimKind::Binary, BinaryParams{BinaryOp::Add}), {0, 2}, {3}, float32);
+    EXPECT_THROW_MSG(compiler::verify_tape(t, "merge_constants"), Error,
+                     "after pass 'merge_constants': step 0 (Binary(Add)): its inputs do not fit its shape and dtype "
+                     "rules: Binary(Add): inputs 0 and 1 have different dtypes; input dtypes (float32, int32)");
+  }
+  {  // the same steps with the right types pass
+    compiler::Tape t = base();
+    step(t, exp, {0}, {3}, float32);
+    step(t, make_prim(PrimKind::Binary, BinaryParams{BinaryOp::Less}), {3, 1}, {2, 3}, bool_);
+    step(t, make_prim(PrimKind::Reduce, ReduceParams{ReduceOp::Sum, {0}, 0}), {2}, {1}, int64);
+    EXPECT_NO_THROW(compiler::verify_tape(t, "fuse"));
+  }
+}
+
 // Graph walks use worklists: a chain tens of thousands of steps deep traces, passes and
 // replays without exhausting the stack.
 TEST(Passes, DeepChainsDoNotOverflowTheStack) {

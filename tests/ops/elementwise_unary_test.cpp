@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "op_cases.h"
 #include "ops/elementwise_helpers.h"
 #include "src/core/thread_pool.h"
 
@@ -13,75 +14,15 @@ namespace {
 using namespace smelt::test;
 
 using UnaryFn = Array (*)(const Array&);
-using RefFn = long double (*)(long double);
+using RefFn = UnaryRef;
+using op_case_detail::erfinv_reference;
 
-/// erfinv by bisection in long double on erf (erfc near ±1): slow and independent of the library.
-long double erfinv_reference(long double y) {
-  if (y == 0) return y;
-  long double a = std::fabs(y), lo = 0, hi = a < 0.5L ? a : 30;  // erfinv(a) < a below 0.5
-  for (int i = 0; i < 200; ++i) {
-    long double mid = (lo + hi) / 2;
-    bool below = a <= 0.5L ? std::erf(mid) < a : std::erfc(mid) > 1 - a;
-    (below ? lo : hi) = mid;
-  }
-  long double x = (lo + hi) / 2;
-  return y < 0 ? -x : x;
-}
-
-struct FloatCase {
-  const char* name;
-  UnaryFn op;
-  RefFn ref;
-  double lo, hi;
-};
-
-const std::vector<FloatCase>& float_cases() {
-  static const std::vector<FloatCase> cases = {
-      {"abs", [](const Array& a) { return smelt::abs(a); }, [](long double x) { return std::fabs(x); }, -5, 5},
-      {"negative", [](const Array& a) { return smelt::negative(a); }, [](long double x) { return -x; }, -5, 5},
-      {"sign", [](const Array& a) { return smelt::sign(a); },
-       [](long double x) -> long double { return x > 0 ? 1 : (x < 0 ? -1 : 0); }, -5, 5},
-      {"square", [](const Array& a) { return smelt::square(a); }, [](long double x) { return x * x; }, -5, 5},
-      {"reciprocal", [](const Array& a) { return smelt::reciprocal(a); }, [](long double x) { return 1 / x; }, 0.2, 5},
-      {"sqrt", [](const Array& a) { return smelt::sqrt(a); }, [](long double x) { return std::sqrt(x); }, 0, 9},
-      {"rsqrt", [](const Array& a) { return smelt::rsqrt(a); }, [](long double x) { return 1 / std::sqrt(x); }, 0.05,
-       9},
-      {"exp", [](const Array& a) { return smelt::exp(a); }, [](long double x) { return std::exp(x); }, -5, 5},
-      {"exp2", [](const Array& a) { return smelt::exp2(a); }, [](long double x) { return std::exp2(x); }, -5, 5},
-      {"expm1", [](const Array& a) { return smelt::expm1(a); }, [](long double x) { return std::expm1(x); }, -3, 3},
-      {"log", [](const Array& a) { return smelt::log(a); }, [](long double x) { return std::log(x); }, 0.05, 10},
-      {"log2", [](const Array& a) { return smelt::log2(a); }, [](long double x) { return std::log2(x); }, 0.05, 10},
-      {"log10", [](const Array& a) { return smelt::log10(a); }, [](long double x) { return std::log10(x); }, 0.05,
-       10},
-      {"log1p", [](const Array& a) { return smelt::log1p(a); }, [](long double x) { return std::log1p(x); }, -0.9, 5},
-      {"sin", [](const Array& a) { return smelt::sin(a); }, [](long double x) { return std::sin(x); }, -6, 6},
-      {"cos", [](const Array& a) { return smelt::cos(a); }, [](long double x) { return std::cos(x); }, -6, 6},
-      {"tan", [](const Array& a) { return smelt::tan(a); }, [](long double x) { return std::tan(x); }, -1.4, 1.4},
-      {"arcsin", [](const Array& a) { return smelt::arcsin(a); }, [](long double x) { return std::asin(x); }, -0.99,
-       0.99},
-      {"arccos", [](const Array& a) { return smelt::arccos(a); }, [](long double x) { return std::acos(x); }, -0.99,
-       0.99},
-      {"arctan", [](const Array& a) { return smelt::arctan(a); }, [](long double x) { return std::atan(x); }, -10, 10},
-      {"sinh", [](const Array& a) { return smelt::sinh(a); }, [](long double x) { return std::sinh(x); }, -4, 4},
-      {"cosh", [](const Array& a) { return smelt::cosh(a); }, [](long double x) { return std::cosh(x); }, -4, 4},
-      {"tanh", [](const Array& a) { return smelt::tanh(a); }, [](long double x) { return std::tanh(x); }, -4, 4},
-      {"arcsinh", [](const Array& a) { return smelt::arcsinh(a); }, [](long double x) { return std::asinh(x); }, -10,
-       10},
-      {"arccosh", [](const Array& a) { return smelt::arccosh(a); }, [](long double x) { return std::acosh(x); }, 1,
-       10},
-      {"arctanh", [](const Array& a) { return smelt::arctanh(a); }, [](long double x) { return std::atanh(x); },
-       -0.99, 0.99},
-      {"erf", [](const Array& a) { return smelt::erf(a); }, [](long double x) { return std::erf(x); }, -3, 3},
-      {"erfinv", [](const Array& a) { return smelt::erfinv(a); }, erfinv_reference, -0.99, 0.99},
-      {"sigmoid", [](const Array& a) { return smelt::sigmoid(a); },
-       [](long double x) { return 1 / (1 + std::exp(-x)); }, -10, 10},
-      {"relu", [](const Array& a) { return smelt::relu(a); }, [](long double x) { return x > 0 ? x : 0.0L; }, -5, 5},
-      {"floor", [](const Array& a) { return smelt::floor(a); }, [](long double x) { return std::floor(x); }, -10, 10},
-      {"ceil", [](const Array& a) { return smelt::ceil(a); }, [](long double x) { return std::ceil(x); }, -10, 10},
-      {"round", [](const Array& a) { return smelt::round(a); }, [](long double x) { return std::nearbyint(x); }, -10,
-       10},
-  };
-  return cases;
+/// The unary cases of tests/op_cases.h with a float reference (in the table's order).
+std::vector<const OpCase*> float_cases() {
+  std::vector<const OpCase*> out;
+  for (const OpCase* c : op_cases_of_arity(1))
+    if (c->ref1) out.push_back(c);
+  return out;
 }
 
 std::vector<double> reference(const std::vector<double>& x, RefFn ref) {
@@ -92,15 +33,15 @@ std::vector<double> reference(const std::vector<double>& x, RefFn ref) {
 
 TEST(Unary, FloatOpsMatchLongDoubleOnEveryFloatDtype) {
   uint32_t seed = 1;
-  for (const auto& c : float_cases()) {
+  for (const OpCase* c : float_cases()) {
     for (Dtype d : SMELT_FLOAT_DTYPES) {
-      Array a = random_array({3, 41}, d, c.lo, c.hi, seed++);
-      Array out = c.op(a);
-      EXPECT_EQ(out.dtype(), d) << c.name;
-      EXPECT_EQ(out.shape(), (Shape{3, 41})) << c.name;
+      Array a = random_array({3, 41}, d, c->domains[0].lo, c->domains[0].hi, seed++);
+      Array out = c->unary(a);
+      EXPECT_EQ(out.dtype(), d) << c->name;
+      EXPECT_EQ(out.shape(), (Shape{3, 41})) << c->name;
       double tol = tolerance_for(d);
-      EXPECT_TRUE(all_close(out, reference(as_doubles(a), c.ref), tol, tol * 1e-3))
-          << c.name << " " << dtype_name(d);
+      EXPECT_TRUE(all_close(out, reference(as_doubles(a), c->ref1), tol, tol * 1e-3))
+          << c->name << " " << dtype_name(d);
     }
   }
 }
@@ -109,27 +50,27 @@ TEST(Unary, FloatMathOnIntegersComputesInFloat32) {
   const std::vector<std::string> integral_results = {"abs", "negative", "sign", "square", "relu",
                                                      "floor", "ceil", "round"};
   uint32_t seed = 100;
-  for (const auto& c : float_cases()) {
-    bool keeps_dtype = std::find(integral_results.begin(), integral_results.end(), c.name) != integral_results.end();
+  for (const OpCase* c : float_cases()) {
+    bool keeps_dtype = std::find(integral_results.begin(), integral_results.end(), c->name) != integral_results.end();
     for (Dtype d : {int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_}) {
-      double lo = std::ceil(c.lo), hi = std::floor(c.hi);
+      double lo = std::ceil(c->domains[0].lo), hi = std::floor(c->domains[0].hi);
       if (is_unsigned_integral(d) || d == bool_) lo = std::max(lo, 0.0);
       if (d == bool_) hi = std::min(hi, 1.0);
       if (hi - lo < 1) continue;
-      if (d == bool_ && (c.name == std::string("negative") || c.name == std::string("sign") ||
-                         c.name == std::string("square")))
+      if (d == bool_ && (c->name == std::string("negative") || c->name == std::string("sign") ||
+                         c->name == std::string("square")))
         continue;  // DtypeError, tested below
       Array a = random_array({50}, d, lo, hi + 1, seed++);
-      Array out = c.op(a);
-      std::vector<double> expected = reference(as_doubles(a), c.ref);
+      Array out = c->unary(a);
+      std::vector<double> expected = reference(as_doubles(a), c->ref1);
       if (keeps_dtype) {
-        EXPECT_EQ(out.dtype(), d) << c.name << " " << dtype_name(d);
-        if (is_unsigned_integral(d) && c.name == std::string("negative"))
+        EXPECT_EQ(out.dtype(), d) << c->name << " " << dtype_name(d);
+        if (is_unsigned_integral(d) && c->name == std::string("negative"))
           continue;  // wraps, checked exactly below
-        EXPECT_TRUE(all_close(out, expected, 0, 0)) << c.name << " " << dtype_name(d);
+        EXPECT_TRUE(all_close(out, expected, 0, 0)) << c->name << " " << dtype_name(d);
       } else {
-        EXPECT_EQ(out.dtype(), float32) << c.name << " " << dtype_name(d);
-        EXPECT_TRUE(all_close(out, expected, tolerance_for(float32), 1e-7)) << c.name << " " << dtype_name(d);
+        EXPECT_EQ(out.dtype(), float32) << c->name << " " << dtype_name(d);
+        EXPECT_TRUE(all_close(out, expected, tolerance_for(float32), 1e-7)) << c->name << " " << dtype_name(d);
       }
     }
   }
@@ -427,21 +368,8 @@ TEST(Unary, Errors) {
   EXPECT_THROW_MSG(bitwise_not(zeros({2, 3})), DtypeError,
                    "bitwise_not: needs an integer or bool input, got float32[2,3]");
   EXPECT_THROW_MSG(~ones({4}, float16), DtypeError, "bitwise_not: needs an integer or bool input, got float16[4]");
-  const std::vector<std::pair<const char*, UnaryFn>> all = {
-      {"abs", [](const Array& a) { return smelt::abs(a); }},
-      {"negative", [](const Array& a) { return smelt::negative(a); }},
-      {"sign", [](const Array& a) { return smelt::sign(a); }},
-      {"square", [](const Array& a) { return smelt::square(a); }},
-      {"exp", [](const Array& a) { return smelt::exp(a); }},
-      {"erfinv", [](const Array& a) { return smelt::erfinv(a); }},
-      {"relu", [](const Array& a) { return smelt::relu(a); }},
-      {"floor", [](const Array& a) { return smelt::floor(a); }},
-      {"isnan", [](const Array& a) { return smelt::isnan(a); }},
-      {"logical_not", [](const Array& a) { return smelt::logical_not(a); }},
-      {"bitwise_not", [](const Array& a) { return smelt::bitwise_not(a); }},
-  };
-  for (const auto& [name, fn] : all)
-    EXPECT_THROW_MSG(fn(Array()), InvalidArgument, std::string(name) + ": an input is an empty handle");
+  for (const OpCase* c : op_cases_of_arity(1))
+    EXPECT_THROW_MSG(c->unary(Array()), InvalidArgument, std::string(c->name) + ": an input is an empty handle");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "smelt/half.h"
+#include "src/backend/cpu/reduce_math.h"
 #include "src/backend/cpu/scalar_math.h"
 #include "src/core/convert.h"
 #include "src/primitives/primitive.h"
@@ -45,89 +46,8 @@ using store_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
 template <class In>
 inline constexpr bool is_float_v = std::is_floating_point_v<In> || is_half_v<In>;
 
-/// float16 to float without branches (vectorizes), bit-identical to half_to_float: the
-/// exponent is rebiased; subnormals go through an exact float subtraction; inf/NaN keep their
-/// mantissa.
-inline float half_bits_to_float(uint16_t h) {
-  const uint32_t em = static_cast<uint32_t>(h & 0x7fffu) << 13;
-  const uint32_t e = em & 0x0f800000u;
-  const uint32_t normal = em + 0x38000000u;
-  const uint32_t special = normal + 0x38000000u;
-  const uint32_t sub =
-      std::bit_cast<uint32_t>(std::bit_cast<float>(em + 0x38800000u) - std::bit_cast<float>(0x38800000u));
-  // Masks rather than selects: GCC vectorizes the integer form.
-  const uint32_t is_special = 0u - static_cast<uint32_t>(e == 0x0f800000u);
-  const uint32_t is_sub = 0u - static_cast<uint32_t>(e == 0);
-  const uint32_t r = (normal & ~(is_special | is_sub)) | (special & is_special) | (sub & is_sub);
-  return std::bit_cast<float>(r | (static_cast<uint32_t>(h & 0x8000u) << 16));
-}
-
-/// An element in the type kernels compute with (halves as float).
-template <class In>
-inline acc_t<In> widen(In x) {
-  if constexpr (std::is_same_v<In, float16_t>) return half_bits_to_float(x.bits);
-  else return static_cast<acc_t<In>>(x);
-}
-
-/// Accumulator, output, identity and step of a reduction of `In` by `Op`.
-template <ReduceOp Op, class In>
-struct Red {
-  static constexpr bool kSumLike = Op == ReduceOp::Sum || Op == ReduceOp::Prod;
-  static constexpr bool kBoolOut = Op == ReduceOp::All || Op == ReduceOp::Any;
-  // Integer sums and products wrap: they run in uint64 whatever the signedness.
-  using Acc = std::conditional_t<kBoolOut, bool,
-              std::conditional_t<kSumLike && !is_float_v<In>, uint64_t, acc_t<In>>>;
-  using Out = std::conditional_t<kBoolOut, bool,
-              std::conditional_t<!kSumLike || is_float_v<In>, In,
-              std::conditional_t<std::is_unsigned_v<In> && !std::is_same_v<In, bool>, uint64_t, int64_t>>>;
-  // Float sums combine partial results pairwise for accuracy; the other operators are exact.
-  static constexpr bool kPairwise = kSumLike && is_float_v<In>;
-  static constexpr bool kIsMax = Op == ReduceOp::Max;
-  static constexpr ReduceOp kOp = Op;
-  static constexpr bool kVectorMinMax = (Op == ReduceOp::Max || Op == ReduceOp::Min) && std::is_floating_point_v<Acc>;
-
-  static Acc init() {
-    if constexpr (Op == ReduceOp::Sum) return Acc(0);
-    else if constexpr (Op == ReduceOp::Prod) return Acc(1);
-    else if constexpr (Op == ReduceOp::All) return true;
-    else if constexpr (Op == ReduceOp::Any) return false;
-    else if constexpr (std::is_same_v<Acc, bool>) return Op == ReduceOp::Min;
-    else if constexpr (std::is_floating_point_v<Acc>)
-      return Op == ReduceOp::Max ? -std::numeric_limits<Acc>::infinity() : std::numeric_limits<Acc>::infinity();
-    else return Op == ReduceOp::Max ? std::numeric_limits<Acc>::lowest() : std::numeric_limits<Acc>::max();
-  }
-  static Acc load(In x) {
-    if constexpr (kBoolOut) {
-      if constexpr (is_half_v<In>) return widen(x) != 0.0f;
-      else return x != In(0);
-    } else if constexpr (std::is_same_v<Acc, uint64_t> && std::is_signed_v<In>) {
-      return static_cast<uint64_t>(static_cast<int64_t>(x));  // sign-extend, then wrap
-    } else {
-      return static_cast<Acc>(widen(x));
-    }
-  }
-  static Acc step(Acc a, Acc x) {
-    if constexpr (Op == ReduceOp::Sum) return static_cast<Acc>(a + x);
-    else if constexpr (Op == ReduceOp::Prod) return static_cast<Acc>(a * x);
-    else if constexpr (Op == ReduceOp::All) return a && x;
-    else if constexpr (Op == ReduceOp::Any) return a || x;
-    else if constexpr (std::is_same_v<Acc, bool>) return Op == ReduceOp::Max ? (a || x) : (a && x);
-    else if constexpr (std::is_floating_point_v<Acc>) {
-      // NaN propagates: once the accumulator is NaN no comparison replaces it.
-      // NaN propagates: once the accumulator is NaN no comparison replaces it. (Written as
-      // nested selects, which GCC's loop vectorizer accepts.)
-      if constexpr (Op == ReduceOp::Max) return x != x ? x : (x > a ? x : a);
-      else return x != x ? x : (x < a ? x : a);
-    } else {
-      if constexpr (Op == ReduceOp::Max) return x > a ? x : a;
-      else return x < a ? x : a;
-    }
-  }
-  static Out finish(Acc a) {
-    if constexpr (std::is_same_v<Acc, uint64_t>) return static_cast<Out>(a);
-    else return convert<Out, Acc>(a);
-  }
-};
+using scalar::Red;
+using scalar::widen;
 
 /// Pairwise combination of a stream of partial results (a binary counter of levels), so that
 /// accumulating many runs keeps pairwise summation's O(log n) error growth.

@@ -1,8 +1,17 @@
-// Scalar math of every element-wise operator, shared by the CPU kernels and generated fused kernels.
+// Scalar math of every element-wise operator, one source for the CPU and CUDA kernels, eager and fused.
 //
 // Self-contained (standard headers and smelt/dtype.h only) so that code generation can paste it
 // into fused kernels: fused and unfused kernels then compute bit-identical results. It assumes
 // strict IEEE arithmetic (-ffp-contract=off, no fast math) and the default rounding mode.
+//
+// Both devices: the host includes it; every CUDA kernel gets its text through NVRTC
+// (cuda::device_preamble, after src/backend/cuda/device_std.h for the standard names and the
+// device's 16-bit float conversions). Under __CUDACC_RTC__ the few device differences are
+// guarded here and nowhere else: the float32 transcendentals are CUDA's (libdevice) instead of
+// vector_math.h's (docs/cuda.md bounds the difference), sigmoid takes the device's fast form for
+// the 16-bit floats, and the 16-bit floats convert with the device's hardware conversions (the
+// same bits as the CPU's). NVRTC builds with -default-device, so the functions need no
+// __device__ qualifier.
 //
 // Conventions:
 //  - float16/bfloat16 compute in float32 and round back once per operation (as NumPy does).
@@ -23,6 +32,7 @@
 //    the C library.
 #pragma once
 
+#ifndef __CUDACC_RTC__
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -30,6 +40,7 @@
 
 #include "smelt/dtype.h"
 #include "src/backend/cpu/vector_math.h"
+#endif
 
 namespace smelt::scalar {
 
@@ -55,16 +66,59 @@ using calc_t = std::conditional_t<half_v<T>, float, T>;
 template <class T>
 using uwide_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 
+/// An element in the type it computes in (16-bit floats widen exactly to float).
 template <class T>
 inline calc_t<T> up(T x) {
+#ifdef __CUDACC_RTC__
+  if constexpr (std::is_same_v<T, float16_t>) return h2f(x.b);
+  else if constexpr (std::is_same_v<T, bfloat16_t>) return bf2f(x.b);
+  else return x;
+#else
   return static_cast<calc_t<T>>(x);
+#endif
 }
+/// A computed value rounded back to T (round to nearest even for the 16-bit floats).
 template <class T>
 inline T down(calc_t<T> x) {
+#ifdef __CUDACC_RTC__
+  if constexpr (std::is_same_v<T, float16_t>) return T{f2h(x)};
+  else if constexpr (std::is_same_v<T, bfloat16_t>) return T{f2bf(x)};
+  else return static_cast<T>(x);
+#else
   return static_cast<T>(x);
+#endif
 }
 
 namespace detail {
+
+/// The bits of a 16-bit float and the 16-bit float of given bits (the device's storage types
+/// name their field `b`).
+template <class T>
+inline uint16_t half_bits(T x) {
+#ifdef __CUDACC_RTC__
+  return x.b;
+#else
+  return x.bits;
+#endif
+}
+template <class T>
+inline T half_from_bits(uint16_t b) {
+#ifdef __CUDACC_RTC__
+  return T{b};
+#else
+  return T::from_bits(b);
+#endif
+}
+
+/// A float64 value rounded once to T (not through float for the 16-bit floats).
+template <class T>
+inline T from_f64(double x) {
+#ifdef __CUDACC_RTC__
+  return cvt<T, double>(x);
+#else
+  return static_cast<T>(x);
+#endif
+}
 
 template <class T>
 inline T wrap_add(T a, T b) {
@@ -163,7 +217,7 @@ inline T abs(T x) {
     const U u = static_cast<U>(x);
     return static_cast<T>(x < 0 ? static_cast<U>(U(0) - u) : u);
   } else if constexpr (half_v<T>) {
-    return T::from_bits(static_cast<uint16_t>(x.bits & 0x7fffu));
+    return detail::half_from_bits<T>(static_cast<uint16_t>(detail::half_bits(x) & 0x7fffu));
   } else {
     return std::fabs(x);
   }
@@ -173,7 +227,7 @@ template <class T>
 inline T negative(T x) {
   static_assert(!bool_v<T>, "negative is not defined for bool");
   if constexpr (int_v<T>) return detail::wrap_sub<T>(T(0), x);
-  else if constexpr (half_v<T>) return T::from_bits(static_cast<uint16_t>(x.bits ^ 0x8000u));
+  else if constexpr (half_v<T>) return detail::half_from_bits<T>(static_cast<uint16_t>(detail::half_bits(x) ^ 0x8000u));
   else return -x;
 }
 
@@ -227,9 +281,11 @@ SMELT_SCALAR_FLOAT_FN(round, x != x ? x : std::nearbyint(x))
 #undef SMELT_SCALAR_FLOAT_FN
 
 namespace detail {
-// The float64 versions: the C library's.
-#define SMELT_LIBM(name) \
-  inline double libm_##name(double x) { return std::name(x); }
+// The float64 versions: the C library's on the host, CUDA's on the GPU (there also the float32
+// ones: device_std.h's overloads).
+#define SMELT_LIBM(name)                                        \
+  inline double libm_##name(double x) { return std::name(x); } \
+  inline float libm_##name(float x) { return std::name(x); }
 SMELT_LIBM(exp)
 SMELT_LIBM(exp2)
 SMELT_LIBM(expm1)
@@ -249,7 +305,17 @@ SMELT_LIBM(tanh)
 SMELT_LIBM(erf)
 #undef SMELT_LIBM
 inline double libm_rsqrt(double x) { return 1.0 / std::sqrt(x); }
+// rsqrt in float: 1 / sqrt in float64, rounded once (correctly rounded), as vector_math.h's.
+inline float libm_rsqrt(float x) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(x))); }
 }  // namespace detail
+
+// The float32 version of a function: vector_math.h's on the host (the same bits on every x86-64
+// ISA), CUDA's on the GPU.
+#ifdef __CUDACC_RTC__
+#define SMELT_SCALAR_F32(name) detail::libm_##name
+#else
+#define SMELT_SCALAR_F32(name) vmath::name
+#endif
 
 // Float functions with a float32 version in vector_math.h; float64 takes the C library's.
 #define SMELT_SCALAR_VMATH_FN(name)                         \
@@ -259,7 +325,7 @@ inline double libm_rsqrt(double x) { return 1.0 / std::sqrt(x); }
     using C = calc_t<T>;                                    \
     const C x = up(x_);                                     \
     if constexpr (std::is_same_v<C, float>)                 \
-      return down<T>(vmath::name(x));                       \
+      return down<T>(SMELT_SCALAR_F32(name)(x));            \
     else                                                    \
       return down<T>(detail::libm_##name(x));               \
   }
@@ -282,24 +348,41 @@ SMELT_SCALAR_VMATH_FN(cosh)
 SMELT_SCALAR_VMATH_FN(tanh)
 SMELT_SCALAR_VMATH_FN(erf)
 #undef SMELT_SCALAR_VMATH_FN
+#undef SMELT_SCALAR_F32
 
 /// Inverse error function; computed in float64 for every float type and rounded once.
 template <class T>
 inline T erfinv(T x) {
   static_assert(float_v<T>, "erfinv needs a float type");
-  return static_cast<T>(detail::erfinv_f64(static_cast<double>(up(x))));
+  return detail::from_f64<T>(detail::erfinv_f64(static_cast<double>(up(x))));
 }
 
-/// 1 / (1 + exp(-x)); in float64 without overflow: exp is only taken of a non-positive argument.
+/// 1 / (1 + exp(-x)) without overflow: exp is only taken of a non-positive argument.
 template <class T>
 inline T sigmoid(T x_) {
   static_assert(float_v<T>, "sigmoid needs a float type");
   using C = calc_t<T>;
   const C x = up(x_);
+#ifdef __CUDACC_RTC__
+  // On the GPU without a branch (warps holding both signs run one exp, not two): with
+  // e = exp(-|x|), 1 / (1 + e) for x >= 0 and e / (1 + e) below, the host's values. 16-bit
+  // results keep 8 or 11 bits: the hardware's exp2 and division (relative error below 2^-20)
+  // round to the same 16-bit value as the exact ones except within 2^-20 of a tie, so
+  // float16/bfloat16 take them (SwiGLU's sigmoid is the whole cost of W2). Fused and unfused
+  // kernels call this one function, so they stay bit-equal.
+  if constexpr (half_v<T>) {
+    const float e = __expf(-fabsf(x));
+    return down<T>(__fdividef(x >= 0 ? 1.0f : e, 1.0f + e));
+  } else {
+    const C e = std::exp(-std::fabs(x));
+    return down<T>((x >= 0 ? C(1) : e) / (C(1) + e));
+  }
+#else
   if constexpr (std::is_same_v<C, float>) return down<T>(vmath::sigmoid(x));
   if (x >= 0) return down<T>(C(1) / (C(1) + std::exp(-x)));
   const C e = std::exp(x);  // NaN lands here and stays NaN
   return down<T>(e / (C(1) + e));
+#endif
 }
 
 /// max(x, 0); NaN stays NaN, -0 gives +0.
@@ -516,8 +599,10 @@ inline T minimum(T a, T b) {
 template <class T>
 inline T atan2(T a, T b) {
   static_assert(float_v<T>, "atan2 needs a float type");
+#ifndef __CUDACC_RTC__
   if constexpr (std::is_same_v<calc_t<T>, float>) return down<T>(vmath::atan2(up(a), up(b)));
-  else return down<T>(std::atan2(up(a), up(b)));
+#endif
+  return down<T>(std::atan2(up(a), up(b)));
 }
 
 template <class T>

@@ -116,10 +116,18 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
     std::lock_guard lock(c.mutex);
     if (auto it = c.by_key.find(full_key); it != c.by_key.end()) return it->second;
   }
+  CUfunction fn = build_kernel(device, key, body(), what);
+  std::lock_guard lock(c.mutex);
+  c.by_key.emplace(full_key, fn);
+  return fn;
+}
+
+CUfunction build_kernel(int device, const std::string& name, const std::string& body, const std::string& what) {
+  auto& c = kernel_cache();
   DeviceState& s = device_state(device);
   const DriverApi& d = *driver();
   auto t0 = std::chrono::steady_clock::now();
-  const std::string source = std::string(device_preamble()) + body();
+  const std::string source = std::string(device_preamble()) + body;
   // The toolkit version the library was built with, not NVRTC's own: asking NVRTC would load
   // it (several ms) on the warm path, which only reads the disk cache. A cubin is SASS for one
   // architecture and stays valid whichever NVRTC built it. The key is what the hash covers
@@ -169,13 +177,13 @@ CUfunction get_kernel(int device, const std::string& key, const std::function<st
                      {{"device", "cuda:" + std::to_string(device)},
                       {"hash", hex},
                       {"cached_on_disk", on_disk ? "true" : "false"},
-                      {"program", key}}});
+                      {"program", name}}});
   }
   std::lock_guard lock(c.mutex);
-  c.by_key.emplace(full_key, fn);
-  c.names.emplace(fn, key);
+  c.names.emplace(fn, name);
   return fn;
 }
+
 
 std::string kernel_name(CUfunction fn) {
   auto& c = kernel_cache();

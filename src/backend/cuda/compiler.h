@@ -1,16 +1,20 @@
 // Run-time kernel builds: NVRTC for the running GPU's architecture, cached in memory and on disk.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "src/backend/cuda/runtime.h"
 
 namespace smelt::cuda {
 
 /// The device-side preamble pasted in front of every kernel: element types, conversions with
-/// astype's rules, the scalar math of every operator, reduction operators (device_math.cpp).
+/// astype's rules (device_preamble.cpp), then the CPU's own scalar math and reduction operators
+/// (scalar_math.h, reduce_math.h, embedded as text).
 const char* device_preamble();
 
 /// Compiles `source` (the whole translation unit, preamble included) with NVRTC for compute
@@ -26,6 +30,66 @@ std::string nvrtc_compile(int compute_capability, const std::string& source, boo
 /// for the device's compute capability. `what` names the op in error messages.
 CUfunction get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
                       const std::string& what);
+
+/// Builds the kernel `k` of `body` on GPU `device` without looking in memory: from the disk cache
+/// ($SMELT_CACHE_DIR/cuda/<hash>, the hash of the whole source and the toolkit, version and
+/// options), else by NVRTC. `name` names it in telemetry and launch errors. get_kernel's caches
+/// call it once per kernel.
+CUfunction build_kernel(int device, const std::string& name, const std::string& body, const std::string& what);
+
+/// A kernel family's typed parameters (codegen/kernel_params.h): source() is the body generated
+/// from the fields alone, name() names it, == (defaulted: every field) and hash() identify it.
+template <class P>
+concept KernelParams = std::equality_comparable<P> && requires(const P& p) {
+  { p.source() } -> std::convertible_to<std::string>;
+  { p.name() } -> std::convertible_to<std::string>;
+  { p.hash() } -> std::convertible_to<size_t>;
+};
+
+/// The kernel `params` describe on GPU `device`, kept in memory by the whole params struct (no
+/// source is built on a hit), so a field that changes the source always changes the key.
+namespace kernel_cache_detail {
+
+template <class P>
+struct Key {
+  int device;
+  P params;
+};
+template <class P>
+struct Ref {  // a lookup without copying the params
+  int device;
+  const P* params;
+};
+template <class P>
+struct KeyHash {
+  using is_transparent = void;
+  size_t operator()(const Key<P>& k) const { return k.params.hash() * 31 + static_cast<size_t>(k.device); }
+  size_t operator()(const Ref<P>& k) const { return k.params->hash() * 31 + static_cast<size_t>(k.device); }
+};
+template <class P>
+struct KeyEqual {
+  using is_transparent = void;
+  bool operator()(const Key<P>& a, const Key<P>& b) const { return a.device == b.device && a.params == b.params; }
+  bool operator()(const Ref<P>& a, const Key<P>& b) const { return a.device == b.device && *a.params == b.params; }
+  bool operator()(const Key<P>& a, const Ref<P>& b) const { return a.device == b.device && a.params == *b.params; }
+};
+
+}  // namespace kernel_cache_detail
+
+template <KernelParams P>
+CUfunction get_kernel(int device, const P& params, const std::string& what) {
+  using namespace kernel_cache_detail;
+  // Never destroyed: kernels are never unloaded (see get_kernel above).
+  static std::mutex* mutex = new std::mutex();
+  static auto* kernels = new std::unordered_map<Key<P>, CUfunction, KeyHash<P>, KeyEqual<P>>();
+  {
+    std::lock_guard lock(*mutex);
+    if (auto it = kernels->find(Ref<P>{device, &params}); it != kernels->end()) return it->second;
+  }
+  CUfunction fn = build_kernel(device, params.name(), params.source(), what);
+  std::lock_guard lock(*mutex);
+  return kernels->emplace(Key<P>{device, params}, fn).first->second;
+}
 
 /// The kernel of `key` on GPU `device` if this process has it already (no build, no disk), else
 /// null: lets hot paths skip preparing get_kernel's arguments.

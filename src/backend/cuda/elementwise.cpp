@@ -17,6 +17,7 @@
 #include "src/backend/cuda/elementwise_sources.h"
 #include "src/backend/cuda/kernels.h"
 #include "src/codegen/cuda_emitter.h"
+#include "src/codegen/kernel_params.h"
 #include "src/backend/cpu/kernel_utils.h"
 
 namespace smelt::cuda {
@@ -131,6 +132,57 @@ Layout collapse_layout(const Shape& shape, const std::vector<const Strides*>& st
   return l;
 }
 
+size_t EwKernelParams::hash() const {
+  size_t h = std::hash<std::string>()(expr);
+  for (const auto& t : in_types) h = codegen::hash_mix(h, std::hash<std::string>()(t));
+  h = codegen::hash_mix(h, std::hash<std::string>()(out_type));
+  h = codegen::hash_mix(h, std::hash<std::string>()(mode));
+  return codegen::hash_mix(h, std::hash<std::string>()(label));
+}
+
+std::string EwKernelParams::name() const {
+  std::string n = "ew|" + label + "|";
+  for (const auto& t : in_types) n += t + ",";
+  return n + out_type + "|" + mode;
+}
+
+std::string EwKernelParams::source() const {
+  if (mode == "rows") return elementwise_rows_source(in_types, out_type, expr);
+  const bool flat = mode != "strided";
+  std::string b = kEwArgsSource;
+  b += "extern \"C\" __global__ void k(EwArgs a) {\n";
+  for (size_t i = 0; i < in_types.size(); ++i)
+    b += "  const " + in_types[i] + "* x" + std::to_string(i) + " = (const " + in_types[i] + "*)a.in[" +
+         std::to_string(i) + "];\n";
+  b += "  " + out_type + "* y = (" + out_type + "*)a.out;\n";
+  if (flat) {
+    b += "  const i64 base = bid() * (i64)(blockDim.x * " + std::to_string(kPerThread) + ") + threadIdx.x;\n";
+    for (size_t i = 0; i < in_types.size(); ++i) b += "  " + in_types[i] + " v" + std::to_string(i) + "[" + std::to_string(kPerThread) + "];\n";
+    b += "  #pragma unroll\n  for (int j = 0; j < " + std::to_string(kPerThread) +
+         "; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n    if (i < a.n) {\n";
+    for (size_t i = 0; i < in_types.size(); ++i) {
+      const std::string id = std::to_string(i);
+      b += "      v" + id + "[j] = x" + id + (mode[i] == 'c' ? "[i];\n" : "[0];\n");
+    }
+    b += "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < " + std::to_string(kPerThread) +
+         "; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n    if (i < a.n) {\n";
+    b += "      y[i] = " + indexed_expr(expr, in_types.size()) + ";\n    }\n  }\n}\n";
+  } else {
+    b += "  const i64 i = gid();\n  if (i >= a.n) return;\n  i64 r = i";
+    for (size_t i = 0; i < in_types.size(); ++i) b += ", o" + std::to_string(i) + " = 0";
+    b += ";\n  for (int d = (int)a.L.nd - 1; d >= 0; --d) {\n    const i64 c = r % a.L.shape[d];\n    r /= a.L.shape[d];\n";
+    for (size_t i = 0; i < in_types.size(); ++i)
+      b += "    o" + std::to_string(i) + " += c * a.L.st[" + std::to_string(i) + "][d];\n";
+    b += "  }\n";
+    for (size_t i = 0; i < in_types.size(); ++i) {
+      const std::string id = std::to_string(i);
+      b += "  const " + in_types[i] + " v" + id + " = x" + id + "[o" + id + "];\n";
+    }
+    b += "  y[i] = " + expr + ";\n}\n";
+  }
+  return b;
+}
+
 void run_elementwise(const std::string& key, const std::vector<Array>& inputs, Array& out, const std::string& expr,
                      const std::string& what) {
   if (!out.node().buffer) alloc_output(out);
@@ -149,11 +201,7 @@ void run_elementwise(const std::string& key, const std::vector<Array>& inputs, A
     mode += f == 1 ? 'c' : (f == 0 ? 's' : 'x');
   }
   std::vector<std::string> types;
-  std::string type_key;
-  for (auto& in : inputs) {
-    types.push_back(device_type(in.dtype()));
-    type_key += types.back() + ",";
-  }
+  for (auto& in : inputs) types.push_back(device_type(in.dtype()));
   const std::string out_type = device_type(out.dtype());
   if (!flat) {
     // Walk the inputs' shape (a reshaping copy has another output shape, the same size): the
@@ -163,42 +211,8 @@ void run_elementwise(const std::string& key, const std::vector<Array>& inputs, A
     args.layout = collapse_layout(inputs[0].shape(), st, what);
     mode = args.layout.nd == 2 && kBlock == 256 ? "rows" : "strided";
   }
-  const std::string full_key = "ew|" + key + "|" + type_key + out_type + "|" + mode;
-  CUfunction fn = get_kernel(s.index, full_key, [&] {
-    if (mode == "rows") return elementwise_rows_source(types, out_type, expr);
-    std::string b = kEwArgsSource;
-    b += "extern \"C\" __global__ void k(EwArgs a) {\n";
-    for (size_t i = 0; i < inputs.size(); ++i)
-      b += "  const " + types[i] + "* x" + std::to_string(i) + " = (const " + types[i] + "*)a.in[" +
-           std::to_string(i) + "];\n";
-    b += "  " + out_type + "* y = (" + out_type + "*)a.out;\n";
-    if (flat) {
-      b += "  const i64 base = bid() * (i64)(blockDim.x * " + std::to_string(kPerThread) + ") + threadIdx.x;\n";
-      for (size_t i = 0; i < inputs.size(); ++i) b += "  " + types[i] + " v" + std::to_string(i) + "[" + std::to_string(kPerThread) + "];\n";
-      b += "  #pragma unroll\n  for (int j = 0; j < " + std::to_string(kPerThread) +
-           "; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n    if (i < a.n) {\n";
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        const std::string id = std::to_string(i);
-        b += "      v" + id + "[j] = x" + id + (mode[i] == 'c' ? "[i];\n" : "[0];\n");
-      }
-      b += "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < " + std::to_string(kPerThread) +
-           "; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n    if (i < a.n) {\n";
-      b += "      y[i] = " + indexed_expr(expr, inputs.size()) + ";\n    }\n  }\n}\n";
-    } else {
-      b += "  const i64 i = gid();\n  if (i >= a.n) return;\n  i64 r = i";
-      for (size_t i = 0; i < inputs.size(); ++i) b += ", o" + std::to_string(i) + " = 0";
-      b += ";\n  for (int d = (int)a.L.nd - 1; d >= 0; --d) {\n    const i64 c = r % a.L.shape[d];\n    r /= a.L.shape[d];\n";
-      for (size_t i = 0; i < inputs.size(); ++i)
-        b += "    o" + std::to_string(i) + " += c * a.L.st[" + std::to_string(i) + "][d];\n";
-      b += "  }\n";
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        const std::string id = std::to_string(i);
-        b += "  const " + types[i] + " v" + id + " = x" + id + "[o" + id + "];\n";
-      }
-      b += "  y[i] = " + expr + ";\n}\n";
-    }
-    return b;
-  }, what);
+  const EwKernelParams params{key, expr, std::move(types), out_type, mode};
+  CUfunction fn = get_kernel(s.index, params, what);
   const uint64_t grid = flat              ? blocks_for(n, kBlock * kPerThread)
                         : mode == "rows" ? static_cast<uint64_t>(args.layout.shape[0]) *
                                                blocks_for(args.layout.shape[1], kBlock * kPerThread)
@@ -299,11 +313,10 @@ void maybe_donate(Array& out, const Array& in) {
 
 }  // namespace
 
-void eval_unary(const UnaryParams& p, const std::vector<Array>& inputs, Array& out) {
-  const Dtype dt = inputs[0].dtype();
+bool unary_has_kernel(UnaryOp op, Dtype dt) {
   const bool f = is_floating(dt), i = is_integral(dt), b = dt == Dtype::Bool;
   bool ok = false;
-  switch (p.op) {
+  switch (op) {
 #define SMELT_CASE(name, accepted) \
   case UnaryOp::name:                \
     ok = accepted;                 \
@@ -348,19 +361,24 @@ void eval_unary(const UnaryParams& p, const std::vector<Array>& inputs, Array& o
     SMELT_CASE(BitwiseNot, i || b)
 #undef SMELT_CASE
   }
+  return ok;
+}
+
+void eval_unary(const UnaryParams& p, const std::vector<Array>& inputs, Array& out) {
+  const Dtype dt = inputs[0].dtype();
+  const bool ok = unary_has_kernel(p.op, dt);
   const std::string what = std::string("Unary(") + unary_op_name(p.op) + ")";
   if (!ok) no_kernel(what, dt);
   const char* fn = scalar_fn_name(p.op);
   if (out.dtype() == dt) maybe_donate(out, inputs[0]);
   run_elementwise(std::string("unary_") + fn, inputs, out,
-                  std::string("op_") + fn + "<" + device_type(dt) + ">(v0)", what);
+                  std::string("smelt::scalar::") + fn + "<" + device_type(dt) + ">(v0)", what);
 }
 
-void eval_binary(const BinaryParams& p, const std::vector<Array>& inputs, Array& out) {
-  const Dtype dt = inputs[0].dtype();
+bool binary_has_kernel(BinaryOp op, Dtype dt) {
   const bool f = is_floating(dt), i = is_integral(dt), b = dt == Dtype::Bool;
   bool ok = false;
-  switch (p.op) {
+  switch (op) {
 #define SMELT_CASE(name, accepted) \
   case BinaryOp::name:                \
     ok = accepted;                 \
@@ -392,6 +410,12 @@ void eval_binary(const BinaryParams& p, const std::vector<Array>& inputs, Array&
     SMELT_CASE(RightShift, i)
 #undef SMELT_CASE
   }
+  return ok;
+}
+
+void eval_binary(const BinaryParams& p, const std::vector<Array>& inputs, Array& out) {
+  const Dtype dt = inputs[0].dtype();
+  const bool ok = binary_has_kernel(p.op, dt);
   const std::string what = std::string("Binary(") + binary_op_name(p.op) + ")";
   if (!ok) no_kernel(what, dt);
   const char* fn = scalar_fn_name(p.op);
@@ -400,7 +424,7 @@ void eval_binary(const BinaryParams& p, const std::vector<Array>& inputs, Array&
     if (!out.node().buffer) maybe_donate(out, inputs[1]);
   }
   run_elementwise(std::string("binary_") + fn, inputs, out,
-                  std::string("op_") + fn + "<" + device_type(dt) + ">(v0, v1)", what);
+                  std::string("smelt::scalar::") + fn + "<" + device_type(dt) + ">(v0, v1)", what);
 }
 
 void eval_select(const std::vector<Array>& inputs, Array& out) {

@@ -68,19 +68,25 @@ int64_t collapse(const Shape& shape, const std::vector<Strides>& st, int64_t* ou
 /// on every launch would cost more than the launch.
 std::vector<int64_t> cached_input_sizes(const codegen::FusedKernel& k) {
   static std::mutex mutex;
-  static auto* sizes = new std::unordered_map<std::string, std::vector<int64_t>>();  // by program hash
+  static auto* sizes = new std::unordered_map<codegen::FusedProgram, std::vector<int64_t>, codegen::ProgramHash>();
   std::lock_guard lock(mutex);
-  auto it = sizes->find(k.hash);
+  auto it = sizes->find(k.program);
   if (it != sizes->end()) return it->second;
   std::vector<int64_t> v;
   for (int in : codegen::gpu_row_cached_inputs(k.program))
     v.push_back(static_cast<int64_t>(size_of(k.program.input_dtypes[in])));
-  return sizes->emplace(k.hash, std::move(v)).first->second;
+  return sizes->emplace(k.program, std::move(v)).first->second;
+}
+
+/// The kernel's program as a params field, sharing the FusedKernel (no copy per launch).
+codegen::SharedValue<codegen::FusedProgram> program_of(const std::shared_ptr<const codegen::FusedKernel>& k) {
+  return {std::shared_ptr<const codegen::FusedProgram>(k, &k->program)};
 }
 
 /// A row program: one warp or block per row (codegen/gpu_row_order.h).
-void eval_fused_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, std::vector<Array>& outputs,
-                     const std::string& what) {
+void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, const std::vector<Array>& inputs,
+                     std::vector<Array>& outputs, const std::string& what) {
+  const codegen::FusedKernel& k = *kernel;
   Shape full;
   for (const auto& in : inputs) full = broadcast_shapes(full, in.shape());
   const int nd = static_cast<int>(full.size()), nred = k.program.reduced_axes;
@@ -111,9 +117,7 @@ void eval_fused_rows(const codegen::FusedKernel& k, const std::vector<Array>& in
   args.chunk = order.chunk;
   args.threads = order.threads;
   DeviceState& s = state_of(outputs[0]);
-  const std::string key = "fused_rows|" + k.hash;
-  CUfunction fn = find_kernel(s.index, key);
-  if (!fn) fn = get_kernel(s.index, key, [&] { return codegen::emit_cuda_row_kernel(k.program); }, what);
+  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "rows", false}, what);
   // Inputs that several passes read are copied once per row into dynamic shared memory when
   // the block's rows fit (one slot per row: 8 warp rows or 1 block row): warp rows within
   // kGpuWarpRowCacheMaxBytes, a block row within what the device allows a block.
@@ -144,7 +148,7 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   // Error messages name the program; describing it costs more than a launch, so only on demand.
   auto describe = [&] { return "Fused(" + codegen::describe_program(k.program) + ")"; };
   if (k.device.type != Device::Type::Cuda) throw UnsupportedError(describe() + ": the kernel was made for " + k.device.str());
-  if (k.program.is_row_program()) return eval_fused_rows(k, inputs, outputs, describe());
+  if (k.program.is_row_program()) return eval_fused_rows(p.kernel, inputs, outputs, describe());
   const Shape& shape = outputs[0].shape();
   const int nd = static_cast<int>(shape.size());
   const size_t nin = inputs.size();
@@ -205,10 +209,7 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   for (size_t i = 0; i < nin && vectorized; ++i)
     if (layout[i] == 'c') vectorized = args.p[i] % 16 == 0;
   for (size_t o = 0; o < outputs.size() && vectorized; ++o) vectorized = args.p[nin + o] % 16 == 0;
-  const std::string key = "fused|" + k.hash + "|" + layout + (vectorized ? "|v" : "");
-  CUfunction fn = find_kernel(s.index, key);
-  if (!fn)
-    fn = get_kernel(s.index, key, [&] { return codegen::emit_cuda_kernel(k.program, layout, vectorized); }, describe());
+  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(p.kernel), layout, vectorized}, describe());
   const unsigned block = occupancy_block_size(fn);
   const int64_t per_thread = vectorized ? codegen::cuda_vector_width(k.program, layout) : (flat ? 4 : 1);
   launch(s, fn, blocks_for(args.n, static_cast<int64_t>(block) * per_thread), block, &args, "Fused");

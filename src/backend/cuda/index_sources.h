@@ -233,10 +233,10 @@ inline std::string scatter_apply_source(Dtype data, ScatterReduce reduce, Scatte
   std::string combine;
   switch (reduce) {
     case ScatterReduce::Assign: combine = "y"; break;
-    case ScatterReduce::Add: combine = "op_add<" + t + ">(x, y)"; break;
-    case ScatterReduce::Mul: combine = "op_multiply<" + t + ">(x, y)"; break;
-    case ScatterReduce::Max: combine = "op_maximum<" + t + ">(x, y)"; break;
-    case ScatterReduce::Min: combine = "op_minimum<" + t + ">(x, y)"; break;
+    case ScatterReduce::Add: combine = "smelt::scalar::add<" + t + ">(x, y)"; break;
+    case ScatterReduce::Mul: combine = "smelt::scalar::multiply<" + t + ">(x, y)"; break;
+    case ScatterReduce::Max: combine = "smelt::scalar::maximum<" + t + ">(x, y)"; break;
+    case ScatterReduce::Min: combine = "smelt::scalar::minimum<" + t + ">(x, y)"; break;
   }
   const std::string key = hashed ? "((const i64*)a.keys)[bk]" : "bk";
   std::string b = std::string(kScatterArgsSource) + "__device__ inline " + t + " combine(" + t + " x, " + t +

@@ -21,6 +21,7 @@
 #include "src/backend/cuda/reduce_sources.h"
 #include "src/codegen/cuda_emitter.h"
 #include "src/codegen/gpu_row_order.h"
+#include "src/codegen/kernel_params.h"
 
 namespace smelt::cuda {
 
@@ -48,7 +49,7 @@ constexpr unsigned kBlock = 256;
 /// Source of the final store: R::finish(acc), then Mean's division by the count.
 std::string store_expr(bool mean, const std::string& out_t) {
   if (!mean) return "R::finish(acc)";
-  return "op_divide<" + out_t + ">(R::finish(acc), cvt<" + out_t + ", double>((double)a.divisor))";
+  return "smelt::scalar::divide<" + out_t + ">(R::finish(acc), cvt<" + out_t + ", double>((double)a.divisor))";
 }
 
 /// Mirrors the device struct RowRedArgs.
@@ -180,14 +181,11 @@ void reduce_columns(const ReduceParams& p, const Array& in, Array& out, int64_t 
     partial = allocator(out.device()).allocate(static_cast<size_t>(outer * inner * args.groups) * 8);
     args.partial = reinterpret_cast<uint64_t>(partial->ptr);
   }
-  const std::string key = "reduce_cols|" + std::string(reduce_op_name(p.op)) + "|" + dtype_name(dt) + "|" +
-                          dtype_name(out.dtype()) + (split ? "|split" : "") + "|v" + std::to_string(vec);
-  CUfunction fn =
-      get_kernel(s.index, key, [&] { return reduce_columns_source(p.op, dt, out.dtype(), split, vec); }, what);
+  using Plan = ReduceKernelParams::Plan;
+  CUfunction fn = get_kernel(s.index, ReduceKernelParams{Plan::Columns, p.op, dt, out.dtype(), split, vec}, what);
   launch(s, fn, static_cast<uint64_t>(vec_blocks * args.groups), 256, &args, what);
   if (!split) return;
-  CUfunction fin = get_kernel(s.index, key + "|combine",
-                              [&] { return reduce_columns_combine_source(p.op, dt, out.dtype()); }, what);
+  CUfunction fin = get_kernel(s.index, ReduceKernelParams{Plan::ColumnsCombine, p.op, dt, out.dtype()}, what);
   launch(s, fin, blocks_for(outer * inner, kBlock), kBlock, &args, what);
 }
 
@@ -279,6 +277,32 @@ std::string reduce_rows_combine_source(ReduceOp op, Dtype in, Dtype out) {
          "  ((" + out_t + "*)a.out)[r] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n}\n";
 }
 
+size_t ReduceKernelParams::hash() const {
+  size_t h = codegen::hash_mix(static_cast<size_t>(plan), static_cast<size_t>(op));
+  h = codegen::hash_mix(h, static_cast<size_t>(in));
+  h = codegen::hash_mix(h, static_cast<size_t>(out));
+  h = codegen::hash_mix(h, partial ? 1 : 0);
+  return codegen::hash_mix(h, static_cast<size_t>(vec));
+}
+
+std::string ReduceKernelParams::name() const {
+  const bool columns = plan == Plan::Columns || plan == Plan::ColumnsCombine;
+  const bool combine = plan == Plan::RowsCombine || plan == Plan::ColumnsCombine;
+  return std::string(columns ? "reduce_cols|" : "reduce_rows|") + reduce_op_name(op) + "|" + dtype_name(in) + "|" +
+         dtype_name(out) + (partial ? "|split" : "") + (columns && !combine ? "|v" + std::to_string(vec) : "") +
+         (combine ? "|combine" : "");
+}
+
+std::string ReduceKernelParams::source() const {
+  switch (plan) {
+    case Plan::Rows: return reduce_rows_source(op, in, out, partial);
+    case Plan::RowsCombine: return reduce_rows_combine_source(op, in, out);
+    case Plan::Columns: return reduce_columns_source(op, in, out, partial, vec);
+    case Plan::ColumnsCombine: return reduce_columns_combine_source(op, in, out);
+  }
+  return "";
+}
+
 namespace {
 
 /// The rows plan: `in` is row-contiguous, its trailing `n` elements per row reduced.
@@ -301,14 +325,12 @@ void reduce_rows(const ReduceParams& p, const Array& in, Array& out, int64_t row
     partial = allocator(out.device()).allocate(static_cast<size_t>(rows * order.groups) * 8);
     args.partial = reinterpret_cast<uint64_t>(partial->ptr);
   }
-  const std::string key = "reduce_rows|" + std::string(reduce_op_name(p.op)) + "|" + dtype_name(dt) + "|" +
-                          dtype_name(out.dtype()) + (split ? "|split" : "");
-  CUfunction fn = get_kernel(s.index, key, [&] { return reduce_rows_source(p.op, dt, out.dtype(), split); }, what);
+  using Plan = ReduceKernelParams::Plan;
+  CUfunction fn = get_kernel(s.index, ReduceKernelParams{Plan::Rows, p.op, dt, out.dtype(), split}, what);
   const uint64_t grid = order.threads == 32 ? blocks_for(rows, 256 / 32) : static_cast<uint64_t>(rows * order.groups);
   launch(s, fn, grid, 256, &args, what);
   if (!split) return;
-  CUfunction fin = get_kernel(s.index, key + "|combine",
-                              [&] { return reduce_rows_combine_source(p.op, dt, out.dtype()); }, what);
+  CUfunction fin = get_kernel(s.index, ReduceKernelParams{Plan::RowsCombine, p.op, dt, out.dtype()}, what);
   launch(s, fin, blocks_for(rows, kBlock), kBlock, &args, what);
 }
 

@@ -2,6 +2,7 @@
 // tests/backend/cuda/reduce_source_test.cpp on machines without a GPU.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "smelt/dtype.h"
@@ -21,5 +22,22 @@ std::string reduce_rows_combine_source(ReduceOp op, Dtype in, Dtype out);
 /// combining kernel.
 std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial, int vec = 1);
 std::string reduce_columns_combine_source(ReduceOp op, Dtype in, Dtype out);
+
+/// One kernel of the rows or columns plan: source() is the generator above for `plan` called
+/// with these fields; cuda::get_kernel keys it by the whole struct (codegen/kernel_params.h).
+struct ReduceKernelParams {
+  enum class Plan : uint8_t { Rows, RowsCombine, Columns, ColumnsCombine };
+  Plan plan;
+  ReduceOp op;
+  Dtype in, out;
+  bool partial = false;  // Rows and Columns: per-chunk accumulators for the combining kernel
+  int vec = 1;           // Columns: neighbouring columns per thread
+
+  bool operator==(const ReduceKernelParams&) const = default;
+  size_t hash() const;
+  /// "reduce_rows|sum|float32|float32|split", ...: names it in telemetry and launch errors.
+  std::string name() const;
+  std::string source() const;
+};
 
 }  // namespace smelt::cuda

@@ -24,19 +24,21 @@
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
 #include "src/backend/cuda/sort_sources.h"
+#include "src/codegen/gpu_row_order.h"
 
 namespace smelt::cuda {
 
 namespace {
 
-int scan_red_code(ScanOp op) {
+/// The reduction whose step a scan repeats.
+ReduceOp scan_reduce_op(ScanOp op) {
   switch (op) {
-    case ScanOp::Sum: return 0;
-    case ScanOp::Prod: return 1;
-    case ScanOp::Max: return 2;
-    case ScanOp::Min: return 3;
+    case ScanOp::Sum: return ReduceOp::Sum;
+    case ScanOp::Prod: return ReduceOp::Prod;
+    case ScanOp::Max: return ReduceOp::Max;
+    case ScanOp::Min: return ReduceOp::Min;
   }
-  return 0;
+  return ReduceOp::Sum;
 }
 
 const char* scan_op_name(ScanOp op) {
@@ -51,7 +53,7 @@ const char* scan_op_name(ScanOp op) {
 
 std::string scan_head(ScanOp op, Dtype in) {
   const std::string t = device_type(in);
-  return "typedef " + t + " IN;\ntypedef Red<" + std::to_string(scan_red_code(op)) + ", IN> R;\n" +
+  return "typedef " + t + " IN;\ntypedef " + codegen::gpu_red_type(scan_reduce_op(op), in) + " R;\n" +
          "typedef R::Acc Acc;\ntypedef R::Out OutT;\n" +
          "struct ScArgs { u64 in, out, partial; i64 lines, len, s_in, s_out, chunks; Layout L; };\n" +
          "__device__ inline void line_offsets(const Layout& L, i64 r, i64& io, i64& oo) {\n"

@@ -1,7 +1,7 @@
 // CUDA sources of Sort/ArgSort/TopK, Scan and RandomBits: pure generators (no GPU needed) and the
 // host mirrors of their argument structs.
 //
-// Every generator returns the CUDA C++ that follows the device preamble (device_math.cpp), with
+// Every generator returns the CUDA C++ that follows the device preamble (device_preamble.cpp), with
 // its entry point `extern "C" __global__ void k(Args)`. They are pure functions of their
 // arguments, so tests compile every variant with NVRTC on machines without a GPU
 // (tests/backend/cuda/sort_source_test.cpp).

@@ -397,8 +397,14 @@ TEST(CudaConvSource, TransposeLayoutThroughCudnnReproducesTheCpu) {
 const char* kHostShim = R"(
 #include <math.h>
 #include <string.h>
+// The preamble's device branches (the device's 16-bit float types), with the host's standard
+// library in place of device_std.h's NVRTC names.
+#define __CUDACC_RTC__ 1
+#define SMELT_DEVICE_STD_FROM_HOST 1
 #define __device__
 #define __global__
+#define __expf(x) expf(x)
+#define __fdividef(a, b) ((a) / (b))
 struct smelt_dim3 { unsigned x, y, z; };
 static smelt_dim3 blockIdx, threadIdx, blockDim, gridDim;
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }

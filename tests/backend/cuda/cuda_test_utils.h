@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "op_cases.h"
 #include "smelt/smelt.h"
 #include "test_utils.h"
 
@@ -48,39 +49,6 @@ inline Array special_array(const Shape& shape, Dtype dtype, double lo = -3.0, do
   return r;
 }
 
-/// Ordinal of a float's bits (monotonic in the value), for ulp distances; `nan` set for NaN.
-inline int64_t float_ordinal(const uint8_t* p, Dtype dtype, bool* nan) {
-  uint64_t bits = 0, sign = 0, mag = 0;
-  switch (size_of(dtype)) {
-    case 2: {
-      uint16_t b;
-      std::memcpy(&b, p, 2);
-      bits = b;
-      sign = bits >> 15;
-      mag = bits & 0x7fff;
-      *nan = dtype == float16 ? mag > 0x7c00 : mag > 0x7f80;
-      break;
-    }
-    case 4: {
-      uint32_t b;
-      std::memcpy(&b, p, 4);
-      bits = b;
-      sign = bits >> 31;
-      mag = bits & 0x7fffffffu;
-      *nan = mag > 0x7f800000u;
-      break;
-    }
-    default: {
-      std::memcpy(&bits, p, 8);
-      sign = bits >> 63;
-      mag = bits & 0x7fffffffffffffffull;
-      *nan = mag > 0x7ff0000000000000ull;
-      break;
-    }
-  }
-  return sign ? -static_cast<int64_t>(mag) : static_cast<int64_t>(mag);
-}
-
 /// The GPU result equals the CPU's: same shape and dtype; integers and bool bit for bit; floats
 /// within `ulps` (0: bit for bit; NaN matches any NaN, since NaN payloads differ between the CPU
 /// and the GPU and NumPy does not define them).
@@ -97,27 +65,9 @@ inline ::testing::AssertionResult same_as_cpu(const Array& gpu_result, const Arr
   const Dtype dt = cpu_result.dtype();
   const size_t isz = size_of(dt);
   for (size_t i = 0; i * isz < c.size(); ++i) {
-    const uint8_t *pg = g.data() + i * isz, *pc = c.data() + i * isz;
-    if (!is_floating(dt)) {
-      if (std::memcmp(pg, pc, isz) != 0)
-        return ::testing::AssertionFailure() << "element " << i << " differs (GPU " << as_doubles(on_cpu(gpu_result))[i]
-                                             << ", CPU " << as_doubles(cpu_result)[i] << ")";
-      continue;
-    }
-    bool ng = false, nc = false;
-    const int64_t og = float_ordinal(pg, dt, &ng), oc = float_ordinal(pc, dt, &nc);
-    if (ng || nc) {
-      if (ng != nc)
-        return ::testing::AssertionFailure() << "element " << i << ": NaN on one device only (GPU "
-                                             << as_doubles(on_cpu(gpu_result))[i] << ", CPU "
-                                             << as_doubles(cpu_result)[i] << ")";
-      continue;
-    }
-    const int64_t d = og > oc ? og - oc : oc - og;
-    if (d > ulps)
-      return ::testing::AssertionFailure() << "element " << i << " differs by " << d << " ulps (bound " << ulps
-                                           << "): GPU " << as_doubles(on_cpu(gpu_result))[i] << ", CPU "
-                                           << as_doubles(cpu_result)[i];
+    if (same_within_ulps(g.data() + i * isz, c.data() + i * isz, dt, ulps)) continue;
+    return ::testing::AssertionFailure() << "element " << i << " differs by more than " << ulps << " ulps: GPU "
+                                         << as_doubles(on_cpu(gpu_result))[i] << ", CPU " << as_doubles(cpu_result)[i];
   }
   return ::testing::AssertionSuccess();
 }

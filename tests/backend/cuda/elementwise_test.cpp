@@ -1,5 +1,5 @@
-// CUDA element-wise kernels against the CPU: every unary and binary operator on every dtype it
-// accepts, select, casts between all dtype pairs, full, arange and copies, on random inputs with
+// CUDA element-wise kernels against the CPU: every unary and binary operator of tests/op_cases.h on
+// every dtype it accepts (within the case's device bound), select, casts between all dtype pairs, full, arange and copies, on random inputs with
 // NaN, ±inf and ±0, contiguous, strided, broadcast and empty layouts.
 #include <functional>
 
@@ -9,60 +9,6 @@ namespace smelt {
 namespace {
 
 using namespace smelt::test;
-
-// Transcendental functions: CUDA's libdevice against the CPU's math (glibc or smelt's vector
-// math), each within a few ulps of the exact result; docs/cuda.md gives this bound.
-constexpr int64_t kMathUlps = 16;
-
-struct UnaryCase {
-  const char* name;
-  std::function<Array(const Array&)> fn;
-  int64_t ulps;  // 0: bit for bit
-};
-
-const std::vector<UnaryCase>& unary_cases() {
-  static const std::vector<UnaryCase> c = {
-      {"abs", [](const Array& a) { return abs(a); }, 0},
-      {"negative", [](const Array& a) { return negative(a); }, 0},
-      {"sign", [](const Array& a) { return sign(a); }, 0},
-      {"square", [](const Array& a) { return square(a); }, 0},
-      {"reciprocal", [](const Array& a) { return reciprocal(a); }, 0},
-      {"sqrt", [](const Array& a) { return sqrt(a); }, 0},
-      {"rsqrt", [](const Array& a) { return rsqrt(a); }, 0},
-      {"exp", [](const Array& a) { return exp(a); }, kMathUlps},
-      {"exp2", [](const Array& a) { return exp2(a); }, kMathUlps},
-      {"expm1", [](const Array& a) { return expm1(a); }, kMathUlps},
-      {"log", [](const Array& a) { return log(a); }, kMathUlps},
-      {"log2", [](const Array& a) { return log2(a); }, kMathUlps},
-      {"log10", [](const Array& a) { return log10(a); }, kMathUlps},
-      {"log1p", [](const Array& a) { return log1p(a); }, kMathUlps},
-      {"sin", [](const Array& a) { return sin(a); }, kMathUlps},
-      {"cos", [](const Array& a) { return cos(a); }, kMathUlps},
-      {"tan", [](const Array& a) { return tan(a); }, kMathUlps},
-      {"arcsin", [](const Array& a) { return arcsin(a); }, kMathUlps},
-      {"arccos", [](const Array& a) { return arccos(a); }, kMathUlps},
-      {"arctan", [](const Array& a) { return arctan(a); }, kMathUlps},
-      {"sinh", [](const Array& a) { return sinh(a); }, kMathUlps},
-      {"cosh", [](const Array& a) { return cosh(a); }, kMathUlps},
-      {"tanh", [](const Array& a) { return tanh(a); }, kMathUlps},
-      {"arcsinh", [](const Array& a) { return arcsinh(a); }, kMathUlps},
-      {"arccosh", [](const Array& a) { return arccosh(a); }, kMathUlps},
-      {"arctanh", [](const Array& a) { return arctanh(a); }, kMathUlps},
-      {"erf", [](const Array& a) { return erf(a); }, kMathUlps},
-      {"erfinv", [](const Array& a) { return erfinv(a); }, kMathUlps},
-      {"sigmoid", [](const Array& a) { return sigmoid(a); }, kMathUlps},
-      {"relu", [](const Array& a) { return relu(a); }, 0},
-      {"floor", [](const Array& a) { return floor(a); }, 0},
-      {"ceil", [](const Array& a) { return ceil(a); }, 0},
-      {"round", [](const Array& a) { return round(a); }, 0},
-      {"isnan", [](const Array& a) { return isnan(a); }, 0},
-      {"isinf", [](const Array& a) { return isinf(a); }, 0},
-      {"isfinite", [](const Array& a) { return isfinite(a); }, 0},
-      {"logical_not", [](const Array& a) { return logical_not(a); }, 0},
-      {"bitwise_not", [](const Array& a) { return bitwise_not(a); }, 0},
-  };
-  return c;
-}
 
 /// Runs `f` on the CPU; true when the op accepts these inputs (else it must fail on the GPU too).
 bool cpu_accepts(const std::function<Array()>& f, Array* out) {
@@ -83,14 +29,14 @@ TEST(CudaElementwise, UnaryEveryOpEveryDtype) {
     if (dt == float16 || dt == bfloat16 || dt == float32 || dt == float64)
       x = concatenate({x, special_array({200}, dt, -0.999, 0.999, 12)}, 0);  // erfinv's, arctanh's domain
     Array g = on_gpu(x);
-    for (auto& c : unary_cases()) {
-      SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt));
+    for (const OpCase* c : op_cases_of_arity(1)) {
+      SCOPED_TRACE(std::string(c->name) + " " + dtype_name(dt));
       Array expected;
-      if (!cpu_accepts([&] { return c.fn(x); }, &expected)) {
-        EXPECT_THROW(c.fn(g).eval(), Error);
+      if (!cpu_accepts([&] { return c->unary(x); }, &expected)) {
+        EXPECT_THROW(c->unary(g).eval(), Error);
         continue;
       }
-      EXPECT_TRUE(same_as_cpu(c.fn(g), expected, c.ulps));
+      EXPECT_TRUE(same_as_cpu(c->unary(g), expected, c->device_ulps));
       ++checked;
     }
   }
@@ -112,43 +58,6 @@ TEST(CudaElementwise, UnaryNonContiguousAndEmpty) {
   EXPECT_TRUE(same_as_cpu(sqrt(on_gpu(Array(2.0f))), sqrt(Array(2.0f))));
 }
 
-struct BinaryCase {
-  const char* name;
-  std::function<Array(const Array&, const Array&)> fn;
-  int64_t ulps;
-};
-
-const std::vector<BinaryCase>& binary_cases() {
-  static const std::vector<BinaryCase> c = {
-      {"add", [](const Array& a, const Array& b) { return add(a, b); }, 0},
-      {"subtract", [](const Array& a, const Array& b) { return subtract(a, b); }, 0},
-      {"multiply", [](const Array& a, const Array& b) { return multiply(a, b); }, 0},
-      {"divide", [](const Array& a, const Array& b) { return divide(a, b); }, 0},
-      {"floor_divide", [](const Array& a, const Array& b) { return floor_divide(a, b); }, 0},
-      {"remainder", [](const Array& a, const Array& b) { return remainder(a, b); }, 0},
-      {"fmod", [](const Array& a, const Array& b) { return fmod(a, b); }, 0},
-      {"power", [](const Array& a, const Array& b) { return power(a, b); }, kMathUlps},
-      {"maximum", [](const Array& a, const Array& b) { return maximum(a, b); }, 0},
-      {"minimum", [](const Array& a, const Array& b) { return minimum(a, b); }, 0},
-      {"arctan2", [](const Array& a, const Array& b) { return arctan2(a, b); }, kMathUlps},
-      {"equal", [](const Array& a, const Array& b) { return equal(a, b); }, 0},
-      {"not_equal", [](const Array& a, const Array& b) { return not_equal(a, b); }, 0},
-      {"less", [](const Array& a, const Array& b) { return less(a, b); }, 0},
-      {"less_equal", [](const Array& a, const Array& b) { return less_equal(a, b); }, 0},
-      {"greater", [](const Array& a, const Array& b) { return greater(a, b); }, 0},
-      {"greater_equal", [](const Array& a, const Array& b) { return greater_equal(a, b); }, 0},
-      {"logical_and", [](const Array& a, const Array& b) { return logical_and(a, b); }, 0},
-      {"logical_or", [](const Array& a, const Array& b) { return logical_or(a, b); }, 0},
-      {"logical_xor", [](const Array& a, const Array& b) { return logical_xor(a, b); }, 0},
-      {"bitwise_and", [](const Array& a, const Array& b) { return bitwise_and(a, b); }, 0},
-      {"bitwise_or", [](const Array& a, const Array& b) { return bitwise_or(a, b); }, 0},
-      {"bitwise_xor", [](const Array& a, const Array& b) { return bitwise_xor(a, b); }, 0},
-      {"left_shift", [](const Array& a, const Array& b) { return left_shift(a, b); }, 0},
-      {"right_shift", [](const Array& a, const Array& b) { return right_shift(a, b); }, 0},
-  };
-  return c;
-}
-
 TEST(CudaElementwise, BinaryEveryOpEveryDtype) {
   SMELT_REQUIRE_GPU();
   int checked = 0;
@@ -158,14 +67,14 @@ TEST(CudaElementwise, BinaryEveryOpEveryDtype) {
     const double hi = is_floating(dt) ? 5.0 : 70.0;
     Array x = special_array({777}, dt, lo, hi, 21), y = special_array({777}, dt, lo, hi, 22);
     Array gx = on_gpu(x), gy = on_gpu(y);
-    for (auto& c : binary_cases()) {
-      SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt));
+    for (const OpCase* c : op_cases_of_arity(2)) {
+      SCOPED_TRACE(std::string(c->name) + " " + dtype_name(dt));
       Array expected;
-      if (!cpu_accepts([&] { return c.fn(x, y); }, &expected)) {
-        EXPECT_THROW(c.fn(gx, gy).eval(), Error);
+      if (!cpu_accepts([&] { return c->binary(x, y); }, &expected)) {
+        EXPECT_THROW(c->binary(gx, gy).eval(), Error);
         continue;
       }
-      EXPECT_TRUE(same_as_cpu(c.fn(gx, gy), expected, c.ulps));
+      EXPECT_TRUE(same_as_cpu(c->binary(gx, gy), expected, c->device_ulps));
       ++checked;
     }
   }
@@ -195,11 +104,11 @@ TEST(CudaElementwise, IntegerWraparoundAndDivisionByZero) {
   SMELT_REQUIRE_GPU();
   Array a = Array({int8_t{127}, int8_t{-128}, int8_t{-128}, int8_t{7}, int8_t{-7}});
   Array b = Array({int8_t{1}, int8_t{-1}, int8_t{0}, int8_t{0}, int8_t{2}});
-  for (auto& c : binary_cases()) {
-    SCOPED_TRACE(c.name);
+  for (const OpCase* c : op_cases_of_arity(2)) {
+    SCOPED_TRACE(c->name);
     Array expected;
-    if (!cpu_accepts([&] { return c.fn(a, b); }, &expected)) continue;
-    EXPECT_TRUE(same_as_cpu(c.fn(on_gpu(a), on_gpu(b)), expected));
+    if (!cpu_accepts([&] { return c->binary(a, b); }, &expected)) continue;
+    EXPECT_TRUE(same_as_cpu(c->binary(on_gpu(a), on_gpu(b)), expected));
   }
 }
 

@@ -171,7 +171,7 @@ TEST(CudaReduceSource, FusedRowKernelsUseNoLocalMemory) {
 // The element-wise rows layout (broadcast columns and rows such as x - col) compiles.
 TEST(CudaReduceSource, ElementwiseRowsLayoutCompiles) {
 #if SMELT_HAS_CUDA
-  expect_compiles(cuda::elementwise_rows_source({"float", "float"}, "float", "op_subtract<float>(v0, v1)"), "x - col");
+  expect_compiles(cuda::elementwise_rows_source({"float", "float"}, "float", "smelt::scalar::subtract<float>(v0, v1)"), "x - col");
   expect_compiles(cuda::elementwise_rows_source({"bf16"}, "float", "cvt<float, bf16>(v0)"), "cast");
   expect_compiles(cuda::elementwise_rows_source({"bool", "i64", "i64"}, "i64", "(v0 ? v1 : v2)"), "where");
 #else

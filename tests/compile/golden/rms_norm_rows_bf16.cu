@@ -147,7 +147,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
   const bool cv1 = f1;
   bf16* y0 = (bf16*)a.p[2];
   const float v4 = __uint_as_float(opaque32(0x358637bdu));
-  typedef Red<0, float> R3;
+  typedef smelt::scalar::Red<smelt::ReduceOp::Sum, float> R3;
   R3::Acc t3 = R3::init();
   {
     const bool whole = cv0;
@@ -170,14 +170,14 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
             for (int e = 0; e < 4; ++e) {
               const bf16 v0 = unpack<bf16>(w0[u], e);
               const float v1 = cvt<float, bf16>(v0);
-              const float v2 = op_multiply<float>(v1, v1);
+              const float v2 = smelt::scalar::multiply<float>(v1, v1);
               acc = R3::step(acc, R3::load(v2));
             }
           } else {
             for (i64 j = b, je = min(b + 4, hi); j < je; ++j) {
               const bf16 v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
               const float v1 = cvt<float, bf16>(v0);
-              const float v2 = op_multiply<float>(v1, v1);
+              const float v2 = smelt::scalar::multiply<float>(v1, v1);
               acc = R3::step(acc, R3::load(v2));
             }
           }
@@ -187,9 +187,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
       t3 = g == 0 ? acc : R3::step(t3, acc);
     }
   }
-  const float v3 = op_divide<float>(R3::finish(t3), cvt<float, double>((double)(n - 0 > 0 ? n - 0 : 0)));
-  const float v5 = op_add<float>(v3, v4);
-  const float v6 = op_rsqrt<float>(v5);
+  const float v3 = smelt::scalar::divide<float>(R3::finish(t3), cvt<float, double>((double)(n - 0 > 0 ? n - 0 : 0)));
+  const float v5 = smelt::scalar::add<float>(v3, v4);
+  const float v6 = smelt::scalar::rsqrt<float>(v5);
   {
     const bool whole = cv0 && cv1 && ((u64)(y0 + r * n) & 15) == 0;
     for (i64 b = (i64)el * 8; b < n; b += (i64)ET * 8) {
@@ -203,9 +203,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
         for (int e = 0; e < 8; ++e) {
           const bf16 v0 = unpack<bf16>(w0, e);
           const float v1 = cvt<float, bf16>(v0);
-          const float v7 = op_multiply<float>(v1, v6);
+          const float v7 = smelt::scalar::multiply<float>(v1, v6);
           const float v8 = unpack<float>(w1, e);
-          const float v9 = op_multiply<float>(v7, v8);
+          const float v9 = smelt::scalar::multiply<float>(v7, v8);
           const bf16 v10 = cvt<bf16, float>(v9);
           pack(o0, e, v10);
         }
@@ -214,9 +214,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
         for (i64 j = b, je = min(b + 8, n); j < je; ++j) {
           const bf16 v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
           const float v1 = cvt<float, bf16>(v0);
-          const float v7 = op_multiply<float>(v1, v6);
+          const float v7 = smelt::scalar::multiply<float>(v1, v6);
           const float v8 = (cv1 ? q1[j] : x1[roff(a, 1, j)]);
-          const float v9 = op_multiply<float>(v7, v8);
+          const float v9 = smelt::scalar::multiply<float>(v7, v8);
           const bf16 v10 = cvt<bf16, float>(v9);
           y0[r * n + j] = v10;
         }

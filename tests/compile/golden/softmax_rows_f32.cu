@@ -139,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
   const float* q0 = a.cache ? (const float*)c0 : x0;
   const bool cv0 = a.cache || f0;
   float* y0 = (float*)a.p[1];
-  typedef Red<2, float> R1;
+  typedef smelt::scalar::Red<smelt::ReduceOp::Max, float> R1;
   R1::Acc t1 = R1::init();
   {
     const bool whole = cv0;
@@ -176,7 +176,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
     }
   }
   const float v1 = R1::finish(t1);
-  typedef Red<0, float> R4;
+  typedef smelt::scalar::Red<smelt::ReduceOp::Sum, float> R4;
   R4::Acc t4 = R4::init();
   {
     const bool whole = cv0;
@@ -198,15 +198,15 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
             #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const float v0 = unpack<float>(w0[u], e);
-              const float v2 = op_subtract<float>(v0, v1);
-              const float v3 = op_exp<float>(v2);
+              const float v2 = smelt::scalar::subtract<float>(v0, v1);
+              const float v3 = smelt::scalar::exp<float>(v2);
               acc = R4::step(acc, R4::load(v3));
             }
           } else {
             for (i64 j = b, je = min(b + 4, hi); j < je; ++j) {
               const float v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
-              const float v2 = op_subtract<float>(v0, v1);
-              const float v3 = op_exp<float>(v2);
+              const float v2 = smelt::scalar::subtract<float>(v0, v1);
+              const float v3 = smelt::scalar::exp<float>(v2);
               acc = R4::step(acc, R4::load(v3));
             }
           }
@@ -227,18 +227,18 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
         #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float v0 = unpack<float>(w0, e);
-          const float v2 = op_subtract<float>(v0, v1);
-          const float v3 = op_exp<float>(v2);
-          const float v5 = op_divide<float>(v3, v4);
+          const float v2 = smelt::scalar::subtract<float>(v0, v1);
+          const float v3 = smelt::scalar::exp<float>(v2);
+          const float v5 = smelt::scalar::divide<float>(v3, v4);
           pack(o0, e, v5);
         }
         vstore<float, 4>(y0 + r * n + b, o0);
       } else {
         for (i64 j = b, je = min(b + 4, n); j < je; ++j) {
           const float v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
-          const float v2 = op_subtract<float>(v0, v1);
-          const float v3 = op_exp<float>(v2);
-          const float v5 = op_divide<float>(v3, v4);
+          const float v2 = smelt::scalar::subtract<float>(v0, v1);
+          const float v3 = smelt::scalar::exp<float>(v2);
+          const float v5 = smelt::scalar::divide<float>(v3, v4);
           y0[r * n + j] = v5;
         }
       }

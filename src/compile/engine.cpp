@@ -259,7 +259,7 @@ class CompileEngine {
           options_.shapeless && std::all_of(sig.shapes.begin(), sig.shapes.end(),
                                             [](const Shape& k) { return k.empty() || rank_only(k); });
       if (shapeless) compiler::prepare_shapeless(entry->tape, name_);
-      compiler::PassOptions po{options_.disabled_passes, options_.fuse, options_.dump, name_};
+      compiler::PassOptions po{options_.disabled_passes, options_.fuse, options_.dump, name_, shapeless};
       compiler::run_passes(entry->tape, po);
       if (shapeless) entry->shapeless = compiler::plan_shapeless(entry->tape, name_);
       // Fixed shapes only: a captured graph bakes in every launch's shape.

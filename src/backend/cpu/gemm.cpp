@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "smelt/errors.h"
+#include "src/backend/cpu/dnnl.h"
 #include "src/core/thread_pool.h"
 
 namespace smelt::cpu {
@@ -38,6 +39,9 @@ void blas_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const S* a, in
                S* c, int64_t ldc) {
   auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
   if constexpr (std::is_same_v<S, float>) {
+    // oneDNN's sgemm picks its kernels from the CPU's instruction set; Debian's OpenBLAS falls
+    // back to generic kernels on CPUs it does not know (docs/cpu-kernels.md).
+    if (dnnl_sgemm_1thread(ta, tb, m, n, k, a, lda, b, ldb, c, ldc)) return;
     cblas_sgemm(CblasRowMajor, t(ta), t(tb), blas_int(m), blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b,
                 blas_int(ldb), 0.0f, c, blas_int(ldc));
   } else {

@@ -225,16 +225,16 @@ std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<Dn
   // key build equal primitives and the first one stays.
   std::shared_ptr<const ConvPlan> plan = make_plan(c, adds);
   g_created.fetch_add(1, std::memory_order_relaxed);
-  // Post-ops can make oneDNN pick another implementation (a reference one, or a GEMM-based one
-  // that adds a residual as beta = 1 before the sum): then the adds would not be the separate
-  // float32 additions of the plain convolution's result. Such a plan is declined, and the caller
-  // runs the plain convolution and the adds.
+  // Post-ops can make oneDNN pick another implementation (a grouped convolution with a bias and a
+  // residual falls to its reference kernel): then the adds would not be the separate float32
+  // additions of the plain convolution's result. Such a plan is declined, and the caller runs the
+  // plain convolution and the adds.
   if (plan && !adds.empty()) {
     const auto plain = plan_for(c, {}, threads);
     if (!plain || plain->impl != plan->impl) plan = nullptr;
-    // The sum post-op (a residual) is added after the whole reduction by the brgemm-based
-    // convolutions only; the older JIT kernels start their accumulator from the destination
-    // (tests/backend/cpu/dnnl_test.cpp found the difference on a grouped convolution).
+    // The sum post-op (a residual) matches a separate add, bit for bit, with the brgemm-based
+    // convolutions; the older JIT kernel gave other bits on a grouped convolution
+    // (tests/backend/cpu/dnnl_test.cpp), so it does not apply the sum after the whole reduction.
     const bool residual = std::count(adds.begin(), adds.end(), DnnlAddKind::Tensor) > 0;
     if (plan && residual && plan->impl.rfind("brgconv", 0) != 0) plan = nullptr;
   }

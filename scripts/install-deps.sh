@@ -7,7 +7,8 @@ PACKAGES=(
   cmake             # the build (presets need >= 3.25)
   ninja-build       # the generator the presets use
   ccache            # faster rebuilds (optional at build time)
-  libopenblas-dev   # GEMM for float32/float64 matmul and convolution
+  libopenblas-dev   # GEMM for float64 matmul and convolution (float32 too when built without oneDNN)
+  libdnnl-dev       # oneDNN: float32 convolutions and GEMM tiles, 3-10x faster here (docs/cpu-kernels.md)
   libprotobuf-dev   # ONNX: reading .onnx models (protobuf runtime and headers)
   protobuf-compiler # ONNX: protoc generates the C++ classes of src/onnx/proto/onnx.proto
   libre2-dev        # ONNX: RegexFullMatch (RE2 syntax, linear-time matching without recursion)

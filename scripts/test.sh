@@ -11,12 +11,19 @@ ctest --preset release
 # Xeons) takes. Results must stay within the tests' stated error bounds and must not depend on
 # the thread count (issue #11; docs/arrays.md, "Threads and CPU kernels"). Only on a CPU with
 # AVX2 and FMA: OpenBLAS does not check a forced core type, and would stop on an illegal
-# instruction elsewhere.
+# instruction elsewhere. ONEDNN_MAX_CPU_ISA=AVX2 does the same for oneDNN's convolutions and
+# GEMM (other kernels, other blockings: docs/cpu-kernels.md).
 if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
-  OPENBLAS_CORETYPE=Haswell SMELT_CPU_ISA=avx2 ctest --preset release -L unit
+  OPENBLAS_CORETYPE=Haswell SMELT_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ctest --preset release -L unit
 else
   echo "test.sh: no AVX2 on this CPU: the second pass (OPENBLAS_CORETYPE=Haswell SMELT_CPU_ISA=avx2) is skipped"
 fi
+
+# The build without oneDNN (-DSMELT_DNNL=OFF: smelt's own convolution and GEMM kernels) must keep
+# configuring and compiling: its only difference is src/backend/cpu/dnnl.cpp's stand-ins, built here
+# (the whole OFF build takes as long as the main one).
+cmake -S . -B build/nodnnl -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_DNNL=OFF -DSMELT_CUDA=OFF >/dev/null
+cmake --build build/nodnnl --target CMakeFiles/smelt.dir/src/backend/cpu/dnnl.cpp.o
 
 # smelt as a package (issue #11): the built tree installed into a temporary prefix, and
 # examples/consumer built and run against it (find_package, pkg-config) and with the source tree

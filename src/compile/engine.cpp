@@ -269,6 +269,7 @@ class CompileEngine {
                                             [](const Shape& k) { return k.empty() || rank_only(k); });
       if (shapeless) compiler::prepare_shapeless(tape, name_);
       compiler::PassOptions po{options_.disabled_passes, options_.fuse, options_.dump, name_};
+      po.shapeless = shapeless;
       // Each tier's tape gets its own plan (the fused one when the entry switches).
       auto plan = [shapeless, name = name_](compiler::Program& p) {
         if (shapeless) p.shapeless = compiler::plan_shapeless(p.tape, name);

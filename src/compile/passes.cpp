@@ -213,6 +213,11 @@ void run_passes(Tape& tape, const PassOptions& options) {
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_steps},
   };
+  // Both bake the traced shapes into oneDNN plans: a shapeless tape keeps plain convolutions.
+  if (!options.shapeless) {
+    pipeline.push_back({"conv_epilogue", fuse_conv_epilogues});
+    pipeline.push_back({"conv_prepack", prepack_conv_weights});
+  }
   if (options.fuse)
     pipeline.push_back({"fuse", [&](Tape& t) {
                           if (options.unbuilt && options.unfused) *options.unfused = t;

@@ -20,6 +20,18 @@ void merge_scalar_constants(Tape& tape);
 void eliminate_common_subexpressions(Tape& tape);
 /// Drops steps and constants that no output depends on.
 void eliminate_dead_steps(Tape& tape);
+/// With oneDNN (SMELT_DNNL): a float32 CPU Conv followed by adds of a per-channel operand (a
+/// bias) and of at most one operand of its shape (a residual), each value read only by the next
+/// add, becomes one Conv with ConvParams::adds, which oneDNN applies as post-ops on the final
+/// accumulator: bit-identical to the adds it replaces. Activations stay with the fuse pass (its
+/// kernel reads the Conv's output once): oneDNN's ReLU/clip turn NaN into 0 (vmaxps), and its
+/// GELU/SiLU are other formulas, so they would break the compiled == eager contract.
+void fuse_conv_epilogues(Tape& tape);
+/// With oneDNN: the weight of a float32 CPU Conv that is a constant of the tape (an ONNX
+/// initializer, a captured array) is reordered now into the layout oneDNN's primitive wants, and
+/// the Conv reads that packed constant (ConvParams::packed_weight): calls skip the weight reorder.
+/// The same primitive runs either way, so the bits do not change.
+void prepack_conv_weights(Tape& tape);
 
 struct PassOptions {
   std::vector<std::string> disabled;
@@ -32,10 +44,13 @@ struct PassOptions {
   /// `unfused` (when set too) receives the tape as the fuse pass got it, to fuse again later.
   std::vector<codegen::FusedProgram>* unbuilt = nullptr;
   Tape* unfused = nullptr;
+  /// The tape will replay for other shapes of its ranks: passes that bake shapes in skip.
+  bool shapeless = false;
 };
 
-/// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce", then
-/// "fuse"), verifying the tape after each.
+/// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce",
+/// "conv_epilogue", "conv_prepack" (neither under shapeless), then "fuse"), verifying the tape
+/// after each.
 void run_passes(Tape& tape, const PassOptions& options);
 
 }  // namespace smelt::compiler

@@ -156,6 +156,8 @@ class RegionGuard {
 
 int num_threads() { return pool().size(); }
 
+bool in_parallel_for() { return in_parallel_region; }
+
 void set_num_threads(int n) {
   // The running job holds the pool; resizing from inside it would wait for itself.
   if (in_parallel_region)

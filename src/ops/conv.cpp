@@ -122,7 +122,7 @@ Array conv_impl(const Array& input, const Array& weight, const ConvOptions& o, c
                           std::to_string(lo[i]) + "+" + std::to_string(hi[i]));
     out.push_back(n);
   }
-  ConvParams p{strides, lo, hi, dil, o.groups};
+  ConvParams p{strides, lo, hi, dil, o.groups, {}, {}, 0};
   // A host operand beside a GPU one moves to the GPU (as in matmul).
   return make_array(std::move(out), dtype, device, make_prim(PrimKind::Conv, std::move(p)),
                     {to_device(astype(input, dtype), device), to_device(astype(weight, dtype), device)});

@@ -278,6 +278,9 @@ struct Hasher {
     add_vec(p.padding_hi);
     add_vec(p.dilations);
     add(static_cast<size_t>(p.groups));
+    for (ConvAdd a : p.adds) add(static_cast<size_t>(a) + 1);
+    add_vec(p.packed_weight);
+    add(static_cast<size_t>(p.packed_threads));
   }
   void operator()(const ConvTransposeParams& p) {
     add_vec(p.strides);
@@ -355,6 +358,8 @@ struct Printer {
   void operator()(const ConvParams& p) {
     os << "strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
        << ", dilations=" << list(p.dilations) << ", groups=" << p.groups;
+    for (ConvAdd a : p.adds) os << (a == ConvAdd::Channel ? ", +bias" : ", +residual");
+    if (!p.packed_weight.empty()) os << ", packed weight " << list(p.packed_weight);
   }
   void operator()(const ConvTransposeParams& p) {
     os << "strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)

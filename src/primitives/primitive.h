@@ -150,9 +150,21 @@ struct TopKParams {
   bool largest;
   bool operator==(const TopKParams&) const = default;
 };
+/// A float32 addition fused into a Conv's result (ConvParams::adds): a per-channel operand of
+/// C elements (a bias) or one with the output's shape (a residual).
+enum class ConvAdd : uint8_t { Channel, Tensor };
 struct ConvParams {
   std::vector<int64_t> strides, padding_lo, padding_hi, dilations;
   int64_t groups;
+  /// Additions applied in order to the float32 result, one more input each (after input and
+  /// weight), each one IEEE addition: bit-identical to the separate adds it replaces. Only the
+  /// CPU compile pass conv_epilogue (src/compile/conv_epilogue.cpp) makes them; ops never do.
+  std::vector<ConvAdd> adds = {};
+  /// Non-empty when the weight input is already in oneDNN's layout (the compile pass
+  /// conv_prepack, src/compile/conv_prepack.cpp): the weight's logical shape [O, C/groups, K...];
+  /// `packed_threads` is the thread count whose plan chose that layout.
+  std::vector<int64_t> packed_weight = {};
+  int64_t packed_threads = 0;
   bool operator==(const ConvParams&) const = default;
 };
 struct ConvTransposeParams {
@@ -194,7 +206,8 @@ struct FusedParams {
 //   SliceUpdate: a, update            Concatenate: n
 //   Gather/GatherElements/GatherND: a, indices      Scatter/ScatterND: a, indices, updates
 //   Matmul: a [..., M, K], b [..., K, N] with equal batch shapes
-//   Conv, ConvTranspose: input, weight              RandomBits: key (uint32 [2])
+//   Conv, ConvTranspose: input, weight (Conv: then one operand per fused add)
+//   RandomBits: key (uint32 [2])
 //   TopK: two outputs (values, int64 indices)
 //   Attention: q [B, Hq, S, D], k [B, Hkv, T, D], v [B, Hkv, T, Dv][, mask [B, Hq, S, T]]
 //   Fused: any number of inputs and outputs (0 in the table means variadic)

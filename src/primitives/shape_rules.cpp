@@ -314,9 +314,9 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
       return {out, out};
     }
     case PrimKind::Conv: {
-      need_inputs(prim, in, 2);
       const auto& p = prim.get<ConvParams>();
-      const Shape &x = in[0], &w = in[1];
+      need_inputs(prim, in, 2 + p.adds.size());
+      const Shape &x = in[0], &w = p.packed_weight.empty() ? in[1] : p.packed_weight;
       const size_t k = p.strides.size();
       check_spatial(prim, in, x, k);
       if (w.size() != x.size()) fail(prim, in, "the weight needs the input's rank");

@@ -811,6 +811,8 @@ std::vector<Array> vjp_rule(const Array& out, const Array& g) {
     }
     case PrimKind::Conv: {
       const auto& p = n.prim.get<ConvParams>();
+      SMELT_ASSERT(p.adds.empty() && p.packed_weight.empty(),
+                   "conv: fused adds and packed weights exist only in compiled tapes, never under a transform");
       const Shape& xs = in[0].shape();
       const Shape kernel(in[1].shape().begin() + 2, in[1].shape().end());
       // The input's cotangent is the adjoint, conv_transpose with the same weight; output_padding

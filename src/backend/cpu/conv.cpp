@@ -1,4 +1,4 @@
-// CPU kernels for Conv (im2col + tiled BLAS GEMM, direct loops), ConvTranspose (GEMM + col2im) and Pool.
+// CPU kernels for Conv (oneDNN for float32, else im2col + tiled BLAS GEMM or direct loops), ConvTranspose (GEMM + col2im) and Pool.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "smelt/errors.h"
+#include "src/backend/cpu/dnnl.h"
 #include "src/backend/cpu/gemm.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
@@ -28,6 +29,7 @@ constexpr int64_t kBigGemm = int64_t{1} << 20;
 /// (a missing axis has size 1, kernel 1, stride 1, dilation 1 and no padding), so that one set
 /// of loops serves 1-D, 2-D and 3-D.
 struct Geom {
+  int spatial = 3;  // the real number of spatial axes (the last `spatial` entries below)
   int64_t batch = 0, in_ch = 0, out_ch = 0, groups = 1;
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
   int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
@@ -48,6 +50,7 @@ Geom make_geom(const Shape& in_shape, const Shape& out_shape, const std::vector<
   g.out_ch = out_shape[1];
   g.groups = groups;
   const size_t k = in_shape.size() - 2;
+  g.spatial = static_cast<int>(k);
   SMELT_ASSERT(k >= 1 && k <= 3 && kernel.size() == k && strides.size() == k && lo.size() == k && hi.size() == k &&
                    dil.size() == k,
                "conv: parameters do not match the spatial rank");
@@ -282,8 +285,41 @@ void conv_direct(const T* x, const T* w, T* y, const Geom& g) {
   });
 }
 
+DnnlConv dnnl_geometry(const Geom& g) {
+  DnnlConv c;
+  c.spatial = g.spatial;
+  c.batch = g.batch;
+  c.in_ch = g.in_ch;
+  c.out_ch = g.out_ch;
+  c.groups = g.groups;
+  for (int i = 0; i < 3; ++i) {
+    c.in[i] = g.in[i];
+    c.out[i] = g.out[i];
+    c.k[i] = g.k[i];
+    c.stride[i] = g.stride[i];
+    c.pad_lo[i] = g.pad[i];
+    c.pad_hi[i] = g.pad_hi[i];
+    c.dil[i] = g.dil[i];
+  }
+  return c;
+}
+
+}  // namespace
+
+DnnlConv dnnl_conv_geometry(const Shape& x, const Shape& w, const Shape& y, const ConvParams& p) {
+  return dnnl_geometry(make_geom(x, y, Shape(w.begin() + 2, w.end()), p.strides, p.padding_lo, p.padding_hi,
+                                 p.dilations, p.groups));
+}
+
+namespace {
+
+/// Float convolutions: oneDNN takes float32 (halves arrive as float32) when built in and the
+/// geometry suits it; the choice depends on the geometry alone, so it is the same on every call.
 template <class S>
 void conv_float(const S* x, const S* w, S* y, const Geom& g) {
+  if constexpr (std::is_same_v<S, float>) {
+    if (dnnl_conv_f32(dnnl_geometry(g), x, w, y)) return;
+  }
   if (g.in_per_group() == 1)
     conv_direct<S>(x, w, y, g);
   else
@@ -537,19 +573,68 @@ void pool(const T* x, T* y, const Geom& g, bool count_include_pad) {
 
 }  // namespace
 
+namespace {
+
+/// A Conv with fused adds or a packed weight (float32 only, made by the compile passes
+/// conv_epilogue and conv_prepack): oneDNN applies the adds as post-ops; where it does not take
+/// the geometry, smelt's kernel runs and the adds follow, in the same order. Either way each add
+/// is one float32 addition of the convolution's float32 result, as the separate adds would
+/// compute it. A packed weight exists only where oneDNN took the geometry at compile time.
+void conv_compiled(const ConvParams& p, const std::vector<Array>& inputs, Array& out, const Geom& g,
+                   const Shape& weight_shape) {
+  SMELT_ASSERT(out.dtype() == Dtype::Float32 && inputs.size() == 2 + p.adds.size(),
+               "conv: fused adds and packed weights need float32 and one operand per add");
+  std::vector<std::vector<float>> storage(inputs.size());
+  std::vector<DnnlAdd> adds;
+  for (size_t i = 0; i < p.adds.size(); ++i) {
+    const Array& a = inputs[2 + i];
+    const int64_t want = p.adds[i] == ConvAdd::Channel ? g.out_ch : out.size();
+    SMELT_ASSERT(a.dtype() == Dtype::Float32 && a.size() == want, "conv: a fused add's operand has the wrong size");
+    const float* d = contiguous_as<float, float>(a, storage[2 + i]);
+    adds.push_back({p.adds[i] == ConvAdd::Channel ? DnnlAddKind::Channel : DnnlAddKind::Tensor, d});
+  }
+  const float* x = contiguous_as<float, float>(inputs[0], storage[0]);
+  const float* w = contiguous_as<float, float>(inputs[1], storage[1]);
+  float* y = out_ptr<float>(out);
+  const DnnlConv geometry = dnnl_conv_geometry(inputs[0].shape(), weight_shape, out.shape(), p);
+  const int packed = static_cast<int>(p.packed_threads);
+  if (inputs[0].size() > 0 && dnnl_conv_f32(geometry, x, w, y, adds, packed)) return;
+  // The plain convolution, as eager runs it (oneDNN's plain primitive, else smelt's kernel), then
+  // the adds.
+  if (inputs[0].size() == 0) {
+    std::fill(y, y + out.size(), 0.0f);
+  } else if (!dnnl_conv_f32(geometry, x, w, y, {}, packed)) {
+    SMELT_ASSERT(p.packed_weight.empty(), "conv: oneDNN declined a convolution whose weight it packed");
+    conv_float<float>(x, w, y, g);
+  }
+  const int64_t plane = g.out_size(), channels = g.out_ch;
+  for (const DnnlAdd& a : adds) {
+    parallel_for(out.size(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = y[i] + (a.kind == DnnlAddKind::Channel ? a.operand[(i / plane) % channels]
+                                                                                   : a.operand[i]);
+    });
+  }
+}
+
+}  // namespace
+
 void eval_Conv(const ConvParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
   const Array& xa = inputs[0];
   const Array& wa = inputs[1];
   Array& out = outputs[0];
   alloc_contiguous(out);
   if (out.size() == 0) return;
+  const Shape ws = p.packed_weight.empty() ? wa.shape() : Shape(p.packed_weight.begin(), p.packed_weight.end());
+  Geom g = make_geom(xa.shape(), out.shape(), Shape(ws.begin() + 2, ws.end()), p.strides, p.padding_lo, p.padding_hi,
+                     p.dilations, p.groups);
+  if (!p.adds.empty() || !p.packed_weight.empty()) {
+    conv_compiled(p, inputs, out, g, ws);
+    return;
+  }
   if (xa.size() == 0) {  // no input channels, or only padding: every sum is empty
     std::memset(out_ptr<uint8_t>(out), 0, static_cast<size_t>(out.size()) * out.itemsize());
     return;
   }
-  const Shape& ws = wa.shape();
-  Geom g = make_geom(xa.shape(), out.shape(), Shape(ws.begin() + 2, ws.end()), p.strides, p.padding_lo, p.padding_hi,
-                     p.dilations, p.groups);
   dispatch_all(out.dtype(), [&]<class T>() {
     run_typed<T>(
         xa, wa, out, g, [](const auto* x, const auto* w, auto* y, const Geom& gg) { conv_float(x, w, y, gg); },

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <vector>
 
 #include "smelt/errors.h"
+#include "src/backend/cpu/dnnl.h"
 #include "src/core/thread_pool.h"
 
 namespace smelt::cpu {
@@ -38,6 +40,30 @@ void blas_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const S* a, in
                S* c, int64_t ldc) {
   auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
   if constexpr (std::is_same_v<S, float>) {
+    // oneDNN's sgemm picks its kernels from the CPU's instruction set; Debian's OpenBLAS falls
+    // back to generic kernels on CPUs it does not know (docs/cpu-kernels.md). Its kernels for
+    // transposed operands sum in another order than for plain ones, so a transposed operand is
+    // copied to row-major first: a product's bits do not depend on how its operands are stored
+    // (a transposed view or a copy; tests/ops/linalg_test.cpp).
+    if (dnnl_enabled()) {
+      thread_local std::vector<float> a_rows, b_rows;
+      if (ta) {
+        a_rows.resize(static_cast<size_t>(m * k));
+        for (int64_t p = 0; p < k; ++p)
+          for (int64_t i = 0; i < m; ++i) a_rows[static_cast<size_t>(i * k + p)] = a[p * lda + i];
+        a = a_rows.data();
+        lda = k;
+      }
+      if (tb) {
+        b_rows.resize(static_cast<size_t>(k * n));
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t p = 0; p < k; ++p) b_rows[static_cast<size_t>(p * n + j)] = b[j * ldb + p];
+        b = b_rows.data();
+        ldb = n;
+      }
+      dnnl_sgemm_1thread(false, false, m, n, k, a, lda, b, ldb, c, ldc);
+      return;
+    }
     cblas_sgemm(CblasRowMajor, t(ta), t(tb), blas_int(m), blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b,
                 blas_int(ldb), 0.0f, c, blas_int(ldc));
   } else {

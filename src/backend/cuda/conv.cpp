@@ -745,6 +745,7 @@ Array on_device(const Array& a, Device d) {
 }  // namespace
 
 void eval_conv(const ConvParams& p, const std::vector<Array>& inputs, Array& out) {
+  SMELT_ASSERT(p.adds.empty() && p.packed_weight.empty(), "conv: fused adds and packed weights are made for CPU steps only");
   const Array x = on_device(inputs[0], out.device()), w = on_device(inputs[1], out.device());
   if (out.dtype() == Dtype::Bool) throw DtypeError("conv: bool is not supported");
   alloc_output(out);

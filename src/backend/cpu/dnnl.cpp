@@ -1,0 +1,392 @@
+// oneDNN convolutions (primitives planned once per geometry, thread-count independent) and GEMM tiles (dnnl.h).
+#include "src/backend/cpu/dnnl.h"
+
+#if SMELT_HAS_DNNL
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "smelt/errors.h"
+#include "src/core/thread_pool.h"
+
+namespace smelt::cpu {
+
+#if !SMELT_HAS_DNNL
+
+bool dnnl_enabled() { return false; }
+bool dnnl_conv_f32(const DnnlConv&, const float*, const float*, float*, const std::vector<DnnlAdd>&, int) {
+  return false;
+}
+std::vector<float> dnnl_pack_conv_weights(const DnnlConv&, const float*, int*) {
+  return {};
+}
+bool dnnl_sgemm_1thread(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float*,
+                        int64_t) {
+  return false;
+}
+int64_t dnnl_conv_primitives_created() { return 0; }
+std::string dnnl_conv_impl(const DnnlConv&, const std::vector<DnnlAdd>&) { return ""; }
+
+#else
+
+namespace {
+
+using dnnl::memory;
+
+/// Debian's libdnnl is built with the OpenMP runtime: a primitive runs on omp_get_max_threads()
+/// of the calling thread (a per-thread setting), read when the primitive is created and when it
+/// runs. This sets it to smelt's count for one call and puts the caller's value back.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int n) : saved_(omp_get_max_threads()) {
+    if (saved_ != n) omp_set_num_threads(n);
+  }
+  ~OmpThreads() {
+    if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+  }
+  void set(int n) {
+    if (omp_get_max_threads() != n) omp_set_num_threads(n);
+  }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+dnnl::engine& engine() {
+  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);  // never destroyed: exit-safe
+  return *e;
+}
+
+/// CPU streams run primitives synchronously on the calling thread's OpenMP team; one per thread
+/// keeps concurrent callers apart.
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+/// A growing 64-byte-aligned buffer kept by each thread (blocked copies of activations and
+/// weights, the primitive's scratchpad): large convolutions would otherwise map and fault fresh
+/// pages on every call.
+class Scratch {
+ public:
+  ~Scratch() { std::free(p_); }
+  void* get(size_t bytes) {
+    if (bytes <= size_) return p_;
+    std::free(p_);
+    size_ = (bytes + 63) / 64 * 64;
+    p_ = std::aligned_alloc(64, size_);
+    if (!p_) {
+      size_ = 0;
+      throw OutOfMemory("conv: cannot allocate " + std::to_string(bytes) + " bytes for oneDNN's blocked layout");
+    }
+    return p_;
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t size_ = 0;
+};
+
+enum Buf { kSrc, kWei, kDst, kScratchpad, kBufs };
+Scratch& scratch(Buf b) {
+  thread_local Scratch s[kBufs];
+  return s[b];
+}
+
+/// Everything a convolution of one geometry, add list and thread count needs: the primitive
+/// (its layouts chosen by oneDNN: `any`), and reorders between smelt's row-major layout and
+/// the primitive's where they differ.
+struct ConvPlan {
+  dnnl::convolution_forward conv;
+  memory::desc src_user, wei_user, dst_user, src, wei, dst, bias, scratchpad;
+  std::optional<dnnl::reorder> src_in, wei_in, dst_in, dst_out;
+  size_t scratch_bytes = 0;
+  std::string impl;  // oneDNN's name of the implementation, for tests
+};
+
+memory::dims dims_of(const DnnlConv& c, int64_t n, int64_t ch, const int64_t* sp) {
+  memory::dims d{n, ch};
+  for (int i = 3 - c.spatial; i < 3; ++i) d.push_back(sp[i]);
+  return d;
+}
+
+memory::dims spatial_of(const DnnlConv& c, const int64_t* v, int64_t minus) {
+  memory::dims d;
+  for (int i = 3 - c.spatial; i < 3; ++i) d.push_back(v[i] - minus);
+  return d;
+}
+
+memory::format_tag plain_tag(size_t rank) {
+  switch (rank) {
+    case 3: return memory::format_tag::abc;
+    case 4: return memory::format_tag::abcd;
+    case 5: return memory::format_tag::abcde;
+    case 6: return memory::format_tag::abcdef;
+  }
+  SMELT_ASSERT(false, "conv: oneDNN tensor of unexpected rank");
+  return memory::format_tag::undef;
+}
+
+std::optional<dnnl::reorder> reorder_if(const memory::desc& from, const memory::desc& to) {
+  if (from == to) return std::nullopt;
+  return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
+}
+
+/// Plans a convolution; nullptr when oneDNN has no implementation for it.
+std::shared_ptr<const ConvPlan> make_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& adds) {
+  using dt = memory::data_type;
+  const memory::dims src_d = dims_of(c, c.batch, c.in_ch, c.in);
+  const memory::dims dst_d = dims_of(c, c.batch, c.out_ch, c.out);
+  memory::dims wei_d;
+  if (c.groups > 1) wei_d.push_back(c.groups);
+  wei_d.push_back(c.out_ch / c.groups);
+  wei_d.push_back(c.in_ch / c.groups);
+  for (int i = 3 - c.spatial; i < 3; ++i) wei_d.push_back(c.k[i]);
+
+  auto plan = std::make_shared<ConvPlan>();
+  plan->src_user = memory::desc(src_d, dt::f32, plain_tag(src_d.size()));
+  plan->dst_user = memory::desc(dst_d, dt::f32, plain_tag(dst_d.size()));
+  plan->wei_user = memory::desc(wei_d, dt::f32, plain_tag(wei_d.size()));
+  memory::dims bias_d(dst_d.size(), 1);
+  bias_d[1] = c.out_ch;
+  plan->bias = memory::desc(bias_d, dt::f32, plain_tag(bias_d.size()));
+
+  dnnl::post_ops po;
+  for (const DnnlAddKind a : adds) {
+    switch (a) {
+      case DnnlAddKind::Channel: po.append_binary(dnnl::algorithm::binary_add, plan->bias); break;
+      case DnnlAddKind::Tensor: po.append_sum(1.0f); break;
+    }
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-call scratch: concurrent callers
+
+  try {
+    auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); };
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                         any(src_d), any(wei_d), any(dst_d), spatial_of(c, c.stride, 0),
+                                         spatial_of(c, c.dil, 1), spatial_of(c, c.pad_lo, 0),
+                                         spatial_of(c, c.pad_hi, 0));
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+    plan->src = pd.src_desc();
+    plan->wei = pd.weights_desc();
+    plan->dst = pd.dst_desc();
+    plan->impl = pd.impl_info_str();
+    plan->scratchpad = pd.scratchpad_desc();
+    plan->scratch_bytes = plan->scratchpad.get_size();
+    plan->conv = dnnl::convolution_forward(pd);
+    plan->src_in = reorder_if(plan->src_user, plan->src);
+    plan->wei_in = reorder_if(plan->wei_user, plan->wei);
+    plan->dst_in = reorder_if(plan->dst_user, plan->dst);
+    plan->dst_out = reorder_if(plan->dst, plan->dst_user);
+  } catch (const dnnl::error&) {
+    return nullptr;  // no implementation (or a geometry oneDNN rejects): smelt's kernel runs
+  }
+  return plan;
+}
+
+std::atomic<int64_t> g_created{0};
+
+/// Plans by (geometry, add kinds, threads): a primitive's blocking is chosen for the thread
+/// count it is created under, and creating one (JIT code generation) costs far more than a call.
+std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<DnnlAddKind>& adds, int threads) {
+  std::vector<int64_t> key{c.spatial, c.batch, c.in_ch, c.out_ch, c.groups, threads};
+  for (const int64_t* a : {c.in, c.out, c.k, c.stride, c.pad_lo, c.pad_hi, c.dil}) key.insert(key.end(), a, a + 3);
+  for (const DnnlAddKind a : adds) key.push_back(100 + static_cast<int64_t>(a));
+  struct Hash {
+    size_t operator()(const std::vector<int64_t>& v) const {
+      size_t h = v.size();
+      for (int64_t x : v) h = h * 1000003u ^ static_cast<size_t>(x);
+      return h;
+    }
+  };
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::vector<int64_t>, std::shared_ptr<const ConvPlan>, Hash>();
+  {
+    std::lock_guard lock(mu);
+    if (auto it = cache->find(key); it != cache->end()) return it->second;
+  }
+  // Planned outside the lock (JIT compilation takes milliseconds); two threads planning the same
+  // key build equal primitives and the first one stays.
+  std::shared_ptr<const ConvPlan> plan = make_plan(c, adds);
+  g_created.fetch_add(1, std::memory_order_relaxed);
+  // Post-ops can make oneDNN pick another implementation (a grouped convolution with a bias and a
+  // residual falls to its reference kernel): then the adds would not be the separate float32
+  // additions of the plain convolution's result. Such a plan is declined, and the caller runs the
+  // plain convolution and the adds.
+  if (plan && !adds.empty()) {
+    const auto plain = plan_for(c, {}, threads);
+    if (!plain || plain->impl != plan->impl) plan = nullptr;
+    // The sum post-op (a residual) matches a separate add, bit for bit, with the brgemm-based
+    // convolutions; the older JIT kernel gave other bits on a grouped convolution
+    // (tests/backend/cpu/dnnl_test.cpp), so it does not apply the sum after the whole reduction.
+    const bool residual = std::count(adds.begin(), adds.end(), DnnlAddKind::Tensor) > 0;
+    if (plan && residual && plan->impl.rfind("brgconv", 0) != 0) plan = nullptr;
+  }
+  std::lock_guard lock(mu);
+  constexpr size_t kMaxPlans = 1024;  // a model has tens of geometries; shapeless callers more
+  if (cache->size() >= kMaxPlans) cache->clear();
+  return cache->emplace(std::move(key), std::move(plan)).first->second;
+}
+
+bool supported(const DnnlConv& c, const std::vector<DnnlAddKind>& adds) {
+  if (c.spatial < 1 || c.spatial > 3 || c.batch <= 0 || c.in_ch <= 0 || c.out_ch <= 0 || c.groups <= 0) return false;
+  for (int i = 0; i < 3; ++i)
+    if (c.pad_lo[i] < 0 || c.pad_hi[i] < 0 || c.dil[i] < 1 || c.stride[i] < 1) return false;
+  return std::count(adds.begin(), adds.end(), DnnlAddKind::Tensor) <= 1;
+}
+
+std::vector<DnnlAddKind> kinds_of(const std::vector<DnnlAdd>& adds) {
+  std::vector<DnnlAddKind> k;
+  for (const auto& a : adds) k.push_back(a.kind);
+  return k;
+}
+
+/// Nested in a parallel_for, the pool's threads are taken: one thread, like smelt's kernels.
+int call_threads() { return in_parallel_for() ? 1 : num_threads(); }
+
+/// oneDNN's direct and brgemm convolutions split the work over outputs and never inside one
+/// output's reduction; its GEMM-based ones ("gemm:jit", an im2col and a threaded sgemm) and the
+/// reference kernels may split the reduction by the thread count (found on AVX2 with a grouped
+/// convolution: other bits at 3 threads). Those run on one thread.
+bool splits_outputs_only(const std::string& impl) {
+  return impl.find("gemm:") == std::string::npos && impl.rfind("ref", 0) != 0 && impl.find(":ref") == std::string::npos;
+}
+
+/// The plan a call runs and its thread count (set on `omp`): the caller's count, or one thread
+/// where the implementation for that count could change bits with it.
+std::pair<std::shared_ptr<const ConvPlan>, int> choose_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds,
+                                                            OmpThreads& omp) {
+  int threads = call_threads();
+  omp.set(threads);
+  auto plan = plan_for(c, kinds, threads);
+  if (plan && threads > 1 && !splits_outputs_only(plan->impl)) {
+    threads = 1;
+    omp.set(1);
+    plan = plan_for(c, kinds, 1);
+  }
+  return {plan, threads};
+}
+
+}  // namespace
+
+bool dnnl_enabled() { return true; }
+
+bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, const std::vector<DnnlAdd>& adds,
+                   int packed_threads) {
+  const std::vector<DnnlAddKind> kinds = kinds_of(adds);
+  if (!supported(c, kinds)) return false;
+  OmpThreads omp(call_threads());
+  const auto [plan, threads] = choose_plan(c, kinds, omp);
+  if (!plan) return false;
+  // Packed weights are in the layout of the plain plan (no adds) made for `packed_threads`.
+  memory::desc wei_given = plan->wei_user;
+  if (packed_threads > 0) {
+    const auto packed = plan_for(c, {}, packed_threads);
+    SMELT_ASSERT(packed, "conv: packed weights without a oneDNN plan");
+    wei_given = packed->wei;
+  }
+  auto& eng = engine();
+  auto& st = thread_stream();
+  auto user = [&](const memory::desc& md, const float* p) { return memory(md, eng, const_cast<float*>(p)); };
+  auto mine = [&](const memory::desc& md, Buf b) { return memory(md, eng, scratch(b).get(md.get_size())); };
+
+  memory src = user(plan->src_user, x), wei = user(wei_given, w), dst = user(plan->dst_user, y);
+  if (plan->src_in) {
+    memory blocked = mine(plan->src, kSrc);
+    plan->src_in->execute(st, src, blocked);
+    src = blocked;
+  }
+  if (wei_given != plan->wei) {
+    memory blocked = mine(plan->wei, kWei);
+    if (packed_threads > 0)  // packed for another thread count whose plan chose another layout
+      dnnl::reorder(dnnl::reorder::primitive_desc(eng, wei_given, eng, plan->wei)).execute(st, wei, blocked);
+    else
+      plan->wei_in->execute(st, wei, blocked);
+    wei = blocked;
+  }
+  memory out = plan->dst_out ? mine(plan->dst, kDst) : dst;
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, out}};
+  if (plan->scratch_bytes > 0)
+    args.emplace(DNNL_ARG_SCRATCHPAD, mine(plan->scratchpad, kScratchpad));
+  for (size_t i = 0; i < adds.size(); ++i) {
+    switch (adds[i].kind) {
+      case DnnlAddKind::Channel:
+        args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
+                     user(plan->bias, adds[i].operand));
+        break;
+      case DnnlAddKind::Tensor:
+        // The sum post-op adds the accumulator to what the destination holds: the residual.
+        if (plan->dst_in) {
+          memory residual = user(plan->dst_user, adds[i].operand);
+          plan->dst_in->execute(st, residual, out);
+        } else if (adds[i].operand != y) {
+          std::memcpy(y, adds[i].operand, plan->dst_user.get_size());
+        }
+        break;
+    }
+  }
+  plan->conv.execute(st, args);
+  if (plan->dst_out) plan->dst_out->execute(st, out, dst);
+  st.wait();
+  return true;
+}
+
+bool dnnl_sgemm_1thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                        const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return true;
+  if (k <= 0) {  // an empty sum: oneDNN's argument checks want lda >= k >= 1
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return true;
+  }
+  OmpThreads omp(1);
+  const dnnl_status_t s =
+      dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  SMELT_ASSERT(s == dnnl_success, "matmul: oneDNN's sgemm rejected a tile");
+  return true;
+}
+
+int64_t dnnl_conv_primitives_created() { return g_created.load(std::memory_order_relaxed); }
+
+std::string dnnl_conv_impl(const DnnlConv& c, const std::vector<DnnlAdd>& adds) {
+  const std::vector<DnnlAddKind> kinds = kinds_of(adds);
+  if (!supported(c, kinds)) return "";
+  OmpThreads omp(call_threads());
+  const auto plan = choose_plan(c, kinds, omp).first;
+  return plan ? plan->impl : "";
+}
+
+std::vector<float> dnnl_pack_conv_weights(const DnnlConv& c, const float* w, int* threads) {
+  if (!supported(c, {})) return {};
+  OmpThreads omp(call_threads());
+  const auto [plan, plan_threads] = choose_plan(c, {}, omp);
+  if (!plan) return {};
+  *threads = plan_threads;
+  std::vector<float> packed((plan->wei.get_size() + sizeof(float) - 1) / sizeof(float));
+  memory from(plan->wei_user, engine(), const_cast<float*>(w)), to(plan->wei, engine(), packed.data());
+  if (plan->wei_in)
+    plan->wei_in->execute(thread_stream(), from, to);
+  else
+    std::memcpy(packed.data(), w, plan->wei_user.get_size());
+  thread_stream().wait();
+  return packed;
+}
+
+#endif
+
+}  // namespace smelt::cpu

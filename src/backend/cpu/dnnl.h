@@ -1,0 +1,74 @@
+// oneDNN on the CPU (SMELT_DNNL): float32 convolutions with add post-ops and single-threaded GEMM tiles.
+//
+// Why oneDNN: on the same shapes and 2 threads its convolutions ran 3-10x faster than smelt's
+// im2col + OpenBLAS path and its sgemm 5-10x faster than Debian's OpenBLAS (docs/cpu-kernels.md
+// has the measurements and the comparison with XNNPACK). The header keeps oneDNN's own headers
+// out of the rest of smelt; without SMELT_DNNL every function here reports "not taken" and the
+// callers keep smelt's own kernels.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/primitives/primitive.h"
+
+namespace smelt::cpu {
+
+/// True when this build runs float32 convolutions and GEMM tiles through oneDNN.
+bool dnnl_enabled();
+
+/// A float32 convolution over row-major N C (D) (H) W data, weights [O, C/groups, K...].
+/// Spatial arrays hold `spatial` (1 to 3) entries; dilations are smelt's (1 = dense).
+struct DnnlConv {
+  int spatial = 2;
+  int64_t batch = 0, in_ch = 0, out_ch = 0, groups = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1}, pad_lo[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
+};
+
+/// An addition applied to the float32 result of each output element after its whole reduction,
+/// in order: `y = ((conv + a0) + a1) ...`, each a single IEEE float32 addition, so the result is
+/// bit-identical to the convolution followed by separate adds (tests/backend/cpu/dnnl_test.cpp).
+enum class DnnlAddKind : uint8_t {
+  Channel,  // operand float[out_ch], broadcast over batch and space (a bias)
+  Tensor,   // operand with the output's shape, row-major (a residual); at most one per call
+};
+struct DnnlAdd {
+  DnnlAddKind kind;
+  const float* operand;
+};
+
+/// y = conv(x, w) followed by `adds`, on smelt's thread count (one thread inside a parallel_for).
+/// Returns false, having written nothing, when oneDNN is not built in or does not take the
+/// geometry (smelt's kernel runs instead). The result depends on the shapes and the CPU's
+/// instruction set only, never on the thread count.
+/// With adds, false also when the post-ops would make oneDNN pick another implementation than
+/// for the plain convolution (the adds would then not be bit-identical to separate adds).
+/// `packed_threads` > 0: `w` is already in the layout that dnnl_pack_conv_weights chose at that
+/// thread count; it is reordered only if this call's primitive wants another.
+bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, const std::vector<DnnlAdd>& adds = {},
+                   int packed_threads = 0);
+
+/// The weights of `c` in the layout that oneDNN's primitive for `c` without adds at the current
+/// thread count wants (as float32 words), and that thread count; empty when oneDNN does not take
+/// the convolution. A call with adds whose primitive wants another layout reorders them.
+std::vector<float> dnnl_pack_conv_weights(const DnnlConv& c, const float* w, int* threads);
+
+/// The geometry of a Conv step: input, logical weight and output shapes with its parameters
+/// (src/backend/cpu/conv.cpp, so that compile passes plan exactly what the kernel runs).
+DnnlConv dnnl_conv_geometry(const Shape& x, const Shape& w, const Shape& y, const ConvParams& p);
+
+/// Row-major C[m,n] = op(A) op(B) (alpha 1, beta 0) on the calling thread alone. Returns false
+/// without oneDNN.
+bool dnnl_sgemm_1thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                        const float* b, int64_t ldb, float* c, int64_t ldc);
+
+/// Number of convolution primitives created so far (tests check that a shape is planned once).
+int64_t dnnl_conv_primitives_created();
+
+/// oneDNN's name of the implementation that runs `c` at the current thread count ("" when none):
+/// tests check that it does not change with the thread count.
+std::string dnnl_conv_impl(const DnnlConv& c, const std::vector<DnnlAdd>& adds = {});
+
+}  // namespace smelt::cpu

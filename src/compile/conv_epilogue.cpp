@@ -1,0 +1,95 @@
+// The conv_epilogue pass: bias and residual adds after a float32 CPU Conv become oneDNN post-ops of that Conv.
+#include <vector>
+
+#include "src/backend/cpu/dnnl.h"
+#include "src/compile/passes.h"
+
+namespace smelt::compiler {
+
+namespace {
+
+bool is_cpu_f32(const ValueInfo& v) { return v.dtype == Dtype::Float32 && v.device.type == Device::Type::Cpu; }
+
+/// True when broadcasting a value of shape `from` to `to` ([N, C, spatial...]) repeats one
+/// value per channel: right-aligned, every axis is 1 except axis 1, which is C (or 1).
+bool per_channel(const Shape& from, const Shape& to) {
+  if (from.size() > to.size() || to.size() < 3) return false;
+  const size_t lead = to.size() - from.size();
+  int64_t elements = 1;
+  for (int64_t d : from) elements *= d;
+  if (elements != to[1]) return false;  // a scalar broadcast over several channels is not C values
+  for (size_t i = 0; i < from.size(); ++i) {
+    const size_t axis = lead + i;
+    if (from[i] != 1 && !(axis == 1 && from[i] == to[1])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void fuse_conv_epilogues(Tape& tape) {
+  if (!cpu::dnnl_enabled()) return;  // smelt's own kernel would gain nothing from the fusion
+  const size_t n_values = tape.values.size();
+  std::vector<int> uses(n_values, 0), consumer(n_values, -1), producer(n_values, -1);
+  for (int o : tape.outputs) uses[o] += 2;  // a function output is read by the caller: never absorbed
+  for (size_t i = 0; i < tape.steps.size(); ++i) {
+    for (int in : tape.steps[i].inputs) {
+      ++uses[in];
+      consumer[in] = static_cast<int>(i);
+    }
+    for (int o : tape.steps[i].outputs) producer[o] = static_cast<int>(i);
+  }
+
+  std::vector<char> removed(tape.steps.size(), 0);
+  for (size_t si = 0; si < tape.steps.size(); ++si) {
+    Step& conv = tape.steps[si];
+    if (conv.prim.kind != PrimKind::Conv || conv.device.type != Device::Type::Cpu) continue;
+    if (!is_cpu_f32(tape.values[conv.outputs[0]]) || !conv.prim.get<ConvParams>().adds.empty()) continue;
+    ConvParams params = conv.prim.get<ConvParams>();
+    const Shape out_shape = tape.values[conv.outputs[0]].shape;
+    std::vector<int> operands;
+    int cur = conv.outputs[0], last = static_cast<int>(si);
+    bool residual = false;
+    // Walks the chain conv -> add -> add ...: each value must have exactly one reader, the add.
+    while (uses[cur] == 1) {
+      const int ci = consumer[cur];
+      const Step& add = tape.steps[ci];
+      if (add.prim.kind != PrimKind::Binary || add.prim.get<BinaryParams>().op != BinaryOp::Add) break;
+      if (!(add.device == conv.device) || !is_cpu_f32(tape.values[add.outputs[0]])) break;
+      if (tape.values[add.outputs[0]].shape != out_shape) break;
+      const int other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
+      if (other == cur) break;  // y + y
+      const int op = producer[other];
+      if (op >= 0 && tape.steps[op].prim.kind == PrimKind::Broadcast &&
+          per_channel(tape.values[tape.steps[op].inputs[0]].shape, out_shape) &&
+          is_cpu_f32(tape.values[tape.steps[op].inputs[0]])) {
+        params.adds.push_back(ConvAdd::Channel);
+        operands.push_back(tape.steps[op].inputs[0]);
+      } else if (!residual && is_cpu_f32(tape.values[other]) && tape.values[other].shape == out_shape) {
+        params.adds.push_back(ConvAdd::Tensor);
+        operands.push_back(other);
+        residual = true;
+      } else {
+        break;
+      }
+      removed[ci] = 1;
+      last = ci;
+      cur = add.outputs[0];
+    }
+    if (operands.empty()) continue;
+    Step fused{make_prim(PrimKind::Conv, params), conv.inputs, {cur}, conv.device};
+    fused.inputs.insert(fused.inputs.end(), operands.begin(), operands.end());
+    removed[si] = 1;
+    // The fused Conv takes the place of its last add, where every operand is defined.
+    removed[last] = 0;
+    tape.steps[last] = std::move(fused);
+  }
+  std::vector<Step> kept;
+  kept.reserve(tape.steps.size());
+  for (size_t i = 0; i < tape.steps.size(); ++i)
+    if (!removed[i]) kept.push_back(std::move(tape.steps[i]));
+  tape.steps = std::move(kept);
+  eliminate_dead_steps(tape);  // the broadcasts that only fed the absorbed adds
+}
+
+}  // namespace smelt::compiler

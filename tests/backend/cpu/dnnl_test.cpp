@@ -1,0 +1,333 @@
+// oneDNN convolutions (src/backend/cpu/dnnl.h): the float64 rounding bound, the same bits and the
+// same implementation at any thread count, primitives planned once, add post-ops bit-identical to
+// separate adds, concurrent callers.
+#include "src/backend/cpu/dnnl.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "smelt/memory.h"
+#include "test_utils.h"
+
+namespace smelt {
+namespace {
+
+using cpu::DnnlAdd;
+using cpu::DnnlAddKind;
+using cpu::DnnlConv;
+
+struct Case {
+  const char* name;
+  DnnlConv c;
+};
+
+DnnlConv make(int spatial, int64_t n, int64_t ci, int64_t co, std::vector<int64_t> in, std::vector<int64_t> k,
+              int64_t stride = 1, int64_t pad = 0, int64_t dil = 1, int64_t groups = 1, int64_t pad_hi_extra = 0) {
+  DnnlConv c;
+  c.spatial = spatial;
+  c.batch = n;
+  c.in_ch = ci;
+  c.out_ch = co;
+  c.groups = groups;
+  for (int i = 0; i < spatial; ++i) {
+    const int d = 3 - spatial + i;
+    c.in[d] = in[i];
+    c.k[d] = k[i];
+    c.stride[d] = stride;
+    c.pad_lo[d] = pad;
+    c.pad_hi[d] = pad + (i == spatial - 1 ? pad_hi_extra : 0);
+    c.dil[d] = dil;
+    c.out[d] = (in[i] + c.pad_lo[d] + c.pad_hi[d] - dil * (k[i] - 1) - 1) / stride + 1;
+  }
+  return c;
+}
+
+// ResNet-like layers (3x3 and 1x1, batch 1 and 4), a stem (7x7 stride 2, 3 channels), grouped,
+// depthwise, dilated, asymmetric padding, 1-D and 3-D: shapes where oneDNN picks different
+// kernels and blockings (brgconv, 1x1, depthwise, plain-source stems).
+std::vector<Case> cases() {
+  return {
+      {"3x3_c64_b1", make(2, 1, 64, 64, {14, 14}, {3, 3}, 1, 1)},
+      {"3x3_c64_b4", make(2, 4, 64, 64, {14, 14}, {3, 3}, 1, 1)},
+      {"3x3_c512_7x7", make(2, 1, 512, 64, {7, 7}, {3, 3}, 1, 1)},
+      {"1x1_c256_to_64", make(2, 2, 256, 64, {14, 14}, {1, 1})},
+      {"1x1_stride2", make(2, 1, 64, 128, {14, 14}, {1, 1}, 2)},
+      {"stem_7x7_s2", make(2, 1, 3, 16, {32, 32}, {7, 7}, 2, 3)},
+      {"grouped_g4", make(2, 2, 32, 48, {9, 11}, {3, 3}, 1, 1, 1, 4)},
+      {"depthwise_s2", make(2, 2, 32, 32, {15, 15}, {3, 3}, 2, 1, 1, 32)},
+      {"dilated_asym_pad", make(2, 1, 16, 24, {13, 12}, {3, 3}, 1, 2, 2, 1, 1)},
+      {"odd_channels", make(2, 3, 5, 7, {9, 8}, {3, 2}, 1, 1)},
+      {"conv1d", make(1, 2, 24, 40, {50}, {5}, 2, 2)},
+      {"conv3d", make(3, 1, 8, 16, {6, 7, 8}, {3, 3, 3}, 1, 1)},
+  };
+}
+
+int64_t numel(const DnnlConv& c, bool out) {
+  int64_t n = c.batch * (out ? c.out_ch : c.in_ch);
+  for (int i = 0; i < 3; ++i) n *= out ? c.out[i] : c.in[i];
+  return n;
+}
+int64_t kernel_size(const DnnlConv& c) { return c.k[0] * c.k[1] * c.k[2]; }
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(gen);
+  return v;
+}
+
+struct Data {
+  DnnlConv c;
+  std::vector<float> x, w;
+  Data(const DnnlConv& cs, uint32_t seed)
+      : c(cs),
+        x(random_floats(static_cast<size_t>(numel(cs, false)), seed, -2, 2)),
+        w(random_floats(static_cast<size_t>(cs.out_ch * (cs.in_ch / cs.groups) * kernel_size(cs)), seed + 1)) {}
+  std::vector<float> run(const std::vector<DnnlAdd>& adds = {}) const {
+    std::vector<float> y(static_cast<size_t>(numel(c, true)), -7.0f);
+    EXPECT_TRUE(cpu::dnnl_conv_f32(c, x.data(), w.data(), y.data(), adds)) << "oneDNN did not take the convolution";
+    return y;
+  }
+  /// With adds oneDNN may decline (another implementation would run): empty then.
+  std::vector<float> run_if_taken(const std::vector<DnnlAdd>& adds) const {
+    std::vector<float> y(static_cast<size_t>(numel(c, true)), -7.0f);
+    if (!cpu::dnnl_conv_f32(c, x.data(), w.data(), y.data(), adds)) return {};
+    return y;
+  }
+};
+
+/// The exact sum (long double over float inputs: exact products, 64-bit mantissa sums) and the sum
+/// of magnitudes of one output element.
+void reference(const Data& d, int64_t n, int64_t o, const int64_t* pos, long double* exact, long double* mag) {
+  const DnnlConv& c = d.c;
+  const int64_t cg = c.in_ch / c.groups, og = c.out_ch / c.groups, grp = o / og;
+  *exact = 0;
+  *mag = 0;
+  for (int64_t ci = 0; ci < cg; ++ci)
+    for (int64_t a = 0; a < c.k[0]; ++a)
+      for (int64_t b = 0; b < c.k[1]; ++b)
+        for (int64_t e = 0; e < c.k[2]; ++e) {
+          const int64_t kk[3] = {a, b, e};
+          int64_t at[3];
+          bool inside = true;
+          for (int i = 0; i < 3; ++i) {
+            at[i] = pos[i] * c.stride[i] - c.pad_lo[i] + kk[i] * c.dil[i];
+            inside = inside && at[i] >= 0 && at[i] < c.in[i];
+          }
+          if (!inside) continue;
+          const int64_t ch = grp * cg + ci;
+          const long double xv = d.x[static_cast<size_t>((((n * c.in_ch + ch) * c.in[0] + at[0]) * c.in[1] + at[1]) *
+                                                             c.in[2] +
+                                                         at[2])];
+          const long double wv =
+              d.w[static_cast<size_t>((((o * cg + ci) * c.k[0] + a) * c.k[1] + b) * c.k[2] + e)];
+          *exact += xv * wv;
+          *mag += std::fabs(xv * wv);
+        }
+}
+
+// Every element within the bound of a dot product of length K = (C/groups)·kernel in float32,
+// whatever the order of the sum and with or without fused multiply-adds (Higham 3.1):
+// |y - exact| <= gamma_K · Σ|x||w|, gamma_K = K u / (1 - K u), u = 2^-24.
+TEST(DnnlConv, WithinTheFloat32RoundingBound) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  const double u = std::ldexp(1.0, -24);
+  uint32_t seed = 1;
+  for (const Case& cs : cases()) {
+    SCOPED_TRACE(cs.name);
+    Data d(cs.c, seed += 2);
+    const auto y = d.run();
+    const DnnlConv& c = d.c;
+    const double K = static_cast<double>(c.in_ch / c.groups * kernel_size(c));
+    const double gamma = K * u / (1 - K * u);
+    int bad = 0;
+    size_t i = 0;
+    for (int64_t n = 0; n < c.batch; ++n)
+      for (int64_t o = 0; o < c.out_ch; ++o)
+        for (int64_t p0 = 0; p0 < c.out[0]; ++p0)
+          for (int64_t p1 = 0; p1 < c.out[1]; ++p1)
+            for (int64_t p2 = 0; p2 < c.out[2]; ++p2, ++i) {
+              const int64_t pos[3] = {p0, p1, p2};
+              long double exact, mag;
+              reference(d, n, o, pos, &exact, &mag);
+              const double err = std::fabs(static_cast<double>(y[i] - exact));
+              if (err > gamma * static_cast<double>(mag) && bad++ < 3)
+                ADD_FAILURE() << "y[" << i << "] = " << y[i] << ", exact " << static_cast<double>(exact) << ", error "
+                              << err << " > bound " << gamma * static_cast<double>(mag);
+            }
+  }
+}
+
+// oneDNN plans a primitive for the thread count it is created under (blockings, loop orders):
+// the implementation and every output bit must stay the same at 1, 2 and 3 threads.
+TEST(DnnlConv, SameBitsAndImplementationAtAnyThreadCount) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  const int saved = cpu_threads();
+  uint32_t seed = 50;
+  auto all = cases();
+  all.push_back({"3x3_c64_56x56_b2", make(2, 2, 64, 64, {56, 56}, {3, 3}, 1, 1)});
+  all.push_back({"1x1_c64_to_256_56x56", make(2, 1, 64, 256, {56, 56}, {1, 1})});
+  for (const Case& cs : all) {
+    SCOPED_TRACE(cs.name);
+    Data d(cs.c, seed += 2);
+    set_cpu_threads(1);
+    const std::string impl = cpu::dnnl_conv_impl(d.c);
+    const auto one = d.run();
+    for (int threads : {2, 3}) {
+      set_cpu_threads(threads);
+      EXPECT_EQ(cpu::dnnl_conv_impl(d.c), impl) << threads << " threads";
+      const auto many = d.run();
+      EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0) << threads << " threads";
+    }
+  }
+  set_cpu_threads(saved);
+}
+
+TEST(DnnlConv, PlansEachGeometryOnce) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  Data d(make(2, 1, 8, 8, {10, 10}, {3, 3}, 1, 1), 7);
+  d.run();
+  const int64_t before = cpu::dnnl_conv_primitives_created();
+  for (int i = 0; i < 3; ++i) d.run();
+  EXPECT_EQ(cpu::dnnl_conv_primitives_created(), before);
+  Data other(make(2, 1, 8, 8, {11, 10}, {3, 3}, 1, 1), 8);  // a new shape: one more
+  other.run();
+  EXPECT_EQ(cpu::dnnl_conv_primitives_created(), before + 1);
+}
+
+// Bias (per channel) and residual (whole tensor) adds as post-ops give, bit for bit, the
+// convolution followed by float32 adds in the same order: oneDNN applies post-ops once, on the
+// final accumulator, also where the reduction over input channels runs in several passes
+// (512 and 1024 channels below). Where the post-ops would make oneDNN switch implementations
+// (a grouped convolution with bias and residual falls to its reference kernel), the call declines
+// and the caller adds separately; the ResNet-style layers must take them.
+TEST(DnnlConv, AddPostOpsEqualSeparateAddsBitForBit) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  auto all = cases();
+  all.push_back({"3x3_c512_deep", make(2, 2, 512, 64, {8, 8}, {3, 3}, 1, 1)});
+  all.push_back({"1x1_c1024_deep", make(2, 1, 1024, 128, {7, 7}, {1, 1})});
+  uint32_t seed = 90;
+  int taken = 0;
+  bool any_brgemm = false;
+  for (const Case& cs : all) {
+    SCOPED_TRACE(cs.name);
+    Data d(cs.c, seed += 3);
+    const auto plain = d.run();
+    const auto bias = random_floats(static_cast<size_t>(d.c.out_ch), seed + 10, -3, 3);
+    const auto bias2 = random_floats(static_cast<size_t>(d.c.out_ch), seed + 11, -3, 3);
+    const auto residual = random_floats(plain.size(), seed + 12, -3, 3);
+    const int64_t plane = static_cast<int64_t>(plain.size()) / (d.c.batch * d.c.out_ch);
+    auto channel = [&](size_t i) { return static_cast<size_t>((static_cast<int64_t>(i) / plane) % d.c.out_ch); };
+    std::vector<float> want_bias(plain.size()), want_bias_res(plain.size()), want_res_bias2(plain.size());
+    for (size_t i = 0; i < plain.size(); ++i) {
+      want_bias[i] = plain[i] + bias[channel(i)];
+      want_bias_res[i] = want_bias[i] + residual[i];
+      want_res_bias2[i] = (plain[i] + residual[i]) + bias2[channel(i)];
+    }
+    std::vector<float> want_res(plain.size());
+    for (size_t i = 0; i < plain.size(); ++i) want_res[i] = plain[i] + residual[i];
+    const std::string name = cs.name;
+    // With AVX-512 the ResNet-style layers run brgemm kernels, which take every add; the older
+    // JIT kernels (AVX2) take the bias only, and the residual is added separately.
+    const bool brgemm = cpu::dnnl_conv_impl(d.c).rfind("brgconv", 0) == 0;
+    const bool resnet = brgemm && (name.rfind("3x3_", 0) == 0 || name.rfind("1x1_", 0) == 0);
+    any_brgemm = any_brgemm || brgemm;
+    auto check = [&](const std::vector<DnnlAdd>& adds, const std::vector<float>& want, const char* what) {
+      const std::vector<float> got = d.run_if_taken(adds);
+      if (got.empty()) {
+        EXPECT_FALSE(resnet) << what << ": oneDNN declined a ResNet-style layer";
+        return;
+      }
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << what;
+      ++taken;
+    };
+    check({{DnnlAddKind::Channel, bias.data()}}, want_bias, "conv + bias");
+    check({{DnnlAddKind::Tensor, residual.data()}}, want_res, "conv + residual");
+    check({{DnnlAddKind::Channel, bias.data()}, {DnnlAddKind::Tensor, residual.data()}}, want_bias_res,
+          "conv + bias + residual");
+    check({{DnnlAddKind::Tensor, residual.data()}, {DnnlAddKind::Channel, bias2.data()}}, want_res_bias2,
+          "conv + residual + bias");
+  }
+  if (any_brgemm) {
+    EXPECT_GE(taken, 40) << "most geometries take their adds as post-ops";
+  }
+  EXPECT_GT(taken, 0);
+}
+
+TEST(DnnlConv, SpecialValuesPropagate) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  Data d(make(2, 1, 16, 16, {6, 6}, {3, 3}, 1, 1), 3);
+  d.x[0] = std::numeric_limits<float>::quiet_NaN();   // channel 0, corner: reaches 4 outputs per channel
+  d.x[35] = std::numeric_limits<float>::infinity();  // channel 0, opposite corner
+  const auto y = d.run();
+  for (int64_t o = 0; o < 16; ++o) {
+    EXPECT_TRUE(std::isnan(y[static_cast<size_t>(o * 36)])) << "channel " << o;
+    EXPECT_TRUE(std::isinf(y[static_cast<size_t>(o * 36 + 35)]) || std::isnan(y[static_cast<size_t>(o * 36 + 35)]))
+        << "channel " << o;
+  }
+}
+
+// Several threads convolving at once (each with its own stream, scratch buffers and OpenMP
+// team) get the single-threaded bits.
+TEST(DnnlConv, ConcurrentCallersGetTheSameBits) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  Data d(make(2, 2, 32, 32, {16, 16}, {3, 3}, 1, 1), 11);
+  const auto want = d.run();
+  std::vector<std::vector<float>> got(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 3; ++r) got[static_cast<size_t>(t)] = d.run();
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& g : got) EXPECT_EQ(std::memcmp(g.data(), want.data(), want.size() * sizeof(float)), 0);
+}
+
+TEST(DnnlConv, DeclinesWhatItCannotRun) {
+  DnnlConv c = make(2, 1, 4, 4, {6, 6}, {3, 3}, 1, 1);
+  c.pad_lo[2] = -1;  // negative padding stays with smelt's kernel
+  std::vector<float> x(144), w(144), y(144);
+  EXPECT_FALSE(cpu::dnnl_conv_f32(c, x.data(), w.data(), y.data()));
+  const DnnlConv ok = make(2, 1, 4, 4, {6, 6}, {3, 3}, 1, 1);
+  std::vector<float> r(144);
+  EXPECT_FALSE(cpu::dnnl_conv_f32(ok, x.data(), w.data(), y.data(),
+                                  {{DnnlAddKind::Tensor, r.data()}, {DnnlAddKind::Tensor, r.data()}}))
+      << "two residuals";
+  if (!cpu::dnnl_enabled()) {
+    EXPECT_FALSE(cpu::dnnl_conv_f32(ok, x.data(), w.data(), y.data()));
+  }
+}
+
+// The public op takes the oneDNN path for float32 and keeps the float64 reference's bound; the
+// same call with 1 and 3 threads gives the same bits (tests/ops/conv_test.cpp covers the rest).
+TEST(DnnlConv, PublicConvUsesItAndMatchesItself) {
+  Array x = test::random_array({2, 32, 20, 20}, float32, -2, 2, 5);
+  Array w = test::random_array({48, 32, 3, 3}, float32, -1, 1, 6);
+  const int saved = cpu_threads();
+  set_cpu_threads(1);
+  Array one = conv2d(x, w, {1, 1}, {1, 1});
+  one.eval();
+  set_cpu_threads(3);
+  Array three = conv2d(x, w, {1, 1}, {1, 1});
+  three.eval();
+  set_cpu_threads(saved);
+  EXPECT_TRUE(test::bit_equal(one, three));
+  Array ref = conv2d(astype(x, float64), astype(w, float64), {1, 1}, {1, 1});
+  Array mag = conv2d(abs(astype(x, float64)), abs(astype(w, float64)), {1, 1}, {1, 1});
+  const double u = std::ldexp(1.0, -24), K = 32 * 9, gamma = K * u / (1 - K * u);
+  const auto got = test::as_doubles(one), want = test::as_doubles(ref), m = test::as_doubles(mag);
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::fabs(got[i] - want[i]) > gamma * m[i] && bad++ < 3) ADD_FAILURE() << "element " << i;
+}
+
+}  // namespace
+}  // namespace smelt

@@ -259,9 +259,10 @@ def main():
         return feed, [f"{n}={f}" if v.dtype != np.float32 else f"{n}=random:{'x'.join(map(str, v.shape))}"
                       for n, f, v in args]
 
-    def step(label, fn):
-        """Runs fn() when the budget allows; a failure is recorded, not fatal."""
-        if budget.left() < 5:
+    def step(label, fn, need=5):
+        """Runs fn() when at least `need` seconds of the budget are left (about what the step takes on
+        the H200 at most, so that a step started late does not overrun); a failure is recorded, not fatal."""
+        if budget.left() < need:
             skipped.append(label)
             return None
         try:
@@ -277,7 +278,7 @@ def main():
             row = {"model": model, "size": size, "dtype": dtype, "shape": shape_of(model, batch, sizes)}
             label = f"{model} {dtype}"
             onnx_ok = not (dtype == "bfloat16" and model in HAS_CONV)
-            path = step(label + " export", lambda: export(model, dtype)) if onnx_ok else None
+            path = step(label + " export", lambda: export(model, dtype), need=40) if onnx_ok else None
             feed, smelt_inputs = inputs_of(model, batch, sizes, dtype)
             if not onnx_ok:
                 row["smelt"] = {"error": "no bfloat16 export: ONNX Conv has no bfloat16 before opset 22"}
@@ -294,7 +295,7 @@ def main():
                 outputs_dir = os.path.join(work, "outputs") if dtype == "float32" else None
                 report = step(label + " smelt", lambda: smelt_run(a.smelt, path, smelt_inputs, device, reps, cache_dir,
                                                                    os.path.join(work, "r.json"), budget.left() - 5,
-                                                                   outputs_dir))
+                                                                   outputs_dir), need=20)
                 row["smelt"] = smelt_figures(report) if report else {"error": "skipped (time budget)"}
                 if cold_cache and report and "error" not in report:
                     # The first compiled call in a new process: cold (the run above, empty cache) and warm.
@@ -316,7 +317,7 @@ def main():
                 r = step(f"{label} {name}", lambda: torch_row(module, getattr(torch, dtype), feed, device, reps, compiled,
                                                               ref_dir if compare else None,
                                                               export_models.output_names(model, size))
-                         ) if module is not None else None
+                         , need=90 if compiled else 15) if module is not None else None
                 row[name] = r if r else {"error": "skipped (time budget)"}
                 if r and "smelt_max_rel_error" in r:
                     row["smelt"]["max_rel_error_vs_torch"] = r.pop("smelt_max_rel_error")
@@ -350,7 +351,9 @@ def main():
 def report_text(result):
     def ms(d, key="median_ms"):
         if not d or d.get(key) is None:
-            return "fail" if d and "error" in d else "-"
+            if d and "error" in d:
+                return "skip" if d["error"].startswith("skipped") else "fail"
+            return "-"
         x = d[key]
         return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
 
@@ -371,7 +374,7 @@ def report_text(result):
                    f"{ms(c):>14}{ms(r.get('ort_cpu')):>9}{rt(r['ratio_torch_compile_vs_smelt']):>9}"
                    f"{rt(r['ratio_torch_eager_vs_smelt']):>12}{gib(s):>10}{gib(e):>7}{gib(c):>8}\n")
     out.append("ms per call (medians); tc/smelt = torch.compile / smelt compiled (> 1: smelt is faster); GiB: device "
-               "memory peaks\n")
+               "memory peaks; fail: see below; skip: not reached within the time budget\n")
     for r in result["rows"]:
         s = r.get("smelt", {})
         if "first_call_cold_ms" in s:

@@ -13,7 +13,9 @@ encoder at batch 8 x 3000 frames (30 s). Each in float32 and bfloat16: smelt run
 exported in that dtype (bfloat16 only for the models without convolutions: ONNX's Conv has no
 bfloat16 before opset 22, and the TorchScript exporter stops at opset 20); PyTorch runs the same
 module (the one exported) cast to that dtype, eagerly and through torch.compile (default mode).
-PyTorch keeps its default matmul precision (float32 matmuls in full float32: TF32 off), as smelt does.
+float32 means float32 arithmetic for everyone: smelt never uses TF32, so PyTorch's TF32 is off
+too (torch.backends.cuda.matmul.allow_tf32, off by default, and torch.backends.cudnn.allow_tf32,
+on by default for convolutions).
 
 Method: the same inputs (seeded; smelt reads them as .npy files; bfloat16 floats, which .npy cannot
 hold, are random in smelt's run) and one call at a time; after a first call, --reps timed calls,
@@ -22,6 +24,8 @@ compiled calls alternately in one `smelt run --compile --repeat N` process and c
 outputs bit for bit against its eager ones. Memory: torch.cuda.max_memory_allocated over the first
 and timed calls (weights included); smelt's device peak from `smelt run --json` (memory.peak_bytes:
 bytes held by live arrays, weights included, the eager run's kept outputs during compiled calls).
+In float32, smelt's eager outputs (--output-dir) are compared with PyTorch eager's on the same
+inputs (bound 1e-3 of the output's scale, as the export check).
 First call: GPT-2 prefill's first compiled call in a new process (model loading included) with an
 empty SMELT_CACHE_DIR (cold) and again with the cache it filled (warm). torch.compile's first call
 (compiling included, with whatever inductor caches the machine has) is in the JSON too. ONNX Runtime's
@@ -97,8 +101,9 @@ def time_calls(fn, reps, device):
     return first, times
 
 
-def torch_row(module, dtype, feed, device, reps, compiled):
-    """PyTorch eager or torch.compile on the exported module (already in `dtype` on `device`)."""
+def torch_row(module, dtype, feed, device, reps, compiled, reference_dir=None, names=()):
+    """PyTorch eager or torch.compile on the exported module (already in `dtype` on `device`). With
+    reference_dir (smelt's outputs as NAME.npy), also the largest difference from them."""
     args = export_models.to_torch(feed, dtype, device)
     fn = torch.compile(module) if compiled else module
     if device.startswith("cuda"):
@@ -106,19 +111,41 @@ def torch_row(module, dtype, feed, device, reps, compiled):
         torch.cuda.reset_peak_memory_stats()
     with torch.inference_mode():
         first, times = time_calls(lambda: fn(*args), reps, device)
-    peak = torch.cuda.max_memory_allocated() if device.startswith("cuda") else None
+        peak = torch.cuda.max_memory_allocated() if device.startswith("cuda") else None
+        row = {"median_ms": statistics.median(times), "min_ms": min(times), "first_call_ms": first,
+               "reps": len(times), "peak_bytes": peak}
+        if reference_dir:
+            out = fn(*args)
+            row["smelt_max_rel_error"] = max_rel_error(out, reference_dir, names)
     del fn, args
     if compiled:
         torch._dynamo.reset()  # the next model compiles from scratch, and its graphs are freed
-    return {"median_ms": statistics.median(times), "min_ms": min(times), "first_call_ms": first,
-            "reps": len(times), "peak_bytes": peak}
+    return row
 
 
-def smelt_run(smelt, path, inputs, device, reps, cache_dir, json_path, timeout_s):
-    """One `smelt run --compile` process; its JSON report, or {"error": ...}."""
+def max_rel_error(out, reference_dir, names):
+    """max |smelt - torch| / (max |torch| + 1) over the outputs, as export_models.check_export
+    measures ORT: float32 both, different summation orders, so ~1e-5; a wrong result is O(1)."""
+    out = [out] if torch.is_tensor(out) else list(out)
+    worst = 0.0
+    for name, t in zip(names, out):
+        ref = t.float().cpu().numpy()
+        got = np.load(os.path.join(reference_dir, name + ".npy"))
+        if got.shape != ref.shape:
+            return float("inf")
+        worst = max(worst, float(np.max(np.abs(got.astype(np.float32) - ref))) / (float(np.max(np.abs(ref))) + 1.0))
+    return worst
+
+
+def smelt_run(smelt, path, inputs, device, reps, cache_dir, json_path, timeout_s, output_dir=None):
+    """One `smelt run --compile` process; its JSON report, or {"error": ...}. With output_dir, the
+    eager outputs are written there as NAME.npy."""
     cmd = [smelt, "run", path, "--device", device, "--compile", "--json", json_path]
     if reps:
         cmd += ["--repeat", str(reps)]
+    if output_dir:
+        shutil.rmtree(output_dir, ignore_errors=True)
+        cmd += ["--output-dir", output_dir]
     for a in inputs:
         cmd += ["--input", a]
     env = dict(os.environ, SMELT_CACHE_DIR=cache_dir)
@@ -195,6 +222,8 @@ def main():
         have_ort = False
         notes.append("no onnxruntime: exports unchecked, no CPU floor")
     torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     info = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": device,
             "gpu": torch.cuda.get_device_name() if device.startswith("cuda") else None, "torch": torch.__version__,
             "smelt": a.smelt if have_smelt else None, "reps": reps, "size": size, "dry_run": a.dry_run,
@@ -230,9 +259,10 @@ def main():
         return feed, [f"{n}={f}" if v.dtype != np.float32 else f"{n}=random:{'x'.join(map(str, v.shape))}"
                       for n, f, v in args]
 
-    def step(label, fn):
-        """Runs fn() when the budget allows; a failure is recorded, not fatal."""
-        if budget.left() < 5:
+    def step(label, fn, need=5):
+        """Runs fn() when at least `need` seconds of the budget are left (about what the step takes on
+        the H200 at most, so that a step started late does not overrun); a failure is recorded, not fatal."""
+        if budget.left() < need:
             skipped.append(label)
             return None
         try:
@@ -248,7 +278,7 @@ def main():
             row = {"model": model, "size": size, "dtype": dtype, "shape": shape_of(model, batch, sizes)}
             label = f"{model} {dtype}"
             onnx_ok = not (dtype == "bfloat16" and model in HAS_CONV)
-            path = step(label + " export", lambda: export(model, dtype)) if onnx_ok else None
+            path = step(label + " export", lambda: export(model, dtype), need=40) if onnx_ok else None
             feed, smelt_inputs = inputs_of(model, batch, sizes, dtype)
             if not onnx_ok:
                 row["smelt"] = {"error": "no bfloat16 export: ONNX Conv has no bfloat16 before opset 22"}
@@ -261,8 +291,11 @@ def main():
                 cache_dir = os.path.join(work, "gpt2-cache") if cold_cache else cache
                 if cold_cache:
                     shutil.rmtree(cache_dir, ignore_errors=True)
+                # float32: smelt's outputs are compared with PyTorch eager's below (bfloat16 inputs differ).
+                outputs_dir = os.path.join(work, "outputs") if dtype == "float32" else None
                 report = step(label + " smelt", lambda: smelt_run(a.smelt, path, smelt_inputs, device, reps, cache_dir,
-                                                                   os.path.join(work, "r.json"), budget.left() - 5))
+                                                                   os.path.join(work, "r.json"), budget.left() - 5,
+                                                                   outputs_dir), need=20)
                 row["smelt"] = smelt_figures(report) if report else {"error": "skipped (time budget)"}
                 if cold_cache and report and "error" not in report:
                     # The first compiled call in a new process: cold (the run above, empty cache) and warm.
@@ -278,9 +311,17 @@ def main():
                 if isinstance(module, dict):  # building it failed
                     row[name] = module
                     continue
-                r = step(f"{label} {name}", lambda: torch_row(module, getattr(torch, dtype), feed, device, reps,
-                                                              compiled)) if module is not None else None
+                ref_dir = os.path.join(work, "outputs")
+                compare = (not compiled and dtype == "float32" and "eager_ms" in row.get("smelt", {})
+                           and os.path.isdir(ref_dir))
+                r = step(f"{label} {name}", lambda: torch_row(module, getattr(torch, dtype), feed, device, reps, compiled,
+                                                              ref_dir if compare else None,
+                                                              export_models.output_names(model, size))
+                         , need=90 if compiled else 15) if module is not None else None
                 row[name] = r if r else {"error": "skipped (time budget)"}
+                if r and "smelt_max_rel_error" in r:
+                    row["smelt"]["max_rel_error_vs_torch"] = r.pop("smelt_max_rel_error")
+                    shutil.rmtree(ref_dir, ignore_errors=True)
             del module
             rows.append(row)
     if not a.no_ort and have_ort:
@@ -310,7 +351,9 @@ def main():
 def report_text(result):
     def ms(d, key="median_ms"):
         if not d or d.get(key) is None:
-            return "fail" if d and "error" in d else "-"
+            if d and "error" in d:
+                return "skip" if d["error"].startswith("skipped") else "fail"
+            return "-"
         x = d[key]
         return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
 
@@ -331,7 +374,7 @@ def report_text(result):
                    f"{ms(c):>14}{ms(r.get('ort_cpu')):>9}{rt(r['ratio_torch_compile_vs_smelt']):>9}"
                    f"{rt(r['ratio_torch_eager_vs_smelt']):>12}{gib(s):>10}{gib(e):>7}{gib(c):>8}\n")
     out.append("ms per call (medians); tc/smelt = torch.compile / smelt compiled (> 1: smelt is faster); GiB: device "
-               "memory peaks\n")
+               "memory peaks; fail: see below; skip: not reached within the time budget\n")
     for r in result["rows"]:
         s = r.get("smelt", {})
         if "first_call_cold_ms" in s:
@@ -344,6 +387,10 @@ def report_text(result):
                 out.append(f"{r['model']} {r['dtype']} {system}: {d['error']}\n")
             if system == "smelt" and d and d.get("bit_equal") is False:
                 out.append(f"{r['model']} {r['dtype']} smelt: compiled outputs DIFFER from eager\n")
+            if system == "smelt" and d and d.get("max_rel_error_vs_torch") is not None:
+                err = d["max_rel_error_vs_torch"]
+                out.append(f"{r['model']} {r['dtype']} smelt eager vs PyTorch eager: max difference {err:.2g} of the "
+                           f"output's scale{'' if err <= 1e-3 else ' - ABOVE the 1e-3 bound'}\n")
     if result["skipped"]:
         out.append("skipped (time budget): " + ", ".join(result["skipped"]) + "\n")
     for n in result["notes"]:

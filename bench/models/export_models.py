@@ -75,7 +75,7 @@ CONFIGS = {
     },
 }
 
-# Each exported model: (model name, architecture, its inputs' dynamic axes by symbol).
+# The exported models; gpt2_prefill and gpt2_decode are two exports of one GPT-2 module.
 MODELS = ["gpt2_prefill", "gpt2_decode", "bert", "vit", "whisper_encoder", "resnet", "mobilenetv3"]
 
 

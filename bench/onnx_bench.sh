@@ -31,25 +31,10 @@ REPS="${REPS:-21}"
 if [ "$REPS" -lt 20 ]; then echo "onnx_bench.sh: REPS must be at least 20" >&2; exit 2; fi
 export SMELT_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" OMP_NUM_THREADS="$THREADS"
 
-if [ -n "${SMELT_BIN:-}" ]; then
-  SMELT="$SMELT_BIN"  # an already built CLI (say build/release/tools/smelt/smelt): no build here
-  echo "== using $SMELT"
-else
-  echo "== building smelt (bench preset: Release, -march=native)"
-  cmake --preset bench >/dev/null
-  cmake --build --preset bench --target smelt_cli -j "$(nproc)"
-  SMELT=build/bench/tools/smelt/smelt
-fi
-
-if [ ! -x bench/.venv/bin/python ]; then
-  echo "== creating bench/.venv"
-  python3 -m venv bench/.venv || { echo "onnx_bench.sh: python3 -m venv failed (on Debian: apt-get install python3-venv)" >&2; exit 1; }
-fi
-if ! bench/.venv/bin/python -c "import numpy, onnxruntime" 2>/dev/null; then
-  echo "== installing numpy and onnxruntime into bench/.venv"
-  bench/.venv/bin/pip install --quiet numpy onnxruntime
-fi
-PY=bench/.venv/bin/python
+# shellcheck source=bench/common.sh
+source bench/common.sh
+bench_smelt_cli
+bench_venv onnx_bench.sh "numpy, onnxruntime" numpy onnxruntime
 
 RAW=bench/results/onnx_raw
 mkdir -p "$RAW"

@@ -47,27 +47,12 @@ if [ "$MIN_REPS" -lt 3 ] || [ "$REPS" -lt "$MIN_REPS" ]; then
 fi
 export SMELT_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" OMP_NUM_THREADS="$THREADS"
 
-if [ -n "${SMELT_BIN:-}" ]; then
-  SMELT="$SMELT_BIN"
-  echo "== using $SMELT"
-else
-  echo "== building smelt (bench preset: Release, -march=native)"
-  cmake --preset bench >/dev/null
-  cmake --build --preset bench --target smelt_cli -j "$(nproc)"
-  SMELT=build/bench/tools/smelt/smelt
-fi
-
-if [ ! -x bench/.venv/bin/python ]; then
-  echo "== creating bench/.venv"
-  python3 -m venv bench/.venv || { echo "onnx_models_bench.sh: python3 -m venv failed (on Debian: apt-get install python3-venv)" >&2; exit 1; }
-fi
-PY=bench/.venv/bin/python
-if ! "$PY" -c "import numpy, onnx, onnxruntime, openvino, torch" 2>/dev/null; then
-  # torch only exports the models (bench/models/export_models.py); its CPU-only wheels are smaller
-  # (pip install torch --index-url https://download.pytorch.org/whl/cpu) where that index is reachable.
-  echo "== installing numpy, onnx, onnxruntime, openvino and torch into bench/.venv"
-  bench/.venv/bin/pip install --quiet numpy onnx onnxruntime openvino torch
-fi
+# shellcheck source=bench/common.sh
+source bench/common.sh
+bench_smelt_cli
+# torch only exports the models (bench/models/export_models.py); its CPU-only wheels are smaller
+# (pip install torch --index-url https://download.pytorch.org/whl/cpu) where that index is reachable.
+bench_venv onnx_models_bench.sh "numpy, onnx, onnxruntime, openvino, torch" numpy onnx onnxruntime openvino torch
 
 echo "== exporting the models (bench/models/out; an existing export of the same configuration is kept)"
 "$PY" bench/models/export_models.py --only "$MODELS" --sizes "$SIZES"

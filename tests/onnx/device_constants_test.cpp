@@ -153,16 +153,6 @@ TEST(CompileDevice, CallOnAnotherDeviceIsAnError) {
   EXPECT_EQ(cm.stats().calls, 0u);
 }
 
-/// boxes [N,4] and scores [N] -> NonMaxSuppression's selected indices (a host-computed operator).
-onnx::Model nms_model() {
-  GraphBuilder b;
-  auto boxes = b.input("boxes", onnx::ElemType::Float, 2);
-  auto scores = b.input("scores", onnx::ElemType::Float, 1);
-  auto B = b.node("Unsqueeze", {boxes, b.int64s("ax0", {0})});
-  auto S = b.node("Unsqueeze", {scores, b.int64s("ax01", {0, 1})});
-  b.output(b.node("NonMaxSuppression", {B, S, b.int64s("max_out", {10}), b.constant("iou", Array(0.5f))}));
-  return make_model(b.graph());
-}
 
 // On the CPU a run copies nothing between devices and computes nothing "on the host" for lack of a
 // GPU kernel: RunStats is all zero, for eager runs and compiled calls, and written over.

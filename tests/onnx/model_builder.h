@@ -108,4 +108,16 @@ inline onnx::Model make_model(std::shared_ptr<const onnx::Graph> g, int64_t opse
   return m;
 }
 
+/// boxes [N,4] and scores [N] -> NonMaxSuppression's selected indices (max 10, IoU 0.5): an
+/// operator without a GPU kernel, computed on the host.
+inline onnx::Model nms_model() {
+  GraphBuilder b;
+  auto boxes = b.input("boxes", onnx::ElemType::Float, 2);
+  auto scores = b.input("scores", onnx::ElemType::Float, 1);
+  auto B = b.node("Unsqueeze", {boxes, b.int64s("ax0", {0})});
+  auto S = b.node("Unsqueeze", {scores, b.int64s("ax01", {0, 1})});
+  b.output(b.node("NonMaxSuppression", {B, S, b.int64s("max_out", {10}), b.constant("iou", Array(0.5f))}));
+  return make_model(b.graph());
+}
+
 }  // namespace smelt::test

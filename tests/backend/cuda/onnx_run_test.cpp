@@ -185,13 +185,7 @@ TEST(OnnxOnGpu, BreaksReadBackOnlyTheirHostValues) {
 // RunStats::host_computed, and returns its indices on the GPU, equal to the CPU run's.
 TEST(OnnxOnGpu, HostComputedNmsIsReported) {
   SMELT_REQUIRE_GPU();
-  GraphBuilder b;
-  auto boxes = b.input("boxes", onnx::ElemType::Float, 2);
-  auto scores = b.input("scores", onnx::ElemType::Float, 1);
-  auto B = b.node("Unsqueeze", {boxes, b.int64s("ax0", {0})});
-  auto S = b.node("Unsqueeze", {scores, b.int64s("ax01", {0, 1})});
-  b.output(b.node("NonMaxSuppression", {B, S, b.int64s("max_out", {10}), b.constant("iou", Array(0.5f))}));
-  const onnx::Model m = make_model(b.graph());
+  const onnx::Model m = nms_model();
   const Array bx(std::vector<float>{0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 5, 5, 6, 6}, {3, 4});
   const Array sc(std::vector<float>{0.9f, 0.8f, 0.7f}, {3});
   onnx::RunStats stats;

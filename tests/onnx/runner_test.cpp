@@ -101,6 +101,20 @@ TEST(OnnxRunner, NodesRunInTopologicalOrder) {
                    "Neg 'lost': input 'ghost' is neither a graph input, an initializer, nor the output of another node");
 }
 
+/// If 'if' on input "c", writing "y", with the two branches given.
+pb::NodeProto if_node(const pb::GraphProto& then_branch, const pb::GraphProto& else_branch) {
+  auto n = make_node("If", {"c"}, {"y"}, "if");
+  auto* then_a = n.add_attribute();
+  then_a->set_name("then_branch");
+  then_a->set_type(pb::AttributeProto::GRAPH);
+  *then_a->mutable_g() = then_branch;
+  auto* else_a = n.add_attribute();
+  else_a->set_name("else_branch");
+  else_a->set_type(pb::AttributeProto::GRAPH);
+  *else_a->mutable_g() = else_branch;
+  return n;
+}
+
 TEST(OnnxRunner, IfBranchReadsOuterScope) {
   auto branch = [](const std::string& op) {
     pb::GraphProto b;
@@ -111,16 +125,7 @@ TEST(OnnxRunner, IfBranchReadsOuterScope) {
   };
   pb::GraphProto g;
   g.set_name("g");
-  auto n = make_node("If", {"c"}, {"y"}, "if");
-  auto* then_a = n.add_attribute();
-  then_a->set_name("then_branch");
-  then_a->set_type(pb::AttributeProto::GRAPH);
-  *then_a->mutable_g() = branch("Neg");
-  auto* else_a = n.add_attribute();
-  else_a->set_name("else_branch");
-  else_a->set_type(pb::AttributeProto::GRAPH);
-  *else_a->mutable_g() = branch("Abs");
-  *g.add_node() = n;
+  *g.add_node() = if_node(branch("Neg"), branch("Abs"));
   *g.add_input() = tensor_info("c", pb::TensorProto::BOOL, {});
   *g.add_input() = tensor_info("x", pb::TensorProto::FLOAT, {3});
   *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {3});
@@ -142,16 +147,7 @@ TEST(OnnxRunner, SubgraphReadOfALaterNodeRunsItFirst) {
   };
   pb::GraphProto g;
   g.set_name("g");
-  auto n = make_node("If", {"c"}, {"y"}, "if");
-  auto* then_a = n.add_attribute();
-  then_a->set_name("then_branch");
-  then_a->set_type(pb::AttributeProto::GRAPH);
-  *then_a->mutable_g() = branch("Neg");
-  auto* else_a = n.add_attribute();
-  else_a->set_name("else_branch");
-  else_a->set_type(pb::AttributeProto::GRAPH);
-  *else_a->mutable_g() = branch("Abs");
-  *g.add_node() = n;
+  *g.add_node() = if_node(branch("Neg"), branch("Abs"));
   *g.add_node() = make_node("Relu", {"x"}, {"t"}, "later");
   *g.add_input() = tensor_info("c", pb::TensorProto::BOOL, {});
   *g.add_input() = tensor_info("x", pb::TensorProto::FLOAT, {3});

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "onnx/model_builder.h"
+#include "onnx/training_models.h"
 #include "smelt/compile.h"
 #include "smelt/transforms.h"
 #include "src/transforms/origin.h"
@@ -438,28 +439,9 @@ TEST(OnnxTraining, CompiledModelsDrawNewDropoutMasksEachCall) {
 // Gradients with respect to a model's initializers
 // ---------------------------------------------------------------------------------------------
 
-/// A tiny float64 model: Gather (embedding) -> LayerNormalization -> MatMul + Add -> Gelu ->
-/// MatMul + Add -> Relu -> Softmax.
-onnx::Model tiny_model() {
-  GraphBuilder b;
-  b.input("ids", ElemType::Int64, 2);
-  b.constant("emb", random_array({10, 4}, float64, -1, 1, 40));
-  b.constant("gamma", random_array({4}, float64, 0.5, 1.5, 41));
-  b.constant("beta", random_array({4}, float64, -0.5, 0.5, 42));
-  b.constant("w1", random_array({4, 6}, float64, -1, 1, 43));
-  b.constant("b1", random_array({6}, float64, -0.5, 0.5, 44));
-  b.constant("w2", random_array({6, 5}, float64, -1, 1, 45));
-  b.constant("b2", random_array({5}, float64, -0.5, 0.5, 46));
-  std::string x = b.node("Gather", {"emb", "ids"});
-  std::string h = b.node("LayerNormalization", {x, "gamma", "beta"}, {attr_int("axis", -1)});
-  std::string a1 = b.node("Gelu", {b.node("Add", {b.node("MatMul", {h, "w1"}), "b1"})});
-  std::string a2 = b.node("Relu", {b.node("Add", {b.node("MatMul", {a1, "w2"}), "b2"})});
-  b.output(b.node("Softmax", {a2}, {attr_int("axis", -1)}));
-  return make_model(b.graph(), 20);
-}
 
 TEST(OnnxTraining, ParametersAreTheFloatInitializers) {
-  onnx::Model m = tiny_model();
+  onnx::Model m = tiny_training_model();
   Params p = onnx::parameters(m);
   std::vector<std::string> names;
   for (const auto& [n, a] : p) names.push_back(n);
@@ -467,7 +449,7 @@ TEST(OnnxTraining, ParametersAreTheFloatInitializers) {
 }
 
 TEST(OnnxTraining, GradientsOfAModelMatchFiniteDifferences) {
-  onnx::Model m = tiny_model();
+  onnx::Model m = tiny_training_model();
   Params params = onnx::parameters(m);
   Array ids(std::vector<int64_t>{1, 4, 9, 4, 0, 7}, Shape{2, 3});
   Array w = random_array({2, 3, 5}, float64, -1, 1, 47);
@@ -504,7 +486,7 @@ TEST(OnnxTraining, GradientsOfAModelMatchFiniteDifferences) {
 }
 
 TEST(OnnxTraining, InitializerOverrideErrors) {
-  onnx::Model m = tiny_model();
+  onnx::Model m = tiny_training_model();
   Value ids = Value::tensor(Array(std::vector<int64_t>{1, 2}, Shape{1, 2}));
   EXPECT_THROW_MSG(onnx::run(m, {ids}, {.initializers = {{"w3", zeros({2}, float64)}}}), OnnxError,
                    "run: RunOptions::initializers names 'w3', which is not an initializer of the model (its "
@@ -530,7 +512,7 @@ TEST(OnnxTraining, InitializerOverrideErrors) {
 }
 
 TEST(OnnxTraining, CompiledModelsRefuseInitializerOverrides) {
-  onnx::Model m = tiny_model();
+  onnx::Model m = tiny_training_model();
   std::vector<Value> in{Value::tensor(Array(std::vector<int64_t>{1, 2}, Shape{1, 2}))};
   onnx::CompiledModel cm = onnx::compile(m);
   EXPECT_THROW_MSG(cm(in, {.initializers = onnx::parameters(m)}), OnnxError,

@@ -6,6 +6,7 @@
 
 #ifdef SMELT_ONNX
 #include "onnx/model_builder.h"
+#include "onnx/training_models.h"
 
 namespace smelt {
 namespace {
@@ -13,27 +14,9 @@ namespace {
 using namespace smelt::test;
 using Params = std::map<std::string, Array>;
 
-/// Gather -> LayerNormalization -> MatMul + Add -> Gelu -> MatMul + Add -> Relu -> Softmax, float64.
-onnx::Model tiny_model() {
-  GraphBuilder b;
-  b.input("ids", onnx::ElemType::Int64, 2);
-  b.constant("emb", random_array({10, 4}, float64, -1, 1, 40));
-  b.constant("gamma", random_array({4}, float64, 0.5, 1.5, 41));
-  b.constant("beta", random_array({4}, float64, -0.5, 0.5, 42));
-  b.constant("w1", random_array({4, 6}, float64, -1, 1, 43));
-  b.constant("b1", random_array({6}, float64, -0.5, 0.5, 44));
-  b.constant("w2", random_array({6, 5}, float64, -1, 1, 45));
-  b.constant("b2", random_array({5}, float64, -0.5, 0.5, 46));
-  std::string x = b.node("Gather", {"emb", "ids"});
-  std::string h = b.node("LayerNormalization", {x, "gamma", "beta"}, {attr_int("axis", -1)});
-  std::string a1 = b.node("Gelu", {b.node("Add", {b.node("MatMul", {h, "w1"}), "b1"})});
-  std::string a2 = b.node("Relu", {b.node("Add", {b.node("MatMul", {a1, "w2"}), "b2"})});
-  b.output(b.node("Softmax", {a2}, {attr_int("axis", -1)}));
-  return make_model(b.graph(), 20);
-}
 
 struct Fixture {
-  onnx::Model model = tiny_model();
+  onnx::Model model = tiny_training_model();
   Array ids = Array(std::vector<int64_t>{1, 4, 9, 4, 0, 7}, Shape{2, 3});
   Array w = random_array({2, 3, 5}, float64, -1, 1, 47);
   Array loss(const Params& p, const Array& weight) const {

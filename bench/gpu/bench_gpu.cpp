@@ -3,7 +3,8 @@
 // Usage: bench_gpu OUT.json [reps] | bench_gpu --w12 LABEL | bench_gpu --w12-w9 LABEL (print W12's
 // first-call row of W3 / of the W9 block; run them in fresh processes with an empty and with a
 // warm SMELT_CACHE_DIR) | bench_gpu --w9-host LABEL (prints the host time per call of compiled W9,
-// run with SMELT_CUDA_GRAPHS=1 and =0). Times each workload as
+// run with SMELT_CUDA_GRAPHS=1 and =0) | bench_gpu --rows REGEX [reps] (only the reduction rows whose
+// name matches, as JSON lines: for ncu). Times each workload as
 // eval + synchronize on the host clock (W8: host time per call of 2000 back-to-back calls),
 // after warm-up (kernel builds stay out of the numbers), median of `reps` (default 50) on random
 // data; checks each GPU result against the CPU's on the same inputs (relative L2 error).
@@ -15,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -273,6 +275,12 @@ int w12_w9(const char* label, int argc, char** argv) {
   return 0;
 }
 
+/// One row of the report.
+struct BenchRow {
+  std::string work, system;
+  double time_us, bytes, rel_err;
+};
+
 /// The reduction workloads (W4, W5, W6) and single reductions, eager and compiled, each checked
 /// against the CPU on its first 32 rows.
 struct RowWork {
@@ -407,6 +415,35 @@ std::vector<TrainRow> char_gpt_train_rows(Device g, int reps) {
 
 }  // namespace
 
+/// SUITE.md's reduction workloads (W4, W5, W6), a column reduction, bfloat16 and float32 row
+/// sums, with inputs on the GPU.
+std::vector<RowWork> reduction_works() {
+  using V = std::vector<Array>;
+  const Shape big{16384, 4096};
+  const double nb = 16384.0 * 4096;
+  Array xb = gpu_normal(big, bfloat16, 21), rb = gpu_normal(big, bfloat16, 22);
+  Array wb = gpu_normal({4096}, bfloat16, 23), bb = gpu_normal({4096}, bfloat16, 24);
+  Array xf = gpu_normal(big, float32, 25);
+  Array x5 = gpu_normal({4096, 32768}, float32, 26);
+  std::vector<RowWork> works = {
+      {"W4_rmsnorm_16384x4096_bf16", [](const V& in) { return V{rms_norm(in[0], in[1], 1e-6)}; }, {xb, wb}, 2.0 * 2 * nb},
+      {"W5_softmax_4096x32768_f32",
+       [](const V& in) {
+         // Written as max/exp/sum/divide, as SUITE.md asks.
+         Array e = exp(subtract(in[0], max(in[0], {-1}, true)));
+         return V{divide(e, sum(e, {-1}, true))};
+       },
+       {x5}, 2.0 * 4 * 4096 * 32768},
+      {"W6_layernorm_residual_16384x4096_bf16",
+       [](const V& in) { return V{layer_norm(add(in[0], in[1]), in[2], in[3], 1e-5)}; }, {xb, rb, wb, bb}, 3.0 * 2 * nb},
+      {"sum_axis1_16384x4096_f32", [](const V& in) { return V{sum(in[0], {1})}; }, {xf}, 4.0 * nb},
+      {"sum_axis0_16384x4096_f32", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xf}, 4.0 * nb, true},
+      {"sum_axis1_16384x4096_bf16", [](const V& in) { return V{sum(in[0], {1})}; }, {xb}, 2.0 * nb},
+      {"sum_axis0_16384x4096_bf16", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xb}, 2.0 * nb, true},
+  };
+  return works;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--w12") {
     if (!cuda_available()) return 1;
@@ -415,6 +452,18 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--w12-w9") {
     if (!cuda_available()) return 1;
     return w12_w9(argv[2], argc, argv);
+  }
+  if (argc >= 3 && std::string(argv[1]) == "--rows") {
+    // `--rows REGEX [reps]`: only the reduction rows whose work matches, printed as JSON lines
+    // (for profiling one kernel family under ncu).
+    if (!cuda_available()) return 1;
+    std::vector<BenchRow> rows;
+    const std::regex pick(argv[2]);
+    for (const auto& w : reduction_works())
+      if (std::regex_search(w.work, pick)) bench_rows(w, argc > 3 ? std::atoi(argv[3]) : 5, rows);
+    for (const auto& r : rows)
+      std::printf("{\"work\": \"%s\", \"system\": \"%s\", \"time_us\": %.1f}\n", r.work.c_str(), r.system.c_str(), r.time_us);
+    return 0;
   }
   if (argc >= 3 && std::string(argv[1]) == "--w9-host") {
     if (!cuda_available()) return 1;
@@ -430,10 +479,7 @@ int main(int argc, char** argv) {
   }
   const int reps = argc > 2 ? std::atoi(argv[2]) : 50;
   const Device g = Device::cuda(0);
-  struct Row {
-    std::string work, system;
-    double time_us, bytes, rel_err;
-  };
+  using Row = BenchRow;
   std::vector<Row> rows;
 
   // Copy floor: 1 GiB read + 1 GiB written, device to device.
@@ -556,32 +602,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "W8 compiled: %s\n", e.what());
     }
   }
-  {  // Reductions: W4, W5, W6 (SUITE.md), a column reduction, bfloat16 and float32 row sums
-    using V = std::vector<Array>;
-    const Shape big{16384, 4096};
-    const double nb = 16384.0 * 4096;
-    Array xb = gpu_normal(big, bfloat16, 21), rb = gpu_normal(big, bfloat16, 22);
-    Array wb = gpu_normal({4096}, bfloat16, 23), bb = gpu_normal({4096}, bfloat16, 24);
-    Array xf = gpu_normal(big, float32, 25);
-    Array x5 = gpu_normal({4096, 32768}, float32, 26);
-    std::vector<RowWork> works = {
-        {"W4_rmsnorm_16384x4096_bf16", [](const V& in) { return V{rms_norm(in[0], in[1], 1e-6)}; }, {xb, wb}, 2.0 * 2 * nb},
-        {"W5_softmax_4096x32768_f32",
-         [](const V& in) {
-           // Written as max/exp/sum/divide, as SUITE.md asks.
-           Array e = exp(subtract(in[0], max(in[0], {-1}, true)));
-           return V{divide(e, sum(e, {-1}, true))};
-         },
-         {x5}, 2.0 * 4 * 4096 * 32768},
-        {"W6_layernorm_residual_16384x4096_bf16",
-         [](const V& in) { return V{layer_norm(add(in[0], in[1]), in[2], in[3], 1e-5)}; }, {xb, rb, wb, bb}, 3.0 * 2 * nb},
-        {"sum_axis1_16384x4096_f32", [](const V& in) { return V{sum(in[0], {1})}; }, {xf}, 4.0 * nb},
-        {"sum_axis0_16384x4096_f32", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xf}, 4.0 * nb, true},
-        {"sum_axis1_16384x4096_bf16", [](const V& in) { return V{sum(in[0], {1})}; }, {xb}, 2.0 * nb},
-        {"sum_axis0_16384x4096_bf16", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xb}, 2.0 * nb, true},
-    };
-    for (const auto& w : works) bench_rows(w, reps, rows);
-  }
+  for (const auto& w : reduction_works()) bench_rows(w, reps, rows);
   bench_w9_mlp(reps, rows);
   {  // W9: a GPT-2-small block, bf16, 8 x 512 x 768, 12 heads; eager and compiled
     DefaultDeviceScope scope(g);  // the causal mask is made from nothing: on the GPU too

@@ -4,7 +4,7 @@
 // first-call row of W3 / of the W9 block; run them in fresh processes with an empty and with a
 // warm SMELT_CACHE_DIR) | bench_gpu --w9-host LABEL (prints the host time per call of compiled W9,
 // run with SMELT_CUDA_GRAPHS=1 and =0) | bench_gpu --rows REGEX [reps] (only the reduction rows whose
-// name matches, as JSON lines: for ncu). Times each workload as
+// name matches, as JSON lines: for ncu) | bench_gpu --w9-calls N (N synchronized calls of compiled W9). Times each workload as
 // eval + synchronize on the host clock (W8: host time per call of 2000 back-to-back calls),
 // after warm-up (kernel builds stay out of the numbers), median of `reps` (default 50) on random
 // data; checks each GPU result against the CPU's on the same inputs (relative L2 error).
@@ -256,6 +256,20 @@ int w9_host(const char* label) {
   return 0;
 }
 
+/// `--w9-calls N`: N calls of compiled W9, each synchronized (for ncu: every kernel of a call).
+int w9_calls(int n) {
+  const Device g = Device::cuda(0);
+  DefaultDeviceScope scope(g);
+  std::vector<Array> in = w9_inputs();
+  auto f = compile_w9();
+  for (int i = 0; i < n; ++i) {
+    Array y = f(in)[0];
+    y.eval();
+    synchronize(g);
+  }
+  return 0;
+}
+
 /// `--w12-w9 LABEL`: the first call of the compiled W9 block in this process, in ms.
 int w12_w9(const char* label, int argc, char** argv) {
   const Device g = Device::cuda(0);
@@ -452,6 +466,10 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "--w12-w9") {
     if (!cuda_available()) return 1;
     return w12_w9(argv[2], argc, argv);
+  }
+  if (argc >= 3 && std::string(argv[1]) == "--w9-calls") {
+    if (!cuda_available()) return 1;
+    return w9_calls(std::atoi(argv[2]));
   }
   if (argc >= 3 && std::string(argv[1]) == "--rows") {
     // `--rows REGEX [reps]`: only the reduction rows whose work matches, printed as JSON lines

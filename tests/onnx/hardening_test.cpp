@@ -736,6 +736,43 @@ OneNode same_pool(const std::string& op, const std::vector<int64_t>& kernel, con
   return n;
 }
 
+TEST(OnnxHardeningFuzz, MaxPoolIndicesWithHugePadsFailFastUnderTheBudget) {
+  // MaxPool with its Indices output, kernel 5x5 on a 5x5 input, pads [2, 2, 2^31, 2]: the output
+  // has 2^31 rows. The search for the kernel offsets that read the input took one step per output
+  // row (2^31 steps: seconds, a 20 s hang under ASan, found by fuzzing) before the allocation
+  // failed. Now the output is checked against the budget first, and only the outputs whose window
+  // touches the input are visited.
+  pb::NodeProto p = node("MaxPool", {"x"}, "pool");
+  add_ints_attr(p, "kernel_shape", {5, 5});
+  add_ints_attr(p, "pads", {2, 2, int64_t{1} << 31, 2});
+  OneNode n(p);
+  n.x(random_array({1, 1, 5, 5}, float32));
+  n.g.mutable_node(0)->add_output("i");
+  pb::ValueInfoProto info;
+  info.set_name("i");
+  *n.g.add_output() = info;
+  onnx::RunOptions o;
+  o.memory_budget_bytes = int64_t{256} << 20;
+  onnx::Model m = load_proto(make_model(n.g, 18));
+  expect_error<OutOfMemory>([&] { onnx::run(m, n.inputs, o); },
+                            {"MaxPool 'pool'", "the output and its indices", "over its memory budget of 268435456 bytes"}, "eager");
+  // The same pads with a budget that fits a small output: pads [2, 2, 3, 2] (9 x 5 windows) run,
+  // and the maxima equal the plain MaxPool's.
+  pb::NodeProto q = node("MaxPool", {"x"}, "pool");
+  add_ints_attr(q, "kernel_shape", {5, 5});
+  add_ints_attr(q, "pads", {2, 2, 3, 2});
+  OneNode plain(q);
+  plain.x(n.inputs[0].array());
+  OneNode both(q);
+  both.x(n.inputs[0].array());
+  both.g.mutable_node(0)->add_output("i");
+  *both.g.add_output() = info;
+  auto want = onnx::run(load_proto(make_model(plain.g, 18)), plain.inputs)[0].array();
+  auto got = onnx::run(load_proto(make_model(both.g, 18)), both.inputs, o);
+  EXPECT_EQ(got[0].array().shape(), (Shape{1, 1, 6, 5}));
+  EXPECT_EQ(got[0].array().to_vector<float>(), want.to_vector<float>());
+}
+
 TEST(OnnxHardeningFuzz, PoolKernelsFarWiderThanTheInputCostWhatTheyRead) {
   // Kernel [2, 2^32] with SAME padding: the CPU kernel kept a table of all 2^32 kernel columns
   // (a 16 TiB std::vector under ASan) and walked every one of them per row (slow-*, asan-*).

@@ -1,6 +1,7 @@
 // ONNX neural-network operators: MatMul, Gemm, softmax family, convolution, pooling, normalization.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "smelt/random.h"
@@ -212,16 +213,26 @@ std::vector<Value> op_conv_transpose(OpContext& c) {
 /// walking them cost one step per offset of the kernel (2^31 with SAME padding; found by the
 /// fuzzer). Output o reads the offsets t with 0 <= o*stride - lo + t*dil < in, which move left as
 /// o grows; their union has at most out * ceil(in / dil) offsets.
+/// Only the outputs whose window touches the input are visited (o*stride - lo <= in - 1 and
+/// o*stride - lo + (kernel-1)*dil >= 0): a huge pad alone no longer costs one step per output
+/// (2^31 steps, found by the fuzzer). `tick` runs every 2^16 steps (the run's deadline check).
 std::vector<int64_t> offsets_reading_input(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t dil,
-                                           int64_t lo) {
+                                           int64_t lo, const std::function<void()>& tick) {
   // The smallest t in [0, kernel] with p0 + t*dil >= bound; bound - p0 <= in + lo fits in int64.
   auto at_least = [&](int64_t p0, int64_t bound) -> int64_t {
     if (p0 >= bound) return 0;
     const int64_t need = bound - p0;
     return std::min(kernel, need / dil + (need % dil != 0 ? 1 : 0));
   };
+  // The caller checked (kernel-1)*dil + 1 and in + lo for overflow; every term here is smaller.
+  const int64_t reach = (kernel - 1) * dil;
+  const int64_t first_need = lo - reach;  // o*stride >= lo - reach
+  const int64_t o_first = first_need <= 0 ? 0 : first_need / stride + (first_need % stride != 0 ? 1 : 0);
+  const int64_t o_last = std::min(out - 1, (in - 1 + lo) / stride);
   std::vector<int64_t> offsets;
-  for (int64_t o = out - 1; o >= 0; --o) {
+  int64_t steps = 0;
+  for (int64_t o = o_last; o >= o_first; --o) {
+    if ((++steps & 0xffff) == 0) tick();
     const int64_t p0 = o * stride - lo;
     int64_t t = std::max(at_least(p0, 0), offsets.empty() ? int64_t{0} : offsets.back() + 1);
     for (const int64_t last = at_least(p0, in); t < last; ++t) offsets.push_back(t);
@@ -250,12 +261,17 @@ std::vector<Value> max_pool_with_indices(OpContext& c, const Array& x, const Poo
     out_sp.push_back(out);
     (void)add_size(c, mul_size(c, out - 1, o.strides[i]), span);  // the reach of the last window fits
   }
+  // The output and its indices are checked against the run's memory budget before any work.
+  int64_t count = mul_size(c, x.shape()[0], x.shape()[1]);
+  for (int64_t d : out_sp) count = mul_size(c, count, d);
+  c.check_room(mul_size(c, count, static_cast<int64_t>(size_of(x.dtype()) + sizeof(int64_t))), "the output and its indices");
   // Only the offsets that read the input are walked, and the input is padded only as far as
   // they read: positions o*stride + t*dil - lo for o in [0, out) and t in [first, last].
   std::vector<std::vector<int64_t>> offsets(n);
   for (size_t i = 0; i < n; ++i) {
     const int64_t in = x.shape()[i + 2], lo = o.padding_lo[i];
-    offsets[i] = offsets_reading_input(in, out_sp[i], o.kernel[i], o.strides[i], o.dilations[i], lo);
+    offsets[i] = offsets_reading_input(in, out_sp[i], o.kernel[i], o.strides[i], o.dilations[i], lo,
+                                       [&] { c.check_stop(); });
     const int64_t left = offsets[i].front() * o.dilations[i] - lo;
     const int64_t right = (out_sp[i] - 1) * o.strides[i] + offsets[i].back() * o.dilations[i] - lo;
     width[i + 2] = {std::max<int64_t>(0, -left), std::max<int64_t>(0, right - (in - 1))};

@@ -98,7 +98,7 @@ int cuda_vector_width(const FusedProgram& p, const std::string& layout) {
   if (layout == "strided") return 1;
   size_t smallest = 16;
   for (size_t i = 0; i < p.input_dtypes.size(); ++i)
-    if (layout[i] == 'c') smallest = std::min(smallest, size_of(p.input_dtypes[i]));
+    if (layout[i] == 'c' || layout[i] == 'r') smallest = std::min(smallest, size_of(p.input_dtypes[i]));
   for (size_t o = 0; o < p.outputs.size(); ++o) smallest = std::min(smallest, size_of(p.output_dtype(o)));
   return static_cast<int>(16 / smallest);
 }
@@ -455,10 +455,19 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     // by element.
     const int w = vector_width;
     auto words = [&](Dtype d) { return w * static_cast<int>(size_of(d)) / 4; };
+    // 'r' inputs: the vector at base % inner (inner is a multiple of w: whole and aligned);
+    // 'q' inputs: one value for the thread's w elements, at base / inner (they share a row).
+    auto scalar = [&](size_t i) { return layout[i] == 's' || layout[i] == 'q'; };
+    auto at = [&](size_t i, const std::string& e) {
+      const std::string inner = "a.st[" + std::to_string(i) + "][0]";
+      if (layout[i] == 'r') return "(" + e + ") % " + inner;
+      return "(" + e + ")";
+    };
     os << "  const i64 base = gid() * " << w << ";\n  if (base >= a.n) return;\n";
     for (size_t i = 0; i < nin; ++i) {
-      if (layout[i] == 's') {
-        os << "  const " << cuda_type_name(p.input_dtypes[i]) << " s" << i << " = x" << i << "[0];\n";
+      if (scalar(i)) {
+        os << "  const " << cuda_type_name(p.input_dtypes[i]) << " s" << i << " = x" << i << "["
+           << (layout[i] == 'q' ? "base / a.st[" + std::to_string(i) + "][0]" : std::string("0")) << "];\n";
         continue;
       }
       os << "  u32 w" << i << "[" << words(p.input_dtypes[i]) << "] = {};\n";
@@ -466,9 +475,9 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     for (size_t o = 0; o < nout; ++o) os << "  u32 r" << o << "[" << words(p.output_dtype(o)) << "] = {};\n";
     os << "  const bool whole = base + " << w << " <= a.n;\n  if (whole) {\n";
     for (size_t i = 0; i < nin; ++i) {
-      if (layout[i] == 's') continue;
+      if (scalar(i)) continue;
       os << "    #pragma unroll\n    for (int q = 0; q < " << words(p.input_dtypes[i]) / 4 << "; ++q) {\n"
-         << "      const uint4 v = ((const uint4*)(x" << i << " + base))[q];\n"
+         << "      const uint4 v = ((const uint4*)(x" << i << " + " << at(i, "base") << "))[q];\n"
          << "      w" << i << "[4 * q] = v.x; w" << i << "[4 * q + 1] = v.y; w" << i << "[4 * q + 2] = v.z; w" << i
          << "[4 * q + 3] = v.w;\n    }\n";
     }
@@ -476,11 +485,11 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     // local memory.
     os << "  } else {\n    #pragma unroll\n    for (int j = 0; j < " << w << "; ++j) {\n      if (base + j >= a.n) break;\n";
     for (size_t i = 0; i < nin; ++i)
-      if (layout[i] != 's') os << "      pack(w" << i << ", j, x" << i << "[base + j]);\n";
+      if (!scalar(i)) os << "      pack(w" << i << ", j, x" << i << "[" << at(i, "base + j") << "]);\n";
     os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < " << w << "; ++j) {\n";
     for (size_t i = 0; i < nin; ++i) {
       const char* t = cuda_type_name(p.input_dtypes[i]);
-      if (layout[i] == 's') os << "    const " << t << " in" << i << " = s" << i << ";\n";
+      if (scalar(i)) os << "    const " << t << " in" << i << " = s" << i << ";\n";
       else os << "    const " << t << " in" << i << " = unpack<" << t << ">(w" << i << ", j);\n";
     }
     os << body("    ", [](size_t o, const std::string& v) { return "pack(r" + std::to_string(o) + ", j, " + v + ")"; })
@@ -500,7 +509,11 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     for (size_t i = 0; i < nin; ++i) os << "  " << cuda_type_name(p.input_dtypes[i]) << " l" << i << "[4];\n";
     os << "  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
           "    if (i < a.n) {\n";
-    for (size_t i = 0; i < nin; ++i) os << "      l" << i << "[j] = x" << i << (layout[i] == 'c' ? "[i];\n" : "[0];\n");
+    for (size_t i = 0; i < nin; ++i) {
+      const std::string inner = "a.st[" + std::to_string(i) + "][0]";
+      const std::string idx = layout[i] == 'c' ? "i" : layout[i] == 'r' ? "i % " + inner : layout[i] == 'q' ? "i / " + inner : "0";
+      os << "      l" << i << "[j] = x" << i << "[" << idx << "];\n";
+    }
     os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
           "    if (i >= a.n) break;\n";
     for (size_t i = 0; i < nin; ++i) os << "    const " << cuda_type_name(p.input_dtypes[i]) << " in" << i << " = l" << i << "[j];\n";
@@ -516,6 +529,37 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     os << body("    ", store_direct) << "  }\n}\n";
   }
   return os.str();
+}
+
+char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& st, int64_t& inner) {
+  const int nd = static_cast<int>(shape.size());
+  // 'r': from the last axis, strides are row-major over the suffix, then 0 on every axis before.
+  int64_t expected = 1;
+  int d = nd - 1;
+  for (; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (st[d] != expected) break;
+    expected *= shape[d];
+  }
+  bool rest_zero = true;
+  for (int e = d; e >= 0; --e) rest_zero = rest_zero && (shape[e] == 1 || st[e] == 0);
+  if (rest_zero && expected > 1) {
+    inner = expected;
+    return 'r';
+  }
+  // 'q': from the last axis, strides are 0 (the repeat), then row-major over the prefix.
+  int64_t repeat = 1;
+  d = nd - 1;
+  for (; d >= 0 && (shape[d] == 1 || st[d] == 0); --d) repeat *= shape[d];
+  expected = 1;
+  for (; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (st[d] != expected) return 0;
+    expected *= shape[d];
+  }
+  if (repeat <= 1 || expected <= 1) return 0;
+  inner = repeat;
+  return 'q';
 }
 
 size_t CudaFusedKernelParams::hash() const {

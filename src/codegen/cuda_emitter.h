@@ -1,7 +1,9 @@
 // The CUDA source emitter for fused GPU kernels (built by NVRTC in src/backend/cuda).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/codegen/fused_program.h"
 #include "src/codegen/kernel_params.h"
@@ -17,13 +19,26 @@ inline constexpr int kCudaFusedMaxArgs = 16;
 /// CUDA C++ of the kernel `k(FusedArgs)` for `program`, to be compiled after the CUDA backend's
 /// device preamble (the same scalar math as the unfused GPU kernels, so results are bit-equal).
 /// `layout` has one letter per input: 'c' contiguous at the output's index, 's' one broadcast
-/// value; or is "strided" (inputs read through collapsed strides in the output's index space).
+/// value, 'r' a contiguous suffix repeated along the leading axes (element i % inner: a bias or
+/// a weight broadcast over rows), 'q' a contiguous prefix repeated along the trailing axes
+/// (element i / inner: a per-row value broadcast over columns), with `inner` in the kernel's
+/// argument a.st[input][0]; or is "strided" (inputs read through collapsed strides in the
+/// output's index space).
 /// Float constants are exact bit patterns behind an opaque move, so the compiler cannot fold
 /// them into the math differently from the unfused kernels that read them from memory.
 /// With `vectorized` (flat layouts only) each thread owns cuda_vector_width() consecutive
-/// elements moved as 16-byte vectors: the caller must have checked that every contiguous input
-/// and every output is 16-byte aligned.
+/// elements moved as 16-byte vectors: the caller must have checked that every 'c' and 'r' input
+/// and every output is 16-byte aligned, and that every 'r' and 'q' input's inner is a multiple
+/// of the vector width (a thread's vector then lies in one repeat: one 'q' value, one 'r' vector).
 std::string emit_cuda_kernel(const FusedProgram& program, const std::string& layout, bool vectorized = false);
+
+/// The flat layout letter of an input whose broadcast strides over the output's `shape` are
+/// `st` (0 along broadcast axes; the input is neither the output's shape nor one value): 'r'
+/// when it is a contiguous suffix of the axes repeated along the leading ones (element
+/// i % inner: a bias over rows), 'q' when it is a contiguous prefix repeated along the trailing
+/// ones (element i / inner: a per-row value over columns), else 0 (the strided layout).
+/// `inner` gets the product of the suffix's axes ('r') or of the broadcast trailing axes ('q').
+char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& st, int64_t& inner);
 
 /// CUDA C++ of the kernel `k(RowArgs)` for a row program (program.reduced_axes > 0): a warp or a
 /// block per row (codegen/gpu_row_order.h, the eager Reduce's order), one pass over the row per
@@ -55,8 +70,9 @@ const char* cuda_word_helpers_source();
 /// aligned to V * sizeof(T) bytes, or to 16 when that is more.
 const char* cuda_vector_moves_source();
 
-/// Elements per thread of the vectorized flat layout: 16 bytes of the narrowest contiguous
-/// operand (4 for float32, 8 for bfloat16), so every operand moves in whole 16-byte vectors.
+/// Elements per thread of the vectorized flat layout: 16 bytes of the narrowest operand moved as
+/// vectors ('c' and 'r' inputs, outputs: 4 for float32, 8 for bfloat16), so every one of them
+/// moves in whole 16-byte vectors.
 int cuda_vector_width(const FusedProgram& program, const std::string& layout);
 
 }  // namespace smelt::codegen

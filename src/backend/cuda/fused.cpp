@@ -169,19 +169,25 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   for (size_t o = 0; o < outputs.size(); ++o) args.p[nin + o] = dptr(outputs[o]);
   if (args.n == 0) return;
   DeviceState& s = state_of(outputs[0]);
-  // Layout: flat when every input is the output's shape and contiguous, or a single value.
+  // Layout: flat when every input is the output's shape and contiguous, a single value, or a
+  // contiguous suffix or prefix of the output's axes broadcast along the others ('r', 'q':
+  // codegen::cuda_flat_layout); else strided.
   std::string layout;
   bool flat = true;
   std::vector<Strides> strides(nin, Strides(nd, 0));
+  std::vector<int64_t> inner(nin, 0);
   for (size_t i = 0; i < nin; ++i) {  // every input's strides: the strided path needs them all
     const auto& n = inputs[i].node();
     const int off = nd - static_cast<int>(n.shape.size());
     for (int d = 0; d < static_cast<int>(n.shape.size()); ++d) strides[i][off + d] = n.shape[d] == 1 ? 0 : n.strides[d];
     if (n.shape == shape && is_row_contiguous(n.shape, n.strides)) layout += 'c';
     else if (n.size() == 1) layout += 's';
+    else if (char l = codegen::cuda_flat_layout(shape, strides[i], inner[i])) layout += l;
     else flat = false;
   }
   if (!flat) layout = "strided";
+  for (size_t i = 0; i < nin && flat; ++i)
+    if (layout[i] == 'r' || layout[i] == 'q') args.st[i][0] = inner[i];
   if (layout == "strided") {
     // Collapse axes mergeable for every input (outputs are row-major).
     int64_t cnd = 0;
@@ -205,13 +211,18 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   }
   // 16-byte vectors on the flat layout when every contiguous operand allows them (buffers are
   // 256-byte aligned; a view's offset may not be).
+  // A thread's vector must lie in one repeat of every 'r' and 'q' input (inner a multiple of
+  // the width).
   bool vectorized = flat;
-  for (size_t i = 0; i < nin && vectorized; ++i)
-    if (layout[i] == 'c') vectorized = args.p[i] % 16 == 0;
+  const int width = flat ? codegen::cuda_vector_width(k.program, layout) : 1;
+  for (size_t i = 0; i < nin && vectorized; ++i) {
+    if (layout[i] == 'c' || layout[i] == 'r') vectorized = args.p[i] % 16 == 0;
+    if (layout[i] == 'r' || layout[i] == 'q') vectorized = vectorized && inner[i] % width == 0;
+  }
   for (size_t o = 0; o < outputs.size() && vectorized; ++o) vectorized = args.p[nin + o] % 16 == 0;
   CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(p.kernel), layout, vectorized}, describe());
   const unsigned block = occupancy_block_size(fn);
-  const int64_t per_thread = vectorized ? codegen::cuda_vector_width(k.program, layout) : (flat ? 4 : 1);
+  const int64_t per_thread = vectorized ? width : (flat ? 4 : 1);
   launch(s, fn, blocks_for(args.n, static_cast<int64_t>(block) * per_thread), block, &args, "Fused");
 }
 

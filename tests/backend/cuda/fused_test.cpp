@@ -92,5 +92,50 @@ TEST(CudaFused, VectorizedLayoutEveryDtypeTailsAndMisalignedViews) {
   }
 }
 
+// A bias over rows ('r': element i % n) and a per-row value over columns ('q': element i / n) are
+// read in the flat layout, as 16-byte vectors when the row length is a multiple of the vector
+// width (else element by element): GELU(x + bias) and (x - column) * scale, bit-equal to the
+// unfused GPU kernels, for row lengths with and without a whole number of vectors and for a
+// misaligned view.
+TEST(CudaFused, RowAndColumnBroadcastsReadTheFlatLayout) {
+  SMELT_REQUIRE_GPU();
+  std::vector<std::string> layouts;
+  telemetry::Subscription sub("compile.kernel.build", [&](const telemetry::Event& e) {
+    if (e.field("program").rfind("fused|", 0) == 0) layouts.push_back(e.field("program"));
+  });
+  auto bias_gelu = [](const Array& x, const Array& b) { return gelu(add(x, b), true); };
+  auto centre = [](const Array& x, const Array& c, const Array& w) { return multiply(subtract(x, c), w); };
+  auto f = compile(bias_gelu, strict(), "cuda_bias_gelu");
+  auto g = compile(centre, strict(), "cuda_centre");
+  for (Dtype dt : {float32, bfloat16, float16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    for (int64_t n : {17, 64, 3072}) {
+      SCOPED_TRACE(n);
+      Array x = on_gpu(special_array({9, n + 1}, dt, -4, 4, 231));
+      Array b = on_gpu(special_array({n + 1}, dt, -1, 1, 232));
+      Array c = on_gpu(special_array({9, 1}, dt, -1, 1, 233));
+      Array w = on_gpu(special_array({n}, dt, 0.5, 2, 234));
+      Array xs = slice(x, {0, 0}, {9, n});  // rows n + 1 apart: the strided layout
+      Array xc = copy(xs);                  // contiguous
+      for (int64_t offset : {0, 1}) {       // a bias at an odd offset cannot move as vectors
+        Array bs = slice(b, {offset}, {offset + n});
+        for (const Array& in : {xc, xs}) {
+          EXPECT_TRUE(same_as_cpu(f(in, bs), on_cpu(bias_gelu(in, bs))));
+          EXPECT_TRUE(same_as_cpu(g(in, c, w), on_cpu(centre(in, c, w))));
+        }
+      }
+    }
+  }
+  // The contiguous inputs took the flat layouts, vectorized for the whole rows.
+  auto built = [&](const std::string& suffix) {
+    for (const auto& l : layouts)
+      if (l.size() >= suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
+    return false;
+  };
+  EXPECT_TRUE(built("|cr|v")) << "no vectorized bias kernel";
+  EXPECT_TRUE(built("|cr")) << "no element-wise bias kernel";
+  EXPECT_TRUE(built("|cqr|v")) << "no vectorized column kernel";
+}
+
 }  // namespace
 }  // namespace smelt

@@ -69,7 +69,7 @@ TEST(CudaKernelSource, FusedKernelsCompileInEveryLayout) {
 #if SMELT_HAS_CUDA
   for (Dtype narrow : {bfloat16, float16, uint8, bool_, float64, float32}) {
     const codegen::FusedProgram p = mixed_program(narrow);
-    for (const std::string layout : {"cc", "cs", "sc", "strided"}) {
+    for (const std::string layout : {"cc", "cs", "sc", "cr", "rc", "cq", "qr", "strided"}) {
       for (bool vectorized : {false, true}) {
         SCOPED_TRACE(std::string(dtype_name(narrow)) + " " + layout + (vectorized ? " vectorized" : ""));
         expect_compiles(codegen::emit_cuda_kernel(p, layout, vectorized));
@@ -111,6 +111,31 @@ TEST(CudaKernelSource, VectorWidthMovesSixteenBytesOfTheNarrowestOperand) {
   // A broadcast input is read once, not as vectors; the outputs still count.
   EXPECT_EQ(codegen::cuda_vector_width(mixed_program(float64), "sc"), 4);
   EXPECT_EQ(codegen::cuda_vector_width(mixed_program(float32), "strided"), 1);
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+TEST(CudaKernelSource, FlatLayoutsOfRowAndColumnBroadcasts) {
+#if SMELT_HAS_CUDA
+  int64_t inner = 0;
+  // A bias [3072] over [4096, 3072]: the suffix repeated over rows.
+  EXPECT_EQ(codegen::cuda_flat_layout({4096, 3072}, {0, 1}, inner), 'r');
+  EXPECT_EQ(inner, 3072);
+  // A weight [8, 64] over [2, 4, 8, 64] (leading broadcast axes, a two-axis suffix).
+  EXPECT_EQ(codegen::cuda_flat_layout({2, 4, 8, 64}, {0, 0, 64, 1}, inner), 'r');
+  EXPECT_EQ(inner, 512);
+  // A per-row value [4096, 1] over [4096, 3072]: the prefix repeated over columns.
+  EXPECT_EQ(codegen::cuda_flat_layout({4096, 3072}, {1, 0}, inner), 'q');
+  EXPECT_EQ(inner, 3072);
+  // [2, 3, 1, 1] over [2, 3, 5, 7]; axes of one element anywhere do not matter.
+  EXPECT_EQ(codegen::cuda_flat_layout({2, 3, 1, 5, 7}, {3, 1, 0, 0, 0}, inner), 'q');
+  EXPECT_EQ(inner, 35);
+  // Neither: a middle axis broadcast, a transpose, a column of a wider buffer.
+  EXPECT_EQ(codegen::cuda_flat_layout({4, 5, 6}, {6, 0, 1}, inner), 0);
+  EXPECT_EQ(codegen::cuda_flat_layout({4, 5}, {1, 4}, inner), 0);
+  EXPECT_EQ(codegen::cuda_flat_layout({4, 5}, {2, 0}, inner), 0);
+  EXPECT_EQ(codegen::cuda_flat_layout({4, 5}, {0, 2}, inner), 0);
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif

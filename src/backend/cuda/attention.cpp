@@ -1,5 +1,6 @@
-// The CUDA Attention primitive: the flash-attention kernel (attention_sources.cpp) for float32,
-// float16 and bfloat16 with head_dim 64 or 128, the composed path (matmul, softmax, matmul) otherwise.
+// The CUDA Attention primitive: the flash-attention kernels (attention_sources.cpp: tensor cores
+// for float16 and bfloat16, FMAs for float32) with head_dim 64 or 128, the composed path (matmul,
+// softmax, matmul) otherwise.
 #include "src/backend/cuda/attention.h"
 
 #include "src/backend/cuda/attention_sources.h"
@@ -64,9 +65,8 @@ void eval_attention(const AttentionParams& p, const std::vector<Array>& inputs, 
   a.softcap = p.softcap;
   const std::string what = "scaled_dot_product_attention";
   CUfunction fn = get_kernel(s.index, attention_kernel_key(c), [&] { return attention_source(c); }, what);
-  const int64_t rows = 4 * flash_attention_rows_per_warp(c.head_dim);
-  const uint64_t blocks = blocks_for(a.s, rows) * static_cast<uint64_t>(a.batch * a.q_heads);
-  launch(s, fn, blocks, 128, &a, what);
+  const uint64_t blocks = blocks_for(a.s, flash_attention_block_rows(c)) * static_cast<uint64_t>(a.batch * a.q_heads);
+  launch(s, fn, blocks, 128, &a, what, flash_attention_shared_bytes(c));
 }
 
 }  // namespace smelt::cuda

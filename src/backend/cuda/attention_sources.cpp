@@ -1,5 +1,6 @@
-// The flash-attention forward kernel's CUDA source: tiles of q, k and v in shared memory, an
-// online softmax in float32, one warp per group of query rows.
+// The flash-attention forward kernels' CUDA sources: tiles of q, k and v in shared memory, an
+// online softmax in float32; tensor cores (mma.sync) for float16 and bfloat16, float32 FMAs for
+// float32.
 #include "src/backend/cuda/attention_sources.h"
 
 #include "src/backend/cuda/kernels.h"
@@ -14,7 +15,8 @@ bool flash_attention_supports(Dtype dtype, int64_t head_dim, int64_t v_head_dim)
 int flash_attention_rows_per_warp(int head_dim) { return head_dim == 64 ? 8 : 4; }
 
 std::string attention_kernel_key(const FlashAttentionConfig& c) {
-  return "flash_attention|" + std::string(dtype_name(c.dtype)) + "|d" + std::to_string(c.head_dim) + "|mask" +
+  return std::string(flash_attention_uses_tensor_cores(c) ? "flash_attention_mma|" : "flash_attention|") +
+         std::string(dtype_name(c.dtype)) + "|d" + std::to_string(c.head_dim) + "|mask" +
          std::to_string(static_cast<int>(c.mask)) + (c.causal ? "|causal" : "") + (c.softcap ? "|softcap" : "");
 }
 
@@ -149,13 +151,224 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
 }
 )CUDA";
 
+// The tensor-core kernel for float16 and bfloat16 (FlashAttention-2's layout of the work on
+// mma.sync.m16n8k16, float32 accumulators):
+//  - a block of 4 warps owns BM = 64 consecutive query rows of one (batch, head), 16 a warp; the
+//    q tile stays in shared memory, the k tile and the transposed v tile are reloaded per BN = 64
+//    keys (rows padded by 16 bytes: the fragment loads hit 32 different banks);
+//  - S = q k^T for the warp's 16 rows x 64 keys in registers (the accumulator layout of the PTX
+//    ISA: thread (g = lane / 4, c = lane % 4) holds rows g and g + 8, keys 2c, 2c + 1 of each
+//    8-key tile); scale, softcap, mask and causal as in the scalar kernel; the row maximum and sum
+//    over the 4 threads of a row by shuffles; the running output rescaled in registers;
+//  - P is rounded to the input dtype and used as the A operand of O += P v straight from the
+//    registers (the accumulator layout of two 8-key tiles is the A layout of one 16-key step).
+// Each thread sums its own part of a row's denominator; the 4 parts are added at the end.
+// A row whose keys are all masked keeps max = -inf and sum = 0 and writes zeros.
+constexpr const char* kMmaBody = R"CUDA(
+struct AttnArgs {
+  u64 q, k, v, mask, out;
+  i64 batch, q_heads, kv_heads, s, t;
+  i64 qst[3], kst[3], vst[3];
+  i64 mst[4];
+  i64 causal_offset;
+  double scale, softcap;
+};
+#define BM 64
+#define BN 64
+#define LDQ (D + 8)
+#define LDV (BN + 8)
+
+__device__ inline u32 pack2(float lo, float hi) {
+  u32 r;
+#if IS_BF16
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  return r;
+}
+__device__ inline void mma16816(float* c, const u32* a, const u32* b) {
+#if IS_BF16
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+// Eight elements of row `row` from column c (zeros when !in): one 16-byte load when aligned.
+__device__ inline uint4 load8(const u16* base, i64 row, i64 row_stride, int c, bool in) {
+  if (!in) return make_uint4(0u, 0u, 0u, 0u);
+  const u16* src = base + row * row_stride + c;
+  if (((u64)src & 15) == 0) return *(const uint4*)src;
+  u32 w[4];
+  for (int i = 0; i < 4; ++i) w[i] = (u32)src[2 * i] | ((u32)src[2 * i + 1] << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
+  extern __shared__ __align__(16) u16 smem[];
+  u16* qs = smem;             // [BM][LDQ]
+  u16* ks = qs + BM * LDQ;    // [BN][LDQ]
+  u16* vt = ks + BN * LDQ;    // [D][LDV]: v transposed, vt[d][key]
+  const i64 tiles_m = (a.s + BM - 1) / BM;
+  i64 blk = bid();
+  const i64 mt = blk % tiles_m;
+  blk /= tiles_m;
+  const i64 h = blk % a.q_heads, b = blk / a.q_heads;
+  const i64 hk = h / (a.q_heads / a.kv_heads);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c4 = lane & 3;
+  const i64 m0 = mt * BM;
+  const u16* qp = (const u16*)a.q + b * a.qst[0] + h * a.qst[1];
+  const u16* kp = (const u16*)a.k + b * a.kst[0] + hk * a.kst[1];
+  const u16* vp = (const u16*)a.v + b * a.vst[0] + hk * a.vst[1];
+  for (int idx = tid; idx < BM * (D / 8); idx += 128) {
+    const int r = idx / (D / 8), c = (idx % (D / 8)) * 8;
+    *(uint4*)(qs + r * LDQ + c) = load8(qp, m0 + r, a.qst[2], c, m0 + r < a.s);
+  }
+  const float neg_inf = -f_inf();
+  const float scale = (float)a.scale;
+  float o[D / 8][4];
+  #pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m_r[2] = {neg_inf, neg_inf}, l_r[2] = {0.f, 0.f};
+  i64 t_end = a.t;
+#if CAUSAL
+  {  // keys past the block's last row (plus the offset) are masked for every row of the block
+    const i64 last = m0 + BM - 1 + a.causal_offset + 1;
+    t_end = last < t_end ? last : t_end;
+    if (t_end < 0) t_end = 0;
+  }
+#endif
+  const i64 row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
+  for (i64 n0 = 0; n0 < t_end; n0 += BN) {
+    __syncthreads();  // the previous tiles are no longer read (and, the first time, q is written)
+    for (int idx = tid; idx < BN * (D / 8); idx += 128) {
+      const int r = idx / (D / 8), c = (idx % (D / 8)) * 8;
+      const bool in = n0 + r < a.t;
+      *(uint4*)(ks + r * LDQ + c) = load8(kp, n0 + r, a.kst[2], c, in);
+      const uint4 v = load8(vp, n0 + r, a.vst[2], c, in);
+      const u32 w[4] = {v.x, v.y, v.z, v.w};
+      #pragma unroll
+      for (int i = 0; i < 8; ++i) vt[(c + i) * LDV + r] = (u16)(w[i >> 1] >> (16 * (i & 1)));
+    }
+    __syncthreads();
+    float sc[BN / 8][4];
+    #pragma unroll
+    for (int j = 0; j < BN / 8; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+    #pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const u16* qa = qs + (warp * 16 + g) * LDQ + kk * 16 + 2 * c4;
+      const u32 af[4] = {*(const u32*)qa, *(const u32*)(qa + 8 * LDQ), *(const u32*)(qa + 8), *(const u32*)(qa + 8 * LDQ + 8)};
+      #pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const u16* kb = ks + (j * 8 + g) * LDQ + kk * 16 + 2 * c4;
+        const u32 bf[2] = {*(const u32*)kb, *(const u32*)(kb + 8)};
+        mma16816(sc[j], af, bf);
+      }
+    }
+    float mx[2] = {neg_inf, neg_inf};
+    #pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const i64 row = row0 + 8 * (e >> 1), key = n0 + j * 8 + 2 * c4 + (e & 1);
+        float x = sc[j][e] * scale;
+#if SOFTCAP
+        x = (float)a.softcap * tanhf(x / (float)a.softcap);
+#endif
+        const bool valid = key < a.t && row < a.s;
+#if MASK == 1
+        if (valid) x += ((const float*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]];
+#elif MASK == 2
+        if (valid && !((const u8*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]]) x = neg_inf;
+#endif
+#if CAUSAL
+        if (key > row + a.causal_offset) x = neg_inf;
+#endif
+        if (!valid) x = neg_inf;
+        sc[j][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+    }
+    float shift[2];
+    #pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(0xffffffffu, mx[rr], 1));
+      mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(0xffffffffu, mx[rr], 2));
+      const float m_new = fmaxf(m_r[rr], mx[rr]);
+      shift[rr] = m_new == neg_inf ? 0.f : m_new;  // a row masked so far keeps zeros
+      const float alpha = expf(m_r[rr] - shift[rr]);
+      m_r[rr] = m_new;
+      l_r[rr] *= alpha;
+      #pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[n][2 * rr] *= alpha;
+        o[n][2 * rr + 1] *= alpha;
+      }
+    }
+    #pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = expf(sc[j][e] - shift[e >> 1]);
+        sc[j][e] = p;
+        l_r[e >> 1] += p;
+      }
+    }
+    #pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const u32 pa[4] = {pack2(sc[2 * kk][0], sc[2 * kk][1]), pack2(sc[2 * kk][2], sc[2 * kk][3]),
+                         pack2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]), pack2(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+      #pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        const u16* vb = vt + (n * 8 + g) * LDV + kk * 16 + 2 * c4;
+        const u32 bf[2] = {*(const u32*)vb, *(const u32*)(vb + 8)};
+        mma16816(o[n], pa, bf);
+      }
+    }
+  }
+  #pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    float l = l_r[rr];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const i64 row = row0 + 8 * rr;
+    if (row >= a.s) continue;
+    u16* op = (u16*)a.out + ((b * a.q_heads + h) * a.s + row) * D;
+    #pragma unroll
+    for (int n = 0; n < D / 8; ++n) *(u32*)(op + n * 8 + 2 * c4) = pack2(o[n][2 * rr] * inv, o[n][2 * rr + 1] * inv);
+  }
+}
+)CUDA";
+
 }  // namespace
 
+bool flash_attention_uses_tensor_cores(const FlashAttentionConfig& c) {
+  return c.dtype == float16 || c.dtype == bfloat16;
+}
+
+int64_t flash_attention_block_rows(const FlashAttentionConfig& c) {
+  return flash_attention_uses_tensor_cores(c) ? 64 : 4 * flash_attention_rows_per_warp(c.head_dim);
+}
+
+uint64_t flash_attention_shared_bytes(const FlashAttentionConfig& c) {
+  if (!flash_attention_uses_tensor_cores(c)) return 0;  // static shared memory
+  const uint64_t d = static_cast<uint64_t>(c.head_dim);
+  return 2 * ((64 + 64) * (d + 8) + d * (64 + 8));
+}
+
 std::string attention_source(const FlashAttentionConfig& c) {
-  return "typedef " + std::string(device_type(c.dtype)) + " T;\n#define D " + std::to_string(c.head_dim) +
-         "\n#define ROWS " + std::to_string(flash_attention_rows_per_warp(c.head_dim)) + "\n#define MASK " +
-         std::to_string(static_cast<int>(c.mask)) + "\n#define CAUSAL " + (c.causal ? "1" : "0") +
-         "\n#define SOFTCAP " + (c.softcap ? "1" : "0") + "\n" + kBody;
+  const std::string defs = "#define D " + std::to_string(c.head_dim) + "\n#define MASK " +
+                           std::to_string(static_cast<int>(c.mask)) + "\n#define CAUSAL " + (c.causal ? "1" : "0") +
+                           "\n#define SOFTCAP " + (c.softcap ? "1" : "0") + "\n";
+  if (flash_attention_uses_tensor_cores(c))
+    return defs + "#define IS_BF16 " + (c.dtype == bfloat16 ? "1" : "0") + "\n" + kMmaBody;
+  return "typedef " + std::string(device_type(c.dtype)) + " T;\n#define ROWS " +
+         std::to_string(flash_attention_rows_per_warp(c.head_dim)) + "\n" + defs + kBody;
 }
 
 }  // namespace smelt::cuda

@@ -2,6 +2,7 @@
 // tests/backend/cuda/attention_source_test.cpp on machines without a GPU.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "smelt/dtype.h"
@@ -26,6 +27,18 @@ bool flash_attention_supports(Dtype dtype, int64_t head_dim, int64_t v_head_dim)
 /// Query rows one warp owns (four warps a block): 8 for head_dim 64, 4 for 128, so that the
 /// block's tiles fit the 48 KiB of static shared memory.
 int flash_attention_rows_per_warp(int head_dim);
+
+/// float16 and bfloat16 run on tensor cores (mma.sync, float32 accumulation, the softmax
+/// weights rounded to the input dtype before they multiply v); float32 on float32 FMAs.
+bool flash_attention_uses_tensor_cores(const FlashAttentionConfig& c);
+
+/// Query rows one block (128 threads) owns: 64 on tensor cores, else 4 warps of
+/// flash_attention_rows_per_warp.
+int64_t flash_attention_block_rows(const FlashAttentionConfig& c);
+
+/// Dynamic shared memory a block needs (the tensor-core kernel's q, k and transposed v tiles:
+/// 27 KiB for head_dim 64, 52 KiB for 128); 0 for the float32 kernel (static tiles).
+uint64_t flash_attention_shared_bytes(const FlashAttentionConfig& c);
 
 std::string attention_kernel_key(const FlashAttentionConfig& c);
 std::string attention_source(const FlashAttentionConfig& c);

@@ -11,16 +11,19 @@ namespace {
 
 using namespace smelt::test;
 
-/// Bound on |GPU - CPU| for inputs in [-1, 1]: both accumulate in float32 (the flash kernel in
-/// tiles of 32 keys with an online softmax, the CPU as whole rows), each within
+/// Bound on |GPU - CPU| for inputs in [-1, 1]: both accumulate in float32 (the flash kernels in
+/// tiles of keys with an online softmax, the CPU as whole rows), each within
 /// 4(D² + 2T + 8)·2⁻²⁴ of the exact value (tests/ops/attention_test.cpp); the inputs are the same
 /// bfloat16/float16 values on both sides; the outputs are rounded to the dtype, so the two roundings
-/// may differ by one ulp of the output (2⁻⁸ for bfloat16, 2⁻¹¹ for float16, relative to |out| <= 1).
+/// may differ by one ulp of the output (u = 2⁻⁸ for bfloat16, 2⁻¹¹ for float16, relative to
+/// |out| <= 1). The tensor-core kernel (float16, bfloat16) also rounds the softmax weights p_j to
+/// the dtype before they multiply v (the denominator sums them unrounded): each weight moves by at
+/// most u·p_j, so the output by at most u·Σ p_j|v_j| / Σ p_j <= u.
 double bound(Dtype dt, int64_t d, int64_t t) {
   const double acc = 2 * 4 * (static_cast<double>(d * d) + 2.0 * static_cast<double>(t) + 8) * 0x1p-24;
   switch (dt) {
-    case Dtype::BFloat16: return acc + 0x1p-8;
-    case Dtype::Float16: return acc + 0x1p-11;
+    case Dtype::BFloat16: return acc + 2 * 0x1p-8;
+    case Dtype::Float16: return acc + 2 * 0x1p-11;
     default: return acc;
   }
 }
@@ -61,6 +64,29 @@ TEST(CudaAttention, FlashKernelMatchesCpu) {
       check({1, 8, 2, 33, 130, d}, dt, {.causal = CausalMask::LowerRight}, seed += 3);  // GQA
       check({2, 4, 1, 65, 40, d}, dt, {.causal = CausalMask::UpperLeft}, seed += 3);    // MQA, S > T
       check({1, 2, 2, 1, 300, d}, dt, {.scale = 0.2, .softcap = 3.0}, seed += 3);      // decoding: one query
+    }
+}
+
+// Several query and key tiles of the tensor-core kernel (64 x 64), causal, and q, k, v read in
+// place as views of one packed [B, S, 3, H, D] projection (rows 3·H·D apart, as a GPT block
+// splits its qkv matmul), at an offset that is not 16-byte aligned for k and v.
+TEST(CudaAttention, TensorCoreTilesAndPackedQkvViews) {
+  SMELT_REQUIRE_GPU();
+  uint32_t seed = 41;
+  for (Dtype dt : {bfloat16, float16})
+    for (int64_t d : {64, 128}) {
+      check({1, 3, 3, 200, 300, d}, dt, {}, seed += 3);
+      check({2, 2, 2, 130, 130, d}, dt, {.causal = CausalMask::UpperLeft}, seed += 3);
+      const int64_t b = 2, s = 70, h = 3;
+      Array qkv = random_array({b, s, 3, h, d}, dt, -1, 1, seed += 3);
+      auto part = [&](const Array& x, int64_t i) {  // [B, H, S, D] view of q, k or v
+        return transpose(squeeze(slice(x, {0, 0, i, 0, 0}, {b, s, i + 1, h, d}), {2}), {0, 2, 1, 3});
+      };
+      Array want = scaled_dot_product_attention(part(qkv, 0), part(qkv, 1), part(qkv, 2), {.causal = CausalMask::UpperLeft});
+      Array g = on_gpu(qkv);
+      Array got = scaled_dot_product_attention(part(g, 0), part(g, 1), part(g, 2), {.causal = CausalMask::UpperLeft});
+      ASSERT_EQ(got.device(), gpu());
+      EXPECT_LE(max_abs_diff(got, want), bound(dt, d, s)) << dtype_name(dt) << " d=" << d << " packed qkv";
     }
 }
 

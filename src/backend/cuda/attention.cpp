@@ -37,7 +37,15 @@ void eval_attention(const AttentionParams& p, const std::vector<Array>& inputs, 
     eval_composed(p, inputs, out);
     return;
   }
+  // The output is laid out as [B, S, Hq, D] (its [B, Hq, S, D] view has strides S·Hq·D, D,
+  // Hq·D, 1): the transpose back to [B, S, Hq·D] that follows attention in a transformer block
+  // is then a free view instead of a copy kernel.
   alloc_output(out);
+  {
+    auto& n = out.node();
+    const int64_t hq = q.shape()[1], sq = q.shape()[2];
+    n.strides = {sq * hq * d, d, hq * d, 1};
+  }
   DeviceState& s = state_of(out);
   FlashAttentionConfig c{q.dtype(), static_cast<int>(d), p.mask, p.causal != CausalMask::None, p.softcap > 0};
   AttnArgs a{};
@@ -61,6 +69,7 @@ void eval_attention(const AttentionParams& p, const std::vector<Array>& inputs, 
     for (int i = 0; i < 4; ++i) a.mst[i] = m.shape()[i] == 1 ? 0 : m.node().strides[i];
   }
   a.causal_offset = p.causal == CausalMask::LowerRight ? a.t - a.s : 0;
+  for (int i = 0; i < 3; ++i) a.ost[i] = out.node().strides[i];
   a.scale = detail::attention_scale(p, d);
   a.softcap = p.softcap;
   const std::string what = "scaled_dot_product_attention";

@@ -38,6 +38,7 @@ struct AttnArgs {
   i64 qst[3], kst[3], vst[3];
   i64 mst[4];
   i64 causal_offset;
+  i64 ost[3];
   double scale, softcap;
 };
 #define BN 32
@@ -145,7 +146,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
     const i64 row = m0 + warp * ROWS + r;
     if (row >= a.s) continue;
     const float inv = l_i[r] > 0.f ? 1.f / l_i[r] : 0.f;
-    T* op = (T*)a.out + ((b * a.q_heads + h) * a.s + row) * D;
+    T* op = (T*)a.out + b * a.ost[0] + h * a.ost[1] + row * a.ost[2];
     for (int u = 0; u < DL; ++u) op[lane + 32 * u] = down<T>(acc[r][u] * inv);
   }
 }
@@ -171,6 +172,7 @@ struct AttnArgs {
   i64 qst[3], kst[3], vst[3];
   i64 mst[4];
   i64 causal_offset;
+  i64 ost[3];
   double scale, softcap;
 };
 #define BM 64
@@ -338,7 +340,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
     const float inv = l > 0.f ? 1.f / l : 0.f;
     const i64 row = row0 + 8 * rr;
     if (row >= a.s) continue;
-    u16* op = (u16*)a.out + ((b * a.q_heads + h) * a.s + row) * D;
+    u16* op = (u16*)a.out + b * a.ost[0] + h * a.ost[1] + row * a.ost[2];
     #pragma unroll
     for (int n = 0; n < D / 8; ++n) *(u32*)(op + n * 8 + 2 * c4) = pack2(o[n][2 * rr] * inv, o[n][2 * rr + 1] * inv);
   }

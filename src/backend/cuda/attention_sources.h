@@ -50,6 +50,7 @@ struct AttnArgs {
   int64_t qst[3], kst[3], vst[3];  // strides (elements) of batch, head and sequence; head_dim is 1
   int64_t mst[4];                  // the mask's strides over [B, Hq, S, T] (0 where broadcast)
   int64_t causal_offset;           // 0 (upper left) or T - S (lower right)
+  int64_t ost[3];                  // the output's strides of batch, head and sequence (head_dim 1)
   double scale, softcap;
 };
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -19,6 +20,21 @@ namespace smelt::test {
 /// Skips the test on machines without a GPU (CI): the CUDA tests run for real on the device.
 #define SMELT_REQUIRE_GPU() \
   if (!::smelt::cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine"
+
+/// Compiles synchronously (SMELT_TIERED=0, unless the caller set it) before any test runs: a GPU
+/// test of compiled code must run the fused kernels, not the unfused tier that tiered execution
+/// serves while the kernels build in the background (the same bits, so such a test would pass
+/// without ever launching a fused kernel).
+class SynchronousCompileEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* tiered = std::getenv("SMELT_TIERED");
+    if (!tiered || !*tiered) ::setenv("SMELT_TIERED", "0", 1);
+  }
+};
+
+inline ::testing::Environment* const synchronous_compile_environment =
+    ::testing::AddGlobalTestEnvironment(new SynchronousCompileEnvironment);
 
 inline Device gpu() { return Device::cuda(0); }
 inline Array on_gpu(const Array& a) { return to_device(a, gpu()); }

@@ -3,8 +3,8 @@
 // Usage: bench_gpu OUT.json [reps] | bench_gpu --w12 LABEL | bench_gpu --w12-w9 LABEL (print W12's
 // first-call row of W3 / of the W9 block; run them in fresh processes with an empty and with a
 // warm SMELT_CACHE_DIR) | bench_gpu --w9-host LABEL (prints the host time per call of compiled W9,
-// run with SMELT_CUDA_GRAPHS=1 and =0) | bench_gpu --rows REGEX [reps] (only the reduction rows whose
-// name matches, as JSON lines: for ncu) | bench_gpu --w9-calls N (N synchronized calls of compiled W9). Times each workload as
+// run with SMELT_CUDA_GRAPHS=1 and =0) | bench_gpu --rows REGEX [reps] (only the reduction rows and the W9 block
+// whose name matches, as JSON lines: for ncu) | bench_gpu --w9-calls N (N synchronized calls of compiled W9). Times each workload as
 // eval + synchronize on the host clock (W8: host time per call of 2000 back-to-back calls),
 // after warm-up (kernel builds stay out of the numbers), median of `reps` (default 50) on random
 // data; checks each GPU result against the CPU's on the same inputs (relative L2 error).
@@ -429,6 +429,31 @@ std::vector<TrainRow> char_gpt_train_rows(Device g, int reps) {
 
 }  // namespace
 
+/// W9: a GPT-2-small block, bf16, 8 x 512 x 768, 12 heads; eager, compiled, compiled without CUDA graphs.
+template <class Row>
+void bench_w9_block(int reps, std::vector<Row>& rows) {
+  const Device g = Device::cuda(0);
+  DefaultDeviceScope scope(g);  // the causal mask is made from nothing: on the GPU too
+  std::vector<Array> in = w9_inputs();
+  const std::string work = "W9_gpt2_block_8x512x768_bf16";
+  double us = median_us([&] { return gpt2_block(in); }, g, reps);
+  rows.push_back({work, "smelt_eager", us, 0, w9_check(gpt2_block(in), in)});
+  try {
+    auto f = compile_w9();
+    us = median_us([&] { return f(in)[0]; }, g, reps);
+    rows.push_back({work, "smelt_compile", us, 0, w9_check(f(in)[0], in)});
+    // The same without CUDA graphs (one launch per kernel), for the graphs' share of the time.
+    const bool graphs = cuda::graphs_enabled();
+    cuda::set_graphs_enabled(false);
+    auto plain = compile_w9();
+    us = median_us([&] { return plain(in)[0]; }, g, reps);
+    rows.push_back({work, "smelt_compile_no_graphs", us, 0, w9_check(plain(in)[0], in)});
+    cuda::set_graphs_enabled(graphs);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "W9 compiled: %s\n", e.what());
+  }
+}
+
 /// SUITE.md's reduction workloads (W4, W5, W6), a column reduction, bfloat16 and float32 row
 /// sums, with inputs on the GPU.
 std::vector<RowWork> reduction_works() {
@@ -477,8 +502,10 @@ int main(int argc, char** argv) {
     if (!cuda_available()) return 1;
     std::vector<BenchRow> rows;
     const std::regex pick(argv[2]);
+    const int reps = argc > 3 ? std::atoi(argv[3]) : 5;
     for (const auto& w : reduction_works())
-      if (std::regex_search(w.work, pick)) bench_rows(w, argc > 3 ? std::atoi(argv[3]) : 5, rows);
+      if (std::regex_search(w.work, pick)) bench_rows(w, reps, rows);
+    if (std::regex_search(std::string("W9_gpt2_block_8x512x768_bf16"), pick)) bench_w9_block(reps, rows);
     for (const auto& r : rows)
       std::printf("{\"work\": \"%s\", \"system\": \"%s\", \"time_us\": %.1f}\n", r.work.c_str(), r.system.c_str(), r.time_us);
     return 0;
@@ -622,27 +649,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& w : reduction_works()) bench_rows(w, reps, rows);
   bench_w9_mlp(reps, rows);
-  {  // W9: a GPT-2-small block, bf16, 8 x 512 x 768, 12 heads; eager and compiled
-    DefaultDeviceScope scope(g);  // the causal mask is made from nothing: on the GPU too
-    std::vector<Array> in = w9_inputs();
-    const std::string work = "W9_gpt2_block_8x512x768_bf16";
-    double us = median_us([&] { return gpt2_block(in); }, g, reps);
-    rows.push_back({work, "smelt_eager", us, 0, w9_check(gpt2_block(in), in)});
-    try {
-      auto f = compile_w9();
-      us = median_us([&] { return f(in)[0]; }, g, reps);
-      rows.push_back({work, "smelt_compile", us, 0, w9_check(f(in)[0], in)});
-      // The same without CUDA graphs (one launch per kernel), for the graphs' share of the time.
-      const bool graphs = cuda::graphs_enabled();
-      cuda::set_graphs_enabled(false);
-      auto plain = compile_w9();
-      us = median_us([&] { return plain(in)[0]; }, g, reps);
-      rows.push_back({work, "smelt_compile_no_graphs", us, 0, w9_check(plain(in)[0], in)});
-      cuda::set_graphs_enabled(graphs);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "W9 compiled: %s\n", e.what());
-    }
-  }
+  bench_w9_block(reps, rows);
   for (const auto& r : char_gpt_train_rows(g, reps))
     rows.push_back({"char_gpt_train_step_b64", r.system, r.time_us, 0, r.rel_err});
   FILE* f = std::fopen(argv[1], "w");

@@ -1,6 +1,7 @@
 // The CUDA kernel of the Fused primitive: a generated program (codegen/cuda_emitter) built by
 // NVRTC per layout, run over the inputs' broadcast strides in the output's index space.
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -83,6 +84,18 @@ codegen::SharedValue<codegen::FusedProgram> program_of(const std::shared_ptr<con
   return {std::shared_ptr<const codegen::FusedProgram>(k, &k->program)};
 }
 
+/// Blocks of 256 threads a fused row kernel is built to fit per SM (its registers capped to
+/// 65536 / (256 * N)): SMELT_GPU_ROW_MIN_BLOCKS, default 0 (no cap beyond 64 registers, the
+/// 1024-thread kernel). Read once.
+int row_min_blocks() {
+  static const int n = [] {
+    const char* v = std::getenv("SMELT_GPU_ROW_MIN_BLOCKS");
+    const int k = v && *v ? std::atoi(v) : 0;
+    return k >= 1 && k <= 8 ? k : 0;
+  }();
+  return n;
+}
+
 /// A row program: one warp or block per row (codegen/gpu_row_order.h).
 void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, const std::vector<Array>& inputs,
                      std::vector<Array>& outputs, const std::string& what) {
@@ -117,16 +130,16 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   args.chunk = order.chunk;
   args.threads = order.threads;
   DeviceState& s = state_of(outputs[0]);
-  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "rows", false}, what);
   // Inputs that several passes read are copied once per row into dynamic shared memory when
   // the block's rows fit (one slot per row: 8 warp rows or 1 block row): warp rows within
-  // kGpuWarpRowCacheMaxBytes, a block row within what the device allows a block.
+  // kGpuWarpRowCacheMaxBytes, a block row within what the device allows a block (less 1 KiB
+  // for the kernel's own static shared memory, 72 bytes).
   const int64_t rows_per_block = order.threads == 32 ? 256 / 32 : 1;
   for (int64_t size : cached_input_sizes(k)) args.cbytes += (args.n * size + 15) / 16 * 16;
   uint64_t shared = 0;
   if (args.cbytes > 0) {
     const int64_t bytes = args.cbytes * rows_per_block;
-    const int64_t device_limit = static_cast<int64_t>(max_dynamic_shared(s, fn));
+    const int64_t device_limit = static_cast<int64_t>(s.smem_per_block_optin) - 1024;
     const int64_t limit = order.threads == 32 ? std::min(codegen::kGpuWarpRowCacheMaxBytes, device_limit) : device_limit;
     if (bytes <= limit) {
       args.cache = 1;
@@ -137,6 +150,11 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   // its row and run its epilogue (the first 256 still reduce, in the same order).
   unsigned block = 256;
   if (order.threads != 32 && shared > 48 * 1024) block = shared > 112 * 1024 ? 1024 : 512;
+  // Launches of 256 threads may use the kernel built for them, its registers capped so that
+  // row_min_blocks() blocks fit an SM (more rows in flight); wider ones the 1024-thread kernel.
+  const int min_blocks = block == 256 ? row_min_blocks() : 0;
+  const std::string layout = min_blocks > 0 ? "rows:" + std::to_string(min_blocks) : "rows";
+  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, false}, what);
   const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, rows_per_block) : static_cast<uint64_t>(args.rows);
   launch(s, fn, grid, block, &args, what, shared);
 }

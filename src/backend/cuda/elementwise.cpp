@@ -17,6 +17,7 @@
 #include "src/backend/cuda/elementwise_sources.h"
 #include "src/backend/cuda/kernels.h"
 #include "src/codegen/cuda_emitter.h"
+#include "src/codegen/fused_program.h"
 #include "src/codegen/kernel_params.h"
 #include "src/backend/cpu/kernel_utils.h"
 
@@ -311,6 +312,33 @@ void maybe_donate(Array& out, const Array& in) {
   if (in.device() == out.device()) cpu::try_donate(out, in);
 }
 
+/// An instruction of `kind` giving `dtype` (operands and fields filled by the caller).
+codegen::Instr instr(codegen::InstrKind kind, Dtype dtype) {
+  codegen::Instr i{};
+  i.kind = kind;
+  i.dtype = dtype;
+  return i;
+}
+
+/// One element-wise instruction `op` over `inputs` as a fused program (its operands filled in
+/// here), run in a flat layout by run_flat_instruction: 16-byte vectors, broadcast rows and
+/// columns read in place. False when an input needs the rows or strided layouts below.
+bool run_as_program(codegen::Instr op, const std::vector<Array>& inputs, Array& out, const std::string& what) {
+  codegen::FusedProgram p;
+  op.operands.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    p.input_dtypes.push_back(inputs[i].dtype());
+    codegen::Instr in = instr(codegen::InstrKind::Input, inputs[i].dtype());
+    in.index = static_cast<int>(i);
+    p.instrs.push_back(in);
+    op.operands.push_back(static_cast<int>(i));
+  }
+  op.dtype = out.dtype();
+  p.instrs.push_back(op);
+  p.outputs = {static_cast<int>(inputs.size())};
+  return run_flat_instruction(std::move(p), inputs, out, what);
+}
+
 }  // namespace
 
 bool unary_has_kernel(UnaryOp op, Dtype dt) {
@@ -369,6 +397,9 @@ void eval_unary(const UnaryParams& p, const std::vector<Array>& inputs, Array& o
   const bool ok = unary_has_kernel(p.op, dt);
   const std::string what = std::string("Unary(") + unary_op_name(p.op) + ")";
   if (!ok) no_kernel(what, dt);
+  codegen::Instr op = instr(codegen::InstrKind::Unary, out.dtype());
+  op.unary = p.op;
+  if (run_as_program(op, inputs, out, what)) return;
   const char* fn = scalar_fn_name(p.op);
   if (out.dtype() == dt) maybe_donate(out, inputs[0]);
   run_elementwise(std::string("unary_") + fn, inputs, out,
@@ -418,6 +449,9 @@ void eval_binary(const BinaryParams& p, const std::vector<Array>& inputs, Array&
   const bool ok = binary_has_kernel(p.op, dt);
   const std::string what = std::string("Binary(") + binary_op_name(p.op) + ")";
   if (!ok) no_kernel(what, dt);
+  codegen::Instr op = instr(codegen::InstrKind::Binary, out.dtype());
+  op.binary = p.op;
+  if (run_as_program(op, inputs, out, what)) return;
   const char* fn = scalar_fn_name(p.op);
   if (out.dtype() == dt) {
     maybe_donate(out, inputs[0]);
@@ -428,12 +462,14 @@ void eval_binary(const BinaryParams& p, const std::vector<Array>& inputs, Array&
 }
 
 void eval_select(const std::vector<Array>& inputs, Array& out) {
+  if (run_as_program(instr(codegen::InstrKind::Select, out.dtype()), inputs, out, "Select")) return;
   // The chosen value's bits move unchanged (no arithmetic on them).
   if (inputs[1].dtype() == out.dtype()) maybe_donate(out, inputs[1]);
   run_elementwise("select", {inputs[0], inputs[1], inputs[2]}, out, "(v0 ? v1 : v2)", "Select");
 }
 
 void eval_cast(const CastParams& p, const std::vector<Array>& inputs, Array& out) {
+  if (run_as_program(instr(codegen::InstrKind::Cast, p.to), inputs, out, "Cast")) return;
   const std::string from = device_type(inputs[0].dtype()), to = device_type(p.to);
   if (size_of(inputs[0].dtype()) == size_of(p.to)) maybe_donate(out, inputs[0]);
   run_elementwise("cast", inputs, out, "cvt<" + to + ", " + from + ">(v0)", "Cast");

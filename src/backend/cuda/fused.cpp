@@ -2,6 +2,8 @@
 // NVRTC per layout, run over the inputs' broadcast strides in the output's index space.
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -159,34 +161,16 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   launch(s, fn, grid, block, &args, what, shared);
 }
 
-}  // namespace
-
-void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
-  const codegen::FusedKernel& k = *p.kernel;
-  // Error messages name the program; describing it costs more than a launch, so only on demand.
-  auto describe = [&] { return "Fused(" + codegen::describe_program(k.program) + ")"; };
-  if (k.device.type != Device::Type::Cuda) throw UnsupportedError(describe() + ": the kernel was made for " + k.device.str());
-  if (k.program.is_row_program()) return eval_fused_rows(p.kernel, inputs, outputs, describe());
+/// An element-wise program over the output's index: the flat layouts (vectorized when aligned)
+/// or, unless `flat_only`, the strided one. Returns false, having done nothing, when `flat_only`
+/// and an input needs the strided layout.
+bool run_elementwise_program(const std::shared_ptr<const codegen::FusedKernel>& kernel, const std::vector<Array>& inputs,
+                             std::vector<Array>& outputs, const std::function<std::string()>& describe, bool flat_only) {
+  const codegen::FusedKernel& k = *kernel;
   const Shape& shape = outputs[0].shape();
   const int nd = static_cast<int>(shape.size());
   const size_t nin = inputs.size();
-  // Outputs reuse an unreferenced input of the same shape and itemsize (same index read, then
-  // written, by one thread), else fresh memory.
-  std::vector<char> donated(nin, 0);
-  for (auto& out : outputs) {
-    bool done = false;
-    for (size_t i = 0; i < nin && !done; ++i) {
-      if (donated[i] || inputs[i].shape() != shape || !(inputs[i].device() == out.device())) continue;
-      if (cpu::try_donate(out, inputs[i])) donated[i] = done = true;
-    }
-    if (!done) alloc_output(out);
-  }
   FusedArgs args;
-  args.n = outputs[0].size();
-  for (size_t i = 0; i < nin; ++i) args.p[i] = dptr(inputs[i]);
-  for (size_t o = 0; o < outputs.size(); ++o) args.p[nin + o] = dptr(outputs[o]);
-  if (args.n == 0) return;
-  DeviceState& s = state_of(outputs[0]);
   // Layout: flat when every input is the output's shape and contiguous, a single value, or a
   // contiguous suffix or prefix of the output's axes broadcast along the others ('r', 'q':
   // codegen::cuda_flat_layout); else strided.
@@ -203,9 +187,26 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
     else if (char l = codegen::cuda_flat_layout(shape, strides[i], inner[i])) layout += l;
     else flat = false;
   }
+  if (!flat && flat_only) return false;
   if (!flat) layout = "strided";
   for (size_t i = 0; i < nin && flat; ++i)
     if (layout[i] == 'r' || layout[i] == 'q') args.st[i][0] = inner[i];
+  // Outputs reuse an unreferenced input of the same shape and itemsize (same index read, then
+  // written, by one thread), else fresh memory.
+  std::vector<char> donated(nin, 0);
+  for (auto& out : outputs) {
+    bool done = false;
+    for (size_t i = 0; i < nin && !done; ++i) {
+      if (donated[i] || inputs[i].shape() != shape || !(inputs[i].device() == out.device())) continue;
+      if (cpu::try_donate(out, inputs[i])) donated[i] = done = true;
+    }
+    if (!done) alloc_output(out);
+  }
+  args.n = outputs[0].size();
+  for (size_t i = 0; i < nin; ++i) args.p[i] = dptr(inputs[i]);
+  for (size_t o = 0; o < outputs.size(); ++o) args.p[nin + o] = dptr(outputs[o]);
+  if (args.n == 0) return true;
+  DeviceState& s = state_of(outputs[0]);
   if (layout == "strided") {
     // Collapse axes mergeable for every input (outputs are row-major).
     int64_t cnd = 0;
@@ -228,9 +229,8 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
     args.nd = cnd;
   }
   // 16-byte vectors on the flat layout when every contiguous operand allows them (buffers are
-  // 256-byte aligned; a view's offset may not be).
-  // A thread's vector must lie in one repeat of every 'r' and 'q' input (inner a multiple of
-  // the width).
+  // 256-byte aligned; a view's offset may not be). A thread's vector must lie in one repeat of
+  // every 'r' and 'q' input (inner a multiple of the width).
   bool vectorized = flat;
   const int width = flat ? codegen::cuda_vector_width(k.program, layout) : 1;
   for (size_t i = 0; i < nin && vectorized; ++i) {
@@ -238,10 +238,31 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
     if (layout[i] == 'r' || layout[i] == 'q') vectorized = vectorized && inner[i] % width == 0;
   }
   for (size_t o = 0; o < outputs.size() && vectorized; ++o) vectorized = args.p[nin + o] % 16 == 0;
-  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(p.kernel), layout, vectorized}, describe());
+  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, vectorized}, describe());
   const unsigned block = occupancy_block_size(fn);
   const int64_t per_thread = vectorized ? width : (flat ? 4 : 1);
   launch(s, fn, blocks_for(args.n, static_cast<int64_t>(block) * per_thread), block, &args, "Fused");
+  return true;
+}
+
+}  // namespace
+
+void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  const codegen::FusedKernel& k = *p.kernel;
+  // Error messages name the program; describing it costs more than a launch, so only on demand.
+  auto describe = [&] { return "Fused(" + codegen::describe_program(k.program) + ")"; };
+  if (k.device.type != Device::Type::Cuda) throw UnsupportedError(describe() + ": the kernel was made for " + k.device.str());
+  if (k.program.is_row_program()) return eval_fused_rows(p.kernel, inputs, outputs, describe());
+  run_elementwise_program(p.kernel, inputs, outputs, describe, false);
+}
+
+bool run_flat_instruction(codegen::FusedProgram program, const std::vector<Array>& inputs, Array& out,
+                          const std::string& what) {
+  auto kernel = std::make_shared<codegen::FusedKernel>();
+  kernel->program = std::move(program);
+  kernel->device = out.device();
+  std::vector<Array> outputs{out};
+  return run_elementwise_program(kernel, inputs, outputs, [&] { return what; }, true);
 }
 
 }  // namespace smelt::cuda

@@ -7,6 +7,7 @@
 
 #include "smelt/array.h"
 #include "src/backend/cuda/compiler.h"
+#include "src/codegen/fused_program.h"
 #include "src/core/node.h"
 #include "src/primitives/primitive.h"
 
@@ -61,6 +62,12 @@ void eval_reduce(const ReduceParams& p, const std::vector<Array>& inputs, Array&
 void eval_argreduce(const ArgReduceParams& p, const std::vector<Array>& inputs, Array& out);
 void eval_matmul(const std::vector<Array>& inputs, Array& out);
 void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs);
+/// Runs `program` (element-wise, one output) through the fused kernels' flat layouts (16-byte
+/// vectors when aligned, broadcast rows and columns included) when every input allows one;
+/// returns false, having done nothing, when an input needs the strided layout. The eager
+/// element-wise primitives use it: the same emitter as compiled code, so the same bits.
+bool run_flat_instruction(codegen::FusedProgram program, const std::vector<Array>& inputs, Array& out,
+                          const std::string& what);
 
 // Sorting, scans and random bits (sort.cpp, scan.cpp, random.cpp).
 void eval_sort(const SortParams& p, const std::vector<Array>& inputs, Array& out);

@@ -3,6 +3,7 @@
 // NaN, ±inf and ±0, contiguous, strided, broadcast and empty layouts.
 #include <functional>
 
+#include "smelt/telemetry.h"
 #include "tests/backend/cuda/cuda_test_utils.h"
 
 namespace smelt {
@@ -98,6 +99,40 @@ TEST(CudaElementwise, BinaryBroadcastStridedAndScalars) {
   EXPECT_TRUE(same_as_cpu(add(multiply(gbig, gbig), 1.0f), add(multiply(big, big), 1.0f)));
   EXPECT_TRUE(same_as_cpu(add(on_gpu(zeros({4, 0}, int8)), on_gpu(zeros({1, 0}, int8))),
                           add(zeros({4, 0}, int8), zeros({1, 0}, int8))));
+}
+
+// Eager element-wise ops run through the fused kernels' flat layouts: a row broadcast over rows
+// (a bias), a column broadcast over columns, 16-byte vectors when the rows are whole vectors and
+// element by element when not (odd lengths, misaligned views): bit for bit against the CPU.
+TEST(CudaElementwise, BroadcastRowsAndColumnsTakeTheFlatLayouts) {
+  SMELT_REQUIRE_GPU();
+  std::vector<std::string> built;
+  telemetry::Subscription sub("compile.kernel.build", [&](const telemetry::Event& e) { built.push_back(e.field("program")); });
+  for (Dtype dt : {float32, bfloat16, int32, uint8}) {
+    for (int64_t n : {64, 67}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " n=" + std::to_string(n));
+      Array x = special_array({33, n}, dt, -9, 9, 61), row = special_array({n + 1}, dt, -9, 9, 62);
+      Array col = special_array({33, 1}, dt, -9, 9, 63);
+      Array gx = on_gpu(x), grow = on_gpu(row), gcol = on_gpu(col);
+      for (int64_t offset : {0, 1}) {
+        Array r = slice(row, {offset}, {offset + n}), gr = slice(grow, {offset}, {offset + n});
+        EXPECT_TRUE(same_as_cpu(add(gx, gr), add(x, r)));
+        EXPECT_TRUE(same_as_cpu(multiply(gcol, gx), multiply(col, x)));
+        EXPECT_TRUE(same_as_cpu(maximum(gx, gcol), maximum(x, col)));
+        EXPECT_TRUE(same_as_cpu(where(greater(gx, gr), gr, gcol), where(greater(x, r), r, col)));
+      }
+    }
+  }
+  auto has = [&](const std::string& suffix) {
+    for (const auto& name : built)
+      if (name.rfind("fused|", 0) == 0 && name.size() >= suffix.size() &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(has("|cr|v")) << "no vectorized row-broadcast kernel";
+  EXPECT_TRUE(has("|qc|v")) << "no vectorized column-broadcast kernel";
+  EXPECT_TRUE(has("|cr")) << "no element-wise row-broadcast kernel";
 }
 
 TEST(CudaElementwise, IntegerWraparoundAndDivisionByZero) {

@@ -117,7 +117,7 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   args.chunk = order.chunk;
   args.threads = order.threads;
   DeviceState& s = state_of(outputs[0]);
-  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "rows", false}, what);
+  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "rows", false}, what);
   // Inputs that several passes read are copied once per row into dynamic shared memory when
   // the block's rows fit (one slot per row: 8 warp rows or 1 block row): warp rows within
   // kGpuWarpRowCacheMaxBytes, a block row within what the device allows a block.
@@ -209,7 +209,7 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   for (size_t i = 0; i < nin && vectorized; ++i)
     if (layout[i] == 'c') vectorized = args.p[i] % 16 == 0;
   for (size_t o = 0; o < outputs.size() && vectorized; ++o) vectorized = args.p[nin + o] % 16 == 0;
-  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(p.kernel), layout, vectorized}, describe());
+  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(p.kernel), layout, vectorized}, describe());
   const unsigned block = occupancy_block_size(fn);
   const int64_t per_thread = vectorized ? codegen::cuda_vector_width(k.program, layout) : (flat ? 4 : 1);
   launch(s, fn, blocks_for(args.n, static_cast<int64_t>(block) * per_thread), block, &args, "Fused");

@@ -89,7 +89,7 @@ TEST(CudaLaunch, DynamicSharedMemoryPastTheDefaultLimitIsOptedIn) {
 #if SMELT_HAS_CUDA
   cuda::DeviceState& s = cuda::device_state(0);
   if (s.smem_per_block_optin < 200100) GTEST_SKIP() << "the GPU allows " << s.smem_per_block_optin << " bytes a block";
-  CUfunction fn = cuda::get_kernel(0, "test|shared_sum", [] { return std::string(kSharedSum); }, "shared sum");
+  const cuda::Kernel fn = cuda::get_kernel(0, "test|shared_sum", [] { return std::string(kSharedSum); }, "shared sum");
   Array out = on_gpu(zeros({1}, float32));
   out.eval();
   struct SumArgs {

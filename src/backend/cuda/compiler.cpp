@@ -209,6 +209,34 @@ std::string nvrtc_compile(int compute_capability, const std::string& source, boo
   return image;
 }
 
+const std::string& nvrtc_version() {
+  // Asked once per process (loading NVRTC takes about 10 ms, on the warm path too): a newer NVRTC
+  // may emit other code for the same source, so it is part of the cubin's key.
+  static const std::string v = [] {
+    try {
+      int major = 0, minor = 0;
+      check_nvrtc(nvrtc().nvrtcVersion(&major, &minor), "nvrtcVersion", "cuda kernel build");
+      return std::to_string(major) + "." + std::to_string(minor);
+    } catch (const DeviceError&) {
+      return std::string("unavailable");  // nothing is built then: the build reports why
+    }
+  }();
+  return v;
+}
+
+codegen::CacheEntry cubin_cache_entry(int device, int compute_capability, const std::string& source,
+                                      const std::string& nvrtc_version) {
+  // The key is what the hash covers besides the source; it is stored in the entry, so another
+  // kernel's entry copied under this hash is refused. CUDA_VERSION: the toolkit whose headers
+  // and NVRTC soname the library was built for.
+  std::string options;
+  for (const auto& o : nvrtc_options(compute_capability, true)) options += o + " ";
+  const std::string key = "source-fnv1a=" + hex64(fnv1a(source)) + "\nsmelt=" SMELT_VERSION "\narch=sm_" +
+                          std::to_string(compute_capability) + "\ncuda=" + std::to_string(CUDA_VERSION) +
+                          "\nnvrtc-version=" + nvrtc_version + "\nnvrtc=" + options;
+  return {"cuda", "cuda:" + std::to_string(device), hex64(fnv1a(key, fnv1a(source))), key, "cu"};
+}
+
 namespace kernel_cache_detail {
 
 std::mutex& mutex() {
@@ -315,18 +343,8 @@ Kernel build_kernel(int device, const std::string& name, const std::string& body
   unload_retired_kernels(device);  // a safe point: modules whose launches have run go first
   auto t0 = std::chrono::steady_clock::now();
   const std::string source = std::string(device_preamble()) + body;
-  // The toolkit version the library was built with, not NVRTC's own: asking NVRTC would load
-  // it (several ms) on the warm path, which only reads the disk cache. A cubin is SASS for one
-  // architecture and stays valid whichever NVRTC built it. The key is what the hash covers
-  // besides the source; it is stored in the disk entry, so another kernel's entry copied under
-  // this hash is refused.
-  const int cc = s.cc_major * 10 + s.cc_minor;
-  std::string options;
-  for (const auto& o : nvrtc_options(cc, true)) options += o + " ";
-  const std::string key_text = "source-fnv1a=" + hex64(fnv1a(source)) + "\nsmelt=" SMELT_VERSION "\narch=sm_" +
-                               std::to_string(cc) + "\ncuda=" + std::to_string(CUDA_VERSION) + "\nnvrtc=" + options;
-  const std::string hex = hex64(fnv1a(key_text, fnv1a(source)));
-  const codegen::CacheEntry entry{"cuda", "cuda:" + std::to_string(device), hex, key_text, "cu"};
+  const codegen::CacheEntry entry = cubin_cache_entry(device, s.cc_major * 10 + s.cc_minor, source, nvrtc_version());
+  const std::string& hex = entry.hash;
   CUmodule module = nullptr;
   bool on_disk = false;
   if (auto image = codegen::read_cache_entry(entry)) {  // verified: header, key and checksum

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/backend/cuda/runtime.h"
+#include "src/codegen/disk_cache.h"
 
 namespace smelt::cuda {
 
@@ -25,6 +26,16 @@ const char* device_preamble();
 /// or PTX. Needs NVRTC but no GPU: tests use it to check kernel sources on machines without one.
 /// Throws DeviceError with NVRTC's log.
 std::string nvrtc_compile(int compute_capability, const std::string& source, bool sass, const std::string& what);
+
+/// NVRTC's version ("13.0"), asked once per process; "unavailable" when NVRTC cannot be loaded.
+const std::string& nvrtc_version();
+
+/// Where the cubin of `source` (the whole translation unit) for compute capability
+/// `compute_capability` lives in the disk cache ($SMELT_CACHE_DIR/cuda/<hash>.kernel): the hash
+/// and the key cover the source, smelt's version, the architecture, the toolkit version, NVRTC's
+/// version and its options (codegen/disk_cache.h verifies both before use). Pure.
+codegen::CacheEntry cubin_cache_entry(int device, int compute_capability, const std::string& source,
+                                      const std::string& nvrtc_version);
 
 struct LoadedModule;  // compiler.cpp: one loaded CUmodule, its function and its launch bookkeeping
 
@@ -48,8 +59,7 @@ Kernel get_kernel(int device, const std::string& key, const std::function<std::s
                   const std::string& what);
 
 /// Builds the kernel `k` of `body` on GPU `device` without looking in memory: from the disk cache
-/// ($SMELT_CACHE_DIR/cuda/<hash>, the hash of the whole source and the toolkit, version and
-/// options), else by NVRTC. `name` names it in telemetry and launch errors. get_kernel's caches
+/// (cubin_cache_entry; a damaged or foreign entry is deleted and rebuilt), else by NVRTC. `name` names it in telemetry and launch errors. get_kernel's caches
 /// call it once per kernel (again after the LRU let it go and it was unloaded).
 Kernel build_kernel(int device, const std::string& name, const std::string& body, const std::string& what);
 

@@ -153,12 +153,9 @@ void retire_module(int device, CUmodule module, std::string name, std::string ha
     std::lock_guard lock(u.mutex);
     u.pending.push(std::move(p));
   }
-  // A capture in progress on this thread may not see module unloads: the next safe point does.
-  if (!thread_capture()) {
-    try {
-      unload_retired_kernels(device);
-    } catch (...) {
-    }
+  try {
+    unload_retired_kernels(device);
+  } catch (...) {
   }
 }
 
@@ -292,7 +289,8 @@ size_t pending_kernel_unloads(int device) {
 
 size_t unload_retired_kernels(int device) {
   const DriverApi* d = driver();
-  if (!d) return 0;
+  // A capture in progress on this thread unloads nothing: the next safe point does.
+  if (!d || thread_capture()) return 0;
   device_state(device);  // the context of the device's modules and events, current here
   auto& u = unloads();
   std::vector<PendingUnload> ready;

@@ -149,7 +149,8 @@ size_t loaded_kernel_modules(int device);
 /// How many of them wait for their streams before they are unloaded.
 size_t pending_kernel_unloads(int device);
 /// Unloads the modules of `device` nothing references whose streams have run past their last
-/// launch; returns how many. Every build calls it; tests call it after synchronizing.
+/// launch; returns how many (none while this thread captures a graph). Every build and release
+/// calls it; tests call it after synchronizing.
 size_t unload_retired_kernels(int device);
 
 /// Modules each GPU's in-memory LRU keeps beyond those in use: $SMELT_CUDA_KERNEL_CACHE (a

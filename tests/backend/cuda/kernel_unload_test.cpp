@@ -42,6 +42,25 @@ size_t settle() {
   return cuda::loaded_kernel_modules(0);
 }
 
+struct ScopedCacheDir {
+  fs::path dir = fs::temp_directory_path() / ("smelt_cuda_unload_test_" + std::to_string(::getpid()));
+  ScopedCacheDir() {
+    fs::remove_all(dir);
+    ::setenv("SMELT_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~ScopedCacheDir() {
+    ::unsetenv("SMELT_CACHE_DIR");
+    fs::remove_all(dir);
+  }
+  std::vector<fs::path> entries() const {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(dir / "cuda", ec))
+      if (e.path().extension() == ".kernel") out.push_back(e.path());
+    return out;
+  }
+};
+
 CompileOptions raise_on_fallback() {
   CompileOptions o;
   o.fallback = CompileFallback::Raise;
@@ -55,6 +74,7 @@ TEST(CudaKernelUnload, ANewStaticValuePerCallKeepsLoadedModulesBounded) {
   SMELT_REQUIRE_GPU();
 #if SMELT_HAS_CUDA
   DefaultDeviceScope scope(gpu());
+  ScopedCacheDir cache;  // 500 new cubins: not in the user's cache
   ScopedCapacity capacity(16);
   const size_t base = settle();  // the LRU's 16 at most, and whatever other tests still hold
   int fused_builds = 0, unloads = 0;
@@ -127,27 +147,6 @@ TEST(CudaKernelUnload, ACapturedGraphKeepsItsKernelsLoaded) {
   cuda::set_graphs_enabled(graphs_were);
 #endif
 }
-
-#if SMELT_HAS_CUDA
-struct ScopedCacheDir {
-  fs::path dir = fs::temp_directory_path() / ("smelt_cuda_unload_test_" + std::to_string(::getpid()));
-  ScopedCacheDir() {
-    fs::remove_all(dir);
-    ::setenv("SMELT_CACHE_DIR", dir.c_str(), 1);
-  }
-  ~ScopedCacheDir() {
-    ::unsetenv("SMELT_CACHE_DIR");
-    fs::remove_all(dir);
-  }
-  std::vector<fs::path> entries() const {
-    std::vector<fs::path> out;
-    std::error_code ec;
-    for (auto& e : fs::directory_iterator(dir / "cuda", ec))
-      if (e.path().extension() == ".kernel") out.push_back(e.path());
-    return out;
-  }
-};
-#endif
 
 // A cached cubin damaged on disk (a flipped byte, then a truncation) is rejected with a reason,
 // rebuilt by NVRTC and stored again; the next load reads the rebuilt entry from disk.

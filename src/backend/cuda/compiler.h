@@ -59,8 +59,9 @@ Kernel get_kernel(int device, const std::string& key, const std::function<std::s
                   const std::string& what);
 
 /// Builds the kernel `k` of `body` on GPU `device` without looking in memory: from the disk cache
-/// (cubin_cache_entry; a damaged or foreign entry is deleted and rebuilt), else by NVRTC. `name` names it in telemetry and launch errors. get_kernel's caches
-/// call it once per kernel (again after the LRU let it go and it was unloaded).
+/// (cubin_cache_entry; a damaged or foreign entry is deleted and rebuilt), else by NVRTC. `name`
+/// names it in telemetry and launch errors. get_kernel's caches call it once per kernel (again
+/// after the LRU let it go and it was unloaded).
 Kernel build_kernel(int device, const std::string& name, const std::string& body, const std::string& what);
 
 /// A kernel family's typed parameters (codegen/kernel_params.h): source() is the body generated
@@ -161,8 +162,9 @@ size_t kernel_cache_capacity();
 size_t set_kernel_cache_capacity(size_t modules);
 
 /// Launches kernel `k` with one by-value argument struct `args` on the thread's current stream of
-/// the device (noted in the module, or, during a capture, the module kept by the graph): `grid` blocks (folded into y past 2^31 - 1) of `block` threads, with `shared` bytes of
-/// dynamic shared memory (past the default limit the kernel is opted in once, up to the device's
+/// the device (noted in the module, or, during a capture, the module kept by the graph): `grid`
+/// blocks (folded into y past 2^31 - 1) of `block` threads, with `shared` bytes of dynamic shared
+/// memory (past the default limit the kernel is opted in once, up to the device's
 /// limit). The configuration is checked first (check_launch_config), and a failed launch names
 /// the kernel and its configuration.
 void launch(const DeviceState& s, const Kernel& k, uint64_t grid, unsigned block, void* args, const std::string& what,

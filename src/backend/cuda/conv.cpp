@@ -287,7 +287,7 @@ namespace {
 void window_copy(const DeviceState& s, WindowCopyArgs& a, size_t itemsize, const std::string& what) {
   if (a.total == 0) return;
   const Kernel fn = get_kernel(s.index, "conv_window_copy|" + std::to_string(itemsize),
-                             [&] { return window_copy_source(itemsize); }, what);
+                               [&] { return window_copy_source(itemsize); }, what);
   launch(s, fn, blocks_for(a.total, kBlock), kBlock, &a, what);
 }
 
@@ -313,7 +313,7 @@ void run_direct(const Array& x, const Array& w, Array& out, const std::vector<in
   a.y = dptr(out);
   const std::string t = device_type(out.dtype());
   const Kernel fn = get_kernel(s.index, std::string("conv_direct|") + (transpose ? "t|" : "f|") + t,
-                             [&] { return conv_direct_source(out.dtype(), transpose); }, what);
+                               [&] { return conv_direct_source(out.dtype(), transpose); }, what);
   launch(s, fn, blocks_for(a.total, kBlock), kBlock, &a, what);
   g_direct_runs.fetch_add(1, std::memory_order_relaxed);
 }

@@ -97,7 +97,7 @@ void copy_into(const Array& src, uint64_t dst, const Strides& dst_strides, const
     return;
   }
   const Kernel fn = get_kernel(s.index, std::string("copy_into|") + bits_type(src.dtype()),
-                             [&] { return copy_into_source(src.dtype()); }, what);
+                               [&] { return copy_into_source(src.dtype()); }, what);
   launch(s, fn, blocks_for(n, kBlock), kBlock, &args, what);
 }
 
@@ -187,7 +187,7 @@ void run_gather(const GatherPlan& g, const Array& a, const Array& idx, Array& ou
     }
     args.layout = collapse_layout(out.shape(), {&g.src, &g.idx, &g.pos}, op);
     const Kernel fn = get_kernel(s.index, std::string("gather|") + bits_type(a.dtype()) + "|" + ix,
-                               [&] { return gather_source(a.dtype(), idx.dtype()); }, op);
+                                 [&] { return gather_source(a.dtype(), idx.dtype()); }, op);
     launch(s, fn, blocks_for(args.n, kBlock), kBlock, &args, op);
   } else if (validate) {
     // Nothing to gather, but a bad index still raises (as on the CPU).
@@ -336,8 +336,8 @@ void run_scatter(const ScatterPlan& sp, ScatterReduce reduce, const Array& idx, 
   ta.layout = collapse_layout(sp.units, {&sp.st0, &sp.st1}, op);
   const std::string ix = device_type(idx.dtype());
   const Kernel ft = get_kernel(s.index,
-                             "scatter_targets|" + ix + (assign ? "|assign" : "|count") + (hashed ? "|hash" : "|direct"),
-                             [&] { return scatter_targets_source(idx.dtype(), assign, hashed); }, op);
+                               "scatter_targets|" + ix + (assign ? "|assign" : "|count") + (hashed ? "|hash" : "|direct"),
+                               [&] { return scatter_targets_source(idx.dtype(), assign, hashed); }, op);
   launch(s, ft, blocks_for(n, kBlock), kBlock, &ta, op);
 
   // The synchronization: the first bad index and whether a target repeats.
@@ -368,7 +368,7 @@ void run_scatter(const ScatterPlan& sp, ScatterReduce reduce, const Array& idx, 
                                scatter_reduce_name(reduce) + (hashed ? "|hash" : "|direct");
   auto apply = [&](ScatterApply mode, const char* mode_name) {
     const Kernel fa = get_kernel(s.index, "scatter_apply|" + type_key + "|" + mode_name,
-                               [&] { return scatter_apply_source(dt, reduce, mode, hashed); }, op);
+                                 [&] { return scatter_apply_source(dt, reduce, mode, hashed); }, op);
     launch(s, fa, blocks_for(n * sp.slice, kBlock), kBlock, &sa, op);
   };
   if (assign) return apply(ScatterApply::Winner, "winner");
@@ -473,7 +473,7 @@ Array eval_nonzero(const Array& a) {
     args.layout = collapse_layout(n.shape, {&n.strides}, what);
     const std::string t = device_type(n.dtype);
     const Kernel fc = get_kernel(s.index, "nonzero_count|" + t,
-                               [&] { return nonzero_count_source(n.dtype, scan_device_source()); }, what);
+                                 [&] { return nonzero_count_source(n.dtype, scan_device_source()); }, what);
     launch(s, fc, static_cast<uint64_t>(blocks), kBlock, &args, what);
     exclusive_scan_i64(s, addr(counts), addr(offs), blocks, addr(offs) + 8 * static_cast<uint64_t>(blocks), what);
     // The synchronization: the output's shape is the count.
@@ -488,7 +488,7 @@ Array eval_nonzero(const Array& a) {
       args.total = total;
       const std::string t = device_type(n.dtype);
       const Kernel fw = get_kernel(s.index, "nonzero_write|" + t,
-                                 [&] { return nonzero_write_source(n.dtype, scan_device_source()); }, what);
+                                   [&] { return nonzero_write_source(n.dtype, scan_device_source()); }, what);
       launch(s, fw, static_cast<uint64_t>((size + kScanBlockItems - 1) / kScanBlockItems), kBlock, &args, what);
     }
   }

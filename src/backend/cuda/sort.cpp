@@ -462,9 +462,9 @@ void run_sort(const Array& in, int axis, bool descending, SortOutputs outputs, A
   auto pass = [&](bool row_pass, int shift) {
     const std::string k = std::to_string(key_bytes) + (row_pass ? "|row|" : "|key|") + pt;
     const Kernel hist_fn = get_kernel(s.index, "sort|rx_hist|" + k,
-                                    [&] { return radix_hist_source(key_bytes, row_pass, wide); }, what);
+                                      [&] { return radix_hist_source(key_bytes, row_pass, wide); }, what);
     const Kernel scatter_fn = get_kernel(s.index, "sort|rx_scatter|" + k,
-                                       [&] { return radix_scatter_source(key_bytes, row_pass, wide); }, what);
+                                         [&] { return radix_scatter_source(key_bytes, row_pass, wide); }, what);
     a.keys_in = addr(keys[cur]);
     a.vals_in = addr(vals[cur]);
     a.keys_out = addr(keys[1 - cur]);

@@ -168,7 +168,8 @@ TEST(CudaKernelUnload, ADamagedCachedCubinIsRejectedAndRebuilt) {
     if (e.field("device") == "cuda:0") n.rejects.push_back(e.field("reason"));
   });
   // A kernel no other test of this binary uses: bitwise xor of uint16 broadcast against a row.
-  const Array a = on_gpu(random_array({7, 5}, uint16, 0, 60000, 51)), b = on_gpu(random_array({5}, uint16, 0, 60000, 52));
+  const Array a = on_gpu(random_array({7, 5}, uint16, 0, 60000, 51));
+  const Array b = on_gpu(random_array({5}, uint16, 0, 60000, 52));
   const Array want = bitwise_xor(on_cpu(a), on_cpu(b));
   auto run = [&] {
     n = Counts{};

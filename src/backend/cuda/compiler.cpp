@@ -241,16 +241,15 @@ std::mutex& mutex() {
   return *m;
 }
 
-Kernel revive(const std::weak_ptr<LoadedModule>& w) {
+Kernel revive(const std::weak_ptr<LoadedModule>& w, std::vector<std::shared_ptr<LoadedModule>>& dropped) {
   std::shared_ptr<LoadedModule> m = w.lock();
   if (!m) return {};
-  // Marking a module used never lets another go (the LRU does not grow).
-  lrus().of(m->device).use(m);
+  for (auto& d : lrus().of(m->device).use(m)) dropped.push_back(std::move(d));
   return Kernel{m->fn, std::move(m)};
 }
 
-std::vector<std::shared_ptr<LoadedModule>> remember(const Kernel& k) {
-  return lrus().of(k.module->device).use(k.module);
+void remember(const Kernel& k, std::vector<std::shared_ptr<LoadedModule>>& dropped) {
+  for (auto& d : lrus().of(k.module->device).use(k.module)) dropped.push_back(std::move(d));
 }
 
 }  // namespace kernel_cache_detail
@@ -260,16 +259,16 @@ Kernel get_kernel(int device, const std::string& key, const std::function<std::s
   using namespace kernel_cache_detail;
   const std::string full_key = std::to_string(device) + "|" + key;
   auto& c = string_cache();
+  std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
   {
     std::lock_guard lock(mutex());
     if (auto it = c.by_key.find(full_key); it != c.by_key.end())
-      if (Kernel k = revive(it->second)) return k;
+      if (Kernel k = revive(it->second, dropped)) return k;
   }
   Kernel k = build_kernel(device, key, body(), what);
-  std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
   std::lock_guard lock(mutex());
   c.by_key[full_key] = k.module;
-  dropped = remember(k);
+  remember(k, dropped);
   prune(c.by_key, c.prune_at);
   return k;
 }

@@ -105,11 +105,12 @@ struct KeyEqual {
 /// The one lock of every in-memory kernel cache and of the LRUs.
 std::mutex& mutex();
 /// Under mutex(): the kernel `w` refers to, marked most recently used, or an empty Kernel when
-/// its module is gone.
-Kernel revive(const std::weak_ptr<LoadedModule>& w);
-/// Under mutex(): keeps `k` in its GPU's LRU. Returns the modules the LRU let go, for the caller
-/// to drop after unlocking (the last reference records the unload's events).
-std::vector<std::shared_ptr<LoadedModule>> remember(const Kernel& k);
+/// its module is gone. A module the LRU had let go (still held elsewhere) comes back into it, and
+/// the modules that makes it let go are added to `dropped`, for the caller to drop after unlocking.
+Kernel revive(const std::weak_ptr<LoadedModule>& w, std::vector<std::shared_ptr<LoadedModule>>& dropped);
+/// Under mutex(): keeps `k` in its GPU's LRU. Adds the modules the LRU let go to `dropped`, for
+/// the caller to drop after unlocking (the last reference records the unload's events).
+void remember(const Kernel& k, std::vector<std::shared_ptr<LoadedModule>>& dropped);
 
 /// Drops the entries of unloaded kernels once the map has doubled since the last sweep: amortized
 /// constant time, and the map stays proportional to the kernels loaded. Under mutex().
@@ -130,16 +131,16 @@ Kernel get_kernel(int device, const P& params, const std::string& what) {
   using Map = std::unordered_map<Key<P>, std::weak_ptr<LoadedModule>, KeyHash<P>, KeyEqual<P>>;
   static auto* kernels = new Map();  // never destroyed: kernels may be released during exit
   static size_t prune_at = 64;
+  std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
   {
     std::lock_guard lock(mutex());
     if (auto it = kernels->find(Ref<P>{device, &params}); it != kernels->end())
-      if (Kernel k = revive(it->second)) return k;
+      if (Kernel k = revive(it->second, dropped)) return k;
   }
   Kernel k = build_kernel(device, params.name(), params.source(), what);
-  std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
   std::lock_guard lock(mutex());
   (*kernels)[Key<P>{device, params}] = k.module;
-  dropped = remember(k);
+  remember(k, dropped);
   prune(*kernels, prune_at);
   return k;
 }

@@ -155,8 +155,9 @@ size_t pending_kernel_unloads(int device);
 /// calls it; tests call it after synchronizing.
 size_t unload_retired_kernels(int device);
 
-/// Modules each GPU's in-memory LRU keeps beyond those in use: $SMELT_CUDA_KERNEL_CACHE (a
-/// count; default 512), read once. 0 keeps only the kernels in use.
+/// Modules each GPU's in-memory LRU keeps: $SMELT_CUDA_KERNEL_CACHE (a count; default 512), read
+/// once. Modules held elsewhere (a launch, a captured graph) count but are never let go; 0 keeps
+/// only those.
 size_t kernel_cache_capacity();
 /// Sets the capacity of every GPU's LRU (the least recently used modules nobody holds go at
 /// once); returns the previous one.

@@ -460,6 +460,7 @@ unsigned occupancy_block_size(const Kernel& k) {
 
 void launch(const DeviceState& s, const Kernel& k, uint64_t grid, unsigned block, void* args, const std::string& what,
             uint64_t shared) {
+  SMELT_ASSERT(k.module, what + ": launch of an empty cuda::Kernel");
   const DriverApi& d = *driver();
   CUfunction fn = k.fn;
   LoadedModule& m = *k.module;

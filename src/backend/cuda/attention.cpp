@@ -73,7 +73,7 @@ void eval_attention(const AttentionParams& p, const std::vector<Array>& inputs, 
   a.scale = detail::attention_scale(p, d);
   a.softcap = p.softcap;
   const std::string what = "scaled_dot_product_attention";
-  CUfunction fn = get_kernel(s.index, attention_kernel_key(c), [&] { return attention_source(c); }, what);
+  const Kernel fn = get_kernel(s.index, attention_kernel_key(c), [&] { return attention_source(c); }, what);
   const uint64_t blocks = blocks_for(a.s, flash_attention_block_rows(c)) * static_cast<uint64_t>(a.batch * a.q_heads);
   launch(s, fn, blocks, 128, &a, what, flash_attention_shared_bytes(c));
 }

@@ -8,14 +8,17 @@
 #include "src/backend/cuda/compiler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
+#include "src/backend/cuda/kernel_lifetime.h"
 #include "src/codegen/disk_cache.h"
 
 namespace smelt::cuda {
@@ -32,26 +35,128 @@ std::string hex64(uint64_t h) {
   return hex;
 }
 
-struct KernelCache {
-  std::mutex mutex;
-  std::unordered_map<std::string, CUfunction> by_key;  // "<device>|<key>" -> function
-  std::unordered_map<CUfunction, std::string> names;   // function -> key, for launch errors
-};
-
 /// Per kernel: its static shared memory and the dynamic shared memory it is opted in to.
 struct SharedInfo {
+  bool known = false;     // static_bytes asked
   uint64_t static_bytes = 0;
   uint64_t opted_in = 0;  // 0: the default limit
   bool carveout = false;  // asked to prefer shared memory over L1
 };
 
-KernelCache& kernel_cache() {
-  // Never destroyed, and modules are never unloaded: CUfunction handles are handed out raw
-  // (find_kernel, the occupancy cache) and a module may only go once no queued launch uses it,
-  // which nothing tracks. Unfused kernels are a fixed set per (op, dtypes, layout); fused ones
-  // live as long as the process (docs/cuda.md).
-  static KernelCache* c = new KernelCache();
+/// A module whose last reference went, waiting for the streams that launched it.
+struct PendingUnload {
+  int device = 0;
+  CUmodule module = nullptr;
+  std::string name, hash;
+  std::vector<CUevent> events;  // one per stream that launched it, recorded when it was retired
+};
+
+struct Unloads {
+  std::mutex mutex;
+  DeferredReleases<PendingUnload> pending;
+  std::unordered_map<int, size_t> loaded;  // per GPU: modules loaded and not yet unloaded
+};
+
+Unloads& unloads() {
+  static Unloads* u = new Unloads();  // never destroyed: modules may be retired during exit
+  return *u;
+}
+
+void retire_module(int device, CUmodule module, std::string name, std::string hash, std::vector<CUstream> streams);
+
+}  // namespace
+
+/// One loaded module and the kernel `k` in it. The last reference (Kernel, LRU, captured graph)
+/// retires it: events are recorded on the streams that launched it, and the module is unloaded
+/// once they have passed (unload_retired_kernels).
+struct LoadedModule {
+  int device = 0;
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  std::string name;  // get_kernel's key: launch errors and telemetry
+  std::string hash;  // the disk cache's
+  std::mutex mutex;  // guards streams and shared
+  std::vector<CUstream> streams;  // where it was launched outside captures (streams live for good)
+  std::atomic<CUstream> last_stream{nullptr};  // the hot path's check: launched here before
+  SharedInfo shared;
+  std::atomic<unsigned> occupancy_block{0};  // 0: not asked yet
+
+  LoadedModule() = default;
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+  ~LoadedModule() { retire_module(device, module, std::move(name), std::move(hash), std::move(streams)); }
+};
+
+namespace {
+
+/// The string-keyed in-memory cache (the template one lives in compiler.h).
+struct StringCache {
+  std::unordered_map<std::string, std::weak_ptr<LoadedModule>> by_key;  // "<device>|<key>"
+  size_t prune_at = 64;
+};
+
+StringCache& string_cache() {
+  static StringCache* c = new StringCache();  // never destroyed: kernels may be released during exit
   return *c;
+}
+
+/// The LRUs, one per GPU, under kernel_cache_detail::mutex().
+struct Lrus {
+  size_t capacity = 0;
+  std::unordered_map<int, KeepLru<LoadedModule>> by_device;
+  KeepLru<LoadedModule>& of(int device) { return by_device.try_emplace(device, capacity).first->second; }
+};
+
+Lrus& lrus() {
+  static Lrus* l = [] {
+    auto* x = new Lrus();  // never destroyed, like the caches
+    x->capacity = 512;
+    if (const char* env = std::getenv("SMELT_CUDA_KERNEL_CACHE"); env && *env >= '0' && *env <= '9') {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(env, &end, 10);
+      if (end && *end == '\0') x->capacity = static_cast<size_t>(v);
+    }
+    return x;
+  }();
+  return *l;
+}
+
+std::string error_name(CUresult r) {
+  const char* name = nullptr;
+  if (const DriverApi* d = driver(); d && d->cuGetErrorName) d->cuGetErrorName(r, &name);
+  return name ? name : "CUDA error " + std::to_string(r);
+}
+
+/// Records the unload of `module`: an event on each stream that launched it (work queued there
+/// so far includes its every launch, since the caller held it while launching), then unloads
+/// what is ready. Never throws: it runs in destructors, possibly during exit.
+void retire_module(int device, CUmodule module, std::string name, std::string hash, std::vector<CUstream> streams) {
+  const DriverApi* d = driver();
+  if (!d || !module) return;
+  try {
+    device_state(device);  // the module's context, current on this thread
+  } catch (...) {
+    return;  // the device is gone (exit): nothing to unload into
+  }
+  PendingUnload p{device, module, std::move(name), std::move(hash), {}};
+  for (CUstream st : streams) {
+    CUevent e = nullptr;
+    if (d->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS && d->cuEventRecord(e, st) == CUDA_SUCCESS) {
+      p.events.push_back(e);
+      continue;
+    }
+    if (e) d->cuEventDestroy(e);
+    d->cuStreamSynchronize(st);  // no event: wait here instead (rare: the driver is failing)
+  }
+  {
+    auto& u = unloads();
+    std::lock_guard lock(u.mutex);
+    u.pending.push(std::move(p));
+  }
+  try {
+    unload_retired_kernels(device);
+  } catch (...) {
+  }
 }
 
 // Bit-exact IEEE arithmetic as on the CPU: no FMA contraction, IEEE division and square root,
@@ -101,45 +206,142 @@ std::string nvrtc_compile(int compute_capability, const std::string& source, boo
   return image;
 }
 
-CUfunction find_kernel(int device, const std::string& key) {
-  auto& c = kernel_cache();
-  std::lock_guard lock(c.mutex);
-  auto it = c.by_key.find(std::to_string(device) + "|" + key);
-  return it == c.by_key.end() ? nullptr : it->second;
+const std::string& nvrtc_version() {
+  // Asked once per process (loading NVRTC takes about 10 ms, on the warm path too): a newer NVRTC
+  // may emit other code for the same source, so it is part of the cubin's key.
+  static const std::string v = [] {
+    try {
+      int major = 0, minor = 0;
+      check_nvrtc(nvrtc().nvrtcVersion(&major, &minor), "nvrtcVersion", "cuda kernel build");
+      return std::to_string(major) + "." + std::to_string(minor);
+    } catch (const DeviceError&) {
+      return std::string("unavailable");  // nothing is built then: the build reports why
+    }
+  }();
+  return v;
 }
 
-CUfunction get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
-                      const std::string& what) {
+codegen::CacheEntry cubin_cache_entry(int device, int compute_capability, const std::string& source,
+                                      const std::string& nvrtc_version) {
+  // The key is what the hash covers besides the source; it is stored in the entry, so another
+  // kernel's entry copied under this hash is refused. CUDA_VERSION: the toolkit whose headers
+  // and NVRTC soname the library was built for.
+  std::string options;
+  for (const auto& o : nvrtc_options(compute_capability, true)) options += o + " ";
+  const std::string key = "source-fnv1a=" + hex64(fnv1a(source)) + "\nsmelt=" SMELT_VERSION "\narch=sm_" +
+                          std::to_string(compute_capability) + "\ncuda=" + std::to_string(CUDA_VERSION) +
+                          "\nnvrtc-version=" + nvrtc_version + "\nnvrtc=" + options;
+  return {"cuda", "cuda:" + std::to_string(device), hex64(fnv1a(key, fnv1a(source))), key, "cu"};
+}
+
+namespace kernel_cache_detail {
+
+std::mutex& mutex() {
+  static std::mutex* m = new std::mutex();  // never destroyed, like the caches
+  return *m;
+}
+
+Kernel revive(const std::weak_ptr<LoadedModule>& w, std::vector<std::shared_ptr<LoadedModule>>& dropped) {
+  std::shared_ptr<LoadedModule> m = w.lock();
+  if (!m) return {};
+  for (auto& d : lrus().of(m->device).use(m)) dropped.push_back(std::move(d));
+  return Kernel{m->fn, std::move(m)};
+}
+
+void remember(const Kernel& k, std::vector<std::shared_ptr<LoadedModule>>& dropped) {
+  for (auto& d : lrus().of(k.module->device).use(k.module)) dropped.push_back(std::move(d));
+}
+
+}  // namespace kernel_cache_detail
+
+Kernel get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
+                  const std::string& what) {
+  using namespace kernel_cache_detail;
   const std::string full_key = std::to_string(device) + "|" + key;
-  auto& c = kernel_cache();
+  auto& c = string_cache();
+  std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
   {
-    std::lock_guard lock(c.mutex);
-    if (auto it = c.by_key.find(full_key); it != c.by_key.end()) return it->second;
+    std::lock_guard lock(mutex());
+    if (auto it = c.by_key.find(full_key); it != c.by_key.end())
+      if (Kernel k = revive(it->second, dropped)) return k;
   }
-  CUfunction fn = build_kernel(device, key, body(), what);
-  std::lock_guard lock(c.mutex);
-  c.by_key.emplace(full_key, fn);
-  return fn;
+  Kernel k = build_kernel(device, key, body(), what);
+  std::lock_guard lock(mutex());
+  c.by_key[full_key] = k.module;
+  remember(k, dropped);
+  prune(c.by_key, c.prune_at);
+  return k;
 }
 
-CUfunction build_kernel(int device, const std::string& name, const std::string& body, const std::string& what) {
-  auto& c = kernel_cache();
+size_t loaded_kernel_modules(int device) {
+  auto& u = unloads();
+  std::lock_guard lock(u.mutex);
+  auto it = u.loaded.find(device);
+  return it == u.loaded.end() ? 0 : it->second;
+}
+
+size_t pending_kernel_unloads(int device) {
+  auto& u = unloads();
+  std::lock_guard lock(u.mutex);
+  return u.pending.count_if([&](const PendingUnload& p) { return p.device == device; });
+}
+
+size_t unload_retired_kernels(int device) {
+  const DriverApi* d = driver();
+  // A capture in progress on this thread unloads nothing: the next safe point does.
+  if (!d || thread_capture()) return 0;
+  device_state(device);  // the context of the device's modules and events, current here
+  auto& u = unloads();
+  std::vector<PendingUnload> ready;
+  {
+    std::lock_guard lock(u.mutex);
+    ready = u.pending.take_ready([&](const PendingUnload& p) {
+      if (p.device != device) return false;
+      // Anything but "not ready" has passed: an error here is a dead context, which runs nothing.
+      for (CUevent e : p.events)
+        if (d->cuEventQuery(e) == CUDA_ERROR_NOT_READY) return false;
+      return true;
+    });
+  }
+  for (PendingUnload& p : ready) {
+    for (CUevent e : p.events) d->cuEventDestroy(e);
+    d->cuModuleUnload(p.module);
+    {
+      std::lock_guard lock(u.mutex);
+      --u.loaded[device];
+    }
+    if (telemetry::enabled())
+      telemetry::emit({"compile.kernel.unload",
+                       0.0,
+                       {{"device", "cuda:" + std::to_string(device)}, {"hash", p.hash}, {"program", p.name}}});
+  }
+  return ready.size();
+}
+
+size_t kernel_cache_capacity() {
+  std::lock_guard lock(kernel_cache_detail::mutex());
+  return lrus().capacity;
+}
+
+size_t set_kernel_cache_capacity(size_t modules) {
+  std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
+  std::lock_guard lock(kernel_cache_detail::mutex());
+  auto& l = lrus();
+  const size_t old = l.capacity;
+  l.capacity = modules;
+  for (auto& [device, lru] : l.by_device)
+    for (auto& m : lru.set_capacity(modules)) dropped.push_back(std::move(m));
+  return old;
+}
+
+Kernel build_kernel(int device, const std::string& name, const std::string& body, const std::string& what) {
   DeviceState& s = device_state(device);
   const DriverApi& d = *driver();
+  unload_retired_kernels(device);  // a safe point: modules whose launches have run go first
   auto t0 = std::chrono::steady_clock::now();
   const std::string source = std::string(device_preamble()) + body;
-  // The toolkit version the library was built with, not NVRTC's own: asking NVRTC would load
-  // it (several ms) on the warm path, which only reads the disk cache. A cubin is SASS for one
-  // architecture and stays valid whichever NVRTC built it. The key is what the hash covers
-  // besides the source; it is stored in the disk entry, so another kernel's entry copied under
-  // this hash is refused.
-  const int cc = s.cc_major * 10 + s.cc_minor;
-  std::string options;
-  for (const auto& o : nvrtc_options(cc, true)) options += o + " ";
-  const std::string key_text = "source-fnv1a=" + hex64(fnv1a(source)) + "\nsmelt=" SMELT_VERSION "\narch=sm_" +
-                               std::to_string(cc) + "\ncuda=" + std::to_string(CUDA_VERSION) + "\nnvrtc=" + options;
-  const std::string hex = hex64(fnv1a(key_text, fnv1a(source)));
-  const codegen::CacheEntry entry{"cuda", "cuda:" + std::to_string(device), hex, key_text, "cu"};
+  const codegen::CacheEntry entry = cubin_cache_entry(device, s.cc_major * 10 + s.cc_minor, source, nvrtc_version());
+  const std::string& hex = entry.hash;
   CUmodule module = nullptr;
   bool on_disk = false;
   if (auto image = codegen::read_cache_entry(entry)) {  // verified: header, key and checksum
@@ -168,8 +370,18 @@ CUfunction build_kernel(int device, const std::string& name, const std::string& 
     // driver's own JIT cache holds what it makes of it.
     if (sass) codegen::write_cache_entry(entry, image, source);
   }
-  CUfunction fn = nullptr;
-  check(d.cuModuleGetFunction(&fn, module, "k"), "cuModuleGetFunction", what);
+  // Owned from here: an error below unloads it (nothing launched it yet).
+  auto m = std::make_shared<LoadedModule>();
+  m->device = device;
+  m->module = module;
+  m->name = name;
+  m->hash = hex;
+  {
+    auto& u = unloads();
+    std::lock_guard lock(u.mutex);
+    ++u.loaded[device];
+  }
+  check(d.cuModuleGetFunction(&m->fn, module, "k"), "cuModuleGetFunction", what);
   if (telemetry::enabled()) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     telemetry::emit({"compile.kernel.build",
@@ -179,45 +391,38 @@ CUfunction build_kernel(int device, const std::string& name, const std::string& 
                       {"cached_on_disk", on_disk ? "true" : "false"},
                       {"program", name}}});
   }
-  std::lock_guard lock(c.mutex);
-  c.names.emplace(fn, name);
-  return fn;
+  return Kernel{m->fn, std::move(m)};
 }
 
-
-std::string kernel_name(CUfunction fn) {
-  auto& c = kernel_cache();
-  std::lock_guard lock(c.mutex);
-  auto it = c.names.find(fn);
-  return it == c.names.end() ? "?" : it->second;
-}
+std::string kernel_name(const Kernel& k) { return k.module ? k.module->name : "?"; }
 
 namespace {
 
-std::mutex& shared_mutex() {
-  static std::mutex* m = new std::mutex();
-  return *m;
+/// The kernel's shared-memory record (its static size asked once); call under m.mutex.
+SharedInfo& shared_info(LoadedModule& m) {
+  if (m.shared.known) return m.shared;
+  int bytes = 0;
+  check(driver()->cuFuncGetAttribute(&bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m.fn), "cuFuncGetAttribute",
+        "kernel " + m.name);
+  m.shared.static_bytes = static_cast<uint64_t>(bytes);
+  m.shared.known = true;
+  return m.shared;
 }
 
-/// The kernel's shared-memory record (its static size asked once); call under shared_mutex().
-SharedInfo& shared_info(CUfunction fn) {
-  static auto* infos = new std::unordered_map<CUfunction, SharedInfo>();  // kernels are never unloaded
-  auto it = infos->find(fn);
-  if (it != infos->end()) return it->second;
-  int bytes = 0;
-  check(driver()->cuFuncGetAttribute(&bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), "cuFuncGetAttribute",
-        "kernel " + kernel_name(fn));
-  SharedInfo info;
-  info.static_bytes = static_cast<uint64_t>(bytes);
-  return infos->emplace(fn, info).first->second;
+/// Notes that `k` was launched on `stream` (outside a capture): its unload waits for that stream.
+void note_stream(LoadedModule& m, CUstream stream) {
+  if (m.last_stream.load(std::memory_order_relaxed) == stream) return;
+  std::lock_guard lock(m.mutex);
+  if (std::find(m.streams.begin(), m.streams.end(), stream) == m.streams.end()) m.streams.push_back(stream);
+  m.last_stream.store(stream, std::memory_order_relaxed);
 }
 
 }  // namespace
 
-uint64_t max_dynamic_shared(const DeviceState& s, CUfunction fn) {
-  std::lock_guard lock(shared_mutex());
+uint64_t max_dynamic_shared(const DeviceState& s, const Kernel& k) {
+  std::lock_guard lock(k.module->mutex);
   const uint64_t limit = static_cast<uint64_t>(s.smem_per_block_optin);
-  const uint64_t st = shared_info(fn).static_bytes;
+  const uint64_t st = shared_info(*k.module).static_bytes;
   return st < limit ? limit - st : 0;
 }
 
@@ -242,22 +447,23 @@ void check_launch_config(const LaunchConfig& c, const std::string& name, const s
 }
 
 
-unsigned occupancy_block_size(CUfunction fn) {
-  static std::mutex mutex;
-  static auto* sizes = new std::unordered_map<CUfunction, unsigned>();  // kernels are never unloaded
-  std::lock_guard lock(mutex);
-  if (auto it = sizes->find(fn); it != sizes->end()) return it->second;
+unsigned occupancy_block_size(const Kernel& k) {
+  LoadedModule& m = *k.module;
+  if (unsigned b = m.occupancy_block.load(std::memory_order_relaxed)) return b;
   int min_grid = 0, block = 0;
-  check(driver()->cuOccupancyMaxPotentialBlockSize(&min_grid, &block, fn, nullptr, 0, 0),
-        "cuOccupancyMaxPotentialBlockSize", "kernel launch");
+  check(driver()->cuOccupancyMaxPotentialBlockSize(&min_grid, &block, m.fn, nullptr, 0, 0),
+        "cuOccupancyMaxPotentialBlockSize", "kernel launch (" + m.name + ")");
   const unsigned b = static_cast<unsigned>(std::clamp(block, 128, 1024));
-  sizes->emplace(fn, b);
+  m.occupancy_block.store(b, std::memory_order_relaxed);  // two threads asking store the same
   return b;
 }
 
-void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what,
+void launch(const DeviceState& s, const Kernel& k, uint64_t grid, unsigned block, void* args, const std::string& what,
             uint64_t shared) {
+  SMELT_ASSERT(k.module, what + ": launch of an empty cuda::Kernel");
   const DriverApi& d = *driver();
+  CUfunction fn = k.fn;
+  LoadedModule& m = *k.module;
   void* params[] = {args};
   // Grids past the x limit fold into y; kernels compute their linear block id from both.
   const uint64_t kMaxX = 0x7fffffffull;
@@ -272,10 +478,10 @@ void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, 
     // A kernel may use more than the default per-block limit only once opted in
     // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES): without it the launch fails with
     // CUDA_ERROR_INVALID_VALUE. Opted in once per kernel, to the most the device allows.
-    std::lock_guard lock(shared_mutex());
-    SharedInfo& info = shared_info(fn);
+    std::lock_guard lock(m.mutex);
+    SharedInfo& info = shared_info(m);
     c.static_shared = info.static_bytes;
-    check_launch_config(c, kernel_name(fn), what);
+    check_launch_config(c, m.name, what);
     const uint64_t default_dynamic = static_cast<uint64_t>(s.smem_per_block) > info.static_bytes
                                          ? static_cast<uint64_t>(s.smem_per_block) - info.static_bytes
                                          : 0;
@@ -283,24 +489,32 @@ void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, 
       // Blocks that bring their own row cache want shared memory more than L1 (a hint: the
       // driver may still choose otherwise, which changes speed only).
       check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CU_SHAREDMEM_CARVEOUT_MAX_SHARED),
-            "cuFuncSetAttribute", what + ": kernel " + kernel_name(fn));
+            "cuFuncSetAttribute", what + ": kernel " + m.name);
       info.carveout = true;
     }
     if (shared > default_dynamic && shared > info.opted_in) {
       const uint64_t most = c.max_shared - info.static_bytes;
       check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(most)),
-            "cuFuncSetAttribute", what + ": kernel " + kernel_name(fn));
+            "cuFuncSetAttribute", what + ": kernel " + m.name);
       info.opted_in = most;
     }
   } else {
     // Grid and block only (no driver query on the hot path); the kernel is named on failure.
-    if (!launch_config_problem(c).empty()) check_launch_config(c, kernel_name(fn), what);
+    if (!launch_config_problem(c).empty()) check_launch_config(c, m.name, what);
+  }
+  // The module must outlive the launch: a capture's graph keeps it; otherwise its unload waits
+  // for this stream (the caller holds `k` until the launch is queued).
+  const CUstream stream = current_stream(s);
+  if (const ThreadCapture* tc = thread_capture(); tc && tc->device == s.index) {
+    if (tc->kernels) tc->kernels->push_back(k.module);
+  } else {
+    note_stream(m, stream);
   }
   const CUresult r = d.cuLaunchKernel(fn, static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y), 1, block, 1, 1,
-                                      static_cast<unsigned>(shared), current_stream(s), params, nullptr);
+                                      static_cast<unsigned>(shared), stream, params, nullptr);
   if (r != CUDA_SUCCESS)
     check(r, "cuLaunchKernel",
-          what + " (kernel " + kernel_name(fn) + ", grid " + std::to_string(c.grid_x) + " x " + std::to_string(c.grid_y) +
+          what + " (kernel " + m.name + ", grid " + std::to_string(c.grid_x) + " x " + std::to_string(c.grid_y) +
               ", block " + std::to_string(block) + ", shared " + std::to_string(shared) + " + " +
               std::to_string(c.static_shared) + " static bytes)");
 }

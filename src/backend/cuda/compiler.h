@@ -1,14 +1,18 @@
 // Run-time kernel builds: NVRTC for the running GPU's architecture, cached in memory and on disk.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "src/backend/cuda/runtime.h"
+#include "src/codegen/disk_cache.h"
 
 namespace smelt::cuda {
 
@@ -23,19 +27,42 @@ const char* device_preamble();
 /// Throws DeviceError with NVRTC's log.
 std::string nvrtc_compile(int compute_capability, const std::string& source, bool sass, const std::string& what);
 
+/// NVRTC's version ("13.0"), asked once per process; "unavailable" when NVRTC cannot be loaded.
+const std::string& nvrtc_version();
+
+/// Where the cubin of `source` (the whole translation unit) for compute capability
+/// `compute_capability` lives in the disk cache ($SMELT_CACHE_DIR/cuda/<hash>.kernel): the hash
+/// and the key cover the source, smelt's version, the architecture, the toolkit version, NVRTC's
+/// version and its options (codegen/disk_cache.h verifies both before use). Pure.
+codegen::CacheEntry cubin_cache_entry(int device, int compute_capability, const std::string& source,
+                                      const std::string& nvrtc_version);
+
+struct LoadedModule;  // compiler.cpp: one loaded CUmodule, its function and its launch bookkeeping
+
+/// A loaded kernel: its function, and a reference that keeps its module loaded. A module is
+/// unloaded once nothing references it (no Kernel held by a caller, no captured graph, no entry
+/// of the in-memory LRU) and the streams that launched it have run past its last launch (events
+/// recorded when the last reference went; unload_retired_kernels). Hold the Kernel across the
+/// launch: the LRU may let go of its entry meanwhile.
+struct Kernel {
+  CUfunction fn = nullptr;
+  std::shared_ptr<LoadedModule> module;
+  explicit operator bool() const { return fn != nullptr; }
+};
+
 /// The kernel `k` of `body` (CUDA C++ after the preamble) on GPU `device`. `key` names the kernel
 /// uniquely among those of the process (op, dtypes, layout): found in memory by key without
 /// building the source; else the source is built, looked up on disk under
-/// $SMELT_CACHE_DIR/cuda/<hash>.cubin (source beside it as .cu), else compiled by NVRTC to SASS
+/// $SMELT_CACHE_DIR/cuda/<hash>.kernel (source beside it as .cu), else compiled by NVRTC to SASS
 /// for the device's compute capability. `what` names the op in error messages.
-CUfunction get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
-                      const std::string& what);
+Kernel get_kernel(int device, const std::string& key, const std::function<std::string()>& body,
+                  const std::string& what);
 
 /// Builds the kernel `k` of `body` on GPU `device` without looking in memory: from the disk cache
-/// ($SMELT_CACHE_DIR/cuda/<hash>, the hash of the whole source and the toolkit, version and
-/// options), else by NVRTC. `name` names it in telemetry and launch errors. get_kernel's caches
-/// call it once per kernel.
-CUfunction build_kernel(int device, const std::string& name, const std::string& body, const std::string& what);
+/// (cubin_cache_entry; a damaged or foreign entry is deleted and rebuilt), else by NVRTC. `name`
+/// names it in telemetry and launch errors. get_kernel's caches call it once per kernel (again
+/// after the LRU let it go and it was unloaded).
+Kernel build_kernel(int device, const std::string& name, const std::string& body, const std::string& what);
 
 /// A kernel family's typed parameters (codegen/kernel_params.h): source() is the body generated
 /// from the fields alone, name() names it, == (defaulted: every field) and hash() identify it.
@@ -46,8 +73,9 @@ concept KernelParams = std::equality_comparable<P> && requires(const P& p) {
   { p.hash() } -> std::convertible_to<size_t>;
 };
 
-/// The kernel `params` describe on GPU `device`, kept in memory by the whole params struct (no
-/// source is built on a hit), so a field that changes the source always changes the key.
+/// The in-memory kernel caches. Each maps its keys to weak references; the strong ones are kept
+/// by one LRU per GPU shared by every cache (kernel_cache_capacity modules), so a kernel stays
+/// loaded while it is among the most recently used or someone holds it.
 namespace kernel_cache_detail {
 
 template <class P>
@@ -74,33 +102,74 @@ struct KeyEqual {
   bool operator()(const Key<P>& a, const Ref<P>& b) const { return a.device == b.device && a.params == *b.params; }
 };
 
-}  // namespace kernel_cache_detail
+/// The one lock of every in-memory kernel cache and of the LRUs.
+std::mutex& mutex();
+/// Under mutex(): the kernel `w` refers to, marked most recently used, or an empty Kernel when
+/// its module is gone. A module the LRU had let go (still held elsewhere) comes back into it, and
+/// the modules that makes it let go are added to `dropped`, for the caller to drop after unlocking.
+Kernel revive(const std::weak_ptr<LoadedModule>& w, std::vector<std::shared_ptr<LoadedModule>>& dropped);
+/// Under mutex(): keeps `k` in its GPU's LRU. Adds the modules the LRU let go to `dropped`, for
+/// the caller to drop after unlocking (the last reference records the unload's events).
+void remember(const Kernel& k, std::vector<std::shared_ptr<LoadedModule>>& dropped);
 
-template <KernelParams P>
-CUfunction get_kernel(int device, const P& params, const std::string& what) {
-  using namespace kernel_cache_detail;
-  // Never destroyed: kernels are never unloaded (see get_kernel above).
-  static std::mutex* mutex = new std::mutex();
-  static auto* kernels = new std::unordered_map<Key<P>, CUfunction, KeyHash<P>, KeyEqual<P>>();
-  {
-    std::lock_guard lock(*mutex);
-    if (auto it = kernels->find(Ref<P>{device, &params}); it != kernels->end()) return it->second;
-  }
-  CUfunction fn = build_kernel(device, params.name(), params.source(), what);
-  std::lock_guard lock(*mutex);
-  return kernels->emplace(Key<P>{device, params}, fn).first->second;
+/// Drops the entries of unloaded kernels once the map has doubled since the last sweep: amortized
+/// constant time, and the map stays proportional to the kernels loaded. Under mutex().
+template <class Map>
+void prune(Map& map, size_t& prune_at) {
+  if (map.size() < prune_at) return;
+  std::erase_if(map, [](const auto& kv) { return kv.second.expired(); });
+  prune_at = std::max<size_t>(64, 2 * map.size());
 }
 
-/// The kernel of `key` on GPU `device` if this process has it already (no build, no disk), else
-/// null: lets hot paths skip preparing get_kernel's arguments.
-CUfunction find_kernel(int device, const std::string& key);
+}  // namespace kernel_cache_detail
 
-/// Launches `fn` with one by-value argument struct `args` on the thread's current stream of the
-/// device: `grid` blocks (folded into y past 2^31 - 1) of `block` threads, with `shared` bytes of
-/// dynamic shared memory (past the default limit the kernel is opted in once, up to the device's
+/// The kernel `params` describe on GPU `device`, found in memory by the whole params struct (no
+/// source is built on a hit), so a field that changes the source always changes the key.
+template <KernelParams P>
+Kernel get_kernel(int device, const P& params, const std::string& what) {
+  using namespace kernel_cache_detail;
+  using Map = std::unordered_map<Key<P>, std::weak_ptr<LoadedModule>, KeyHash<P>, KeyEqual<P>>;
+  static auto* kernels = new Map();  // never destroyed: kernels may be released during exit
+  static size_t prune_at = 64;
+  std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
+  {
+    std::lock_guard lock(mutex());
+    if (auto it = kernels->find(Ref<P>{device, &params}); it != kernels->end())
+      if (Kernel k = revive(it->second, dropped)) return k;
+  }
+  Kernel k = build_kernel(device, params.name(), params.source(), what);
+  std::lock_guard lock(mutex());
+  (*kernels)[Key<P>{device, params}] = k.module;
+  remember(k, dropped);
+  prune(*kernels, prune_at);
+  return k;
+}
+
+/// How many modules GPU `device` has loaded now: those in use or in the LRU, and those whose
+/// unload waits for their streams.
+size_t loaded_kernel_modules(int device);
+/// How many of them wait for their streams before they are unloaded.
+size_t pending_kernel_unloads(int device);
+/// Unloads the modules of `device` nothing references whose streams have run past their last
+/// launch; returns how many (none while this thread captures a graph). Every build and release
+/// calls it; tests call it after synchronizing.
+size_t unload_retired_kernels(int device);
+
+/// Modules each GPU's in-memory LRU keeps: $SMELT_CUDA_KERNEL_CACHE (a count; default 512), read
+/// once. Modules held elsewhere (a launch, a captured graph) count but are never let go; 0 keeps
+/// only those.
+size_t kernel_cache_capacity();
+/// Sets the capacity of every GPU's LRU (the least recently used modules nobody holds go at
+/// once); returns the previous one.
+size_t set_kernel_cache_capacity(size_t modules);
+
+/// Launches kernel `k` with one by-value argument struct `args` on the thread's current stream of
+/// the device (noted in the module, or, during a capture, the module kept by the graph): `grid`
+/// blocks (folded into y past 2^31 - 1) of `block` threads, with `shared` bytes of dynamic shared
+/// memory (past the default limit the kernel is opted in once, up to the device's
 /// limit). The configuration is checked first (check_launch_config), and a failed launch names
 /// the kernel and its configuration.
-void launch(const DeviceState& s, CUfunction fn, uint64_t grid, unsigned block, void* args, const std::string& what,
+void launch(const DeviceState& s, const Kernel& k, uint64_t grid, unsigned block, void* args, const std::string& what,
             uint64_t shared = 0);
 
 /// A kernel launch's configuration and the limits it must respect.
@@ -121,17 +190,17 @@ std::string launch_config_problem(const LaunchConfig& c);
 /// ... shared memory" when launch_config_problem finds one. Pure.
 void check_launch_config(const LaunchConfig& c, const std::string& name, const std::string& what);
 
-/// Dynamic shared memory `fn` may use on the device once opted in: the device's per-block limit
+/// Dynamic shared memory `k` may use on the device once opted in: the device's per-block limit
 /// less the kernel's static shared memory.
-uint64_t max_dynamic_shared(const DeviceState& s, CUfunction fn);
+uint64_t max_dynamic_shared(const DeviceState& s, const Kernel& k);
 
-/// The key `fn` was built under (get_kernel), or "?" for a function it did not build.
-std::string kernel_name(CUfunction fn);
+/// The key `k` was built under (get_kernel), or "?" for an empty Kernel.
+std::string kernel_name(const Kernel& k);
 
-/// The block size that gives `fn` the most resident threads per SM (the driver's occupancy
+/// The block size that gives `k` the most resident threads per SM (the driver's occupancy
 /// calculator, asked once per kernel), between 128 and 1024. Kernels whose launches use it must
 /// work for any block size.
-unsigned occupancy_block_size(CUfunction fn);
+unsigned occupancy_block_size(const Kernel& k);
 
 /// Blocks of `block` threads covering n items (at least 1).
 inline uint64_t blocks_for(int64_t n, int64_t per_block) {

@@ -286,8 +286,8 @@ namespace {
 /// Copies the window `a` describes (addresses included) on the device.
 void window_copy(const DeviceState& s, WindowCopyArgs& a, size_t itemsize, const std::string& what) {
   if (a.total == 0) return;
-  CUfunction fn = get_kernel(s.index, "conv_window_copy|" + std::to_string(itemsize),
-                             [&] { return window_copy_source(itemsize); }, what);
+  const Kernel fn = get_kernel(s.index, "conv_window_copy|" + std::to_string(itemsize),
+                               [&] { return window_copy_source(itemsize); }, what);
   launch(s, fn, blocks_for(a.total, kBlock), kBlock, &a, what);
 }
 
@@ -312,8 +312,8 @@ void run_direct(const Array& x, const Array& w, Array& out, const std::vector<in
   a.w = dptr(w);
   a.y = dptr(out);
   const std::string t = device_type(out.dtype());
-  CUfunction fn = get_kernel(s.index, std::string("conv_direct|") + (transpose ? "t|" : "f|") + t,
-                             [&] { return conv_direct_source(out.dtype(), transpose); }, what);
+  const Kernel fn = get_kernel(s.index, std::string("conv_direct|") + (transpose ? "t|" : "f|") + t,
+                               [&] { return conv_direct_source(out.dtype(), transpose); }, what);
   launch(s, fn, blocks_for(a.total, kBlock), kBlock, &a, what);
   g_direct_runs.fetch_add(1, std::memory_order_relaxed);
 }

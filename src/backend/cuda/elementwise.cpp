@@ -213,7 +213,7 @@ void run_elementwise(const std::string& key, const std::vector<Array>& inputs, A
     mode = args.layout.nd == 2 && kBlock == 256 ? "rows" : "strided";
   }
   const EwKernelParams params{key, expr, std::move(types), out_type, mode};
-  CUfunction fn = get_kernel(s.index, params, what);
+  const Kernel fn = get_kernel(s.index, params, what);
   const uint64_t grid = flat              ? blocks_for(n, kBlock * kPerThread)
                         : mode == "rows" ? static_cast<uint64_t>(args.layout.shape[0]) *
                                                blocks_for(args.layout.shape[1], kBlock * kPerThread)
@@ -262,7 +262,7 @@ void fill_bits(Array& out, uint64_t bits) {
     int64_t n;
     uint64_t value;
   } args{dptr(out), n, bits};
-  CUfunction fn = get_kernel(s.index, "fill64", [] {
+  const Kernel fn = get_kernel(s.index, "fill64", [] {
     return std::string(
         "struct FillArgs { u64 out; i64 n; u64 value; };\n"
         "extern \"C\" __global__ void k(FillArgs a) { const i64 i = gid(); if (i < a.n) ((u64*)a.out)[i] = a.value; }\n");
@@ -286,7 +286,7 @@ void eval_arange(const ArangeParams& p, Array& out) {
     double start, step;
     int64_t istart, istep;
   } args{dptr(out), n, p.start, p.step, istart, istep};
-  CUfunction fn = get_kernel(s.index, std::string("arange|") + t + (exact ? "|exact" : "|float"), [&] {
+  const Kernel fn = get_kernel(s.index, std::string("arange|") + t + (exact ? "|exact" : "|float"), [&] {
     std::string b =
         "struct ArangeArgs { u64 out; i64 n; double start, step; i64 istart, istep; };\n"
         "extern \"C\" __global__ void k(ArangeArgs a) {\n  const i64 i = gid();\n  if (i >= a.n) return;\n";

@@ -156,7 +156,7 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   // row_min_blocks() blocks fit an SM (more rows in flight); wider ones the 1024-thread kernel.
   const int min_blocks = block == 256 ? row_min_blocks() : 0;
   const std::string layout = min_blocks > 0 ? "rows:" + std::to_string(min_blocks) : "rows";
-  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, false}, what);
+  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, false}, what);
   const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, rows_per_block) : static_cast<uint64_t>(args.rows);
   launch(s, fn, grid, block, &args, what, shared);
 }
@@ -238,7 +238,7 @@ bool run_elementwise_program(const std::shared_ptr<const codegen::FusedKernel>& 
     if (layout[i] == 'r' || layout[i] == 'q') vectorized = vectorized && inner[i] % width == 0;
   }
   for (size_t o = 0; o < outputs.size() && vectorized; ++o) vectorized = args.p[nin + o] % 16 == 0;
-  CUfunction fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, vectorized}, describe());
+  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, vectorized}, describe());
   const unsigned block = occupancy_block_size(fn);
   const int64_t per_thread = vectorized ? width : (flat ? 4 : 1);
   launch(s, fn, blocks_for(args.n, static_cast<int64_t>(block) * per_thread), block, &args, "Fused");

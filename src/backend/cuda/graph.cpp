@@ -207,6 +207,10 @@ struct Instance {
   std::string unpatchable;  // why buffers may not move (empty: they may)
   std::vector<CUstream> launched_on;
   bool patching = false;  // set while the executable graph is being patched and launched
+  // The modules of the captured kernels (compiler.h, LoadedModule): the graph's nodes name their
+  // functions, so the modules stay loaded while the graph lives. Released after destroy() has
+  // waited for the graph's launches, so their unloads wait for nothing more.
+  std::vector<std::shared_ptr<const void>> modules;
 
   void destroy(int device) {
     const DriverApi* d = driver();
@@ -444,7 +448,7 @@ class TapeGraph final : public compiler::GraphReplay {
       why = "cuStreamBeginCapture failed: " + error_name(r);
     } else {
       {
-        const ThreadCapture tc{device_, cs, &keep};
+        const ThreadCapture tc{device_, cs, &keep, &g->modules};
         CaptureGuard guard(&tc);
         try {
           values = compiler::replay_tape_values(tape, inputs);
@@ -459,6 +463,9 @@ class TapeGraph final : public compiler::GraphReplay {
       if (why.empty() && end != CUDA_SUCCESS) why = "cuStreamEndCapture failed: " + error_name(end);
     }
     stream_pool().release(device_, cs);
+    // One reference per module is enough (a kernel launched many times was added each time).
+    std::sort(g->modules.begin(), g->modules.end());
+    g->modules.erase(std::unique(g->modules.begin(), g->modules.end()), g->modules.end());
     if (why.empty()) why = bind(tape, inputs, values, keep, *g);
     int num_kernels = 0;
     if (why.empty()) why = read_nodes(d, *g, num_kernels);

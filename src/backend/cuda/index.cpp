@@ -96,8 +96,8 @@ void copy_into(const Array& src, uint64_t dst, const Strides& dst_strides, const
     copy_device(s, dst, args.src, static_cast<size_t>(n) * src.itemsize(), what);
     return;
   }
-  CUfunction fn = get_kernel(s.index, std::string("copy_into|") + bits_type(src.dtype()),
-                             [&] { return copy_into_source(src.dtype()); }, what);
+  const Kernel fn = get_kernel(s.index, std::string("copy_into|") + bits_type(src.dtype()),
+                               [&] { return copy_into_source(src.dtype()); }, what);
   launch(s, fn, blocks_for(n, kBlock), kBlock, &args, what);
 }
 
@@ -186,8 +186,8 @@ void run_gather(const GatherPlan& g, const Array& a, const Array& idx, Array& ou
       args.scale[j] = g.scale[j];
     }
     args.layout = collapse_layout(out.shape(), {&g.src, &g.idx, &g.pos}, op);
-    CUfunction fn = get_kernel(s.index, std::string("gather|") + bits_type(a.dtype()) + "|" + ix,
-                               [&] { return gather_source(a.dtype(), idx.dtype()); }, op);
+    const Kernel fn = get_kernel(s.index, std::string("gather|") + bits_type(a.dtype()) + "|" + ix,
+                                 [&] { return gather_source(a.dtype(), idx.dtype()); }, op);
     launch(s, fn, blocks_for(args.n, kBlock), kBlock, &args, op);
   } else if (validate) {
     // Nothing to gather, but a bad index still raises (as on the CPU).
@@ -198,7 +198,7 @@ void run_gather(const GatherPlan& g, const Array& a, const Array& idx, Array& ou
     args.k = k;
     for (int64_t j = 0; j < k; ++j) args.dims[j] = g.ax.dims[j];
     args.layout = collapse_layout(idx.shape(), {&idx.node().strides}, op);
-    CUfunction fn = get_kernel(s.index, "index_check|" + ix, [&] { return index_check_source(idx.dtype()); }, op);
+    const Kernel fn = get_kernel(s.index, "index_check|" + ix, [&] { return index_check_source(idx.dtype()); }, op);
     launch(s, fn, blocks_for(args.n, kBlock), kBlock, &args, op);
   }
   if (validate) raise_if_bad(s, status, idx, g.ax, op);
@@ -335,9 +335,9 @@ void run_scatter(const ScatterPlan& sp, ScatterReduce reduce, const Array& idx, 
   }
   ta.layout = collapse_layout(sp.units, {&sp.st0, &sp.st1}, op);
   const std::string ix = device_type(idx.dtype());
-  CUfunction ft = get_kernel(s.index,
-                             "scatter_targets|" + ix + (assign ? "|assign" : "|count") + (hashed ? "|hash" : "|direct"),
-                             [&] { return scatter_targets_source(idx.dtype(), assign, hashed); }, op);
+  const Kernel ft = get_kernel(s.index,
+                               "scatter_targets|" + ix + (assign ? "|assign" : "|count") + (hashed ? "|hash" : "|direct"),
+                               [&] { return scatter_targets_source(idx.dtype(), assign, hashed); }, op);
   launch(s, ft, blocks_for(n, kBlock), kBlock, &ta, op);
 
   // The synchronization: the first bad index and whether a target repeats.
@@ -367,8 +367,8 @@ void run_scatter(const ScatterPlan& sp, ScatterReduce reduce, const Array& idx, 
   const std::string type_key = std::string(assign ? bits_type(dt) : device_type(dt)) + "|" +
                                scatter_reduce_name(reduce) + (hashed ? "|hash" : "|direct");
   auto apply = [&](ScatterApply mode, const char* mode_name) {
-    CUfunction fa = get_kernel(s.index, "scatter_apply|" + type_key + "|" + mode_name,
-                               [&] { return scatter_apply_source(dt, reduce, mode, hashed); }, op);
+    const Kernel fa = get_kernel(s.index, "scatter_apply|" + type_key + "|" + mode_name,
+                                 [&] { return scatter_apply_source(dt, reduce, mode, hashed); }, op);
     launch(s, fa, blocks_for(n * sp.slice, kBlock), kBlock, &sa, op);
   };
   if (assign) return apply(ScatterApply::Winner, "winner");
@@ -380,17 +380,17 @@ void run_scatter(const ScatterPlan& sp, ScatterReduce reduce, const Array& idx, 
   sa.off = addr(off);
   sa.ord = addr(ord);
   sa.list = addr(list);
-  CUfunction ff = get_kernel(s.index, "scatter_fill", [] { return scatter_fill_source(); }, op);
+  const Kernel ff = get_kernel(s.index, "scatter_fill", [] { return scatter_fill_source(); }, op);
   launch(s, ff, blocks_for(n, kBlock), kBlock, &sa, op);
   const int64_t max_large = n / (kSmallBucket + 1);  // buckets longer than kSmallBucket
   if (max_large > 0) {
     large = scratch(out, 8 * max_large);
     sa.large = addr(large);
   }
-  CUfunction fs = get_kernel(s.index, "bucket_sort_small", [] { return bucket_sort_small_source(); }, op);
+  const Kernel fs = get_kernel(s.index, "bucket_sort_small", [] { return bucket_sort_small_source(); }, op);
   launch(s, fs, blocks_for(n, kBlock), kBlock, &sa, op);
   if (max_large > 0) {
-    CUfunction fl = get_kernel(s.index, "bucket_sort_large", [] { return bucket_sort_large_source(); }, op);
+    const Kernel fl = get_kernel(s.index, "bucket_sort_large", [] { return bucket_sort_large_source(); }, op);
     launch(s, fl, static_cast<uint64_t>(std::min<int64_t>(max_large, 65535)), kBlock, &sa, op);
   }
   apply(ScatterApply::Bucket, "bucket");
@@ -472,8 +472,8 @@ Array eval_nonzero(const Array& a) {
     args.n = size;
     args.layout = collapse_layout(n.shape, {&n.strides}, what);
     const std::string t = device_type(n.dtype);
-    CUfunction fc = get_kernel(s.index, "nonzero_count|" + t,
-                               [&] { return nonzero_count_source(n.dtype, scan_device_source()); }, what);
+    const Kernel fc = get_kernel(s.index, "nonzero_count|" + t,
+                                 [&] { return nonzero_count_source(n.dtype, scan_device_source()); }, what);
     launch(s, fc, static_cast<uint64_t>(blocks), kBlock, &args, what);
     exclusive_scan_i64(s, addr(counts), addr(offs), blocks, addr(offs) + 8 * static_cast<uint64_t>(blocks), what);
     // The synchronization: the output's shape is the count.
@@ -487,8 +487,8 @@ Array eval_nonzero(const Array& a) {
       args.out = addr(buffer);
       args.total = total;
       const std::string t = device_type(n.dtype);
-      CUfunction fw = get_kernel(s.index, "nonzero_write|" + t,
-                                 [&] { return nonzero_write_source(n.dtype, scan_device_source()); }, what);
+      const Kernel fw = get_kernel(s.index, "nonzero_write|" + t,
+                                   [&] { return nonzero_write_source(n.dtype, scan_device_source()); }, what);
       launch(s, fw, static_cast<uint64_t>((size + kScanBlockItems - 1) / kScanBlockItems), kBlock, &args, what);
     }
   }
@@ -562,7 +562,7 @@ void eval_pad(const PadParams& p, const std::vector<Array>& inputs, Array& out) 
   args.n = n;
   p.value.cast(out.dtype()).store(&args.fill);
   const std::string key = std::string("pad|") + bits_type(out.dtype()) + "|" + pad_mode_name(p.mode);
-  CUfunction fn = get_kernel(s.index, key, [&] { return pad_source(out.dtype(), p.mode); }, "Pad");
+  const Kernel fn = get_kernel(s.index, key, [&] { return pad_source(out.dtype(), p.mode); }, "Pad");
   launch(s, fn, blocks_for(n, kBlock), kBlock, &args, "Pad");
 }
 

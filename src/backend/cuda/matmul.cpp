@@ -232,7 +232,7 @@ void plain_matmul(const Array& a, const Array& b, Array& out, int64_t batch, int
     step = "acc = acc + (double)up(x) * (double)up(y);";
     fin = "cvt<" + t + ", double>(acc)";
   }
-  CUfunction fn = get_kernel(s.index, "matmul_plain|" + t, [&] {
+  const Kernel fn = get_kernel(s.index, "matmul_plain|" + t, [&] {
     return "struct MmArgs { u64 a, b, out; i64 batch, m, n, k; i64 ars, acs, brs, bcs; Layout bl; };\n"
            "typedef " + acc + " Acc;\n"
            "extern \"C\" __global__ void k(MmArgs p) {\n"

@@ -102,7 +102,7 @@ void eval_pool(const PoolParams& p, const std::vector<Array>& inputs, Array& out
   const bool include_pad = p.kind == PoolKind::Avg && p.count_include_pad;
   const std::string key = std::string("pool|") + (p.kind == PoolKind::Max ? "max|" : include_pad ? "avg_pad|" : "avg|") +
                           device_type(x.dtype());
-  CUfunction fn = get_kernel(s.index, key, [&] { return pool_source(x.dtype(), p.kind, include_pad); }, what);
+  const Kernel fn = get_kernel(s.index, key, [&] { return pool_source(x.dtype(), p.kind, include_pad); }, what);
   launch(s, fn, blocks_for(a.total, 256), 256, &a, what);
 }
 

@@ -52,7 +52,7 @@ extern "C" __global__ void k(RbArgs a) {
 
 namespace {
 
-void fill_block(DeviceState& s, CUfunction fn, uint64_t key, int64_t key_stride, int64_t count, uint64_t out) {
+void fill_block(DeviceState& s, const Kernel& fn, uint64_t key, int64_t key_stride, int64_t count, uint64_t out) {
   if (count <= 0) return;
   RandomBitsArgs a{key, out, key_stride, count};
   launch(s, fn, blocks_for((count + 1) / 2, 256), 256, &a, "RandomBits");
@@ -66,7 +66,7 @@ void eval_random_bits(const std::vector<Array>& inputs, Array& out) {
   const int64_t n = out.size();
   if (n == 0) return;
   DeviceState& s = state_of(out);
-  CUfunction fn = get_kernel(s.index, "random_bits", [] { return random_bits_source(); }, "RandomBits");
+  const Kernel fn = get_kernel(s.index, "random_bits", [] { return random_bits_source(); }, "RandomBits");
   const uint64_t kp = dptr(key);
   const int64_t ks = key.node().strides[0];
   // JAX draws at most 2^32 - 1 counters per key (as the CPU kernel does).

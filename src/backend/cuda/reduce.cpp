@@ -182,10 +182,10 @@ void reduce_columns(const ReduceParams& p, const Array& in, Array& out, int64_t 
     args.partial = reinterpret_cast<uint64_t>(partial->ptr);
   }
   using Plan = ReduceKernelParams::Plan;
-  CUfunction fn = get_kernel(s.index, ReduceKernelParams{Plan::Columns, p.op, dt, out.dtype(), split, vec}, what);
+  const Kernel fn = get_kernel(s.index, ReduceKernelParams{Plan::Columns, p.op, dt, out.dtype(), split, vec}, what);
   launch(s, fn, static_cast<uint64_t>(vec_blocks * args.groups), 256, &args, what);
   if (!split) return;
-  CUfunction fin = get_kernel(s.index, ReduceKernelParams{Plan::ColumnsCombine, p.op, dt, out.dtype()}, what);
+  const Kernel fin = get_kernel(s.index, ReduceKernelParams{Plan::ColumnsCombine, p.op, dt, out.dtype()}, what);
   launch(s, fin, blocks_for(outer * inner, kBlock), kBlock, &args, what);
 }
 
@@ -326,11 +326,11 @@ void reduce_rows(const ReduceParams& p, const Array& in, Array& out, int64_t row
     args.partial = reinterpret_cast<uint64_t>(partial->ptr);
   }
   using Plan = ReduceKernelParams::Plan;
-  CUfunction fn = get_kernel(s.index, ReduceKernelParams{Plan::Rows, p.op, dt, out.dtype(), split}, what);
+  const Kernel fn = get_kernel(s.index, ReduceKernelParams{Plan::Rows, p.op, dt, out.dtype(), split}, what);
   const uint64_t grid = order.threads == 32 ? blocks_for(rows, 256 / 32) : static_cast<uint64_t>(rows * order.groups);
   launch(s, fn, grid, 256, &args, what);
   if (!split) return;
-  CUfunction fin = get_kernel(s.index, ReduceKernelParams{Plan::RowsCombine, p.op, dt, out.dtype()}, what);
+  const Kernel fin = get_kernel(s.index, ReduceKernelParams{Plan::RowsCombine, p.op, dt, out.dtype()}, what);
   launch(s, fin, blocks_for(rows, kBlock), kBlock, &args, what);
 }
 
@@ -409,7 +409,7 @@ void eval_reduce(const ReduceParams& p, const std::vector<Array>& inputs, Array&
     args.partial = reinterpret_cast<uint64_t>(partial->ptr);
   }
   if (row) {
-    CUfunction fn = get_kernel(s.index, key, [&] {
+    const Kernel fn = get_kernel(s.index, key, [&] {
       std::string b = head;
       b += "extern \"C\" __global__ void k(RedArgs a) {\n"
            "  __shared__ Acc sh[256];\n"
@@ -436,7 +436,7 @@ void eval_reduce(const ReduceParams& p, const std::vector<Array>& inputs, Array&
     }, what);
     launch(s, fn, static_cast<uint64_t>(n_out * groups), kBlock, &args, what);
     if (groups > 1) {
-      CUfunction fin = get_kernel(s.index, key + "|combine", [&] {
+      const Kernel fin = get_kernel(s.index, key + "|combine", [&] {
         return head +
                "extern \"C\" __global__ void k(RedArgs a) {\n"
                "  const i64 o = gid();\n  if (o >= a.n_out) return;\n"
@@ -449,7 +449,7 @@ void eval_reduce(const ReduceParams& p, const std::vector<Array>& inputs, Array&
     }
     return;
   }
-  CUfunction fn = get_kernel(s.index, key, [&] {
+  const Kernel fn = get_kernel(s.index, key, [&] {
     return head +
            "extern \"C\" __global__ void k(RedArgs a) {\n"
            "  const i64 o = gid();\n  if (o >= a.n_out) return;\n"
@@ -483,7 +483,7 @@ void eval_argreduce(const ArgReduceParams& p, const std::vector<Array>& inputs, 
   const std::string t = device_type(dt);
   const bool max = p.op == ArgReduceOp::ArgMax;
   const std::string key = std::string("argreduce|") + (max ? "max" : "min") + (p.last ? "|last|" : "|first|") + t;
-  CUfunction fn = get_kernel(s.index, key, [&] {
+  const Kernel fn = get_kernel(s.index, key, [&] {
     // The best changes only for a strictly better value or the first NaN (NumPy's rule);
     // `last` walks backwards with the same rule.
     const std::string better = max ? "x > b" : "x < b";

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -32,7 +33,8 @@ struct DriverApi {
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)                \
   X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction)               \
   X(cuLaunchKernel) X(cuMemGetInfo) X(cuOccupancyMaxPotentialBlockSize) X(cuDriverGetVersion)          \
-  X(cuFuncGetAttribute) X(cuFuncSetAttribute)
+  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuModuleUnload) X(cuEventCreate) X(cuEventRecord)       \
+  X(cuEventQuery) X(cuEventDestroy)
 #define X(name) decltype(&::name) name = nullptr;
   SMELT_CU_FNS(X)
 #undef X
@@ -132,11 +134,13 @@ void synchronize_all_streams(const DeviceState& s, const char* what);
 /// A stream capture in progress on the calling thread (graph.cpp): while set, every launch of
 /// `device` from this thread goes to `stream` (current_stream returns it), finish_node does not
 /// wait (a capture cannot synchronize; the graph's launch waits once instead), and
-/// allocator(device) returns `allocator`, which keeps every block the captured work uses.
+/// allocator(device) returns `allocator`, which keeps every block the captured work uses, and
+/// each launch adds its kernel's module to `kernels`, so that the graph keeps them loaded.
 struct ThreadCapture {
   int device = -1;
   CUstream stream = nullptr;
   Allocator* allocator = nullptr;
+  std::vector<std::shared_ptr<const void>>* kernels = nullptr;
 };
 /// The calling thread's capture, or null.
 const ThreadCapture* thread_capture();

@@ -238,13 +238,13 @@ void eval_scan(const ScanParams& p, const std::vector<Array>& inputs, Array& out
     if (a.s_in == 1 || a.s_in == -1 || a.s_out == 1 || a.s_out == -1) {
       // The axis is innermost in memory: lines walked by neighbouring threads are far apart, so
       // tiles of 32 elements of kScanTileLines lines go through shared memory (coalesced).
-      CUfunction fn = get_kernel(s.index, key + "|tiled",
-                                 [&] { return scan_tiled_source(p.op, dt, p.exclusive); }, what);
+      const Kernel fn = get_kernel(s.index, key + "|tiled",
+                                   [&] { return scan_tiled_source(p.op, dt, p.exclusive); }, what);
       launch(s, fn, blocks_for(lines, kScanTileLines), static_cast<unsigned>(kScanTileLines), &a, what);
       return;
     }
-    CUfunction fn = get_kernel(s.index, key + "|seq", [&] { return scan_sequential_source(p.op, dt, p.exclusive); },
-                               what);
+    const Kernel fn = get_kernel(s.index, key + "|seq", [&] { return scan_sequential_source(p.op, dt, p.exclusive); },
+                                 what);
     launch(s, fn, blocks_for(lines, 256), 256, &a, what);
     return;
   }
@@ -253,12 +253,12 @@ void eval_scan(const ScanParams& p, const std::vector<Array>& inputs, Array& out
   BufferPtr partial = allocator(out.device()).allocate(static_cast<size_t>(lines * a.chunks) * 8);
   a.partial = reinterpret_cast<uint64_t>(partial->ptr);
   const std::string base = std::string("scan|") + scan_op_name(p.op) + "|" + dtype_name(dt);
-  CUfunction reduce_fn = get_kernel(s.index, base + "|chunk_total",
-                                    [&] { return scan_chunk_source(p.op, dt, false, false); }, what);
-  CUfunction prefix_fn = get_kernel(s.index, base + "|chunk_prefix",
-                                    [&] { return scan_chunk_prefix_source(p.op, dt); }, what);
-  CUfunction apply_fn = get_kernel(s.index, key + "|chunk_apply",
-                                   [&] { return scan_chunk_source(p.op, dt, true, p.exclusive); }, what);
+  const Kernel reduce_fn = get_kernel(s.index, base + "|chunk_total",
+                                      [&] { return scan_chunk_source(p.op, dt, false, false); }, what);
+  const Kernel prefix_fn = get_kernel(s.index, base + "|chunk_prefix",
+                                      [&] { return scan_chunk_prefix_source(p.op, dt); }, what);
+  const Kernel apply_fn = get_kernel(s.index, key + "|chunk_apply",
+                                     [&] { return scan_chunk_source(p.op, dt, true, p.exclusive); }, what);
   const uint64_t blocks = static_cast<uint64_t>(lines * a.chunks);
   launch(s, reduce_fn, blocks, kScanThreads, &a, what);
   launch(s, prefix_fn, blocks_for(lines, 256), 256, &a, what);

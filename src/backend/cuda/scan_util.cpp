@@ -114,13 +114,13 @@ void exclusive_scan_i64(DeviceState& s, uint64_t in, uint64_t out, int64_t n, ui
     sums_ptr = reinterpret_cast<uint64_t>(sums->ptr);
   }
   ScanArgs args{in, out, sums_ptr, n};
-  CUfunction fn = get_kernel(s.index, "scan_i64|block", [] { return scan_block_kernel_source(); }, what);
+  const Kernel fn = get_kernel(s.index, "scan_i64|block", [] { return scan_block_kernel_source(); }, what);
   launch(s, fn, static_cast<uint64_t>(blocks), kScanThreads, &args, what);
   if (blocks == 1) return;
   // One more level per factor of 1024: at most five for any size that fits in memory.
   exclusive_scan_i64(s, sums_ptr, sums_ptr, blocks, total, what);
   ScanAddArgs add{out, sums_ptr, n};
-  CUfunction fa = get_kernel(s.index, "scan_i64|add", [] { return scan_add_kernel_source(); }, what);
+  const Kernel fa = get_kernel(s.index, "scan_i64|add", [] { return scan_add_kernel_source(); }, what);
   launch(s, fa, blocks_for(n, kScanThreads), kScanThreads, &add, what);
 }
 

@@ -362,8 +362,8 @@ RowPlan plan_rows(const Array& in, int axis, const Array& out, const std::string
 /// added back. Integer sums: exact in any order.
 void exclusive_scan_i64(DeviceState& s, Allocator& al, uint64_t data, int64_t n, const std::string& what) {
   if (n <= 0) return;
-  CUfunction scan_fn = get_kernel(s.index, "sort|xscan", [] { return scan_i64_block_source(); }, what);
-  CUfunction add_fn = get_kernel(s.index, "sort|xadd", [] { return scan_i64_add_source(); }, what);
+  const Kernel scan_fn = get_kernel(s.index, "sort|xscan", [] { return scan_i64_block_source(); }, what);
+  const Kernel add_fn = get_kernel(s.index, "sort|xadd", [] { return scan_i64_add_source(); }, what);
   struct Level {
     uint64_t data;
     int64_t n;
@@ -419,7 +419,7 @@ void run_sort(const Array& in, int axis, bool descending, SortOutputs outputs, A
     a.row_fast = a.R > 1 && row_step != 0 && row_step < std::abs(p.s_axis);
     const int64_t pairs = a.R * a.P / 2;
     const unsigned threads = static_cast<unsigned>(std::clamp<int64_t>((pairs + 31) / 32 * 32, 32, 1024));
-    CUfunction fn = get_kernel(
+    const Kernel fn = get_kernel(
         s.index, "sort|block|" + std::string(dtype_name(dt)) + "|" + order + "|" + outputs_name(outputs),
         [&] { return block_sort_source(dt, descending, outputs); }, what);
     launch(s, fn, blocks_for(p.rows, a.R), threads, &a, what);
@@ -453,7 +453,7 @@ void run_sort(const Array& in, int axis, bool descending, SortOutputs outputs, A
   a.L = p.L;
   a.keys_out = addr(keys[0]);
   a.vals_out = addr(vals[0]);
-  CUfunction init = get_kernel(
+  const Kernel init = get_kernel(
       s.index, "sort|rx_init|" + std::string(dtype_name(dt)) + "|" + order + "|" + pt,
       [&] { return radix_init_source(dt, descending, wide); }, what);
   launch(s, init, blocks_for(N, 256), 256, &a, what);
@@ -461,10 +461,10 @@ void run_sort(const Array& in, int axis, bool descending, SortOutputs outputs, A
   int cur = 0;
   auto pass = [&](bool row_pass, int shift) {
     const std::string k = std::to_string(key_bytes) + (row_pass ? "|row|" : "|key|") + pt;
-    CUfunction hist_fn = get_kernel(s.index, "sort|rx_hist|" + k,
-                                    [&] { return radix_hist_source(key_bytes, row_pass, wide); }, what);
-    CUfunction scatter_fn = get_kernel(s.index, "sort|rx_scatter|" + k,
-                                       [&] { return radix_scatter_source(key_bytes, row_pass, wide); }, what);
+    const Kernel hist_fn = get_kernel(s.index, "sort|rx_hist|" + k,
+                                      [&] { return radix_hist_source(key_bytes, row_pass, wide); }, what);
+    const Kernel scatter_fn = get_kernel(s.index, "sort|rx_scatter|" + k,
+                                         [&] { return radix_scatter_source(key_bytes, row_pass, wide); }, what);
     a.keys_in = addr(keys[cur]);
     a.vals_in = addr(vals[cur]);
     a.keys_out = addr(keys[1 - cur]);
@@ -480,7 +480,7 @@ void run_sort(const Array& in, int axis, bool descending, SortOutputs outputs, A
   for (int shift = 0; shift < row_bits; shift += 8) pass(true, shift);
 
   a.vals_in = addr(vals[cur]);
-  CUfunction finish = get_kernel(
+  const Kernel finish = get_kernel(
       s.index, "sort|rx_finish|" + std::string(bits_type(dt)) + "|" + outputs_name(outputs) + "|" + pt,
       [&] { return radix_finish_source(dt, outputs, wide); }, what);
   launch(s, finish, blocks_for(N, 256), 256, &a, what);

@@ -1,6 +1,7 @@
 // Kernel launches: the configuration check (pure, on every machine) and, on a GPU, dynamic shared
 // memory past the default 48 KiB (opted in by the launcher) and a launch over the device's limit
-// refused with the kernel's name instead of the driver's CUDA_ERROR_INVALID_VALUE.
+// refused with the kernel's name instead of the driver's CUDA_ERROR_INVALID_VALUE. The disk cache
+// key of cubins (pure).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -83,13 +84,59 @@ const char* kSharedSum =
     "  ((float*)a.out)[0] = s;\n}\n";
 #endif
 
+// Issue #12: a cubin's entry is keyed by everything that makes its bytes: the source, smelt's
+// version, the architecture, the toolkit, NVRTC's version and options. Each one changes the hash,
+// and the key stored in the entry (so an entry built otherwise is refused, disk_cache.h).
+TEST(CubinCacheEntry, KeyCoversTheSourceArchitectureToolkitAndNvrtc) {
+#if SMELT_HAS_CUDA
+  const std::string src = "extern \"C\" __global__ void k() {}\n";
+  const codegen::CacheEntry e = cuda::cubin_cache_entry(1, 90, src, "13.0");
+  EXPECT_EQ(e.kind, "cuda");
+  EXPECT_EQ(e.device, "cuda:1");
+  EXPECT_EQ(e.source_ext, "cu");
+  ASSERT_EQ(e.hash.size(), 16u);
+  EXPECT_EQ(e.hash.find_first_not_of("0123456789abcdef"), std::string::npos);
+  for (const char* part : {"source-fnv1a=", "\nsmelt=" SMELT_VERSION "\n", "\narch=sm_90\n", "\ncuda=",
+                           "\nnvrtc-version=13.0\n", "--gpu-architecture=sm_90", "--fmad=false"})
+    EXPECT_NE(e.key.find(part), std::string::npos) << part << " missing from\n" << e.key;
+  EXPECT_EQ(e.key.find(src), std::string::npos);  // the source itself is beside the entry, not in the key
+  // The same inputs give the same entry (a second process finds it)...
+  const codegen::CacheEntry same = cuda::cubin_cache_entry(1, 90, src, "13.0");
+  EXPECT_EQ(same.hash, e.hash);
+  EXPECT_EQ(same.key, e.key);
+  // ...and each input changes both the hash and the key.
+  for (const codegen::CacheEntry& other :
+       {cuda::cubin_cache_entry(1, 100, src, "13.0"), cuda::cubin_cache_entry(1, 90, src + " ", "13.0"),
+        cuda::cubin_cache_entry(1, 90, src, "13.1")}) {
+    EXPECT_NE(other.hash, e.hash);
+    EXPECT_NE(other.key, e.key);
+  }
+  // The device only names it in events: one GPU model shares its cubins across devices.
+  EXPECT_EQ(cuda::cubin_cache_entry(0, 90, src, "13.0").hash, e.hash);
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// The kernel-source tests need NVRTC too: where the CUDA backend is built, NVRTC loads.
+TEST(CubinCacheEntry, NvrtcVersionIsTheLoadedNvrtcs) {
+#if SMELT_HAS_CUDA
+  int major = 0, minor = 0;
+  ASSERT_EQ(cuda::nvrtc().nvrtcVersion(&major, &minor), NVRTC_SUCCESS);
+  EXPECT_EQ(cuda::nvrtc_version(), std::to_string(major) + "." + std::to_string(minor));
+  EXPECT_EQ(&cuda::nvrtc_version(), &cuda::nvrtc_version());  // asked once
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
 // 200,000 bytes of dynamic shared memory: past the 48 KiB a kernel gets without opting in.
 TEST(CudaLaunch, DynamicSharedMemoryPastTheDefaultLimitIsOptedIn) {
   SMELT_REQUIRE_GPU();
 #if SMELT_HAS_CUDA
   cuda::DeviceState& s = cuda::device_state(0);
   if (s.smem_per_block_optin < 200100) GTEST_SKIP() << "the GPU allows " << s.smem_per_block_optin << " bytes a block";
-  CUfunction fn = cuda::get_kernel(0, "test|shared_sum", [] { return std::string(kSharedSum); }, "shared sum");
+  const cuda::Kernel fn = cuda::get_kernel(0, "test|shared_sum", [] { return std::string(kSharedSum); }, "shared sum");
   Array out = on_gpu(zeros({1}, float32));
   out.eval();
   struct SumArgs {

@@ -265,6 +265,14 @@ std::vector<Value> max_pool_with_indices(OpContext& c, const Array& x, const Poo
   int64_t count = mul_size(c, x.shape()[0], x.shape()[1]);
   for (int64_t d : out_sp) count = mul_size(c, count, d);
   c.check_room(mul_size(c, count, static_cast<int64_t>(size_of(x.dtype()) + sizeof(int64_t))), "the output and its indices");
+  if (count == 0) {
+    // Nothing to compute; the index arrays below are sized by the output's spatial axes, which
+    // an empty batch does not bound (a 2^31 pad on a [0, 1, 5, 5] input: 16 GB of indices for
+    // an empty result, found by fuzzing).
+    Shape out_shape{x.shape()[0], x.shape()[1]};
+    out_shape.insert(out_shape.end(), out_sp.begin(), out_sp.end());
+    return {tv(zeros(out_shape, x.dtype())), tv(zeros(out_shape, int64))};
+  }
   // Only the offsets that read the input are walked, and the input is padded only as far as
   // they read: positions o*stride + t*dil - lo for o in [0, out) and t in [first, last].
   std::vector<std::vector<int64_t>> offsets(n);

@@ -126,15 +126,25 @@ TEST(CudaFused, RowAndColumnBroadcastsReadTheFlatLayout) {
       }
     }
   }
-  // The contiguous inputs took the flat layouts, vectorized for the whole rows.
-  auto built = [&](const std::string& suffix) {
-    for (const auto& l : layouts)
-      if (l.size() >= suffix.size() && l.compare(l.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
+  // The contiguous inputs took the flat layouts ('r' for the bias and the weight, 'q' for the
+  // column), as vectors for the whole rows and element by element for n = 17 and the misaligned
+  // bias. Kernel names are "fused|<hash>|<layout>[|v]"; the order of the letters is the fused
+  // program's input order.
+  auto built = [&](char letter, int vectorized) {  // vectorized: 1 yes, 0 no, -1 either
+    for (const auto& name : layouts) {
+      const size_t a = name.find('|', 6);
+      if (a == std::string::npos) continue;
+      const size_t b = name.find('|', a + 1);
+      const std::string layout = name.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+      const bool v = b != std::string::npos && name.compare(b, std::string::npos, "|v") == 0;
+      if (layout == "strided" || layout.find(letter) == std::string::npos) continue;
+      if (vectorized < 0 || v == (vectorized == 1)) return true;
+    }
     return false;
   };
-  EXPECT_TRUE(built("|cr|v")) << "no vectorized bias kernel";
-  EXPECT_TRUE(built("|cr")) << "no element-wise bias kernel";
-  EXPECT_TRUE(built("|cqr|v")) << "no vectorized column kernel";
+  EXPECT_TRUE(built('r', 1)) << "no vectorized kernel reading a row broadcast";
+  EXPECT_TRUE(built('r', 0)) << "no element-wise kernel reading a row broadcast";
+  EXPECT_TRUE(built('q', -1)) << "no kernel reading a column broadcast";
 }
 
 }  // namespace

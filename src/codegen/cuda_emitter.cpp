@@ -157,7 +157,7 @@ int words_for(Dtype d, int v) { return static_cast<int>((static_cast<size_t>(v) 
 
 }  // namespace
 
-std::string emit_cuda_row_kernel(const FusedProgram& p, int min_blocks) {
+std::string emit_cuda_row_kernel(const FusedProgram& p) {
   const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
   // Each pass recomputes its values from the inputs (no row buffers of intermediates); inputs
   // that several passes read come from the row cache in shared memory when the host gives it
@@ -197,9 +197,8 @@ std::string emit_cuda_row_kernel(const FusedProgram& p, int min_blocks) {
   // block copies the row and runs the epilogue, where the assignment of elements changes no
   // bits. At most 64 registers a thread, so that four blocks of 256 fit an SM when their row
   // caches do.
-  if (min_blocks > 0) os << "extern \"C\" __global__ void __launch_bounds__(256, " << min_blocks << ") k(RowArgs a) {\n";
-  else os << "extern \"C\" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {\n";
-  os << "  __shared__ u64 shraw[9];\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {\n"
+        "  __shared__ u64 shraw[9];\n";
   if (!cached.empty()) os << "  extern __shared__ __align__(16) unsigned char rowc[];\n";
   // lane: the thread's place in the reduction order (reducer: it has one); el of ET: its place
   // among the threads sharing the row for copies and the epilogue.
@@ -576,7 +575,6 @@ std::string CudaFusedKernelParams::name() const {
 
 std::string CudaFusedKernelParams::source() const {
   if (layout == "rows") return emit_cuda_row_kernel(*program);
-  if (layout.rfind("rows:", 0) == 0) return emit_cuda_row_kernel(*program, std::stoi(layout.substr(5)));
   return emit_cuda_kernel(*program, layout, vectorized);
 }
 

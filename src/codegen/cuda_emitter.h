@@ -45,18 +45,14 @@ char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64
 /// reduction (its prologue recomputed from the inputs), per-row values once, then the epilogue
 /// pass writing per-element outputs. Rows split into chunks are combined in the same order as
 /// the eager split kernels, by the same block.
-/// `min_blocks`: 0 declares __launch_bounds__(1024, 1) (launches of up to 1024 threads: a block
-/// row whose large row cache leaves room for one or two blocks an SM); N > 0 declares
-/// __launch_bounds__(256, N) (launches of 256 threads only, registers capped so that N blocks
-/// fit an SM).
-std::string emit_cuda_row_kernel(const FusedProgram& program, int min_blocks = 0);
+std::string emit_cuda_row_kernel(const FusedProgram& program);
 
 /// One fused CUDA kernel: the program, and for an element-wise program the layout and whether it
 /// moves vectors (a row program has one kernel: layout "rows"). Its source is source() and
 /// nothing else; cuda::get_kernel keys it by the whole struct (kernel_params.h).
 struct CudaFusedKernelParams {
   SharedValue<FusedProgram> program;
-  std::string layout;  // emit_cuda_kernel's layout, or "rows" / "rows:N" (min_blocks N) for a row program
+  std::string layout;  // emit_cuda_kernel's layout, or "rows" for a row program
   bool vectorized = false;
 
   bool operator==(const CudaFusedKernelParams&) const = default;

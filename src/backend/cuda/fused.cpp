@@ -1,7 +1,6 @@
 // The CUDA kernel of the Fused primitive: a generated program (codegen/cuda_emitter) built by
 // NVRTC per layout, run over the inputs' broadcast strides in the output's index space.
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -86,18 +85,6 @@ codegen::SharedValue<codegen::FusedProgram> program_of(const std::shared_ptr<con
   return {std::shared_ptr<const codegen::FusedProgram>(k, &k->program)};
 }
 
-/// Blocks of 256 threads a fused row kernel is built to fit per SM (its registers capped to
-/// 65536 / (256 * N)): SMELT_GPU_ROW_MIN_BLOCKS, default 0 (no cap beyond 64 registers, the
-/// 1024-thread kernel). Read once.
-int row_min_blocks() {
-  static const int n = [] {
-    const char* v = std::getenv("SMELT_GPU_ROW_MIN_BLOCKS");
-    const int k = v && *v ? std::atoi(v) : 0;
-    return k >= 1 && k <= 8 ? k : 0;
-  }();
-  return n;
-}
-
 /// A row program: one warp or block per row (codegen/gpu_row_order.h).
 void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, const std::vector<Array>& inputs,
                      std::vector<Array>& outputs, const std::string& what) {
@@ -152,11 +139,10 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   // its row and run its epilogue (the first 256 still reduce, in the same order).
   unsigned block = 256;
   if (order.threads != 32 && shared > 48 * 1024) block = shared > 112 * 1024 ? 1024 : 512;
-  // Launches of 256 threads may use the kernel built for them, its registers capped so that
-  // row_min_blocks() blocks fit an SM (more rows in flight); wider ones the 1024-thread kernel.
-  const int min_blocks = block == 256 ? row_min_blocks() : 0;
-  const std::string layout = min_blocks > 0 ? "rows:" + std::to_string(min_blocks) : "rows";
-  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, false}, what);
+  // (Capping the registers so that 6 or 8 blocks of 256 fit an SM was measured on the H200 and
+  // made W4 and W6 slower: 158 -> 200-205 us, 308 -> 356-409 us. The row kernels are bound by
+  // the latency of each row's copy, tree and epilogue, not by occupancy.)
+  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "rows", false}, what);
   const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, rows_per_block) : static_cast<uint64_t>(args.rows);
   launch(s, fn, grid, block, &args, what, shared);
 }

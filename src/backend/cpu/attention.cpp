@@ -11,13 +11,18 @@
 // Accuracy: float64 for float64 inputs, float32 otherwise (halves widened, rounded once at the
 // end); the online softmax adds a rescaling product per key block to the error of the composed
 // formula, well inside tests/ops/attention_test.cpp's bound 4(D² + 2T + 8)u.
+#include <cblas.h>
+
 #include <algorithm>
+#include <climits>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "smelt/errors.h"
+#include "src/backend/cpu/dnnl.h"
 #include "src/backend/cpu/elementwise_math.h"
 #include "src/backend/cpu/gemm.h"
 #include "src/backend/cpu/kernel_utils.h"
@@ -53,7 +58,7 @@ struct View4 {
 /// Per-thread buffers (reused across calls: no allocation per task).
 template <class C>
 struct Scratch {
-  std::vector<C> q, kt, v, s, pv, o, m, l;
+  std::vector<C> q, k, v, s, pv, o, m, l;
 };
 
 template <class C>
@@ -62,15 +67,73 @@ Scratch<C>& scratch() {
   return s;
 }
 
-/// d[i] = e^(d[i]) in place, n contiguous values: the per-ISA float32 kernel, std::exp in double.
-template <class C>
-void exp_inplace(C* d, int64_t n) {
-  if constexpr (std::is_same_v<C, float>) {
-    math_kernels().unary[static_cast<int>(MathFn::Exp)](d, 1, d, n);
-  } else {
-    for (int64_t i = 0; i < n; ++i) d[i] = std::exp(d[i]);
-  }
+/// e^x for the softmax, in float arithmetic (Cephes' expf: x = n ln2 + r, |r| <= ln2/2, a degree-7
+/// polynomial, 2^n from the exponent bits) for x <= 88: within 1 ulp of e^x (0.98 ulp at worst
+/// over every 97th float of [-87.3, 88]), and cheaper than the library's exp, which computes in
+/// double to be correctly rounded (vector_math.h). Results below 2^-126 (x < -87.3) are 0:
+/// beside the row's largest term, e^0 = 1, they are below a float's resolution of the sum. NaN
+/// stays NaN, -inf gives 0. Only IEEE float +, -, * and integer bit operations (this build has
+/// no FMA contraction): the same bits on every ISA the clones below are built for.
+[[gnu::always_inline]] inline float softmax_exp(float x) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: t + kMagic rounds t to an integer in its low bits
+  const float xc = x < -87.33654f ? -87.33654f : (x > 88.0f ? 88.0f : x);
+  const float big = xc * 1.44269504088896341f + kMagic;
+  const float nf = big - kMagic;
+  const int32_t ni = std::bit_cast<int32_t>(big) - std::bit_cast<int32_t>(kMagic);
+  float r = xc - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = (p * (r * r) + r) + 1.0f;
+  const float scaled = y * std::bit_cast<float>((ni + 127) << 23);
+  const float z = x < -87.33654f ? 0.0f : scaled;
+  return x != x ? x : z;
 }
+
+/// Lanes of the row sums: independent accumulators that vectorize, combined in a fixed order at
+/// the end (the order depends on the row length only, never on the ISA).
+constexpr int kLanes = 8;
+
+/// row[j] = e^(row[j] - shift) for j < n; returns their sum (kLanes strided partial sums, then
+/// summed in order). Built for AVX-512, AVX2 and the baseline; the same bits from each.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+float exp_shifted_sum(float* row, int64_t n, float shift) {
+  float acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const float e = softmax_exp(row[j + l] - shift);
+      row[j + l] = e;
+      acc[l] += e;
+    }
+  for (int l = 0; j < n; ++j, ++l) {
+    const float e = softmax_exp(row[j] - shift);
+    row[j] = e;
+    acc[l] += e;
+  }
+  float sum = acc[0];
+  for (int l = 1; l < kLanes; ++l) sum += acc[l];
+  return sum;
+}
+
+double exp_shifted_sum(double* row, int64_t n, double shift) {
+  double acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j < n; ++j) {
+    row[j] = std::exp(row[j] - shift);
+    acc[j % kLanes] += row[j];
+  }
+  double sum = acc[0];
+  for (int l = 1; l < kLanes; ++l) sum += acc[l];
+  return sum;
+}
+
+float exp_one(float x) { return softmax_exp(x); }
+double exp_one(double x) { return std::exp(x); }
 
 template <class C>
 void tanh_inplace(C* d, int64_t n) {
@@ -80,10 +143,6 @@ void tanh_inplace(C* d, int64_t n) {
     for (int64_t i = 0; i < n; ++i) d[i] = std::tanh(d[i]);
   }
 }
-
-/// Lanes of the row max and sum: independent accumulators that vectorize, combined in a fixed
-/// order at the end (the order depends on the row length only).
-constexpr int kLanes = 8;
 
 /// The largest of x[0..n) (NaNs skipped; -inf for none).
 template <class C>
@@ -99,19 +158,6 @@ C row_max(const C* x, int64_t n) {
   return m;
 }
 
-/// x[0] + ... + x[n-1] in kLanes strided partial sums, then summed in order.
-template <class C>
-C row_sum(const C* x, int64_t n) {
-  C acc[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += x[j + l];
-  for (int l = 0; j < n; ++j, ++l) acc[l] += x[j];
-  C sum = acc[0];
-  for (int l = 1; l < kLanes; ++l) sum += acc[l];
-  return sum;
-}
-
 /// Converts n values at stride `st` to the compute type, contiguous.
 template <class C, class T>
 void load_row(const T* src, int64_t st, int64_t n, C* dst) {
@@ -122,23 +168,40 @@ void load_row(const T* src, int64_t st, int64_t n, C* dst) {
   }
 }
 
-/// One C[m,n] = A[m,k] B[k,n] call on the calling thread (row-major, packed operands).
+/// C[m,n] = A[m,k] op(B) (op(B) = B[k,n], or B[n,k] transposed) on the calling thread, one BLAS
+/// call: oneDNN's sgemm for float when built in (it reads transposed operands itself; these
+/// products need not match the matmul kernel's bits), else CBLAS.
 template <class C>
-void gemm_1(int64_t m, int64_t n, int64_t k, const C* a, const C* b, C* c) {
-  GemmArgs<C> g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a;
-  g.lda = std::max<int64_t>(1, k);
-  g.b = b;
-  g.ldb = std::max<int64_t>(1, n);
-  g.c = c;
-  g.ldc = std::max<int64_t>(1, n);
-  GemmTiles whole;
-  whole.tile_m = m;
-  whole.tile_n = n;
-  gemm_tile<C>(g, whole, 0);
+void gemm_1(bool trans_b, int64_t m, int64_t n, int64_t k, const C* a, int64_t lda, const C* b, int64_t ldb, C* c,
+            int64_t ldc) {
+  if constexpr (std::is_same_v<C, float>) {
+    if (dnnl_sgemm_1thread(false, trans_b, m, n, k, a, lda, b, ldb, c, ldc)) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
+                c, static_cast<int>(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
+                static_cast<int>(ldc));
+  }
+}
+
+/// Rows [r0, r0 + rows) of a [.., rows, cols] operand as a row-major matrix the GEMM reads: in
+/// place when it already is one in the compute type (returns its row stride), else converted
+/// into `buf` (row stride `cols`).
+template <class C, class T>
+const C* rows_of(const View4<T>& x, int64_t i0, int64_t i1, int64_t r0, int64_t rows, int64_t cols,
+                 std::vector<C>& buf, int64_t& ld) {
+  if constexpr (std::is_same_v<C, T>) {
+    if (x.s3 == 1 && x.s2 >= cols && x.s2 <= INT_MAX) {
+      ld = std::max<int64_t>(1, x.s2);
+      return x.at(i0, i1, r0);
+    }
+  }
+  buf.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) load_row<C>(x.at(i0, i1, r0 + i), x.s3, cols, buf.data() + i * cols);
+  ld = std::max<int64_t>(1, cols);
+  return buf.data();
 }
 
 template <class T>
@@ -168,23 +231,18 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
       const int64_t bi = task / (hq * row_blocks), h = (task / row_blocks) % hq;
       const int64_t i0 = (task % row_blocks) * kQueryRows, r = std::min(kQueryRows, s - i0);
       const int64_t hk = h / group;
-      w.q.resize(static_cast<size_t>(r * d));
-      for (int64_t i = 0; i < r; ++i) load_row<C>(vq.at(bi, h, i0 + i), vq.s3, d, w.q.data() + i * d);
+      int64_t ldq = 0, ldk = 0, ldv = 0;
+      const C* qa = rows_of<C>(vq, bi, h, i0, r, d, w.q, ldq);
       w.o.assign(static_cast<size_t>(r * dv), C(0));
       w.m.assign(static_cast<size_t>(r), kNegInf);
       w.l.assign(static_cast<size_t>(r), C(0));
       for (int64_t j0 = 0; j0 < t; j0 += kKeyBlock) {
         const int64_t cb = std::min(kKeyBlock, t - j0);
-        // K^T of the block, [d, cb] row-major, and V of the block, [cb, dv] row-major.
-        w.kt.resize(static_cast<size_t>(d * cb));
-        for (int64_t j = 0; j < cb; ++j) {
-          const T* src = vk.at(bi, hk, j0 + j);
-          for (int64_t c = 0; c < d; ++c) w.kt[c * cb + j] = static_cast<C>(src[c * vk.s3]);
-        }
-        w.v.resize(static_cast<size_t>(cb * dv));
-        for (int64_t j = 0; j < cb; ++j) load_row<C>(vv.at(bi, hk, j0 + j), vv.s3, dv, w.v.data() + j * dv);
+        // The block's keys [cb, d] (read transposed by the GEMM) and values [cb, dv].
+        const C* kb = rows_of<C>(vk, bi, hk, j0, cb, d, w.k, ldk);
+        const C* vb = rows_of<C>(vv, bi, hk, j0, cb, dv, w.v, ldv);
         w.s.resize(static_cast<size_t>(r * cb));
-        gemm_1<C>(r, cb, d, w.q.data(), w.kt.data(), w.s.data());
+        gemm_1<C>(true, r, cb, d, qa, ldq, kb, ldk, w.s.data(), cb);
         // The composed formula's steps in its order: scale, softcap, mask, causal mask.
         for (int64_t i = 0; i < r; ++i) {
           C* row = w.s.data() + i * cb;
@@ -219,17 +277,14 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
           const C m_old = w.m[i];
           const C m_new = bmax > m_old ? bmax : m_old;
           const C shift = m_new == kNegInf ? C(0) : m_new;
-          for (int64_t j = 0; j < cb; ++j) row[j] -= shift;
-          exp_inplace<C>(row, cb);
-          C alpha = m_old - shift;
-          exp_inplace<C>(&alpha, 1);
-          w.l[i] = w.l[i] * alpha + row_sum(row, cb);
+          const C alpha = exp_one(m_old - shift);
+          w.l[i] = w.l[i] * alpha + exp_shifted_sum(row, cb, shift);
           w.m[i] = m_new;
           C* orow = w.o.data() + i * dv;
           for (int64_t c = 0; c < dv; ++c) orow[c] *= alpha;
         }
         w.pv.resize(static_cast<size_t>(r * dv));
-        gemm_1<C>(r, dv, cb, w.s.data(), w.v.data(), w.pv.data());
+        gemm_1<C>(false, r, dv, cb, w.s.data(), cb, vb, ldv, w.pv.data(), dv);
         for (int64_t x = 0; x < r * dv; ++x) w.o[x] += w.pv[x];
       }
       for (int64_t i = 0; i < r; ++i) {

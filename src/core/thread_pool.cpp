@@ -31,15 +31,24 @@ inline void cpu_relax() {
 #endif
 }
 
-/// Polls `ready` for up to kSpin; true once it holds.
+/// Polls `ready` for up to kSpin; true once it holds. The first few microseconds busy-wait
+/// (the next kernel usually starts within them); after that each poll yields the core, so that
+/// on a machine with more runnable threads than cores the poll does not take a time slice from
+/// a thread with work (the caller's own thread included).
 template <class Ready>
 bool spin_until(Ready&& ready) {
+  for (int i = 0; i < 1024; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+  }
   const auto until = std::chrono::steady_clock::now() + kSpin;
   for (;;) {
-    for (int i = 0; i < 64; ++i) {
+    for (int i = 0; i < 16; ++i) {
       if (ready()) return true;
       cpu_relax();
     }
+    std::this_thread::yield();
+    if (ready()) return true;
     if (std::chrono::steady_clock::now() >= until) return false;
   }
 }

@@ -133,7 +133,7 @@ TEST(Attention, MasksBroadcastAndCombineWithCausal) {
 }
 
 TEST(Attention, LongSequencesSpanSeveralKeyAndQueryBlocks) {
-  // The CPU kernel cuts queries into blocks of 64 rows and keys into blocks of 256 with an online
+  // The CPU kernel cuts queries into blocks of 128 rows and keys into blocks of 256 with an online
   // softmax: 300 keys and 130 queries cross both cuts, and the causal mask leaves the first query
   // rows with fully masked key blocks (upper left: every block past the first is masked).
   const Dims n{1, 2, 1, 130, 300, 16, 8};

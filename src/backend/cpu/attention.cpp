@@ -38,7 +38,7 @@ namespace {
 
 /// Query rows per task: the scores GEMM has this many rows (and the key/value blocks are
 /// repacked once per task, so fewer rows repack more).
-constexpr int64_t kQueryRows = 64;
+constexpr int64_t kQueryRows = 128;
 /// Keys per block of the online softmax: a task's scores buffer is kQueryRows x kKeyBlock.
 constexpr int64_t kKeyBlock = 256;
 /// Multiply-adds below which a chunk of tasks takes several (tiny heads stay on one thread).
@@ -158,6 +158,34 @@ C row_max(const C* x, int64_t n) {
   return m;
 }
 
+/// row[j] *= scale for j < n; returns the largest product (NaNs skipped; -inf for none). Built
+/// for AVX-512, AVX2 and the baseline (the same bits: a product and a comparison per element).
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+float scale_max(float* row, int64_t n, float scale) {
+  float acc[kLanes];
+  for (float& a : acc) a = -std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const float x = row[j + l] * scale;
+      row[j + l] = x;
+      acc[l] = x > acc[l] ? x : acc[l];
+    }
+  for (int l = 0; j < n; ++j, ++l) {
+    const float x = row[j] * scale;
+    row[j] = x;
+    acc[l] = x > acc[l] ? x : acc[l];
+  }
+  float m = acc[0];
+  for (int l = 1; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
+  return m;
+}
+
+double scale_max(double* row, int64_t n, double scale) {
+  for (int64_t j = 0; j < n; ++j) row[j] *= scale;
+  return row_max(row, n);
+}
+
 /// Converts n values at stride `st` to the compute type, contiguous.
 template <class C, class T>
 void load_row(const T* src, int64_t st, int64_t n, C* dst) {
@@ -246,34 +274,40 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
         // The composed formula's steps in its order: scale, softcap, mask, causal mask.
         for (int64_t i = 0; i < r; ++i) {
           C* row = w.s.data() + i * cb;
-          for (int64_t j = 0; j < cb; ++j) row[j] *= scale;
-          if (p.softcap > 0) {
-            for (int64_t j = 0; j < cb; ++j) row[j] /= softcap;
-            tanh_inplace<C>(row, cb);
-            for (int64_t j = 0; j < cb; ++j) row[j] = softcap * row[j];
-          }
-          if (has_mask) {
-            const auto& mn = mask->node();
-            const int64_t ms = mn.strides[3];
-            const int64_t moff = bi * mn.strides[0] + h * mn.strides[1] + (i0 + i) * mn.strides[2] + j0 * ms;
-            if (p.mask == AttentionMaskKind::Additive) {
-              const C* mrow = in_ptr<C>(*mask) + moff;
-              for (int64_t j = 0; j < cb; ++j) row[j] += mrow[j * ms];
-            } else {
-              const bool* mrow = in_ptr<bool>(*mask) + moff;
-              for (int64_t j = 0; j < cb; ++j)
-                if (!mrow[j * ms]) row[j] = kNegInf;
+          // Keys j0 + j > i0 + i + offset are causally masked: the row's first `visible` keys are not.
+          const int64_t visible = p.causal == CausalMask::None
+                                      ? cb
+                                      : std::clamp<int64_t>(i0 + i + causal_offset + 1 - j0, 0, cb);
+          C bmax;
+          if (!has_mask && !(p.softcap > 0)) {
+            bmax = scale_max(row, visible, scale);  // the common case in one pass
+            std::fill(row + visible, row + cb, kNegInf);
+          } else {
+            for (int64_t j = 0; j < cb; ++j) row[j] *= scale;
+            if (p.softcap > 0) {
+              for (int64_t j = 0; j < cb; ++j) row[j] /= softcap;
+              tanh_inplace<C>(row, cb);
+              for (int64_t j = 0; j < cb; ++j) row[j] = softcap * row[j];
             }
-          }
-          if (p.causal != CausalMask::None) {
-            // Keys j0 + j > i0 + i + offset are masked.
-            const int64_t first = std::max<int64_t>(0, i0 + i + causal_offset + 1 - j0);
-            for (int64_t j = std::min(first, cb); j < cb; ++j) row[j] = kNegInf;
+            if (has_mask) {
+              const auto& mn = mask->node();
+              const int64_t ms = mn.strides[3];
+              const int64_t moff = bi * mn.strides[0] + h * mn.strides[1] + (i0 + i) * mn.strides[2] + j0 * ms;
+              if (p.mask == AttentionMaskKind::Additive) {
+                const C* mrow = in_ptr<C>(*mask) + moff;
+                for (int64_t j = 0; j < cb; ++j) row[j] += mrow[j * ms];
+              } else {
+                const bool* mrow = in_ptr<bool>(*mask) + moff;
+                for (int64_t j = 0; j < cb; ++j)
+                  if (!mrow[j * ms]) row[j] = kNegInf;
+              }
+            }
+            std::fill(row + visible, row + cb, kNegInf);
+            bmax = row_max(row, cb);
           }
           // Online softmax: the running max m, the running sum l and the output rescaled by
           // e^(m_old - m_new). A row whose keys are all masked so far keeps m = -inf: the shift
           // is 0 then, every e^x is 0, and a row masked to the end gives zeros (l = 0 -> 1).
-          const C bmax = row_max(row, cb);
           const C m_old = w.m[i];
           const C m_new = bmax > m_old ? bmax : m_old;
           const C shift = m_new == kNegInf ? C(0) : m_new;

@@ -94,13 +94,21 @@ Scratch<C>& scratch() {
   return x != x ? x : z;
 }
 
+// Float row loops are built for AVX-512, AVX2 and the baseline, picked when the library loads
+// (GCC's target_clones); other architectures build them once.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SMELT_ISA_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SMELT_ISA_CLONES
+#endif
+
 /// Lanes of the row sums: independent accumulators that vectorize, combined in a fixed order at
 /// the end (the order depends on the row length only, never on the ISA).
 constexpr int kLanes = 8;
 
 /// row[j] = e^(row[j] - shift) for j < n; returns their sum (kLanes strided partial sums, then
 /// summed in order). Built for AVX-512, AVX2 and the baseline; the same bits from each.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+SMELT_ISA_CLONES
 float exp_shifted_sum(float* row, int64_t n, float shift) {
   float acc[kLanes] = {};
   int64_t j = 0;
@@ -160,7 +168,7 @@ C row_max(const C* x, int64_t n) {
 
 /// row[j] *= scale for j < n; returns the largest product (NaNs skipped; -inf for none). Built
 /// for AVX-512, AVX2 and the baseline (the same bits: a product and a comparison per element).
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+SMELT_ISA_CLONES
 float scale_max(float* row, int64_t n, float scale) {
   float acc[kLanes];
   for (float& a : acc) a = -std::numeric_limits<float>::infinity();

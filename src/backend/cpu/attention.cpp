@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -27,6 +26,7 @@
 #include "src/backend/cpu/gemm.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
+#include "src/backend/cpu/softmax_rows.h"
 #include "src/core/convert.h"
 #include "src/core/dispatch.h"
 #include "src/core/node.h"
@@ -67,66 +67,12 @@ Scratch<C>& scratch() {
   return s;
 }
 
-/// e^x for the softmax, in float arithmetic (Cephes' expf: x = n ln2 + r, |r| <= ln2/2, a degree-7
-/// polynomial, 2^n from the exponent bits) for x <= 88: within 1 ulp of e^x (0.98 ulp at worst
-/// over every 97th float of [-87.3, 88]), and cheaper than the library's exp, which computes in
-/// double to be correctly rounded (vector_math.h). Results below 2^-126 (x < -87.3) are 0:
-/// beside the row's largest term, e^0 = 1, they are below a float's resolution of the sum. NaN
-/// stays NaN, -inf gives 0. Only IEEE float +, -, * and integer bit operations (this build has
-/// no FMA contraction): the same bits on every ISA the clones below are built for.
-[[gnu::always_inline]] inline float softmax_exp(float x) {
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: t + kMagic rounds t to an integer in its low bits
-  const float xc = x < -87.33654f ? -87.33654f : (x > 88.0f ? 88.0f : x);
-  const float big = xc * 1.44269504088896341f + kMagic;
-  const float nf = big - kMagic;
-  const int32_t ni = std::bit_cast<int32_t>(big) - std::bit_cast<int32_t>(kMagic);
-  float r = xc - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = (p * (r * r) + r) + 1.0f;
-  const float scaled = y * std::bit_cast<float>((ni + 127) << 23);
-  const float z = x < -87.33654f ? 0.0f : scaled;
-  return x != x ? x : z;
-}
-
-// Float row loops are built for AVX-512, AVX2 and the baseline, picked when the library loads
-// (GCC's target_clones); other architectures build them once.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SMELT_ISA_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SMELT_ISA_CLONES
-#endif
-
-/// Lanes of the row sums: independent accumulators that vectorize, combined in a fixed order at
-/// the end (the order depends on the row length only, never on the ISA).
+/// Lanes of the generic row max and the double row sums (independent accumulators combined in
+/// a fixed order); the float fast paths are softmax_rows.h's, built per ISA.
 constexpr int kLanes = 8;
 
-/// row[j] = e^(row[j] - shift) for j < n; returns their sum (kLanes strided partial sums, then
-/// summed in order). Built for AVX-512, AVX2 and the baseline; the same bits from each.
-SMELT_ISA_CLONES
-float exp_shifted_sum(float* row, int64_t n, float shift) {
-  float acc[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      const float e = softmax_exp(row[j + l] - shift);
-      row[j + l] = e;
-      acc[l] += e;
-    }
-  for (int l = 0; j < n; ++j, ++l) {
-    const float e = softmax_exp(row[j] - shift);
-    row[j] = e;
-    acc[l] += e;
-  }
-  float sum = acc[0];
-  for (int l = 1; l < kLanes; ++l) sum += acc[l];
-  return sum;
-}
+/// row[j] = e^(row[j] - shift) for j < n; returns their sum.
+float exp_shifted_sum(float* row, int64_t n, float shift) { return softmax_rows().exp_shifted_sum(row, n, shift); }
 
 double exp_shifted_sum(double* row, int64_t n, double shift) {
   double acc[kLanes] = {};
@@ -166,28 +112,8 @@ C row_max(const C* x, int64_t n) {
   return m;
 }
 
-/// row[j] *= scale for j < n; returns the largest product (NaNs skipped; -inf for none). Built
-/// for AVX-512, AVX2 and the baseline (the same bits: a product and a comparison per element).
-SMELT_ISA_CLONES
-float scale_max(float* row, int64_t n, float scale) {
-  float acc[kLanes];
-  for (float& a : acc) a = -std::numeric_limits<float>::infinity();
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      const float x = row[j + l] * scale;
-      row[j + l] = x;
-      acc[l] = x > acc[l] ? x : acc[l];
-    }
-  for (int l = 0; j < n; ++j, ++l) {
-    const float x = row[j] * scale;
-    row[j] = x;
-    acc[l] = x > acc[l] ? x : acc[l];
-  }
-  float m = acc[0];
-  for (int l = 1; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
-  return m;
-}
+/// row[j] *= scale for j < n; returns the largest product.
+float scale_max(float* row, int64_t n, float scale) { return softmax_rows().scale_max(row, n, scale); }
 
 double scale_max(double* row, int64_t n, double scale) {
   for (int64_t j = 0; j < n; ++j) row[j] *= scale;

@@ -209,6 +209,11 @@ TEST(Attention, EmptySizes) {
   auto y = as_doubles(scaled_dot_product_attention(q2, k0, v0));
   EXPECT_EQ(y.size(), 30u);
   for (double x : y) EXPECT_EQ(x, 0.0);
+  // head_dim 0: q is empty but the output is not; zeros, as the composed path gives.
+  auto z = as_doubles(scaled_dot_product_attention(zeros({1, 2, 3, 0}, float32), zeros({1, 1, 4, 0}, float32),
+                                                   random_array({1, 1, 4, 5}, float32, -1, 1, 2)));
+  EXPECT_EQ(z.size(), 30u);
+  for (double x : z) EXPECT_EQ(x, 0.0);
 }
 
 TEST(Attention, IsOnePrimitive) {

@@ -270,8 +270,10 @@ void eval_Attention(const AttentionParams& p, const std::vector<Array>& inputs, 
   Array& out = outputs[0];
   alloc_contiguous(out);
   if (out.size() == 0) return;
-  if (inputs[1].shape()[2] == 0) {
-    std::memset(out.node().data_ptr(), 0, out.nbytes());  // no keys: an empty weighted sum
+  // No keys (an empty weighted sum) or head_dim 0: zeros, as the composed path on other
+  // devices gives (detail::attention_composed).
+  if (inputs[1].shape()[2] == 0 || inputs[0].shape()[3] == 0) {
+    std::memset(out.node().data_ptr(), 0, out.nbytes());
     return;
   }
   dispatch_all(out.dtype(), [&]<class T>() {

@@ -218,6 +218,7 @@ void run_passes(Tape& tape, const PassOptions& options) {
     pipeline.push_back({"conv_epilogue", fuse_conv_epilogues});
     pipeline.push_back({"conv_prepack", prepack_conv_weights});
   }
+  pipeline.push_back({"matmul_prepack", prepack_matmul_operands});
   if (options.fuse)
     pipeline.push_back({"fuse", [&](Tape& t) {
                           if (options.unbuilt && options.unfused) *options.unfused = t;

@@ -32,6 +32,11 @@ void fuse_conv_epilogues(Tape& tape);
 /// the Conv reads that packed constant (ConvParams::packed_weight): calls skip the weight reorder.
 /// The same primitive runs either way, so the bits do not change.
 void prepack_conv_weights(Tape& tape);
+/// With oneDNN: a float32 CPU Matmul operand that is a constant stored transposed (an ONNX
+/// Transpose of an initializer, a tied embedding) is replaced by a row-major copy made now: the
+/// kernel copied it to row-major on every call. The kernel computes on the same row-major values
+/// either way, so the bits do not change.
+void prepack_matmul_operands(Tape& tape);
 
 struct PassOptions {
   std::vector<std::string> disabled;
@@ -49,7 +54,7 @@ struct PassOptions {
 };
 
 /// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce",
-/// "conv_epilogue", "conv_prepack" (neither under shapeless), then "fuse"), verifying the tape
+/// "conv_epilogue", "conv_prepack" (neither under shapeless), "matmul_prepack", then "fuse"), verifying the tape
 /// after each.
 void run_passes(Tape& tape, const PassOptions& options);
 

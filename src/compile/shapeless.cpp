@@ -338,7 +338,7 @@ std::vector<Shape> step_shapes(const Tape& tape, const Step& s, const ShapelessS
       }
       case Rule::Elementwise: {
         Shape j;
-        for (auto& x : in) j = broadcast_shape_of(j, x, s.prim.str());
+        for (auto& x : in) j = broadcast_shape_of(j, x, s.prim);
         out.assign(s.outputs.size(), j);
         if (s.prim.kind == PrimKind::Fused && codegen::is_row_kernel(s.prim.get<FusedParams>())) {
           // A row kernel's per-row outputs have its reduced (trailing) axes set to 1.
@@ -353,7 +353,7 @@ std::vector<Shape> step_shapes(const Tape& tape, const Step& s, const ShapelessS
       case Rule::Scatter: {
         std::vector<Shape> with_updates = in;
         Shape want = scatter_updates_shape(s.prim.kind, in[0], in[1]);
-        if (broadcast_shape_of(in[2], want, s.prim.str()) != want)
+        if (broadcast_shape_of(in[2], want, s.prim) != want)
           throw ShapeError(s.prim.str() + ": the updates " + shape_to_string(in[2]) + " do not broadcast to " +
                            shape_to_string(want));
         with_updates[2] = want;

@@ -49,7 +49,7 @@ void check_step_types(const Tape& tape, size_t i, const Fail& fail) {
     if ((s.prim.kind == PrimKind::Scatter || s.prim.kind == PrimKind::ScatterND) && rule_in.size() == 3) {
       // Updates broadcast to the shape the indices give (as a shapeless replay reads them).
       const Shape want = scatter_updates_shape(s.prim.kind, rule_in[0], rule_in[1]);
-      if (broadcast_shape_of(rule_in[2], want, s.prim.str()) == want) rule_in[2] = want;
+      if (broadcast_shape_of(rule_in[2], want, s.prim) == want) rule_in[2] = want;
     }
     shapes = infer_output_shapes(s.prim, rule_in, recorded_shapes);
     dtypes = infer_output_dtypes(s.prim, in_dtypes, recorded_dtypes);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -16,6 +17,41 @@
 namespace smelt {
 
 namespace {
+
+/// How long an idle worker (and a caller waiting for the last chunks) polls before it sleeps
+/// on the condition variable. A model runs a parallel kernel every few microseconds; waking a
+/// sleeping thread costs a futex call on each side and 10-50 µs before the worker runs, which
+/// was the whole run time of a small GEMM or element-wise kernel. Polling is bounded, so an idle
+/// process still sleeps (ONNX Runtime's pool spins the same way between kernels).
+constexpr std::chrono::microseconds kSpin{200};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// Polls `ready` for up to kSpin; true once it holds. The first few microseconds busy-wait
+/// (the next kernel usually starts within them); after that each poll yields the core, so that
+/// on a machine with more runnable threads than cores the poll does not take a time slice from
+/// a thread with work (the caller's own thread included).
+template <class Ready>
+bool spin_until(Ready&& ready) {
+  for (int i = 0; i < 1024; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+  }
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 16; ++i) {
+      if (ready()) return true;
+      cpu_relax();
+    }
+    std::this_thread::yield();
+    if (ready()) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+  }
+}
 
 class ThreadPool {
  public:
@@ -30,6 +66,7 @@ class ThreadPool {
     stop();
     size_ = std::max(1, n);
     quit_ = false;
+    quit_flag_ = false;
     for (int i = 1; i < size(); ++i) workers_.emplace_back([this, i] { work(i); });
   }
 
@@ -50,6 +87,7 @@ class ThreadPool {
       pending_ = chunks - 1;
       error_ = nullptr;
       ++generation_;
+      published_.store(generation_, std::memory_order_release);
     }
     cv_.notify_all();
     std::exception_ptr mine;
@@ -68,6 +106,7 @@ class ThreadPool {
       }
       run_chunk(c);
     }
+    spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; });
     std::unique_lock lock(mutex_);
     done_cv_.wait(lock, [this] { return pending_ == 0; });
     task_ = nullptr;
@@ -91,8 +130,15 @@ class ThreadPool {
     uint64_t seen = 0;
     for (;;) {
       int c;
+      spin_until([&] {
+        return published_.load(std::memory_order_acquire) != seen || quit_flag_.load(std::memory_order_relaxed);
+      });
       {
         std::unique_lock lock(mutex_);
+        if (!quit_ && generation_ != seen && !(task_ && next_ < chunks_)) {
+          seen = generation_;  // that job has no chunk left for this worker: poll for the next
+          continue;
+        }
         cv_.wait(lock, [&] { return quit_ || (generation_ != seen && task_ && next_ < chunks_); });
         if (quit_) return;
         c = next_++;
@@ -106,6 +152,7 @@ class ThreadPool {
     {
       std::lock_guard lock(mutex_);
       quit_ = true;
+      quit_flag_ = true;
     }
     cv_.notify_all();
     for (auto& t : workers_) t.join();
@@ -118,9 +165,12 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable cv_, done_cv_;
   const std::function<void(int)>* task_ = nullptr;
-  int chunks_ = 0, next_ = 0, pending_ = 0;
+  int chunks_ = 0, next_ = 0;
+  std::atomic<int> pending_{0};  // changed under mutex_; read without it by the caller's poll
   uint64_t generation_ = 0;
+  std::atomic<uint64_t> published_{0};  // generation_, for the workers' poll
   bool quit_ = false;
+  std::atomic<bool> quit_flag_{false};
   std::exception_ptr error_;
 };
 

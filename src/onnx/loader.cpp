@@ -21,8 +21,11 @@
 
 #include "smelt/errors.h"
 #include "smelt/onnx.h"
+#include "src/core/allocator.h"
+#include "src/core/node.h"
 #include "src/onnx/device_constants.h"
 #include "src/onnx/fusions.h"
+#include "src/onnx/mapped_file.h"
 #include "src/onnx/proto/onnx.pb.h"
 #include "src/onnx/registry.h"
 
@@ -68,13 +71,17 @@ bool parse_message(Message& m, const void* data, size_t size) {
   return m.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
 }
 
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw OnnxError(std::string(what) + ": cannot open '" + path + "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+/// Raw bytes of a tensor and, when the bytes can become the array's buffer as they are, that
+/// buffer (mapped external data, or the parsed protobuf's string moved out).
+struct RawBytes {
+  const char* data = nullptr;
+  size_t size = 0;
+  BufferPtr in_place;
+};
+
+/// Tensors smaller than this are copied: a buffer of their own is cheaper than keeping a string
+/// or a whole mapping alive for them.
+constexpr size_t kInPlaceMinBytes = 4096;
 
 class Loader {
  public:
@@ -91,8 +98,10 @@ class Loader {
   Value map(const pb::MapProto& m, const TypeInfo& type, const std::string& what) const;
 
  private:
-  std::string external_bytes(const pb::TensorProto& t, const std::string& what) const;
+  RawBytes external_bytes(const pb::TensorProto& t, const std::string& what) const;
   std::string base_dir_;
+  /// External data files mapped so far (by resolved path): one map per file, shared by its tensors.
+  mutable std::map<std::string, std::shared_ptr<const detail::MappedFile>> maps_;
 };
 
 /// Closes a file descriptor when it goes out of scope.
@@ -110,7 +119,7 @@ bool is_inside(const std::filesystem::path& path, const std::filesystem::path& f
   return f == folder.end() || (std::next(f) == folder.end() && f->empty());
 }
 
-std::string Loader::external_bytes(const pb::TensorProto& t, const std::string& what) const {
+RawBytes Loader::external_bytes(const pb::TensorProto& t, const std::string& what) const {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
@@ -167,6 +176,15 @@ std::string Loader::external_bytes(const pb::TensorProto& t, const std::string& 
     throw OnnxError(what + ": external data file '" + location + "' has " + std::to_string(file_size) +
                     " bytes; offset " + std::to_string(offset) + " + length " + std::to_string(length) +
                     " is past its end");
+  // Mapped: the tensors use the file's pages in place (loaded when first touched), with no copy.
+  auto& mapped = maps_[real.string()];
+  if (!mapped || mapped->size() != static_cast<size_t>(file_size))
+    mapped = detail::MappedFile::map(fd, static_cast<size_t>(file_size), detail::MappedFile::Use::Alias);
+  if (mapped) {
+    RawBytes r{mapped->data() + offset, static_cast<size_t>(length), nullptr};
+    if (r.size >= kInPlaceMinBytes) r.in_place = detail::mapped_buffer(mapped, static_cast<size_t>(offset), r.size);
+    return r;
+  }
   std::string bytes(static_cast<size_t>(length), '\0');
   size_t done = 0;
   while (done < bytes.size()) {
@@ -177,7 +195,8 @@ std::string Loader::external_bytes(const pb::TensorProto& t, const std::string& 
                       (got < 0 ? std::string(": ") + std::strerror(errno) : std::string(" (it got shorter)")));
     done += static_cast<size_t>(got);
   }
-  return bytes;
+  BufferPtr owned = detail::string_buffer(std::move(bytes));
+  return RawBytes{static_cast<const char*>(owned->ptr), owned->bytes, owned};
 }
 
 Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const {
@@ -198,13 +217,14 @@ Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const
   std::string type_desc = "tensor(" + elem_type_name(et) + ")" + shape_text(shape);
   if (t.has_segment()) throw OnnxError(what + ": segmented tensors are not supported");
 
-  std::string external;
-  const std::string* raw = nullptr;
+  RawBytes raw_bytes;
+  const RawBytes* raw = nullptr;
   if (t.data_location() == pb::TensorProto::EXTERNAL || t.external_data_size() > 0) {
-    external = external_bytes(t, what);
-    raw = &external;
+    raw_bytes = external_bytes(t, what);
+    raw = &raw_bytes;
   } else if (t.has_raw_data()) {
-    raw = &t.raw_data();
+    raw_bytes = RawBytes{t.raw_data().data(), t.raw_data().size(), nullptr};
+    raw = &raw_bytes;
   }
 
   if (et == ElemType::String) {
@@ -224,9 +244,25 @@ Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const
   // input's size, whatever the dims claim.
   if (raw) {
     int64_t need = bits >= 8 ? n * static_cast<int64_t>(item) : packed_count;
-    if (static_cast<int64_t>(raw->size()) != need)
-      throw OnnxError(what + ": raw data has " + std::to_string(raw->size()) + " bytes; " + type_desc +
+    if (static_cast<int64_t>(raw->size) != need)
+      throw OnnxError(what + ": raw data has " + std::to_string(raw->size) + " bytes; " + type_desc +
                       " needs " + std::to_string(need));
+    // Whole-byte elements other than bool (whose bytes are normalized to 0/1) are used as stored
+    // when their address suits the element type: mapped external data as is, inline raw data by
+    // moving the parsed protobuf's string out (every proto a Loader reads is parsed by the load
+    // call and dropped after it, so the const_cast changes nothing anyone sees).
+    if (bits >= 8 && sd != Dtype::Bool && raw->size >= kInPlaceMinBytes &&
+        reinterpret_cast<uintptr_t>(raw->data) % item == 0) {
+      BufferPtr in_place = raw->in_place;
+      if (!in_place && t.has_raw_data()) {
+        in_place = detail::string_buffer(std::move(*const_cast<pb::TensorProto&>(t).mutable_raw_data()));
+        if (reinterpret_cast<uintptr_t>(in_place->ptr) % item != 0) in_place = nullptr;  // cannot happen after a move of a long string
+      }
+      if (in_place) {
+        Array a = smelt::detail::make_leaf(shape, sd, Device::cpu(), std::move(in_place), row_major_strides(shape));
+        return is_storage_type(et) ? Value::tensor(a, et) : Value::tensor(a);
+      }
+    }
   } else {
     int count = 0;
     const char* field = "int32_data";
@@ -242,7 +278,10 @@ Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const
       throw OnnxError(what + ": " + std::to_string(count) + " values in " + field + "; " + type_desc +
                       " needs " + std::to_string(packed_count));
   }
-  std::vector<uint8_t> buf(static_cast<size_t>(n) * item);
+  // One copy, straight into the array's buffer.
+  const size_t nbytes = static_cast<size_t>(n) * item;
+  BufferPtr buffer = cpu_allocator().allocate(nbytes);
+  uint8_t* const buf = static_cast<uint8_t*>(buffer->ptr);
   // Sub-byte types come packed, lowest bits first; smelt holds one (sign-extended) element a byte.
   auto unpack = [&](auto byte_at) {
     const int per = 8 / bits;
@@ -256,12 +295,12 @@ Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const
   };
   if (raw) {
     if (bits >= 8) {
-      if (!buf.empty()) std::memcpy(buf.data(), raw->data(), buf.size());
+      if (nbytes) std::memcpy(buf, raw->data, nbytes);
     } else {
-      unpack([&](int64_t i) { return static_cast<uint8_t>((*raw)[static_cast<size_t>(i)]); });
+      unpack([&](int64_t i) { return static_cast<uint8_t>(raw->data[static_cast<size_t>(i)]); });
     }
   } else {
-    auto store = [&](auto value, int64_t i) { std::memcpy(buf.data() + i * item, &value, item); };
+    auto store = [&](auto value, int64_t i) { std::memcpy(buf + i * item, &value, item); };
     switch (et) {
       case ElemType::Float:
         for (int64_t i = 0; i < n; ++i) store(t.float_data(static_cast<int>(i)), i);
@@ -297,7 +336,9 @@ Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const
       }
     }
   }
-  Array a(buf.empty() ? nullptr : buf.data(), shape, sd);
+  if (sd == Dtype::Bool)  // bool bytes are 0 or 1 (as Array's constructor from data makes them)
+    for (size_t i = 0; i < nbytes; ++i) buf[i] = buf[i] != 0;
+  Array a = smelt::detail::make_leaf(shape, sd, Device::cpu(), std::move(buffer), row_major_strides(shape));
   return is_storage_type(et) ? Value::tensor(a, et) : Value::tensor(a);
 }
 
@@ -710,7 +751,7 @@ Model load_from_memory(const void* data, size_t size, const std::string& base_di
 }
 
 Model load(const std::string& path, const LoadOptions& options) {
-  std::string bytes = read_file(path, "load");
+  const detail::FileBytes bytes = detail::read_model_file(path, "load");
   std::string base = std::filesystem::path(path).parent_path().string();
   if (base.empty()) base = ".";
   try {
@@ -796,7 +837,7 @@ Value parse_value(const void* data, size_t size, const TypeInfo& type, const std
 }
 
 Value load_value(const std::string& path, const TypeInfo& type) {
-  std::string bytes = read_file(path, "load_value");
+  const detail::FileBytes bytes = detail::read_model_file(path, "load_value");
   Loader loader(std::filesystem::path(path).parent_path().string());
   return parse_value(bytes.data(), bytes.size(), type, "'" + path + "'");
 }

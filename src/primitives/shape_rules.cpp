@@ -40,18 +40,31 @@ int64_t conv_transpose_output_size(int64_t in, int64_t kernel, int64_t stride, i
   return checked_add(checked_add(checked_add(n, eff, op), output_padding, op), 1, op);
 }
 
-Shape broadcast_shape_of(const Shape& a, const Shape& b, const std::string& what) {
+namespace {
+
+template <class Name>
+Shape broadcast_named(const Shape& a, const Shape& b, Name&& name) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw ShapeError(what + ": shapes " + shape_to_string(a) + " and " + shape_to_string(b) +
+      throw ShapeError(name() + ": shapes " + shape_to_string(a) + " and " + shape_to_string(b) +
                        " cannot be broadcast together");
     out[i] = da == 1 ? db : da;
   }
   return out;
+}
+
+}  // namespace
+
+Shape broadcast_shape_of(const Shape& a, const Shape& b, const std::string& what) {
+  return broadcast_named(a, b, [&] { return what; });
+}
+
+Shape broadcast_shape_of(const Shape& a, const Shape& b, const Primitive& prim) {
+  return broadcast_named(a, b, [&] { return prim.str(); });
 }
 
 Shape scatter_updates_shape(PrimKind kind, const Shape& a, const Shape& indices) {
@@ -121,7 +134,7 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
     case PrimKind::Broadcast: {
       need_inputs(prim, in, 1);
       const Shape& to = prim.get<ShapeParams>().shape;
-      if (broadcast_shape_of(in[0], to, prim.str()) != to) fail(prim, in, "cannot broadcast to " + shape_to_string(to));
+      if (broadcast_shape_of(in[0], to, prim) != to) fail(prim, in, "cannot broadcast to " + shape_to_string(to));
       return {to};
     }
     case PrimKind::Slice: {
@@ -171,12 +184,12 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
     case PrimKind::Select: {
       need_inputs(prim, in, prim.kind == PrimKind::Binary ? 2 : 3);
       Shape s;
-      for (auto& x : in) s = broadcast_shape_of(s, x, prim.str());
+      for (auto& x : in) s = broadcast_shape_of(s, x, prim);
       return {s};
     }
     case PrimKind::Fused: {
       Shape s;
-      for (auto& x : in) s = broadcast_shape_of(s, x, prim.str());
+      for (auto& x : in) s = broadcast_shape_of(s, x, prim);
       const FusedParams& fp = prim.get<FusedParams>();
       size_t outs = fp.kernel->program.outputs.size();
       if (!codegen::is_row_kernel(fp)) return std::vector<Shape>(outs, s);
@@ -251,7 +264,7 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
       if (a.back() != b[b.size() - 2])
         fail(prim, in, "the inner dimensions differ (" + std::to_string(a.back()) + " != " +
                            std::to_string(b[b.size() - 2]) + ")");
-      Shape out = broadcast_shape_of(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), prim.str());
+      Shape out = broadcast_shape_of(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), prim);
       out.push_back(a[a.size() - 2]);
       out.push_back(b.back());
       return {out};

@@ -32,5 +32,8 @@ Shape scatter_updates_shape(PrimKind kind, const Shape& a, const Shape& indices)
 
 /// The shape that `a` and `b` broadcast to (NumPy); ShapeError naming `what` otherwise.
 Shape broadcast_shape_of(const Shape& a, const Shape& b, const std::string& what);
+/// The same, naming `prim` (Primitive::str() formats through a string stream: it is built only for
+/// the error, not on every check; shape rules run for every step a tape is verified with).
+Shape broadcast_shape_of(const Shape& a, const Shape& b, const Primitive& prim);
 
 }  // namespace smelt

@@ -7,6 +7,7 @@
 #include "smelt/compile.h"
 #include "smelt/transforms.h"
 #include "src/core/node.h"
+#include "src/core/thread_pool.h"
 #include "src/primitives/shape_rules.h"
 #include "test_utils.h"
 
@@ -131,6 +132,46 @@ TEST(Attention, MasksBroadcastAndCombineWithCausal) {
   check(n, bfloat16, {.mask = keep, .causal = CausalMask::LowerRight}, 44);
 }
 
+TEST(Attention, LongSequencesSpanSeveralKeyAndQueryBlocks) {
+  // The CPU kernel cuts queries into blocks of 128 rows and keys into blocks of 256 with an online
+  // softmax: 300 keys and 130 queries cross both cuts, and the causal mask leaves the first query
+  // rows with fully masked key blocks (upper left: every block past the first is masked).
+  const Dims n{1, 2, 1, 130, 300, 16, 8};
+  check(n, float32, {}, 60);
+  check(n, float32, {.causal = CausalMask::UpperLeft}, 61);
+  check(n, float64, {.causal = CausalMask::LowerRight}, 62);
+  check(n, bfloat16, {.mask = random_array({130, 300}, float32, -2, 2, 63)}, 64);
+  // A boolean mask that drops every key of the first block for some rows.
+  Array keep = greater(random_array({1, 1, 130, 300}, float32, -1, 1, 65), Array(0.0f));
+  keep = logical_and(keep, greater_equal(reshape(arange(0, 300, 1, int64), {1, 1, 1, 300}),
+                                          reshape(arange(0, 130, 1, int64), {1, 1, 130, 1}) * 3));
+  check(n, float32, {.mask = keep}, 66);
+}
+
+TEST(Attention, StridedInputsAndThreadCountsGiveTheSameBits) {
+  // q, k and v as transposed views (the [B, S, H, D] layout an ONNX model reshapes into): the
+  // kernel reads them in place; the bits must equal those of contiguous copies, and not change
+  // with the thread count (the tasks are fixed by the shapes).
+  Array q = swapaxes(random_array({2, 150, 3, 16}, float32, -1, 1, 70), 1, 2);
+  Array k = swapaxes(random_array({2, 280, 3, 16}, float32, -1, 1, 71), 1, 2);
+  Array v = swapaxes(random_array({2, 280, 3, 16}, float32, -1, 1, 72), 1, 2);
+  Array m = random_array({150, 280}, float32, -1, 1, 73);
+  const int saved = num_threads();
+  std::vector<Array> runs;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    Array y = scaled_dot_product_attention(q, k, v, {.mask = m, .causal = CausalMask::LowerRight});
+    y.eval();
+    runs.push_back(y);
+  }
+  Array c = scaled_dot_product_attention(copy(q), copy(k), copy(v),
+                                         {.mask = m, .causal = CausalMask::LowerRight});
+  set_num_threads(saved);
+  EXPECT_TRUE(test::bit_equal(runs[0], runs[1]));
+  EXPECT_TRUE(test::bit_equal(runs[0], runs[2]));
+  EXPECT_TRUE(test::bit_equal(runs[0], c));
+}
+
 TEST(Attention, FullyMaskedRowsGiveZeros) {
   Array q = random_array({1, 2, 3, 4}, float32, -1, 1, 1), k = random_array({1, 2, 4, 4}, float32, -1, 1, 2);
   Array v = random_array({1, 2, 4, 4}, float32, -1, 1, 3);
@@ -168,6 +209,11 @@ TEST(Attention, EmptySizes) {
   auto y = as_doubles(scaled_dot_product_attention(q2, k0, v0));
   EXPECT_EQ(y.size(), 30u);
   for (double x : y) EXPECT_EQ(x, 0.0);
+  // head_dim 0: q is empty but the output is not; zeros, as the composed path gives.
+  auto z = as_doubles(scaled_dot_product_attention(zeros({1, 2, 3, 0}, float32), zeros({1, 1, 4, 0}, float32),
+                                                   random_array({1, 1, 4, 5}, float32, -1, 1, 2)));
+  EXPECT_EQ(z.size(), 30u);
+  for (double x : z) EXPECT_EQ(x, 0.0);
 }
 
 TEST(Attention, IsOnePrimitive) {

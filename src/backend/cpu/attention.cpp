@@ -1,20 +1,288 @@
-// The CPU kernel of the Attention primitive: the composed path (matmul, scale, mask, softmax, matmul).
+// The CPU kernel of the Attention primitive: fused, blocked over keys with an online softmax.
+//
+// Why fused: the composed path (matmul, scale, mask, softmax, matmul as separate kernels) wrote
+// and read the [B, H, S, T] scores about ten times and allocated each intermediate; here each
+// task keeps a block of scores in a thread-local buffer and never materializes the whole matrix.
+//
+// Bits: a task is (batch, query head, block of kQueryRows query rows), computed by one thread,
+// with the keys in blocks of kKeyBlock in order; every GEMM is one single-threaded call
+// (gemm.h). The cut depends on the shapes alone, so the result does not depend on the thread
+// count. Eager runs and compiled replays call this same kernel, so they agree bit for bit.
+// Accuracy: float64 for float64 inputs, float32 otherwise (halves widened, rounded once at the
+// end); the online softmax adds a rescaling product per key block to the error of the composed
+// formula, well inside tests/ops/attention_test.cpp's bound 4(D² + 2T + 8)u.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "smelt/errors.h"
+#include "src/backend/cpu/dnnl.h"
+#include "src/backend/cpu/elementwise_math.h"
+#include "src/backend/cpu/gemm.h"
+#include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
+#include "src/backend/cpu/softmax_rows.h"
+#include "src/core/convert.h"
+#include "src/core/dispatch.h"
 #include "src/core/node.h"
 #include "src/ops/attention.h"
 
 namespace smelt::cpu {
 
+namespace {
+
+/// Query rows per task: the scores GEMM has this many rows (and the key/value blocks are
+/// repacked once per task, so fewer rows repack more).
+constexpr int64_t kQueryRows = 128;
+/// Keys per block of the online softmax: a task's scores buffer is kQueryRows x kKeyBlock.
+constexpr int64_t kKeyBlock = 256;
+/// Multiply-adds below which a chunk of tasks takes several (tiny heads stay on one thread).
+constexpr int64_t kTaskWork = int64_t{1} << 16;
+
+/// Element strides of a rank-4 operand and its first element.
+template <class T>
+struct View4 {
+  const T* p;
+  int64_t s0, s1, s2, s3;
+  explicit View4(const Array& a)
+      : p(in_ptr<T>(a)), s0(a.node().strides[0]), s1(a.node().strides[1]), s2(a.node().strides[2]),
+        s3(a.node().strides[3]) {}
+  const T* at(int64_t i0, int64_t i1, int64_t i2) const { return p + i0 * s0 + i1 * s1 + i2 * s2; }
+};
+
+/// Per-thread buffers (reused across calls: no allocation per task).
+template <class C>
+struct Scratch {
+  std::vector<C> q, k, v, s, pv, o, m, l;
+};
+
+template <class C>
+Scratch<C>& scratch() {
+  thread_local Scratch<C> s;
+  return s;
+}
+
+/// Lanes of the generic row max and the double row sums (independent accumulators combined in
+/// a fixed order); the float fast paths are softmax_rows.h's, built per ISA.
+constexpr int kLanes = 8;
+
+/// row[j] = e^(row[j] - shift) for j < n; returns their sum.
+float exp_shifted_sum(float* row, int64_t n, float shift) { return softmax_rows().exp_shifted_sum(row, n, shift); }
+
+double exp_shifted_sum(double* row, int64_t n, double shift) {
+  double acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j < n; ++j) {
+    row[j] = std::exp(row[j] - shift);
+    acc[j % kLanes] += row[j];
+  }
+  double sum = acc[0];
+  for (int l = 1; l < kLanes; ++l) sum += acc[l];
+  return sum;
+}
+
+float exp_one(float x) { return softmax_exp(x); }
+double exp_one(double x) { return std::exp(x); }
+
+template <class C>
+void tanh_inplace(C* d, int64_t n) {
+  if constexpr (std::is_same_v<C, float>) {
+    math_kernels().unary[static_cast<int>(MathFn::Tanh)](d, 1, d, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = std::tanh(d[i]);
+  }
+}
+
+/// The largest of x[0..n) (NaNs skipped; -inf for none).
+template <class C>
+C row_max(const C* x, int64_t n) {
+  C acc[kLanes];
+  for (C& a : acc) a = -std::numeric_limits<C>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] = x[j + l] > acc[l] ? x[j + l] : acc[l];
+  for (int l = 0; j < n; ++j, ++l) acc[l] = x[j] > acc[l] ? x[j] : acc[l];
+  C m = acc[0];
+  for (int l = 1; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
+  return m;
+}
+
+/// row[j] *= scale for j < n; returns the largest product.
+float scale_max(float* row, int64_t n, float scale) { return softmax_rows().scale_max(row, n, scale); }
+
+double scale_max(double* row, int64_t n, double scale) {
+  for (int64_t j = 0; j < n; ++j) row[j] *= scale;
+  return row_max(row, n);
+}
+
+/// Converts n values at stride `st` to the compute type, contiguous.
+template <class C, class T>
+void load_row(const T* src, int64_t st, int64_t n, C* dst) {
+  if (st == 1) {
+    for (int64_t c = 0; c < n; ++c) dst[c] = static_cast<C>(src[c]);
+  } else {
+    for (int64_t c = 0; c < n; ++c) dst[c] = static_cast<C>(src[c * st]);
+  }
+}
+
+/// C[m,n] = A[m,k] op(B) (op(B) = B[k,n], or B[n,k] transposed) on the calling thread, one BLAS
+/// call: oneDNN's sgemm for float when built in (it reads transposed operands itself; these
+/// products need not match the matmul kernel's bits), else CBLAS.
+template <class C>
+void gemm_1(bool trans_b, int64_t m, int64_t n, int64_t k, const C* a, int64_t lda, const C* b, int64_t ldb, C* c,
+            int64_t ldc) {
+  if constexpr (std::is_same_v<C, float>) {
+    if (dnnl_sgemm_1thread(false, trans_b, m, n, k, a, lda, b, ldb, c, ldc)) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
+                c, static_cast<int>(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
+                static_cast<int>(ldc));
+  }
+}
+
+/// Rows [r0, r0 + rows) of a [.., rows, cols] operand as a row-major matrix the GEMM reads: in
+/// place when it already is one in the compute type (returns its row stride), else converted
+/// into `buf` (row stride `cols`).
+template <class C, class T>
+const C* rows_of(const View4<T>& x, int64_t i0, int64_t i1, int64_t r0, int64_t rows, int64_t cols,
+                 std::vector<C>& buf, int64_t& ld) {
+  if constexpr (std::is_same_v<C, T>) {
+    if (x.s3 == 1 && x.s2 >= cols && x.s2 <= INT_MAX) {
+      ld = std::max<int64_t>(1, x.s2);
+      return x.at(i0, i1, r0);
+    }
+  }
+  buf.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) load_row<C>(x.at(i0, i1, r0 + i), x.s3, cols, buf.data() + i * cols);
+  ld = std::max<int64_t>(1, cols);
+  return buf.data();
+}
+
+template <class T>
+void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs, Array& out) {
+  using C = compute_t<T>;
+  const Array &q = inputs[0], &k = inputs[1], &v = inputs[2];
+  const int64_t nb = q.shape()[0], hq = q.shape()[1], s = q.shape()[2], d = q.shape()[3];
+  const int64_t hkv = k.shape()[1], t = k.shape()[2], dv = v.shape()[3];
+  const int64_t group = hq / hkv;
+  const View4<T> vq(q), vk(k), vv(v);
+  const bool has_mask = p.mask != AttentionMaskKind::None;
+  // Additive masks arrive in the compute dtype, boolean ones as bool (scaled_dot_product_attention).
+  const Array* mask = has_mask ? &inputs[3] : nullptr;
+  const C scale = static_cast<C>(detail::attention_scale(p, d));
+  const C softcap = static_cast<C>(p.softcap);
+  const int64_t causal_offset = p.causal == CausalMask::LowerRight ? t - s : 0;
+  constexpr C kNegInf = -std::numeric_limits<C>::infinity();
+  T* po = out_ptr<T>(out);
+
+  const int64_t row_blocks = (s + kQueryRows - 1) / kQueryRows;
+  const int64_t tasks = nb * hq * row_blocks;
+  const int64_t task_work = std::min(s, kQueryRows) * t * (d + dv);
+  blas_single_thread();
+  parallel_for(tasks, std::max<int64_t>(1, kTaskWork / std::max<int64_t>(1, task_work)), [&](int64_t tb, int64_t te) {
+    Scratch<C>& w = scratch<C>();
+    for (int64_t task = tb; task < te; ++task) {
+      const int64_t bi = task / (hq * row_blocks), h = (task / row_blocks) % hq;
+      const int64_t i0 = (task % row_blocks) * kQueryRows, r = std::min(kQueryRows, s - i0);
+      const int64_t hk = h / group;
+      int64_t ldq = 0, ldk = 0, ldv = 0;
+      const C* qa = rows_of<C>(vq, bi, h, i0, r, d, w.q, ldq);
+      w.o.assign(static_cast<size_t>(r * dv), C(0));
+      w.m.assign(static_cast<size_t>(r), kNegInf);
+      w.l.assign(static_cast<size_t>(r), C(0));
+      for (int64_t j0 = 0; j0 < t; j0 += kKeyBlock) {
+        const int64_t cb = std::min(kKeyBlock, t - j0);
+        // The block's keys [cb, d] (read transposed by the GEMM) and values [cb, dv].
+        const C* kb = rows_of<C>(vk, bi, hk, j0, cb, d, w.k, ldk);
+        const C* vb = rows_of<C>(vv, bi, hk, j0, cb, dv, w.v, ldv);
+        w.s.resize(static_cast<size_t>(r * cb));
+        gemm_1<C>(true, r, cb, d, qa, ldq, kb, ldk, w.s.data(), cb);
+        // The composed formula's steps in its order: scale, softcap, mask, causal mask.
+        for (int64_t i = 0; i < r; ++i) {
+          C* row = w.s.data() + i * cb;
+          // Keys j0 + j > i0 + i + offset are causally masked: the row's first `visible` keys are not.
+          const int64_t visible = p.causal == CausalMask::None
+                                      ? cb
+                                      : std::clamp<int64_t>(i0 + i + causal_offset + 1 - j0, 0, cb);
+          C bmax;
+          if (!has_mask && !(p.softcap > 0)) {
+            bmax = scale_max(row, visible, scale);  // the common case in one pass
+            std::fill(row + visible, row + cb, kNegInf);
+          } else {
+            for (int64_t j = 0; j < cb; ++j) row[j] *= scale;
+            if (p.softcap > 0) {
+              for (int64_t j = 0; j < cb; ++j) row[j] /= softcap;
+              tanh_inplace<C>(row, cb);
+              for (int64_t j = 0; j < cb; ++j) row[j] = softcap * row[j];
+            }
+            if (has_mask) {
+              const auto& mn = mask->node();
+              const int64_t ms = mn.strides[3];
+              const int64_t moff = bi * mn.strides[0] + h * mn.strides[1] + (i0 + i) * mn.strides[2] + j0 * ms;
+              if (p.mask == AttentionMaskKind::Additive) {
+                const C* mrow = in_ptr<C>(*mask) + moff;
+                for (int64_t j = 0; j < cb; ++j) row[j] += mrow[j * ms];
+              } else {
+                const bool* mrow = in_ptr<bool>(*mask) + moff;
+                for (int64_t j = 0; j < cb; ++j)
+                  if (!mrow[j * ms]) row[j] = kNegInf;
+              }
+            }
+            std::fill(row + visible, row + cb, kNegInf);
+            bmax = row_max(row, cb);
+          }
+          // Online softmax: the running max m, the running sum l and the output rescaled by
+          // e^(m_old - m_new). A row whose keys are all masked so far keeps m = -inf: the shift
+          // is 0 then, every e^x is 0, and a row masked to the end gives zeros (l = 0 -> 1).
+          const C m_old = w.m[i];
+          const C m_new = bmax > m_old ? bmax : m_old;
+          const C shift = m_new == kNegInf ? C(0) : m_new;
+          const C alpha = exp_one(m_old - shift);
+          w.l[i] = w.l[i] * alpha + exp_shifted_sum(row, cb, shift);
+          w.m[i] = m_new;
+          C* orow = w.o.data() + i * dv;
+          for (int64_t c = 0; c < dv; ++c) orow[c] *= alpha;
+        }
+        w.pv.resize(static_cast<size_t>(r * dv));
+        gemm_1<C>(false, r, dv, cb, w.s.data(), cb, vb, ldv, w.pv.data(), dv);
+        for (int64_t x = 0; x < r * dv; ++x) w.o[x] += w.pv[x];
+      }
+      for (int64_t i = 0; i < r; ++i) {
+        const C l = w.l[i] == C(0) ? C(1) : w.l[i];
+        T* dst = po + ((bi * hq + h) * s + i0 + i) * dv;
+        for (int64_t c = 0; c < dv; ++c) dst[c] = static_cast<T>(w.o[i * dv + c] / l);
+      }
+    }
+  });
+}
+
+}  // namespace
+
 void eval_Attention(const AttentionParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
-  // The CPU's reference is the composition of its own kernels (its matmul is blocked and its
-  // reductions follow the fixed order), so the result is the one the ops give step by step.
-  Array r = detail::attention_composed(inputs[0], inputs[1], inputs[2], inputs.size() > 3 ? inputs[3] : Array(), p);
-  r.eval();
-  auto& o = outputs[0].node();
-  const auto& n = r.node();
-  o.buffer = n.buffer;
-  o.strides = n.strides;
-  o.offset = n.offset;
+  Array& out = outputs[0];
+  alloc_contiguous(out);
+  if (out.size() == 0) return;
+  // No keys (an empty weighted sum) or head_dim 0: zeros, as the composed path on other
+  // devices gives (detail::attention_composed).
+  if (inputs[1].shape()[2] == 0 || inputs[0].shape()[3] == 0) {
+    std::memset(out.node().data_ptr(), 0, out.nbytes());
+    return;
+  }
+  dispatch_all(out.dtype(), [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+      attention_typed<T>(p, inputs, out);
+    } else {
+      SMELT_ASSERT(false, "Attention: non-floating dtype reached the CPU kernel");
+    }
+  });
 }
 
 }  // namespace smelt::cpu

@@ -27,6 +27,13 @@ constexpr int64_t kTileWork = int64_t{1} << 21;
 constexpr int64_t kMinTileM = 128, kMinTileN = 256, kAlign = 16;
 /// Products with at most this many columns keep whole rows in a tile.
 constexpr int64_t kWholeRowsN = 256;
+/// Products of kSmallWork to 2 * kTileWork multiply-adds (a transformer's projections at batch 1:
+/// 32 x 128 x 384) are cut into up to kSmallTiles tiles of at least kSmallWork each, so that the
+/// pool shares them (one call would leave every other thread idle), cutting columns first in
+/// multiples of kSmallTileN (repacking the small A panel costs little), then rows in multiples of
+/// kAlign. One thread of oneDNN's sgemm does 2^18 multiply-adds in ~5-10 µs: below that a second
+/// thread's wake-up costs as much as it saves.
+constexpr int64_t kSmallWork = int64_t{1} << 18, kSmallTiles = 8, kSmallTileN = 64;
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
@@ -82,7 +89,16 @@ GemmTiles gemm_tiles(int64_t m, int64_t n, int64_t k) {
   t.tile_m = m;
   t.tile_n = n;
   // In double: m * n * k can pass 2^63 for sizes BLAS accepts.
-  if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k1) > 2.0 * kTileWork) {
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k1);
+  if (work >= 2.0 * kSmallWork && work <= 2.0 * kTileWork) {
+    const int64_t want = std::min<int64_t>(kSmallTiles, static_cast<int64_t>(work) / kSmallWork);
+    t.tile_n = std::min(n, std::max(kSmallTileN, round_up((n + want - 1) / want, kAlign)));
+    const int64_t cols = (n + t.tile_n - 1) / t.tile_n;
+    if (cols < want) {
+      const int64_t rows_wanted = want / cols;
+      t.tile_m = std::min(m, std::max(kAlign, round_up((m + rows_wanted - 1) / rows_wanted, kAlign)));
+    }
+  } else if (work > 2.0 * kTileWork) {
     t.tile_n = n <= kWholeRowsN ? n : kMinTileN;
     t.tile_m = std::min(m, std::max(kMinTileM, round_up((kTileWork + t.tile_n * k1 - 1) / (t.tile_n * k1), kAlign)));
     // Few rows (a vector-matrix product, a short sequence): wider tiles instead of tiny ones.

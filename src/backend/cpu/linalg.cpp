@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "smelt/errors.h"
+#include "src/backend/cpu/dnnl.h"
 #include "src/backend/cpu/gemm.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
@@ -71,6 +72,17 @@ BlasOperand blas_operand(Mat x, int64_t rows, int64_t cols) {
 /// Copies (and converts) a rows x cols strided matrix to a row-major buffer of `To`.
 template <class To, class From>
 void pack(const From* src, Mat x, int64_t rows, int64_t cols, To* dst) {
+  if (x.cs != 1 && x.rs == 1) {
+    // A transposed matrix: in square blocks, so that both sides stay in cache.
+    constexpr int64_t kB = 32;
+    for (int64_t i0 = 0; i0 < rows; i0 += kB)
+      for (int64_t j0 = 0; j0 < cols; j0 += kB) {
+        const int64_t i1 = std::min(rows, i0 + kB), j1 = std::min(cols, j0 + kB);
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t i = i0; i < i1; ++i) dst[i * cols + j] = static_cast<To>(src[i + j * x.cs]);
+      }
+    return;
+  }
   for (int64_t i = 0; i < rows; ++i) {
     const From* s = src + i * x.rs;
     To* d = dst + i * cols;
@@ -104,8 +116,17 @@ void blas_matmul(const Array& a, const Array& b, Array& out) {
   // row depend on M (its small-matrix and edge kernels), so folding would make the bits depend on
   // how the operands are laid out, and differ from the product of the materialized operands.
   const int64_t nb = batches;
-  const BlasOperand direct_a = kHalf ? BlasOperand{} : blas_operand(ma, m, k);
-  const BlasOperand direct_b = kHalf ? BlasOperand{} : blas_operand(mb, k, n);
+  BlasOperand direct_a = kHalf ? BlasOperand{} : blas_operand(ma, m, k);
+  BlasOperand direct_b = kHalf ? BlasOperand{} : blas_operand(mb, k, n);
+  // oneDNN's float tiles take row-major operands only (gemm.cpp copies a transposed one per
+  // tile): pack a transposed operand once per matrix here instead of once per tile. The bits are
+  // those of the per-tile copies (the same row-major values through the same calls).
+  if constexpr (std::is_same_v<G, float>) {
+    if (dnnl_enabled()) {
+      if (direct_a.trans) direct_a = {};
+      if (direct_b.trans) direct_b = {};
+    }
+  }
   std::vector<G> wide;  // halves: the float32 products, rounded once at the end
   if constexpr (kHalf) wide.resize(static_cast<size_t>(nb * m * n));
 

@@ -38,7 +38,8 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
       {false, false, 512, 512, 512}, {false, false, 256, 512, 128}, {false, true, 32, 1000, 128},
       {true, false, 300, 311, 257},  {true, true, 129, 700, 65},    {false, false, 5000, 64, 64},
-      {false, false, 1, 8192, 1024}, {false, false, 7, 9, 11},
+      {false, false, 1, 8192, 1024}, {false, false, 7, 9, 11},    {false, false, 32, 384, 128},
+      {false, true, 48, 130, 200},   {false, false, 96, 40, 300},
   };
   return c;
 }
@@ -105,6 +106,9 @@ TEST(GemmTiles, CoverTheOutputAndFollowTheShapesOnly) {
   EXPECT_GE(cpu::gemm_tiles(512, 512, 512).count(), 8);
   EXPECT_GE(cpu::gemm_tiles(256, 512, 128).count(), 4);
   EXPECT_GE(cpu::gemm_tiles(1, 16384, 1024).count(), 4);
+  // Products of a few hundred thousand multiply-adds (batch-1 transformer layers) are shared too.
+  EXPECT_GE(cpu::gemm_tiles(32, 384, 128).count(), 4);
+  EXPECT_GE(cpu::gemm_tiles(32, 128, 512).count(), 2);
   // Huge sizes do not overflow the work estimate.
   const GemmTiles huge = cpu::gemm_tiles(int64_t{1} << 30, int64_t{1} << 30, int64_t{1} << 30);
   EXPECT_GT(huge.count(), 1);

@@ -12,7 +12,7 @@ namespace {
 using namespace smelt::test;
 
 /// Bound on |GPU - CPU| for inputs in [-1, 1]: both accumulate in float32 (the flash kernels in
-/// tiles of keys with an online softmax, the CPU as whole rows), each within
+/// tiles of keys with an online softmax, the CPU's fused kernel in blocks of 256 keys), each within
 /// 4(D² + 2T + 8)·2⁻²⁴ of the exact value (tests/ops/attention_test.cpp); the inputs are the same
 /// bfloat16/float16 values on both sides; the outputs are rounded to the dtype, so the two roundings
 /// may differ by one ulp of the output (u = 2⁻⁸ for bfloat16, 2⁻¹¹ for float16, relative to

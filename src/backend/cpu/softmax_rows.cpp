@@ -1,0 +1,118 @@
+// The attention kernel's float softmax row loops, built for AVX-512, AVX2 and the baseline, and the pick.
+#include "src/backend/cpu/softmax_rows.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+namespace smelt::cpu {
+
+namespace {
+
+[[gnu::always_inline]] inline float exp_body(float x) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: t + kMagic rounds t to an integer in its low bits
+  const float xc = x < -87.33654f ? -87.33654f : (x > 88.0f ? 88.0f : x);
+  const float big = xc * 1.44269504088896341f + kMagic;
+  const float nf = big - kMagic;
+  const int32_t ni = std::bit_cast<int32_t>(big) - std::bit_cast<int32_t>(kMagic);
+  float r = xc - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = (p * (r * r) + r) + 1.0f;
+  const float scaled = y * std::bit_cast<float>((ni + 127) << 23);
+  const float z = x < -87.33654f ? 0.0f : scaled;
+  return x != x ? x : z;
+}
+
+/// Independent accumulators that vectorize, combined in a fixed order at the end.
+constexpr int kLanes = 8;
+
+[[gnu::always_inline]] inline float exp_sum_body(float* row, int64_t n, float shift) {
+  float acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const float e = exp_body(row[j + l] - shift);
+      row[j + l] = e;
+      acc[l] += e;
+    }
+  for (int l = 0; j < n; ++j, ++l) {
+    const float e = exp_body(row[j] - shift);
+    row[j] = e;
+    acc[l] += e;
+  }
+  float sum = acc[0];
+  for (int l = 1; l < kLanes; ++l) sum += acc[l];
+  return sum;
+}
+
+[[gnu::always_inline]] inline float scale_max_body(float* row, int64_t n, float scale) {
+  float acc[kLanes];
+  for (float& a : acc) a = -std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const float x = row[j + l] * scale;
+      row[j + l] = x;
+      acc[l] = x > acc[l] ? x : acc[l];
+    }
+  for (int l = 0; j < n; ++j, ++l) {
+    const float x = row[j] * scale;
+    row[j] = x;
+    acc[l] = x > acc[l] ? x : acc[l];
+  }
+  float m = acc[0];
+  for (int l = 1; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
+  return m;
+}
+
+float exp_sum_base(float* row, int64_t n, float shift) { return exp_sum_body(row, n, shift); }
+float scale_max_base(float* row, int64_t n, float scale) { return scale_max_body(row, n, scale); }
+const SoftmaxRows kBase{exp_sum_base, scale_max_base};
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SMELT_SOFTMAX_ROWS_ISAS 1
+__attribute__((target("arch=x86-64-v3"))) float exp_sum_v3(float* row, int64_t n, float shift) {
+  return exp_sum_body(row, n, shift);
+}
+__attribute__((target("arch=x86-64-v3"))) float scale_max_v3(float* row, int64_t n, float scale) {
+  return scale_max_body(row, n, scale);
+}
+__attribute__((target("arch=x86-64-v4"))) float exp_sum_v4(float* row, int64_t n, float shift) {
+  return exp_sum_body(row, n, shift);
+}
+__attribute__((target("arch=x86-64-v4"))) float scale_max_v4(float* row, int64_t n, float scale) {
+  return scale_max_body(row, n, scale);
+}
+const SoftmaxRows kV3{exp_sum_v3, scale_max_v3};
+const SoftmaxRows kV4{exp_sum_v4, scale_max_v4};
+#endif
+
+}  // namespace
+
+const SoftmaxRows& softmax_rows_for(CpuIsa isa) {
+#if defined(SMELT_SOFTMAX_ROWS_ISAS)
+  switch (std::min(isa, cpu_isa_supported())) {
+    case CpuIsa::Avx512: return kV4;
+    case CpuIsa::Avx2: return kV3;
+    case CpuIsa::Baseline: return kBase;
+  }
+#else
+  (void)isa;
+#endif
+  return kBase;
+}
+
+const SoftmaxRows& softmax_rows() {
+  static const SoftmaxRows& r = softmax_rows_for(cpu_isa());
+  return r;
+}
+
+float softmax_exp(float x) { return exp_body(x); }
+
+}  // namespace smelt::cpu

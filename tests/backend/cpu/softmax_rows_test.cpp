@@ -1,0 +1,98 @@
+// The attention kernel's float softmax row loops: every ISA build gives the same bits, the
+// exponential is within 1 ulp of e^x, and NaN, -inf and underflow behave as documented.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "src/backend/cpu/softmax_rows.h"
+
+namespace smelt {
+namespace {
+
+using cpu::CpuIsa;
+
+std::vector<float> scores(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(gen);
+  // Masked keys, a NaN, values past the underflow threshold, and exact zeros.
+  for (size_t i = 5; i < n; i += 17) v[i] = -std::numeric_limits<float>::infinity();
+  if (n > 40) v[40] = std::numeric_limits<float>::quiet_NaN();
+  for (size_t i = 11; i < n; i += 29) v[i] = -95.0f;
+  for (size_t i = 3; i < n; i += 31) v[i] = 0.0f;
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(SoftmaxRows, EveryIsaGivesTheSameBits) {
+  const cpu::SoftmaxRows& base = cpu::softmax_rows_for(CpuIsa::Baseline);
+  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
+    SCOPED_TRACE(cpu::cpu_isa_name(isa));
+    const cpu::SoftmaxRows& k = cpu::softmax_rows_for(isa);  // the best the CPU has at or below
+    for (size_t n : {0, 1, 7, 8, 9, 100, 257}) {
+      const std::vector<float> in = scores(n, static_cast<uint32_t>(n) + 1);
+      std::vector<float> a = in, b = in;
+      const float ma = base.scale_max(a.data(), static_cast<int64_t>(n), 0.17677669f);
+      const float mb = k.scale_max(b.data(), static_cast<int64_t>(n), 0.17677669f);
+      EXPECT_TRUE(same_bits(a, b)) << n;
+      EXPECT_EQ(std::memcmp(&ma, &mb, sizeof(float)), 0) << n;
+      const float sa = base.exp_shifted_sum(a.data(), static_cast<int64_t>(n), 1.5f);
+      const float sb = k.exp_shifted_sum(b.data(), static_cast<int64_t>(n), 1.5f);
+      EXPECT_TRUE(same_bits(a, b)) << n;
+      EXPECT_EQ(std::memcmp(&sa, &sb, sizeof(float)), 0) << n;
+    }
+  }
+}
+
+TEST(SoftmaxRows, ScaleMaxSkipsNaNAndGivesMinusInfinityForNone) {
+  const cpu::SoftmaxRows& k = cpu::softmax_rows();
+  std::vector<float> v{1.0f, std::numeric_limits<float>::quiet_NaN(), 3.0f, -2.0f};
+  EXPECT_EQ(k.scale_max(v.data(), 4, 2.0f), 6.0f);
+  EXPECT_EQ(v[0], 2.0f);
+  EXPECT_EQ(k.scale_max(v.data(), 0, 2.0f), -std::numeric_limits<float>::infinity());
+}
+
+TEST(SoftmaxRows, ExpIsWithinOneUlp) {
+  // Every 4099th float of [-87.3, 88] against the double exponential: the error bound is one ulp
+  // of the float result (the rounding of a float result within about 0.5 ulp of the polynomial's).
+  double worst = 0;
+  for (uint32_t bits = 0; bits < 0xFFFFFFFFu - 4099; bits += 4099) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    if (!(x >= -87.3f && x <= 88.0f)) continue;
+    const double want = std::exp(static_cast<double>(x));
+    const double ulp = std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23);
+    worst = std::max(worst, std::abs(static_cast<double>(cpu::softmax_exp(x)) - want) / ulp);
+  }
+  EXPECT_LE(worst, 1.0);
+  EXPECT_EQ(cpu::softmax_exp(0.0f), 1.0f);
+  EXPECT_EQ(cpu::softmax_exp(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(cpu::softmax_exp(-100.0f), 0.0f);  // below 2^-126: 0
+  EXPECT_TRUE(std::isnan(cpu::softmax_exp(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(SoftmaxRows, ExpShiftedSumAddsTheExponentials) {
+  const cpu::SoftmaxRows& k = cpu::softmax_rows();
+  std::vector<float> v = scores(100, 9);
+  v[40] = 0.0f;  // no NaN here
+  std::vector<float> in = v;
+  const float sum = k.exp_shifted_sum(v.data(), 100, 30.0f);
+  double want = 0;
+  for (size_t j = 0; j < 100; ++j) {
+    want += std::exp(static_cast<double>(in[j]) - 30.0);
+    EXPECT_EQ(v[j], cpu::softmax_exp(in[j] - 30.0f)) << j;
+  }
+  // 100 terms in 8 lanes: each sum within 13 roundings, plus 1 ulp per term (relative 2^-23).
+  EXPECT_NEAR(sum, want, want * (13 + 2) * 0x1p-24 + 1e-30);
+}
+
+}  // namespace
+}  // namespace smelt

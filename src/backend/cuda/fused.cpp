@@ -66,8 +66,8 @@ int64_t collapse(const Shape& shape, const std::vector<Strides>& st, int64_t* ou
 }
 
 /// Bytes per row element of the inputs a row program's kernel caches (gpu_row_cached_inputs,
-/// each input's row later rounded up to 16 bytes), found once per program: planning the passes
-/// on every launch would cost more than the launch.
+/// each input's row later rounded up to 16 bytes), found once per program (planning the passes
+/// on every launch would cost more than the launch) and kept for at most 4096 programs.
 std::vector<int64_t> cached_input_sizes(const codegen::FusedKernel& k) {
   static std::mutex mutex;
   static auto* sizes = new std::unordered_map<codegen::FusedProgram, std::vector<int64_t>, codegen::ProgramHash>();
@@ -77,6 +77,8 @@ std::vector<int64_t> cached_input_sizes(const codegen::FusedKernel& k) {
   std::vector<int64_t> v;
   for (int in : codegen::gpu_row_cached_inputs(k.program))
     v.push_back(static_cast<int64_t>(size_of(k.program.input_dtypes[in])));
+  // Bounded: a program with a new constant per call (a static float) adds an entry each time.
+  if (sizes->size() >= 4096) sizes->clear();
   return sizes->emplace(k.program, std::move(v)).first->second;
 }
 

@@ -75,7 +75,15 @@ Range valid_range(int64_t off, int64_t step, int64_t lo, int64_t hi, int64_t cou
   // first: smallest i with off + i*step >= lo; last: smallest i with off + i*step >= hi.
   // In 128 bits: a stride or dilation near 2^63 (legal when the output has one position) must not
   // overflow the rounding-up (found by the fuzzer under UBSan).
+  // The 128-bit division costs ~100 cycles (libgcc's __divti3): poolings call this for every
+  // output row, so it runs only where the 64-bit difference overflows.
   auto at_least = [&](int64_t bound) -> int64_t {
+    int64_t need64;
+    if (!__builtin_sub_overflow(bound, off, &need64)) {
+      if (need64 <= 0) return 0;
+      const int64_t i = need64 / step + (need64 % step != 0);  // no overflow: need64 > 0, step > 0
+      return i > count ? count : i;
+    }
     const __int128 need = static_cast<__int128>(bound) - off;
     if (need <= 0) return 0;
     const __int128 i = (need + step - 1) / step;

@@ -99,7 +99,8 @@ TEST(ConvLayout, AChainOfThreeConvsReordersTwice) {
   EXPECT_TRUE(test::bit_equal(got[0], want[0]));
 
   // With the pass off, every conv reorders its activations in and out again, and the second its
-  // residual (a post-op) into its layout.
+  // residual into its layout where the residual is a post-op (brgemm kernels; without AVX-512 it
+  // is declined and added after the convolution).
   CompileOptions off;
   off.disabled_passes = {"conv_layout"};
   auto g = compile_flat(fn, off);
@@ -107,7 +108,8 @@ TEST(ConvLayout, AChainOfThreeConvsReordersTwice) {
   before = cpu::dnnl_activation_reorders();
   const auto plain = g(inputs);
   eval(plain);
-  EXPECT_EQ(cpu::dnnl_activation_reorders() - before, 7);
+  const int64_t off_reorders = cpu::dnnl_activation_reorders() - before;
+  EXPECT_TRUE(off_reorders == 6 || off_reorders == 7) << off_reorders;
   EXPECT_TRUE(test::bit_equal(plain[0], want[0]));
 }
 
@@ -138,6 +140,57 @@ TEST(ConvLayout, CompiledEqualsEagerBitForBitAtEveryThreadCount) {
       EXPECT_TRUE(test::bit_equal(here(inputs)[0], reference[0])) << threads << " threads, compiled here";
     }
     set_cpu_threads(saved);
+  }
+}
+
+// The blocked pooling against the row-major one, bit for bit, on the geometries it must match:
+// 1-D, 2-D and 3-D, padding, dilation, ceil mode, average pooling with and without the padding
+// counted, and a grouped (depthwise) convolution after it.
+TEST(ConvLayout, BlockedPoolingMatchesRowMajorPooling) {
+  struct Case {
+    int spatial;
+    PoolOptions pool;
+    bool max;
+  };
+  const std::vector<Case> cases = {
+      {2, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, {}, false, false}, true},        // ResNet's stem pooling
+      {2, {{2, 2}, {2, 2}, {}, {}, {}, true, false}, true},                 // ceil mode, odd size
+      {2, {{3, 3}, {1, 1}, {}, {}, {2, 2}, false, false}, true},            // dilated
+      {2, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, {}, false, false}, false},       // padding not counted
+      {2, {{2, 3}, {1, 2}, {0, 1}, {1, 2}, {}, true, true}, false},         // asymmetric, ceil, counted
+      {1, {{3}, {2}, {1}, {1}, {}, false, false}, true},
+      {3, {{2, 2, 2}, {2, 2, 2}, {}, {}, {}, false, false}, false},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    SCOPED_TRACE("case " + std::to_string(i));
+    // w2: depthwise (32 groups) in 2-D; in 1-D and 3-D oneDNN's depthwise kernels want another
+    // layout than the first convolution writes, so a dense one follows there.
+    const int64_t groups = c.spatial == 2 ? 32 : 1;
+    Shape x_shape{2, 16}, w1{32, 16}, w2{32, 32 / groups};
+    for (int d = 0; d < c.spatial; ++d) {
+      x_shape.push_back(c.spatial == 3 ? 6 : 11);
+      w1.push_back(3);
+      w2.push_back(3);
+    }
+    const Array a = rand(w1, 70 + i, -0.2, 0.2), b = rand(w2, 80 + i, -0.5, 0.5);
+    ConvOptions same;
+    same.padding_lo = same.padding_hi = std::vector<int64_t>(c.spatial, 1);
+    ConvOptions depthwise = same;
+    depthwise.groups = groups;
+    const Fn fn = [=](const std::vector<Array>& in) {
+      Array y = relu(conv(in[0], a, same));
+      Array p = c.max ? max_pool(y, c.pool) : avg_pool(y, c.pool);
+      return std::vector<Array>{conv(p, b, depthwise)};
+    };
+    std::vector<float> x = rand(x_shape, 90 + i).to_vector<float>();
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<Array> inputs{Array(x, x_shape)};
+    const compiler::Tape tape = test::optimized_tape(fn, inputs);
+    if (cpu::dnnl_enabled()) {
+      EXPECT_NE(test::steps_of(tape, PrimKind::Pool)[0]->prim.get<PoolParams>().block, 0) << compiler::dump_tape(tape);
+    }
+    EXPECT_TRUE(test::bit_equal(compile_flat(fn)(inputs)[0], fn(inputs)[0]));
   }
 }
 

@@ -421,7 +421,10 @@ bool dnnl_conv_blocks(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds, 
   *src_block = *dst_block = 0;
   if (!supported(c, kinds)) return false;
   OmpThreads omp(call_threads());
-  const auto plan = choose_plan(c, kinds, omp).first;
+  auto plan = choose_plan(c, kinds, omp).first;
+  // Adds declined as post-ops (dnnl_conv_f32 returns false): the Conv step runs the plain
+  // primitive and then the adds, element by element in the output's layout.
+  if (!plan && !kinds.empty()) plan = choose_plan(c, {}, omp).first;
   if (!plan) return false;
   *src_block = block_of(plan->src);
   *dst_block = block_of(plan->dst);

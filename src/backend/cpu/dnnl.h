@@ -70,9 +70,10 @@ bool dnnl_sgemm_1thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
 
 /// The channel blocks (as DnnlConv::src_block: C for channels-last, 4, 8 or 16) of the source and
 /// destination layouts that the primitive running `c` with adds of `kinds` at the current thread
-/// count wants, 0 where it wants another layout (row-major, or a block that does not divide the
-/// channels). False, with both 0, when
-/// oneDNN does not take `c`. The compile pass conv_layout keeps activations in these layouts.
+/// count wants (the plain primitive's where the adds are declined as post-ops: they then follow
+/// it), 0 where it wants another layout (row-major, or a block that does not divide the
+/// channels). False, with both 0, when oneDNN does not take `c`. The compile pass conv_layout
+/// keeps activations in these layouts.
 bool dnnl_conv_blocks(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds, int64_t* src_block,
                       int64_t* dst_block);
 

@@ -1,6 +1,8 @@
 // The conv_epilogue pass: bias and residual adds after a float32 CPU Conv become oneDNN post-ops of that Conv.
 #include <vector>
 
+#include "smelt/device.h"
+
 #include "src/backend/cpu/dnnl.h"
 #include "src/compile/passes.h"
 
@@ -26,6 +28,25 @@ bool per_channel(const Shape& from, const Shape& to) {
 }
 
 }  // namespace
+
+int channel_constant(Tape& tape, int v, const Shape& to) {
+  const Array* a = nullptr;
+  for (const auto& [id, arr] : tape.constants)
+    if (id == v) a = &arr;
+  if (a == nullptr || a->dtype() != Dtype::Float32 || a->device().type != Device::Type::Cpu || a->shape() != to ||
+      to.size() < 3)
+    return -1;
+  const Strides& st = a->strides();
+  for (size_t i = 0; i < to.size(); ++i)
+    if (i != 1 && to[i] != 1 && st[i] != 0) return -1;
+  const float* d = static_cast<const float*>(a->data());
+  std::vector<float> values(static_cast<size_t>(to[1]));
+  for (int64_t c = 0; c < to[1]; ++c) values[c] = d[c * st[1]];
+  const int id = tape.add_value({to[1]}, Dtype::Float32, Device::cpu());
+  DefaultDeviceScope on_cpu(Device::cpu());
+  tape.constants.emplace_back(id, Array(values, {to[1]}));
+  return id;
+}
 
 void fuse_conv_epilogues(Tape& tape) {
   if (!cpu::dnnl_enabled()) return;  // smelt's own kernel would gain nothing from the fusion
@@ -60,11 +81,15 @@ void fuse_conv_epilogues(Tape& tape) {
       const int other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
       if (other == cur) break;  // y + y
       const int op = producer[other];
+      int channel = -1;
       if (op >= 0 && tape.steps[op].prim.kind == PrimKind::Broadcast &&
           per_channel(tape.values[tape.steps[op].inputs[0]].shape, out_shape) &&
           is_cpu_f32(tape.values[tape.steps[op].inputs[0]])) {
         params.adds.push_back(ConvAdd::Channel);
         operands.push_back(tape.steps[op].inputs[0]);
+      } else if (op < 0 && (channel = channel_constant(tape, other, out_shape)) >= 0) {
+        params.adds.push_back(ConvAdd::Channel);
+        operands.push_back(channel);
       } else if (!residual && is_cpu_f32(tape.values[other]) && tape.values[other].shape == out_shape) {
         params.adds.push_back(ConvAdd::Tensor);
         operands.push_back(other);

@@ -217,6 +217,7 @@ void run_passes(Tape& tape, const PassOptions& options) {
   if (!options.shapeless) {
     pipeline.push_back({"conv_epilogue", fuse_conv_epilogues});
     pipeline.push_back({"conv_prepack", prepack_conv_weights});
+    pipeline.push_back({"conv_layout", keep_blocked_layouts});
   }
   pipeline.push_back({"matmul_prepack", prepack_matmul_operands});
   if (options.fuse)

@@ -27,6 +27,11 @@ void eliminate_dead_steps(Tape& tape);
 /// kernel reads the Conv's output once): oneDNN's ReLU/clip turn NaN into 0 (vmaxps), and its
 /// GELU/SiLU are other formulas, so they would break the compiled == eager contract.
 void fuse_conv_epilogues(Tape& tape);
+/// For the conv passes: the C values of a float32 CPU constant of shape `to` ([N, C, ...]) that
+/// repeats one value per channel (a broadcast frozen when the tape was traced: the bias of a
+/// BatchNorm an ONNX model folded into its Conv), added to the tape as a 1-D constant; -1 when
+/// `v` is not such a constant.
+int channel_constant(Tape& tape, int v, const Shape& to);
 /// With oneDNN: the weight of a float32 CPU Conv that is a constant of the tape (an ONNX
 /// initializer, a captured array) is reordered now into the layout oneDNN's primitive wants, and
 /// the Conv reads that packed constant (ConvParams::packed_weight): calls skip the weight reorder.
@@ -37,6 +42,13 @@ void prepack_conv_weights(Tape& tape);
 /// kernel copied it to row-major on every call. The kernel computes on the same row-major values
 /// either way, so the bits do not change.
 void prepack_matmul_operands(Tape& tape);
+
+/// With oneDNN: activations between float32 CPU convolutions stay in the channel-blocked layout
+/// their primitives want ([N, C/b, spatial..., b]) through the element-wise steps, poolings and
+/// residual adds between them (ConvParams::src_block/dst_block, PoolParams::block), so that
+/// reorders run only where a chain begins and ends. The same primitives run on the same values:
+/// bit-identical to the row-major tape. See docs/cpu-kernels.md.
+void keep_blocked_layouts(Tape& tape);
 
 struct PassOptions {
   std::vector<std::string> disabled;
@@ -54,7 +66,7 @@ struct PassOptions {
 };
 
 /// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce",
-/// "conv_epilogue", "conv_prepack" (neither under shapeless), "matmul_prepack", then "fuse"), verifying the tape
+/// "conv_epilogue", "conv_prepack", "conv_layout" (none under shapeless), "matmul_prepack", then "fuse"), verifying the tape
 /// after each.
 void run_passes(Tape& tape, const PassOptions& options);
 

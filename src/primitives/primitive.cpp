@@ -4,6 +4,8 @@
 #include <functional>
 #include <sstream>
 
+#include "smelt/errors.h"
+
 namespace smelt {
 
 const char* unary_op_name(UnaryOp op) {
@@ -281,6 +283,8 @@ struct Hasher {
     for (ConvAdd a : p.adds) add(static_cast<size_t>(a) + 1);
     add_vec(p.packed_weight);
     add(static_cast<size_t>(p.packed_threads));
+    add(static_cast<size_t>(p.src_block));
+    add(static_cast<size_t>(p.dst_block));
   }
   void operator()(const ConvTransposeParams& p) {
     add_vec(p.strides);
@@ -298,6 +302,7 @@ struct Hasher {
     add_vec(p.padding_hi);
     add_vec(p.dilations);
     add(p.count_include_pad);
+    add(static_cast<size_t>(p.block));
     add(p.ceil_mode);
   }
   void operator()(const AttentionParams& p) {
@@ -360,6 +365,7 @@ struct Printer {
        << ", dilations=" << list(p.dilations) << ", groups=" << p.groups;
     for (ConvAdd a : p.adds) os << (a == ConvAdd::Channel ? ", +bias" : ", +residual");
     if (!p.packed_weight.empty()) os << ", packed weight " << list(p.packed_weight);
+    if (p.src_block || p.dst_block) os << ", blocks " << p.src_block << "->" << p.dst_block;
   }
   void operator()(const ConvTransposeParams& p) {
     os << "strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
@@ -370,6 +376,7 @@ struct Printer {
     os << (p.kind == PoolKind::Max ? "max" : "avg") << ", kernel=" << list(p.kernel)
        << ", strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
        << ", dilations=" << list(p.dilations) << (p.ceil_mode ? ", ceil" : "");
+    if (p.block) os << ", block " << p.block;
   }
   void operator()(const AttentionParams& p) {
     static const char* causal[] = {"none", "upper_left", "lower_right"};
@@ -399,6 +406,23 @@ std::string Primitive::str() const {
   std::visit(Printer{os}, params);
   os << ")";
   return os.str();
+}
+
+Shape blocked_shape(const Shape& plain, int64_t b) {
+  if (b == 0) return plain;
+  SMELT_ASSERT(plain.size() >= 3 && b > 0 && plain[1] % b == 0, "blocked_shape: channels not a multiple of the block");
+  Shape s{plain[0], plain[1] / b};
+  s.insert(s.end(), plain.begin() + 2, plain.end());
+  s.push_back(b);
+  return s;
+}
+
+Shape unblocked_shape(const Shape& blocked, int64_t b) {
+  if (b == 0) return blocked;
+  SMELT_ASSERT(blocked.size() >= 4 && blocked.back() == b, "unblocked_shape: not a blocked shape");
+  Shape s{blocked[0], blocked[1] * b};
+  s.insert(s.end(), blocked.begin() + 2, blocked.end() - 1);
+  return s;
 }
 
 }  // namespace smelt

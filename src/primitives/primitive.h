@@ -165,6 +165,11 @@ struct ConvParams {
   /// `packed_threads` is the thread count whose plan chose that layout.
   std::vector<int64_t> packed_weight = {};
   int64_t packed_threads = 0;
+  /// Channel blocks of the input and of the output (and of a residual add's operand): 0 for
+  /// row-major [N, C, spatial...]; b > 0 for oneDNN's blocked layout nC(d)(h)wXc, held as the
+  /// row-major array [N, C/b, spatial..., b] (C a multiple of b). Only the CPU compile pass
+  /// conv_layout (src/compile/conv_layout.cpp) sets them, on convolutions oneDNN takes.
+  int64_t src_block = 0, dst_block = 0;
   bool operator==(const ConvParams&) const = default;
 };
 struct ConvTransposeParams {
@@ -177,6 +182,9 @@ struct PoolParams {
   std::vector<int64_t> kernel, strides, padding_lo, padding_hi, dilations;
   bool count_include_pad;
   bool ceil_mode = false;  // output sizes round up (the kernel reads them from the node's shape)
+  /// 0: row-major input and output; b > 0: both in the blocked layout [N, C/b, spatial..., b]
+  /// (ConvParams::src_block; only the compile pass conv_layout sets it, float32 on the CPU).
+  int64_t block = 0;
   bool operator==(const PoolParams&) const = default;
 };
 
@@ -292,6 +300,12 @@ enum class FuseRole : uint8_t { None, Compute, Broadcast, Constant };
 FuseRole prim_fuse_role(PrimKind kind);
 /// True when the primitive's parameters fix its output shape (Full, Reshape, Slice, ...).
 bool prim_fixes_shape(PrimKind kind);
+
+/// The channel-blocked layout of ConvParams::src_block / dst_block and PoolParams::block:
+/// [N, C, spatial...] held as [N, C/b, spatial..., b]. `blocked_shape` needs C % b == 0;
+/// `unblocked_shape` gives back [N, C, spatial...]. b = 0 leaves the shape as it is.
+Shape blocked_shape(const Shape& plain, int64_t b);
+Shape unblocked_shape(const Shape& blocked, int64_t b);
 
 template <class P>
 Primitive make_prim(PrimKind kind, P params) {

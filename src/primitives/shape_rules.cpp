@@ -112,6 +112,25 @@ void check_spatial(const Primitive& prim, const std::vector<Shape>& in, const Sh
                        " spatial axes)");
 }
 
+/// The logical [N, C, spatial...] shape of an input in the channel-blocked layout of block `b`
+/// ([N, C/b, spatial..., b]; b = 0: row-major, returned as it is).
+Shape unblock(const Primitive& prim, const std::vector<Shape>& in, const Shape& s, size_t k, int64_t b) {
+  if (b == 0) return s;
+  if (b < 0 || s.size() != k + 3 || s.back() != b)
+    fail(prim, in, "a channel-blocked input needs rank " + std::to_string(k + 3) + " ending in the block " +
+                       std::to_string(b));
+  return unblocked_shape(s, b);
+}
+
+/// `out` in the channel-blocked layout of block `b` (its channels must be a multiple of b).
+Shape block(const Primitive& prim, const std::vector<Shape>& in, const Shape& out, int64_t b) {
+  if (b == 0) return out;
+  if (b < 0 || out[1] % b != 0)
+    fail(prim, in, "the output's " + std::to_string(out[1]) + " channels are not a multiple of the block " +
+                       std::to_string(b));
+  return blocked_shape(out, b);
+}
+
 }  // namespace
 
 std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<Shape>& in,
@@ -329,8 +348,9 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
     case PrimKind::Conv: {
       const auto& p = prim.get<ConvParams>();
       need_inputs(prim, in, 2 + p.adds.size());
-      const Shape &x = in[0], &w = p.packed_weight.empty() ? in[1] : p.packed_weight;
+      const Shape& w = p.packed_weight.empty() ? in[1] : p.packed_weight;
       const size_t k = p.strides.size();
+      const Shape x = unblock(prim, in, in[0], k, p.src_block);
       check_spatial(prim, in, x, k);
       if (w.size() != x.size()) fail(prim, in, "the weight needs the input's rank");
       if (checked_mul(w[1], p.groups, "conv") != x[1])
@@ -340,7 +360,7 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
       spatial_sizes(prim, in, k, out, [&](size_t i) {
         return conv_output_size(x[i + 2], w[i + 2], p.strides[i], p.padding_lo[i], p.padding_hi[i], p.dilations[i]);
       });
-      return {out};
+      return {block(prim, in, out, p.dst_block)};
     }
     case PrimKind::ConvTranspose: {
       need_inputs(prim, in, 2);
@@ -362,15 +382,15 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
     case PrimKind::Pool: {
       need_inputs(prim, in, 1);
       const auto& p = prim.get<PoolParams>();
-      const Shape& x = in[0];
       const size_t k = p.kernel.size();
+      const Shape x = unblock(prim, in, in[0], k, p.block);
       check_spatial(prim, in, x, k);
       Shape out{x[0], x[1]};
       spatial_sizes(prim, in, k, out, [&](size_t i) {
         return pool_output_size(x[i + 2], p.kernel[i], p.strides[i], p.padding_lo[i], p.padding_hi[i], p.dilations[i],
                                 p.ceil_mode);
       });
-      return {out};
+      return {block(prim, in, out, p.block)};
     }
   }
   fail(prim, in, "unknown primitive");

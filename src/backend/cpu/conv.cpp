@@ -75,7 +75,15 @@ Range valid_range(int64_t off, int64_t step, int64_t lo, int64_t hi, int64_t cou
   // first: smallest i with off + i*step >= lo; last: smallest i with off + i*step >= hi.
   // In 128 bits: a stride or dilation near 2^63 (legal when the output has one position) must not
   // overflow the rounding-up (found by the fuzzer under UBSan).
+  // The 128-bit division costs ~100 cycles (libgcc's __divti3): poolings call this for every
+  // output row, so it runs only where the 64-bit difference overflows.
   auto at_least = [&](int64_t bound) -> int64_t {
+    int64_t need64;
+    if (!__builtin_sub_overflow(bound, off, &need64)) {
+      if (need64 <= 0) return 0;
+      const int64_t i = need64 / step + (need64 % step != 0);  // no overflow: need64 > 0, step > 0
+      return i > count ? count : i;
+    }
     const __int128 need = static_cast<__int128>(bound) - off;
     if (need <= 0) return 0;
     const __int128 i = (need + step - 1) / step;
@@ -307,8 +315,12 @@ DnnlConv dnnl_geometry(const Geom& g) {
 }  // namespace
 
 DnnlConv dnnl_conv_geometry(const Shape& x, const Shape& w, const Shape& y, const ConvParams& p) {
-  return dnnl_geometry(make_geom(x, y, Shape(w.begin() + 2, w.end()), p.strides, p.padding_lo, p.padding_hi,
-                                 p.dilations, p.groups));
+  DnnlConv c = dnnl_geometry(make_geom(unblocked_shape(x, p.src_block), unblocked_shape(y, p.dst_block),
+                                       Shape(w.begin() + 2, w.end()), p.strides, p.padding_lo, p.padding_hi,
+                                       p.dilations, p.groups));
+  c.src_block = p.src_block;
+  c.dst_block = p.dst_block;
+  return c;
 }
 
 namespace {
@@ -571,15 +583,81 @@ void pool(const T* x, T* y, const Geom& g, bool count_include_pad) {
   });
 }
 
+/// Pooling of float32 data in the channel-blocked layout [N, C/b, D, H, W, b] (the compile pass
+/// conv_layout): the b lanes of a block are b channels, each reduced over its window in pool()'s
+/// order (kd, kh, kw ascending, the same valid positions) with the same comparison (NaN wins) or
+/// double sum and division, so every value is pool()'s on the row-major data, bit for bit.
+template <bool kMax>
+void pool_blocked(const float* x, float* y, const Geom& g, int64_t b, bool count_include_pad) {
+  using Acc = std::conditional_t<kMax, float, double>;
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t D = g.in[0], H = g.in[1], W = g.in[2];
+  const int64_t rows = g.batch * (g.in_ch / b) * OD * OH;
+  const Acc init = kMax ? -std::numeric_limits<Acc>::infinity() : Acc(0);
+  // Window columns per output column (and their count with padding), computed once.
+  std::vector<Range> cols(static_cast<size_t>(OW));
+  std::vector<int64_t> padded_w(static_cast<size_t>(OW));
+  for (int64_t ow = 0; ow < OW; ++ow) {
+    const int64_t w0 = ow * g.stride[2] - g.pad[2];
+    cols[ow] = valid_range(w0, g.dil[2], 0, W, g.k[2]);
+    const Range pw = valid_range(w0, g.dil[2], -g.pad[2], W + g.pad_hi[2], g.k[2]);
+    padded_w[ow] = pw.last - pw.first;
+  }
+  const int64_t work = std::max<int64_t>(1, OW * b * g.k_size());
+  parallel_for(rows, std::max<int64_t>(1, kGrain / work), [&](int64_t rb, int64_t re) {
+    std::vector<Acc> acc(static_cast<size_t>(b));
+    Acc* a = acc.data();
+    for (int64_t r = rb; r < re; ++r) {
+      const int64_t oh = r % OH, od = (r / OH) % OD, plane = r / (OH * OD);
+      const float* xp = x + plane * D * H * W * b;
+      float* yr = y + r * OW * b;
+      const int64_t d0 = od * g.stride[0] - g.pad[0], h0 = oh * g.stride[1] - g.pad[1];
+      const Range kd = valid_range(d0, g.dil[0], 0, D, g.k[0]);
+      const Range kh = valid_range(h0, g.dil[1], 0, H, g.k[1]);
+      int64_t count_dh = (kd.last - kd.first) * (kh.last - kh.first);
+      if (count_include_pad) {
+        const Range pd = valid_range(d0, g.dil[0], -g.pad[0], D + g.pad_hi[0], g.k[0]);
+        const Range ph = valid_range(h0, g.dil[1], -g.pad[1], H + g.pad_hi[1], g.k[1]);
+        count_dh = (pd.last - pd.first) * (ph.last - ph.first);
+      }
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const int64_t w0 = ow * g.stride[2] - g.pad[2];
+        const Range kw = cols[ow];
+        std::fill(a, a + b, init);
+        for (int64_t i = kd.first; i < kd.last; ++i)
+          for (int64_t j = kh.first; j < kh.last; ++j)
+            for (int64_t l = kw.first; l < kw.last; ++l) {
+              const float* src = xp + (((d0 + i * g.dil[0]) * H + h0 + j * g.dil[1]) * W + w0 + l * g.dil[2]) * b;
+              for (int64_t c = 0; c < b; ++c) {
+                const float v = src[c];
+                if constexpr (kMax)
+                  a[c] = (v > a[c] || v != v) ? v : a[c];  // NaN wins and stays, as in pool()
+                else
+                  a[c] += static_cast<double>(v);
+              }
+            }
+        float* dst = yr + ow * b;
+        if constexpr (kMax) {
+          for (int64_t c = 0; c < b; ++c) dst[c] = a[c];
+        } else {
+          const int64_t count = count_dh * (count_include_pad ? padded_w[ow] : kw.last - kw.first);
+          for (int64_t c = 0; c < b; ++c) dst[c] = static_cast<float>(a[c] / static_cast<double>(count));
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 namespace {
 
-/// A Conv with fused adds or a packed weight (float32 only, made by the compile passes
-/// conv_epilogue and conv_prepack): oneDNN applies the adds as post-ops; where it does not take
-/// the geometry, smelt's kernel runs and the adds follow, in the same order. Either way each add
-/// is one float32 addition of the convolution's float32 result, as the separate adds would
-/// compute it. A packed weight exists only where oneDNN took the geometry at compile time.
+/// A Conv with fused adds, a packed weight or blocked layouts (float32 only, made by the compile
+/// passes conv_epilogue, conv_prepack and conv_layout): oneDNN applies the adds as post-ops;
+/// where it does not take the geometry, smelt's kernel runs and the adds follow, in the same
+/// order. Either way each add is one float32 addition of the convolution's float32 result, as
+/// the separate adds would compute it. A packed weight and blocked layouts exist only where
+/// oneDNN took the geometry at compile time (its choice does not depend on the thread count).
 void conv_compiled(const ConvParams& p, const std::vector<Array>& inputs, Array& out, const Geom& g,
                    const Shape& weight_shape) {
   SMELT_ASSERT(out.dtype() == Dtype::Float32 && inputs.size() == 2 + p.adds.size(),
@@ -604,14 +682,19 @@ void conv_compiled(const ConvParams& p, const std::vector<Array>& inputs, Array&
   if (inputs[0].size() == 0) {
     std::fill(y, y + out.size(), 0.0f);
   } else if (!dnnl_conv_f32(geometry, x, w, y, {}, packed)) {
-    SMELT_ASSERT(p.packed_weight.empty(), "conv: oneDNN declined a convolution whose weight it packed");
+    SMELT_ASSERT(p.packed_weight.empty() && p.src_block == 0 && p.dst_block == 0,
+                 "conv: oneDNN declined a convolution whose weight it packed or whose layouts it chose");
     conv_float<float>(x, w, y, g);
   }
-  const int64_t plane = g.out_size(), channels = g.out_ch;
+  // Channel of element i: row-major [N, C, P], or blocked [N, C/b, P, b].
+  const int64_t plane = g.out_size(), channels = g.out_ch, blk = p.dst_block;
+  auto channel = [&](int64_t i) {
+    return blk == 0 ? (i / plane) % channels : (i / (plane * blk)) % (channels / blk) * blk + i % blk;
+  };
   for (const DnnlAdd& a : adds) {
     parallel_for(out.size(), kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) y[i] = y[i] + (a.kind == DnnlAddKind::Channel ? a.operand[(i / plane) % channels]
-                                                                                   : a.operand[i]);
+      for (int64_t i = b; i < e; ++i)
+        y[i] = y[i] + (a.kind == DnnlAddKind::Channel ? a.operand[channel(i)] : a.operand[i]);
     });
   }
 }
@@ -625,9 +708,9 @@ void eval_Conv(const ConvParams& p, const std::vector<Array>& inputs, std::vecto
   alloc_contiguous(out);
   if (out.size() == 0) return;
   const Shape ws = p.packed_weight.empty() ? wa.shape() : Shape(p.packed_weight.begin(), p.packed_weight.end());
-  Geom g = make_geom(xa.shape(), out.shape(), Shape(ws.begin() + 2, ws.end()), p.strides, p.padding_lo, p.padding_hi,
-                     p.dilations, p.groups);
-  if (!p.adds.empty() || !p.packed_weight.empty()) {
+  Geom g = make_geom(unblocked_shape(xa.shape(), p.src_block), unblocked_shape(out.shape(), p.dst_block),
+                     Shape(ws.begin() + 2, ws.end()), p.strides, p.padding_lo, p.padding_hi, p.dilations, p.groups);
+  if (!p.adds.empty() || !p.packed_weight.empty() || p.src_block != 0 || p.dst_block != 0) {
     conv_compiled(p, inputs, out, g, ws);
     return;
   }
@@ -668,7 +751,18 @@ void eval_Pool(const PoolParams& p, const std::vector<Array>& inputs, std::vecto
   Array& out = outputs[0];
   alloc_contiguous(out);
   if (out.size() == 0) return;
-  Geom g = make_geom(xa.shape(), out.shape(), p.kernel, p.strides, p.padding_lo, p.padding_hi, p.dilations, 1);
+  Geom g = make_geom(unblocked_shape(xa.shape(), p.block), unblocked_shape(out.shape(), p.block), p.kernel, p.strides,
+                     p.padding_lo, p.padding_hi, p.dilations, 1);
+  if (p.block != 0) {  // float32 only (the compile pass conv_layout)
+    SMELT_ASSERT(out.dtype() == Dtype::Float32 && xa.size() > 0, "pool: a blocked layout needs float32 data");
+    std::vector<float> xs;
+    const float* x = contiguous_as<float, float>(xa, xs);
+    if (p.kind == PoolKind::Max)
+      pool_blocked<true>(x, out_ptr<float>(out), g, p.block, false);
+    else
+      pool_blocked<false>(x, out_ptr<float>(out), g, p.block, p.count_include_pad);
+    return;
+  }
   dispatch_all(out.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       throw DtypeError("pool: bool is not supported");

@@ -37,6 +37,11 @@ bool dnnl_sgemm_1thread(bool, bool, int64_t, int64_t, int64_t, const float*, int
   return false;
 }
 int64_t dnnl_conv_primitives_created() { return 0; }
+bool dnnl_conv_blocks(const DnnlConv&, const std::vector<DnnlAddKind>&, int64_t* src_block, int64_t* dst_block) {
+  *src_block = *dst_block = 0;
+  return false;
+}
+int64_t dnnl_activation_reorders() { return 0; }
 std::string dnnl_conv_impl(const DnnlConv&, const std::vector<DnnlAdd>&) { return ""; }
 
 #else
@@ -141,6 +146,45 @@ memory::format_tag plain_tag(size_t rank) {
   return memory::format_tag::undef;
 }
 
+/// oneDNN's tag for the channel-blocked layout nC(d)(h)w{b}c of a tensor of `rank` axes.
+memory::format_tag blocked_tag(size_t rank, int64_t b) {
+  using t = memory::format_tag;
+  switch (b) {
+    case 4: return rank == 3 ? t::nCw4c : rank == 4 ? t::nChw4c : t::nCdhw4c;
+    case 8: return rank == 3 ? t::nCw8c : rank == 4 ? t::nChw8c : t::nCdhw8c;
+    case 16: return rank == 3 ? t::nCw16c : rank == 4 ? t::nChw16c : t::nCdhw16c;
+  }
+  SMELT_ASSERT(false, "conv: unsupported channel block " + std::to_string(b));
+  return t::undef;
+}
+
+/// oneDNN's tag for channels-last (n(d)(h)wc) data of `rank` axes.
+memory::format_tag channels_last_tag(size_t rank) {
+  using t = memory::format_tag;
+  return rank == 3 ? t::acb : rank == 4 ? t::acdb : t::acdeb;
+}
+
+/// The layout smelt holds an activation in: row-major (b = 0), channels-last (b = C: the array
+/// [N, 1, spatial..., C] is n(d)(h)wc), or blocked by b in {4, 8, 16} channels.
+memory::desc user_desc(const memory::dims& d, int64_t b) {
+  const memory::format_tag tag =
+      b == 0 ? plain_tag(d.size()) : b == d[1] ? channels_last_tag(d.size()) : blocked_tag(d.size(), b);
+  return memory::desc(d, memory::data_type::f32, tag);
+}
+
+/// The block of `md` as smelt holds it: C for channels-last (what oneDNN's brgemm convolutions
+/// use), b for nC..{b}c with b in {4, 8, 16} dividing the channels (no padded lanes), else 0.
+int64_t block_of(const memory::desc& md) {
+  const memory::dims d = md.dims();
+  if (d.size() < 3 || d.size() > 5) return 0;
+  if (md == user_desc(d, d[1])) return d[1];
+  for (int64_t b : {4, 8, 16})
+    if (b != d[1] && d[1] % b == 0 && md == user_desc(d, b)) return b;
+  return 0;
+}
+
+std::atomic<int64_t> g_reorders{0};
+
 std::optional<dnnl::reorder> reorder_if(const memory::desc& from, const memory::desc& to) {
   if (from == to) return std::nullopt;
   return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
@@ -158,8 +202,8 @@ std::shared_ptr<const ConvPlan> make_plan(const DnnlConv& c, const std::vector<D
   for (int i = 3 - c.spatial; i < 3; ++i) wei_d.push_back(c.k[i]);
 
   auto plan = std::make_shared<ConvPlan>();
-  plan->src_user = memory::desc(src_d, dt::f32, plain_tag(src_d.size()));
-  plan->dst_user = memory::desc(dst_d, dt::f32, plain_tag(dst_d.size()));
+  plan->src_user = user_desc(src_d, c.src_block);
+  plan->dst_user = user_desc(dst_d, c.dst_block);
   plan->wei_user = memory::desc(wei_d, dt::f32, plain_tag(wei_d.size()));
   memory::dims bias_d(dst_d.size(), 1);
   bias_d[1] = c.out_ch;
@@ -205,7 +249,7 @@ std::atomic<int64_t> g_created{0};
 /// Plans by (geometry, add kinds, threads): a primitive's blocking is chosen for the thread
 /// count it is created under, and creating one (JIT code generation) costs far more than a call.
 std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<DnnlAddKind>& adds, int threads) {
-  std::vector<int64_t> key{c.spatial, c.batch, c.in_ch, c.out_ch, c.groups, threads};
+  std::vector<int64_t> key{c.spatial, c.batch, c.in_ch, c.out_ch, c.groups, threads, c.src_block, c.dst_block};
   for (const int64_t* a : {c.in, c.out, c.k, c.stride, c.pad_lo, c.pad_hi, c.dil}) key.insert(key.end(), a, a + 3);
   for (const DnnlAddKind a : adds) key.push_back(100 + static_cast<int64_t>(a));
   struct Hash {
@@ -246,6 +290,8 @@ std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<Dn
 
 bool supported(const DnnlConv& c, const std::vector<DnnlAddKind>& adds) {
   if (c.spatial < 1 || c.spatial > 3 || c.batch <= 0 || c.in_ch <= 0 || c.out_ch <= 0 || c.groups <= 0) return false;
+  for (const auto& [b, ch] : {std::pair{c.src_block, c.in_ch}, std::pair{c.dst_block, c.out_ch}})
+    if (b != 0 && b != ch && ((b != 4 && b != 8 && b != 16) || ch % b != 0)) return false;
   for (int i = 0; i < 3; ++i)
     if (c.pad_lo[i] < 0 || c.pad_hi[i] < 0 || c.dil[i] < 1 || c.stride[i] < 1) return false;
   return std::count(adds.begin(), adds.end(), DnnlAddKind::Tensor) <= 1;
@@ -309,6 +355,7 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
   memory src = user(plan->src_user, x), wei = user(wei_given, w), dst = user(plan->dst_user, y);
   if (plan->src_in) {
     memory blocked = mine(plan->src, kSrc);
+    g_reorders.fetch_add(1, std::memory_order_relaxed);
     plan->src_in->execute(st, src, blocked);
     src = blocked;
   }
@@ -334,6 +381,7 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
         // The sum post-op adds the accumulator to what the destination holds: the residual.
         if (plan->dst_in) {
           memory residual = user(plan->dst_user, adds[i].operand);
+          g_reorders.fetch_add(1, std::memory_order_relaxed);
           plan->dst_in->execute(st, residual, out);
         } else if (adds[i].operand != y) {
           std::memcpy(y, adds[i].operand, plan->dst_user.get_size());
@@ -342,7 +390,10 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
     }
   }
   plan->conv.execute(st, args);
-  if (plan->dst_out) plan->dst_out->execute(st, out, dst);
+  if (plan->dst_out) {
+    g_reorders.fetch_add(1, std::memory_order_relaxed);
+    plan->dst_out->execute(st, out, dst);
+  }
   st.wait();
   return true;
 }
@@ -362,6 +413,23 @@ bool dnnl_sgemm_1thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
 }
 
 int64_t dnnl_conv_primitives_created() { return g_created.load(std::memory_order_relaxed); }
+
+int64_t dnnl_activation_reorders() { return g_reorders.load(std::memory_order_relaxed); }
+
+bool dnnl_conv_blocks(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds, int64_t* src_block,
+                      int64_t* dst_block) {
+  *src_block = *dst_block = 0;
+  if (!supported(c, kinds)) return false;
+  OmpThreads omp(call_threads());
+  auto plan = choose_plan(c, kinds, omp).first;
+  // Adds declined as post-ops (dnnl_conv_f32 returns false): the Conv step runs the plain
+  // primitive and then the adds, element by element in the output's layout.
+  if (!plan && !kinds.empty()) plan = choose_plan(c, {}, omp).first;
+  if (!plan) return false;
+  *src_block = block_of(plan->src);
+  *dst_block = block_of(plan->dst);
+  return true;
+}
 
 std::string dnnl_conv_impl(const DnnlConv& c, const std::vector<DnnlAdd>& adds) {
   const std::vector<DnnlAddKind> kinds = kinds_of(adds);

@@ -25,6 +25,10 @@ struct DnnlConv {
   int64_t batch = 0, in_ch = 0, out_ch = 0, groups = 1;
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
   int64_t stride[3] = {1, 1, 1}, pad_lo[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
+  /// Layouts of x and of y (and of a Tensor add's operand), held as [N, C/b, spatial..., b]
+  /// (ConvParams::src_block, dst_block): 0 row-major, b = C channels-last (n(d)(h)wc), b in
+  /// {4, 8, 16} dividing C oneDNN's nC(d)(h)w{b}c.
+  int64_t src_block = 0, dst_block = 0;
 };
 
 /// An addition applied to the float32 result of each output element after its whole reduction,
@@ -63,6 +67,19 @@ DnnlConv dnnl_conv_geometry(const Shape& x, const Shape& w, const Shape& y, cons
 /// without oneDNN.
 bool dnnl_sgemm_1thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                         const float* b, int64_t ldb, float* c, int64_t ldc);
+
+/// The channel blocks (as DnnlConv::src_block: C for channels-last, 4, 8 or 16) of the source and
+/// destination layouts that the primitive running `c` with adds of `kinds` at the current thread
+/// count wants (the plain primitive's where the adds are declined as post-ops: they then follow
+/// it), 0 where it wants another layout (row-major, or a block that does not divide the
+/// channels). False, with both 0, when oneDNN does not take `c`. The compile pass conv_layout
+/// keeps activations in these layouts.
+bool dnnl_conv_blocks(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds, int64_t* src_block,
+                      int64_t* dst_block);
+
+/// Activation reorders (an input into the primitive's layout, a result or a residual between
+/// layouts) that convolutions have run so far: tests count those a compiled chain saves.
+int64_t dnnl_activation_reorders();
 
 /// Number of convolution primitives created so far (tests check that a shape is planned once).
 int64_t dnnl_conv_primitives_created();

@@ -1,0 +1,264 @@
+// The conv_layout pass: activations stay in oneDNN's channel-blocked layout across chains of CPU convolutions.
+//
+// Each float32 CPU convolution that oneDNN runs reorders its input from [N, C, H, W] into the
+// blocked layout its primitive wants (nChw16c, ...) and its output back. Between two such
+// convolutions the element-wise ops and poolings do not care where a channel lives, so this pass
+// keeps their values in the blocked layout, held as the row-major array [N, C/b, H, W, b]: a
+// Conv reads and writes it directly (ConvParams::src_block, dst_block), a Pool runs its blocked
+// kernel (PoolParams::block), element-wise steps run on the 5-D arrays as they are, and their
+// per-channel and scalar operands are broadcast in the same layout. The reorders are left only
+// where a chain begins (a convolution's row-major input) and ends (a convolution's row-major
+// output). The same primitives run as eagerly, and the element-wise ops and poolings compute the
+// same values from the same operands, so the results are bit-identical to the eager path.
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "smelt/device.h"
+#include "smelt/errors.h"
+#include "smelt/ops.h"
+#include "src/backend/cpu/dnnl.h"
+#include "src/compile/passes.h"
+
+namespace smelt::compiler {
+
+namespace {
+
+bool is_cpu_f32(const ValueInfo& v) { return v.dtype == Dtype::Float32 && v.device.type == Device::Type::Cpu; }
+
+/// Element-wise steps that run on blocked data unchanged: float32 in, float32 out, one value
+/// per element (the operands of a Binary have the output's shape: broadcasts are their own steps).
+bool is_elementwise_f32(const Tape& tape, const Step& s) {
+  if (s.prim.kind != PrimKind::Unary && s.prim.kind != PrimKind::Binary) return false;
+  if (s.device.type != Device::Type::Cpu || !is_cpu_f32(tape.values[s.outputs[0]])) return false;
+  for (int in : s.inputs)
+    if (!is_cpu_f32(tape.values[in]) || tape.values[in].shape != tape.values[s.outputs[0]].shape) return false;
+  return true;
+}
+
+/// True when broadcasting `from` to `to` ([N, C, spatial...]) repeats one value per channel (or
+/// one value everywhere: a scalar).
+bool per_channel_or_scalar(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && !(lead + i == 1 && from[i] == to[1])) return false;
+  return true;
+}
+
+struct Graph {
+  std::vector<int> producer;               // step index per value, -1 for inputs and constants
+  std::vector<std::vector<int>> readers;   // step indices per value (a step once per input slot)
+  std::vector<char> is_output, is_constant;
+};
+
+Graph graph_of(const Tape& tape) {
+  Graph g;
+  const size_t n = tape.values.size();
+  g.producer.assign(n, -1);
+  g.readers.assign(n, {});
+  g.is_output.assign(n, 0);
+  g.is_constant.assign(n, 0);
+  for (size_t i = 0; i < tape.steps.size(); ++i) {
+    for (int in : tape.steps[i].inputs) g.readers[in].push_back(static_cast<int>(i));
+    for (int o : tape.steps[i].outputs) g.producer[o] = static_cast<int>(i);
+  }
+  for (int o : tape.outputs) g.is_output[o] = 1;
+  for (const auto& c : tape.constants) g.is_constant[c.first] = 1;
+  return g;
+}
+
+/// An operand of a blocked element-wise step that is not itself a blocked value but can be given
+/// in the layout cheaply: the broadcast of a scalar or of per-channel values (re-broadcast in
+/// the blocked layout), or a constant (copied into it once, now).
+bool adaptable(const Tape& tape, const Graph& g, int v) {
+  const int p = g.producer[v];
+  if (p >= 0 && tape.steps[p].prim.kind == PrimKind::Broadcast)
+    return per_channel_or_scalar(tape.values[tape.steps[p].inputs[0]].shape, tape.values[v].shape);
+  return g.is_constant[v] != 0;
+}
+
+}  // namespace
+
+void keep_blocked_layouts(Tape& tape) {
+  if (!cpu::dnnl_enabled()) return;
+  const Graph g = graph_of(tape);
+  const size_t n_values = tape.values.size(), n_steps = tape.steps.size();
+
+  // 1. The blocks each convolution's primitive wants (at the thread count compiling now; a call
+  // at another count whose primitive wants other layouts reorders inside the Conv).
+  std::vector<int64_t> want_src(n_steps, 0), want_dst(n_steps, 0);
+  for (size_t i = 0; i < n_steps; ++i) {
+    const Step& s = tape.steps[i];
+    if (s.prim.kind != PrimKind::Conv || s.device.type != Device::Type::Cpu) continue;
+    const auto& p = s.prim.get<ConvParams>();
+    const ValueInfo &x = tape.values[s.inputs[0]], &y = tape.values[s.outputs[0]];
+    if (p.src_block != 0 || p.dst_block != 0 || !is_cpu_f32(x) || !is_cpu_f32(y)) continue;
+    if (!is_cpu_f32(tape.values[s.inputs[1]])) continue;
+    const Shape w = p.packed_weight.empty() ? tape.values[s.inputs[1]].shape : Shape(p.packed_weight);
+    std::vector<cpu::DnnlAddKind> kinds;
+    for (ConvAdd a : p.adds)
+      kinds.push_back(a == ConvAdd::Channel ? cpu::DnnlAddKind::Channel : cpu::DnnlAddKind::Tensor);
+    cpu::dnnl_conv_blocks(cpu::dnnl_conv_geometry(x.shape, w, y.shape, p), kinds, &want_src[i], &want_dst[i]);
+  }
+
+  // 2. The block each value would have, forward in step order: a convolution's output gets its
+  // primitive's, a pooling's and an element-wise step's their blocked inputs' (all equal).
+  std::vector<int64_t> block(n_values, 0);
+  for (size_t i = 0; i < n_steps; ++i) {
+    const Step& s = tape.steps[i];
+    const int out = s.outputs[0];
+    int64_t b = 0;  // every other step reads and writes row-major values
+    if (s.prim.kind == PrimKind::Conv) {
+      b = want_dst[i];
+    } else if (s.prim.kind == PrimKind::Pool) {
+      if (s.device.type == Device::Type::Cpu && is_cpu_f32(tape.values[out]) && s.prim.get<PoolParams>().block == 0)
+        b = block[s.inputs[0]];
+    } else if (is_elementwise_f32(tape, s)) {
+      for (int in : s.inputs) {
+        if (block[in] == 0 && adaptable(tape, g, in)) continue;
+        b = (block[in] == 0 || (b != 0 && b != block[in])) ? -1 : block[in];
+        if (b < 0) break;
+      }
+      b = std::max<int64_t>(b, 0);
+    }
+    const Shape& shape = tape.values[out].shape;
+    if (b > 0 && shape.size() >= 3 && shape[1] % b == 0 && !g.is_output[out]) block[out] = b;
+  }
+
+  // 3. Drop values whose readers cannot take the layout, until every kept value's readers and
+  // producer can (a worklist: dropping one value can drop its neighbours).
+  std::vector<char> kept(n_values, 0);
+  for (size_t v = 0; v < n_values; ++v) kept[v] = block[v] > 0;
+  auto fits = [&](int v) {
+    const int p = g.producer[v];
+    const Step& ps = tape.steps[p];
+    if (ps.prim.kind == PrimKind::Pool && !kept[ps.inputs[0]]) return false;
+    if (ps.prim.kind == PrimKind::Conv) {  // a residual post-op reads its operand in the output's layout
+      const auto& cp = ps.prim.get<ConvParams>();
+      for (size_t k = 2; k < ps.inputs.size(); ++k)
+        if (cp.adds[k - 2] == ConvAdd::Tensor && (!kept[ps.inputs[k]] || block[ps.inputs[k]] != block[v])) return false;
+    }
+    if (ps.prim.kind == PrimKind::Unary || ps.prim.kind == PrimKind::Binary)
+      for (int in : ps.inputs)
+        if (!kept[in] && !(block[in] == 0 && adaptable(tape, g, in))) return false;
+    for (int r : g.readers[v]) {
+      const Step& rs = tape.steps[r];
+      const int out = rs.outputs[0];
+      if (rs.prim.kind == PrimKind::Conv) {
+        const auto& cp = rs.prim.get<ConvParams>();
+        for (size_t k = 0; k < rs.inputs.size(); ++k) {
+          if (rs.inputs[k] != v) continue;
+          const bool src = k == 0 && want_src[r] == block[v];
+          const bool residual = k >= 2 && cp.adds[k - 2] == ConvAdd::Tensor && kept[out] && block[out] == block[v];
+          if (!src && !residual) return false;
+        }
+      } else if (rs.prim.kind == PrimKind::Pool || rs.prim.kind == PrimKind::Unary ||
+                 rs.prim.kind == PrimKind::Binary) {
+        if (!kept[out]) return false;  // kept only where the step runs on blocked data
+      } else {
+        return false;  // any other reader wants row-major data
+      }
+    }
+    return true;
+  };
+  std::vector<int> work;
+  for (size_t v = 0; v < n_values; ++v)
+    if (kept[v]) work.push_back(static_cast<int>(v));
+  while (!work.empty()) {
+    const int v = work.back();
+    work.pop_back();
+    if (!kept[v] || fits(v)) continue;
+    kept[v] = 0;
+    auto touch = [&](int step) {
+      for (int u : tape.steps[step].inputs)
+        if (kept[u]) work.push_back(u);
+      for (int u : tape.steps[step].outputs)
+        if (kept[u]) work.push_back(u);
+    };
+    touch(g.producer[v]);
+    for (int r : g.readers[v]) touch(r);
+  }
+  bool any = false;
+  for (size_t v = 0; v < n_values; ++v) any = any || kept[v];
+  if (!any) return;
+
+  // 4. Rewrite: blocked shapes, the layouts on Conv and Pool, and operands in the layout.
+  std::vector<Shape> plain(n_values);
+  for (size_t v = 0; v < n_values; ++v) {
+    plain[v] = tape.values[v].shape;
+    if (kept[v]) tape.values[v].shape = blocked_shape(plain[v], block[v]);
+  }
+  std::map<std::pair<int, int64_t>, int> adapted;  // (operand, block) -> blocked operand
+  std::vector<Step> steps;
+  steps.reserve(n_steps);
+  DefaultDeviceScope on_cpu(Device::cpu());  // the constants made here live on the CPU
+  auto adapt = [&](int v, int64_t b, const Device& device) -> int {
+    if (auto it = adapted.find({v, b}); it != adapted.end()) return it->second;
+    const Shape to = blocked_shape(plain[v], b);
+    const int p = g.producer[v];
+    int id;
+    int src = -1;  // the scalar or the C values a broadcast repeats
+    if (p >= 0 && tape.steps[p].prim.kind == PrimKind::Broadcast)
+      src = tape.steps[p].inputs[0];
+    else if (p < 0)
+      src = channel_constant(tape, v, plain[v]);
+    if (src >= 0) {
+      // A scalar or per-channel broadcast: channel c = cb * b + lane, so the C values in order,
+      // reshaped to [1, C/b, 1..., b], broadcast to the blocked shape.
+      const Shape from = tape.values[src].shape;
+      int64_t elements = 1;
+      for (int64_t d : from) elements *= d;
+      if (elements > 1) {
+        Shape compact(to.size(), 1);
+        compact[1] = to[1];
+        compact.back() = b;
+        const int r = tape.add_value(compact, Dtype::Float32, device);
+        steps.push_back({make_prim(PrimKind::Reshape, ShapeParams{compact}), {src}, {r}, device});
+        src = r;
+      }
+      id = tape.add_value(to, Dtype::Float32, device);
+      steps.push_back({make_prim(PrimKind::Broadcast, ShapeParams{to}), {src}, {id}, device});
+    } else {
+      // Another constant: copied into the blocked layout once, now.
+      const Array* c = nullptr;
+      for (const auto& [cid, a] : tape.constants)
+        if (cid == v) c = &a;
+      SMELT_ASSERT(c != nullptr, "conv_layout: an operand to adapt is neither a broadcast nor a constant");
+      Shape split{plain[v][0], plain[v][1] / b, b};
+      split.insert(split.end(), plain[v].begin() + 2, plain[v].end());
+      Axes perm{0, 1};
+      for (int i = 3; i < static_cast<int>(split.size()); ++i) perm.push_back(i);
+      perm.push_back(2);
+      Array blocked = copy(transpose(reshape(*c, split), perm));
+      blocked.eval();
+      id = tape.add_value(to, Dtype::Float32, c->device());
+      tape.constants.emplace_back(id, blocked);
+    }
+    adapted.emplace(std::make_pair(v, b), id);
+    return id;
+  };
+  for (size_t i = 0; i < n_steps; ++i) {
+    Step s = tape.steps[i];  // a copy: adapt() reads the broadcasts of earlier steps
+    const int out = s.outputs[0];
+    if (s.prim.kind == PrimKind::Conv) {
+      ConvParams p = s.prim.get<ConvParams>();
+      p.src_block = kept[s.inputs[0]] ? block[s.inputs[0]] : 0;
+      p.dst_block = kept[out] ? block[out] : 0;
+      if (p.src_block != 0 || p.dst_block != 0) s.prim = make_prim(PrimKind::Conv, std::move(p));
+    } else if (s.prim.kind == PrimKind::Pool && kept[out]) {
+      PoolParams p = s.prim.get<PoolParams>();
+      p.block = block[out];
+      s.prim = make_prim(PrimKind::Pool, std::move(p));
+    } else if (kept[out]) {  // an element-wise step
+      for (int& in : s.inputs)
+        if (!kept[in]) in = adapt(in, block[out], s.device);
+    }
+    steps.push_back(std::move(s));
+  }
+  tape.steps = std::move(steps);
+  eliminate_dead_steps(tape);  // broadcasts and constants only the blocked steps read before
+}
+
+}  // namespace smelt::compiler

@@ -1,0 +1,243 @@
+// The conv_layout pass: activations between float32 CPU convolutions stay in oneDNN's blocked
+// layout, reorders only where a chain begins and ends; compiled == eager bit for bit, at 1, 2 and
+// 3 threads.
+#include <cmath>
+#include <limits>
+
+#include "compile_helpers.h"
+#include "smelt/memory.h"
+#include "src/backend/cpu/dnnl.h"
+
+namespace smelt {
+namespace {
+
+using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+
+Array rand(const Shape& shape, uint32_t seed, double lo = -2, double hi = 2) {
+  return test::random_array(shape, float32, lo, hi, seed);
+}
+
+int blocked_convs(const compiler::Tape& tape) {
+  int n = 0;
+  for (const auto* s : test::steps_of(tape, PrimKind::Conv)) {
+    const auto& p = s->prim.get<ConvParams>();
+    n += p.src_block != 0 || p.dst_block != 0;
+  }
+  return n;
+}
+
+/// Convs whose input and output layouts differ: where a compiled call reorders an activation.
+int layout_changes(const compiler::Tape& tape) {
+  int n = 0;
+  for (const auto* s : test::steps_of(tape, PrimKind::Conv)) {
+    const auto& p = s->prim.get<ConvParams>();
+    n += p.src_block != p.dst_block;
+  }
+  return n;
+}
+
+// Three convolutions with a per-channel scale and shift (an unfolded BatchNorm) and a ReLU, a
+// residual add and a pooling between them; weights and BatchNorm parameters are captured arrays
+// (constants of the tape, as ONNX initializers are). `max`: max pooling, else average pooling
+// with padding counted.
+struct Chain {
+  Array w1, w2, w3, scale, shift, b3;
+  bool max = true;
+
+  std::vector<Array> operator()(const std::vector<Array>& in) const {
+    const int64_t c = w1.shape(0);
+    Array y1 = relu(conv2d(in[0], w1, {1, 1}, {1, 1}) * reshape(scale, {1, c, 1, 1}) + reshape(shift, {c, 1, 1}));
+    Array y2 = conv2d(y1, w2, {1, 1}, {1, 1}) + y1;  // a residual: the conv_epilogue pass takes it in
+    PoolOptions po;
+    po.kernel = {2, 2};
+    po.strides = {2, 2};
+    if (!max) {
+      po.kernel = {3, 3};
+      po.padding_lo = po.padding_hi = {1, 1};
+      po.count_include_pad = true;
+    }
+    Array p = max ? max_pool(y2, po) : avg_pool(y2, po);
+    return {conv2d(p, w3, {1, 1}, {1, 1}) + reshape(b3, {1, w3.shape(0), 1, 1})};
+  }
+};
+
+Chain make_chain(int64_t in_ch, int64_t ch, uint32_t seed, bool max = true) {
+  return {rand({ch, in_ch, 3, 3}, seed, -0.3, 0.3), rand({ch, ch, 3, 3}, seed + 1, -0.2, 0.2),
+          rand({ch, ch, 3, 3}, seed + 2, -0.2, 0.2),  rand({ch}, seed + 3, 0.5, 1.5),
+          rand({ch}, seed + 4),                        rand({ch}, seed + 5),
+          max};
+}
+
+TEST(ConvLayout, AChainOfThreeConvsReordersTwice) {
+  const Chain chain = make_chain(16, 32, 1);
+  const std::vector<Array> inputs{rand({2, 16, 16, 16}, 10)};
+  compiler::Tape tape = test::optimized_tape(chain, inputs);
+  if (!cpu::dnnl_enabled()) {
+    EXPECT_EQ(blocked_convs(tape), 0) << "without oneDNN the pass does nothing";
+    return;
+  }
+  const std::string text = compiler::dump_tape(tape);
+  EXPECT_EQ(blocked_convs(tape), 3) << text;
+  EXPECT_EQ(layout_changes(tape), 2) << text;  // in at the first conv, out at the last
+  ASSERT_EQ(test::steps_of(tape, PrimKind::Pool).size(), 1u);
+  EXPECT_NE(test::steps_of(tape, PrimKind::Pool)[0]->prim.get<PoolParams>().block, 0) << text;
+  for (const auto* s : test::steps_of(tape, PrimKind::Transpose)) ADD_FAILURE() << "a transpose: " << s->prim.str();
+
+  // Counted where they run: eager reorders in and out of each of the 3 convolutions (its
+  // residual is a separate add); the compiled call twice.
+  const Fn fn = chain;
+  auto f = compile_flat(fn);
+  f(inputs);  // the first call plans the primitives
+  int64_t before = cpu::dnnl_activation_reorders();
+  const auto want = fn(inputs);
+  eval(want);
+  EXPECT_EQ(cpu::dnnl_activation_reorders() - before, 6);
+  before = cpu::dnnl_activation_reorders();
+  const auto got = f(inputs);
+  eval(got);
+  EXPECT_EQ(cpu::dnnl_activation_reorders() - before, 2);
+  EXPECT_TRUE(test::bit_equal(got[0], want[0]));
+
+  // With the pass off, every conv reorders its activations in and out again, and the second its
+  // residual into its layout where the residual is a post-op (brgemm kernels; without AVX-512 it
+  // is declined and added after the convolution).
+  CompileOptions off;
+  off.disabled_passes = {"conv_layout"};
+  auto g = compile_flat(fn, off);
+  g(inputs);
+  before = cpu::dnnl_activation_reorders();
+  const auto plain = g(inputs);
+  eval(plain);
+  const int64_t off_reorders = cpu::dnnl_activation_reorders() - before;
+  EXPECT_TRUE(off_reorders == 6 || off_reorders == 7) << off_reorders;
+  EXPECT_TRUE(test::bit_equal(plain[0], want[0]));
+}
+
+// The same primitives run on the same values, and the element-wise steps and the blocked pooling
+// compute what they compute on row-major data: bit for bit, including NaN and infinities, and the
+// same bits at every thread count (compiled under one count, called under others, or compiled
+// under each).
+TEST(ConvLayout, CompiledEqualsEagerBitForBitAtEveryThreadCount) {
+  for (bool max : {true, false}) {
+    SCOPED_TRACE(max ? "max pooling" : "average pooling");
+    const Chain chain = make_chain(8, 32, 20, max);
+    std::vector<float> x = rand({3, 8, 14, 14}, 30).to_vector<float>();
+    x[17] = std::numeric_limits<float>::quiet_NaN();
+    x[400] = std::numeric_limits<float>::infinity();
+    x[901] = -std::numeric_limits<float>::infinity();
+    const std::vector<Array> inputs{Array(x, {3, 8, 14, 14})};
+    const Fn fn = chain;
+    const int saved = cpu_threads();
+    set_cpu_threads(1);
+    const auto reference = fn(inputs);
+    auto compiled_at_1 = compile_flat(fn);
+    for (int threads : {1, 2, 3}) {
+      set_cpu_threads(threads);
+      const auto eager = fn(inputs);
+      EXPECT_TRUE(test::bit_equal(eager[0], reference[0])) << threads << " threads, eager";
+      EXPECT_TRUE(test::bit_equal(compiled_at_1(inputs)[0], reference[0])) << threads << " threads, compiled at 1";
+      auto here = compile_flat(fn);
+      EXPECT_TRUE(test::bit_equal(here(inputs)[0], reference[0])) << threads << " threads, compiled here";
+    }
+    set_cpu_threads(saved);
+  }
+}
+
+// The blocked pooling against the row-major one, bit for bit, on the geometries it must match:
+// 1-D, 2-D and 3-D, padding, dilation, ceil mode, average pooling with and without the padding
+// counted, and a grouped (depthwise) convolution after it.
+TEST(ConvLayout, BlockedPoolingMatchesRowMajorPooling) {
+  struct Case {
+    int spatial;
+    PoolOptions pool;
+    bool max;
+  };
+  const std::vector<Case> cases = {
+      {2, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, {}, false, false}, true},        // ResNet's stem pooling
+      {2, {{2, 2}, {2, 2}, {}, {}, {}, true, false}, true},                 // ceil mode, odd size
+      {2, {{3, 3}, {1, 1}, {}, {}, {2, 2}, false, false}, true},            // dilated
+      {2, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, {}, false, false}, false},       // padding not counted
+      {2, {{2, 3}, {1, 2}, {0, 1}, {1, 2}, {}, true, true}, false},         // asymmetric, ceil, counted
+      {1, {{3}, {2}, {1}, {1}, {}, false, false}, true},
+      {3, {{2, 2, 2}, {2, 2, 2}, {}, {}, {}, false, false}, false},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    SCOPED_TRACE("case " + std::to_string(i));
+    // w2: depthwise (32 groups) in 2-D; in 1-D and 3-D oneDNN's depthwise kernels want another
+    // layout than the first convolution writes, so a dense one follows there.
+    const int64_t groups = c.spatial == 2 ? 32 : 1;
+    Shape x_shape{2, 16}, w1{32, 16}, w2{32, 32 / groups};
+    for (int d = 0; d < c.spatial; ++d) {
+      x_shape.push_back(c.spatial == 3 ? 6 : 11);
+      w1.push_back(3);
+      w2.push_back(3);
+    }
+    const Array a = rand(w1, 70 + i, -0.2, 0.2), b = rand(w2, 80 + i, -0.5, 0.5);
+    ConvOptions same;
+    same.padding_lo = same.padding_hi = std::vector<int64_t>(c.spatial, 1);
+    ConvOptions depthwise = same;
+    depthwise.groups = groups;
+    const Fn fn = [=](const std::vector<Array>& in) {
+      Array y = relu(conv(in[0], a, same));
+      Array p = c.max ? max_pool(y, c.pool) : avg_pool(y, c.pool);
+      return std::vector<Array>{conv(p, b, depthwise)};
+    };
+    std::vector<float> x = rand(x_shape, 90 + i).to_vector<float>();
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<Array> inputs{Array(x, x_shape)};
+    const compiler::Tape tape = test::optimized_tape(fn, inputs);
+    if (cpu::dnnl_enabled()) {
+      EXPECT_NE(test::steps_of(tape, PrimKind::Pool)[0]->prim.get<PoolParams>().block, 0) << compiler::dump_tape(tape);
+    }
+    EXPECT_TRUE(test::bit_equal(compile_flat(fn)(inputs)[0], fn(inputs)[0]));
+  }
+}
+
+// What must stay row-major: a value the function returns, a value a non-element-wise step reads
+// (a reduction), channels that are not a multiple of a block, float64.
+TEST(ConvLayout, ValuesOtherStepsReadStayRowMajor) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  const Array w1 = rand({16, 16, 3, 3}, 40, -0.2, 0.2), w2 = rand({16, 16, 3, 3}, 41, -0.2, 0.2);
+  const std::vector<Array> inputs{rand({1, 16, 10, 10}, 42)};
+  // The middle value is returned too: both convolutions keep row-major outputs.
+  const Fn returned = [=](const std::vector<Array>& in) {
+    Array y = relu(conv2d(in[0], w1, {1, 1}, {1, 1}));
+    return std::vector<Array>{y, conv2d(y, w2, {1, 1}, {1, 1})};
+  };
+  compiler::Tape t = test::optimized_tape(returned, inputs);
+  EXPECT_EQ(blocked_convs(t), 0) << compiler::dump_tape(t);
+  // A reduction reads the ReLU's output: it stays row-major as well.
+  const Fn reduced = [=](const std::vector<Array>& in) {
+    Array y = relu(conv2d(in[0], w1, {1, 1}, {1, 1}));
+    return std::vector<Array>{conv2d(y, w2, {1, 1}, {1, 1}) + sum(y, {1}, true)};
+  };
+  t = test::optimized_tape(reduced, inputs);
+  EXPECT_EQ(blocked_convs(t), 0) << compiler::dump_tape(t);
+  for (const Fn& fn : {returned, reduced}) {
+    const auto want = fn(inputs);
+    const auto got = compile_flat(fn)(inputs);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << i;
+  }
+  // A residual that is an input (row-major) of a convolution: its output stays row-major too.
+  const Fn residual = [=](const std::vector<Array>& in) {
+    Array y = relu(conv2d(in[0], w1, {1, 1}, {1, 1}));
+    return std::vector<Array>{relu(conv2d(y, w2, {1, 1}, {1, 1}) + in[0])};
+  };
+  const auto want = residual(inputs);
+  EXPECT_TRUE(test::bit_equal(compile_flat(residual)(inputs)[0], want[0]));
+  // 12 channels (not a multiple of 8 or 16), and float64: compiled == eager whatever the pass does.
+  const Chain odd = make_chain(4, 12, 50);
+  const std::vector<Array> odd_inputs{rand({2, 4, 9, 9}, 51)};
+  const Fn odd_fn = odd;
+  EXPECT_TRUE(test::bit_equal(compile_flat(odd_fn)(odd_inputs)[0], odd_fn(odd_inputs)[0]));
+  const Fn f64 = [=](const std::vector<Array>& in) {
+    Array a = astype(w1, float64), b = astype(w2, float64);
+    return std::vector<Array>{conv2d(relu(conv2d(in[0], a, {1, 1}, {1, 1})), b, {1, 1}, {1, 1})};
+  };
+  const std::vector<Array> d_inputs{astype(inputs[0], float64)};
+  EXPECT_EQ(blocked_convs(test::optimized_tape(f64, d_inputs)), 0);
+}
+
+}  // namespace
+}  // namespace smelt

@@ -377,20 +377,7 @@ pb::ModelProto external_model(const std::string& location, int64_t n, const std:
                               const std::string& length = "") {
   pb::GraphProto g;
   g.set_name("g");
-  pb::TensorProto w;
-  w.set_name("w");
-  w.set_data_type(pb::TensorProto::FLOAT);
-  w.add_dims(n);
-  w.set_data_location(pb::TensorProto::EXTERNAL);
-  auto add = [&](const char* k, const std::string& v) {
-    auto* e = w.add_external_data();
-    e->set_key(k);
-    e->set_value(v);
-  };
-  add("location", location);
-  if (!offset.empty()) add("offset", offset);
-  if (!length.empty()) add("length", length);
-  *g.add_initializer() = w;
+  *g.add_initializer() = external_float_tensor("w", n, location, offset, length);
   *g.add_node() = make_node("Identity", {"w"}, {"y"});
   *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {n});
   return make_model(g);

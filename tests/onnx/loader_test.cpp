@@ -219,20 +219,8 @@ TEST(OnnxLoader, DataSizeMismatchNamesTheTensor) {
 pb::ModelProto external_model(const std::string& location, int64_t offset, int64_t length, int64_t n) {
   pb::GraphProto g;
   g.set_name("g");
-  pb::TensorProto w;
-  w.set_name("w");
-  w.set_data_type(pb::TensorProto::FLOAT);
-  w.add_dims(n);
-  w.set_data_location(pb::TensorProto::EXTERNAL);
-  auto add = [&](const char* k, const std::string& v) {
-    auto* e = w.add_external_data();
-    e->set_key(k);
-    e->set_value(v);
-  };
-  add("location", location);
-  if (offset >= 0) add("offset", std::to_string(offset));
-  if (length >= 0) add("length", std::to_string(length));
-  *g.add_initializer() = w;
+  *g.add_initializer() = external_float_tensor("w", n, location, offset >= 0 ? std::to_string(offset) : "",
+                                                length >= 0 ? std::to_string(length) : "");
   *g.add_node() = make_node("Add", {"x", "w"}, {"y"});
   *g.add_input() = tensor_info("x", pb::TensorProto::FLOAT, {n});
   *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {n});

@@ -34,20 +34,8 @@ pb::ModelProto external_floats(const std::string& location, const std::vector<st
   g.set_name("g");
   for (size_t i = 0; i < offset_n.size(); ++i) {
     const std::string name = "w" + std::to_string(i);
-    pb::TensorProto w;
-    w.set_name(name);
-    w.set_data_type(pb::TensorProto::FLOAT);
-    w.add_dims(offset_n[i].second);
-    w.set_data_location(pb::TensorProto::EXTERNAL);
-    auto add = [&](const char* k, const std::string& v) {
-      auto* e = w.add_external_data();
-      e->set_key(k);
-      e->set_value(v);
-    };
-    add("location", location);
-    add("offset", std::to_string(offset_n[i].first));
-    add("length", std::to_string(offset_n[i].second * 4));
-    *g.add_initializer() = w;
+    *g.add_initializer() = external_float_tensor(name, offset_n[i].second, location, std::to_string(offset_n[i].first),
+                                                  std::to_string(offset_n[i].second * 4));
     *g.add_node() = make_node("Identity", {name}, {"y" + std::to_string(i)});
     *g.add_output() = tensor_info("y" + std::to_string(i), pb::TensorProto::FLOAT, {offset_n[i].second});
   }

@@ -57,6 +57,26 @@ inline void add_ints_attr(pb::NodeProto& n, const std::string& name, const std::
 }
 
 /// A model around one graph, importing the default domain at `opset`.
+/// A float [n] initializer `name` stored as external data at `location`, with the optional
+/// "offset" and "length" entries (empty: left out).
+inline pb::TensorProto external_float_tensor(const std::string& name, int64_t n, const std::string& location,
+                                             const std::string& offset = "", const std::string& length = "") {
+  pb::TensorProto w;
+  w.set_name(name);
+  w.set_data_type(pb::TensorProto::FLOAT);
+  w.add_dims(n);
+  w.set_data_location(pb::TensorProto::EXTERNAL);
+  auto add = [&](const char* k, const std::string& v) {
+    auto* e = w.add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  add("location", location);
+  if (!offset.empty()) add("offset", offset);
+  if (!length.empty()) add("length", length);
+  return w;
+}
+
 inline pb::ModelProto make_model(const pb::GraphProto& g, int64_t opset = 18, int64_t ir = 9) {
   pb::ModelProto m;
   m.set_ir_version(ir);

@@ -22,6 +22,38 @@ std::string attention_kernel_key(const FlashAttentionConfig& c) {
 
 namespace {
 
+// What both kernels share: the argument struct and the score of (row, key) after the scale,
+// softcap, mask and causal mask (-inf for a masked key or outside the arrays).
+constexpr const char* kCommon = R"CUDA(
+struct AttnArgs {
+  u64 q, k, v, mask, out;
+  i64 batch, q_heads, kv_heads, s, t;
+  i64 qst[3], kst[3], vst[3];
+  i64 mst[4];
+  i64 causal_offset;
+  i64 ost[3];
+  double scale, softcap;
+};
+__device__ inline float attn_score(const AttnArgs& a, float dot, float scale, i64 b, i64 h, i64 row, i64 key) {
+  const float neg_inf = -f_inf();
+  float x = dot * scale;
+#if SOFTCAP
+  x = (float)a.softcap * tanhf(x / (float)a.softcap);
+#endif
+  const bool valid = key < a.t && row < a.s;
+#if MASK == 1
+  if (valid) x += ((const float*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]];
+#elif MASK == 2
+  if (valid && !((const u8*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]]) x = neg_inf;
+#endif
+#if CAUSAL
+  if (key > row + a.causal_offset) x = neg_inf;
+#endif
+  if (!valid) x = neg_inf;
+  return x;
+}
+)CUDA";
+
 // The kernel body after the configuration's #defines. Layout of the work:
 //  - a block of 4 warps owns BM = 4 * ROWS consecutive query rows of one (batch, head); its q
 //    tile is read once into shared memory (float32);
@@ -32,15 +64,6 @@ namespace {
 //    FlashAttention; lane j holds output columns j, j + 32, ... of its warp's rows.
 // A row whose keys are all masked keeps max = -inf and sum = 0 and writes zeros.
 constexpr const char* kBody = R"CUDA(
-struct AttnArgs {
-  u64 q, k, v, mask, out;
-  i64 batch, q_heads, kv_heads, s, t;
-  i64 qst[3], kst[3], vst[3];
-  i64 mst[4];
-  i64 causal_offset;
-  i64 ost[3];
-  double scale, softcap;
-};
 #define BN 32
 #define WARPS 4
 #define BM (WARPS * ROWS)
@@ -111,20 +134,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
     float p[ROWS];
     for (int r = 0; r < ROWS; ++r) {
       const i64 row = m0 + warp * ROWS + r;
-      float x = sc[r] * scale;
-#if SOFTCAP
-      x = (float)a.softcap * tanhf(x / (float)a.softcap);
-#endif
-      const bool valid = key < a.t && row < a.s;
-#if MASK == 1
-      if (valid) x += ((const float*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]];
-#elif MASK == 2
-      if (valid && !((const u8*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]]) x = neg_inf;
-#endif
-#if CAUSAL
-      if (key > row + a.causal_offset) x = neg_inf;
-#endif
-      if (!valid) x = neg_inf;
+      const float x = attn_score(a, sc[r], scale, b, h, row, key);
       const float m_new = fmaxf(m_i[r], warp_max(x));
       const float shift = m_new == neg_inf ? 0.f : m_new;  // a row masked so far keeps zeros
       p[r] = expf(x - shift);
@@ -166,15 +176,6 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
 // Each thread sums its own part of a row's denominator; the 4 parts are added at the end.
 // A row whose keys are all masked keeps max = -inf and sum = 0 and writes zeros.
 constexpr const char* kMmaBody = R"CUDA(
-struct AttnArgs {
-  u64 q, k, v, mask, out;
-  i64 batch, q_heads, kv_heads, s, t;
-  i64 qst[3], kst[3], vst[3];
-  i64 mst[4];
-  i64 causal_offset;
-  i64 ost[3];
-  double scale, softcap;
-};
 #define BM 64
 #define BN 64
 #define LDQ (D + 8)
@@ -277,20 +278,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
       #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const i64 row = row0 + 8 * (e >> 1), key = n0 + j * 8 + 2 * c4 + (e & 1);
-        float x = sc[j][e] * scale;
-#if SOFTCAP
-        x = (float)a.softcap * tanhf(x / (float)a.softcap);
-#endif
-        const bool valid = key < a.t && row < a.s;
-#if MASK == 1
-        if (valid) x += ((const float*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]];
-#elif MASK == 2
-        if (valid && !((const u8*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]]) x = neg_inf;
-#endif
-#if CAUSAL
-        if (key > row + a.causal_offset) x = neg_inf;
-#endif
-        if (!valid) x = neg_inf;
+        const float x = attn_score(a, sc[j][e], scale, b, h, row, key);
         sc[j][e] = x;
         mx[e >> 1] = fmaxf(mx[e >> 1], x);
       }
@@ -368,9 +356,9 @@ std::string attention_source(const FlashAttentionConfig& c) {
                            std::to_string(static_cast<int>(c.mask)) + "\n#define CAUSAL " + (c.causal ? "1" : "0") +
                            "\n#define SOFTCAP " + (c.softcap ? "1" : "0") + "\n";
   if (flash_attention_uses_tensor_cores(c))
-    return defs + "#define IS_BF16 " + (c.dtype == bfloat16 ? "1" : "0") + "\n" + kMmaBody;
+    return defs + "#define IS_BF16 " + (c.dtype == bfloat16 ? "1" : "0") + "\n" + kCommon + kMmaBody;
   return "typedef " + std::string(device_type(c.dtype)) + " T;\n#define ROWS " +
-         std::to_string(flash_attention_rows_per_warp(c.head_dim)) + "\n" + defs + kBody;
+         std::to_string(flash_attention_rows_per_warp(c.head_dim)) + "\n" + defs + kCommon + kBody;
 }
 
 }  // namespace smelt::cuda

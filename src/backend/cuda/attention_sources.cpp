@@ -52,6 +52,32 @@ __device__ inline float attn_score(const AttnArgs& a, float dot, float scale, i6
   if (!valid) x = neg_inf;
   return x;
 }
+// The block's query rows m0 .. m0 + rows - 1 of head h of batch b (key/value head hk: GQA).
+struct AttnTile {
+  i64 m0, h, b, hk;
+};
+__device__ inline AttnTile attn_tile(const AttnArgs& a, i64 rows) {
+  const i64 tiles_m = (a.s + rows - 1) / rows;
+  i64 blk = bid();
+  AttnTile t;
+  t.m0 = (blk % tiles_m) * rows;
+  blk /= tiles_m;
+  t.h = blk % a.q_heads;
+  t.b = blk / a.q_heads;
+  t.hk = t.h / (a.q_heads / a.kv_heads);
+  return t;
+}
+// The keys a block of `rows` query rows from m0 reads: with CAUSAL, those past its last row
+// (plus the offset) are masked for every row of the block.
+__device__ inline i64 attn_key_end(const AttnArgs& a, i64 m0, i64 rows) {
+  i64 t_end = a.t;
+#if CAUSAL
+  const i64 last = m0 + rows - 1 + a.causal_offset + 1;
+  t_end = last < t_end ? last : t_end;
+  if (t_end < 0) t_end = 0;
+#endif
+  return t_end;
+}
 )CUDA";
 
 // The kernel body after the configuration's #defines. Layout of the work:
@@ -82,14 +108,10 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
   __shared__ float qs[BM][D];
   __shared__ float ks[BN][D + 1];
   __shared__ float vs[BN][D];
-  const i64 tiles_m = (a.s + BM - 1) / BM;
-  i64 blk = bid();
-  const i64 mt = blk % tiles_m;
-  blk /= tiles_m;
-  const i64 h = blk % a.q_heads, b = blk / a.q_heads;
-  const i64 hk = h / (a.q_heads / a.kv_heads);
+  const AttnTile at = attn_tile(a, BM);
+  const i64 h = at.h, b = at.b, hk = at.hk;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const i64 m0 = mt * BM;
+  const i64 m0 = at.m0;
   const T* qp = (const T*)a.q + b * a.qst[0] + h * a.qst[1];
   const T* kp = (const T*)a.k + b * a.kst[0] + hk * a.kst[1];
   const T* vp = (const T*)a.v + b * a.vst[0] + hk * a.vst[1];
@@ -106,14 +128,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
     l_i[r] = 0.f;
     for (int u = 0; u < DL; ++u) acc[r][u] = 0.f;
   }
-  i64 t_end = a.t;
-#if CAUSAL
-  {  // keys past the block's last row (plus the offset) are masked for every row of the block
-    const i64 last = m0 + BM - 1 + a.causal_offset + 1;
-    t_end = last < t_end ? last : t_end;
-    if (t_end < 0) t_end = 0;
-  }
-#endif
+  const i64 t_end = attn_key_end(a, m0, BM);
   for (i64 n0 = 0; n0 < t_end; n0 += BN) {
     __syncthreads();  // the previous tile is no longer read (and, the first time, q is written)
     for (int idx = tid; idx < BN * D; idx += blockDim.x) {
@@ -216,14 +231,10 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
   u16* qs = smem;             // [BM][LDQ]
   u16* ks = qs + BM * LDQ;    // [BN][LDQ]
   u16* vt = ks + BN * LDQ;    // [D][LDV]: v transposed, vt[d][key]
-  const i64 tiles_m = (a.s + BM - 1) / BM;
-  i64 blk = bid();
-  const i64 mt = blk % tiles_m;
-  blk /= tiles_m;
-  const i64 h = blk % a.q_heads, b = blk / a.q_heads;
-  const i64 hk = h / (a.q_heads / a.kv_heads);
+  const AttnTile at = attn_tile(a, BM);
+  const i64 h = at.h, b = at.b, hk = at.hk;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c4 = lane & 3;
-  const i64 m0 = mt * BM;
+  const i64 m0 = at.m0;
   const u16* qp = (const u16*)a.q + b * a.qst[0] + h * a.qst[1];
   const u16* kp = (const u16*)a.k + b * a.kst[0] + hk * a.kst[1];
   const u16* vp = (const u16*)a.v + b * a.vst[0] + hk * a.vst[1];
@@ -237,14 +248,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
   #pragma unroll
   for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m_r[2] = {neg_inf, neg_inf}, l_r[2] = {0.f, 0.f};
-  i64 t_end = a.t;
-#if CAUSAL
-  {  // keys past the block's last row (plus the offset) are masked for every row of the block
-    const i64 last = m0 + BM - 1 + a.causal_offset + 1;
-    t_end = last < t_end ? last : t_end;
-    if (t_end < 0) t_end = 0;
-  }
-#endif
+  const i64 t_end = attn_key_end(a, m0, BM);
   const i64 row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
   for (i64 n0 = 0; n0 < t_end; n0 += BN) {
     __syncthreads();  // the previous tiles are no longer read (and, the first time, q is written)

@@ -83,6 +83,13 @@ std::string cpp_literal(const Scalar& s) {
 
 namespace {
 
+// `lhs = v;`, through the bits for the 16-bit floats: GCC does not vectorize a loop that stores
+// a struct (a copy of bfloat16_t is an aggregate copy); a store of its one member vectorizes.
+std::string store(Dtype d, const std::string& lhs, const std::string& v) {
+  if (d == Dtype::Float16 || d == Dtype::BFloat16) return lhs + ".bits = " + v + ".bits;";
+  return lhs + " = " + v + ";";
+}
+
 // Constants, once per call before the loops. Float constants are read through a volatile so
 // the compiler cannot fold them into the math: it would rewrite pow(x, 2) as x * x and
 // pow(x, -1) as 1 / x, which round differently from the C library's pow that the unfused
@@ -237,7 +244,7 @@ std::string emit_cpu_row_kernel(const FusedProgram& p) {
       if (in.kind == InstrKind::Input) os << "in" << in.index << "[j]";
       else os << row_expr(p, i);
       os << ";\n";
-      if (plan.keep[i]) os << "      c" << i << "[j] = v" << i << ";\n";
+      if (plan.keep[i]) os << "      " << store(in.dtype, "c" + std::to_string(i) + "[j]", "v" + std::to_string(i)) << "\n";
     }
     tail("      ");
     os << "    }\n";
@@ -273,10 +280,13 @@ std::string emit_cpu_row_kernel(const FusedProgram& p) {
   SMELT_ASSERT(next_loop + 1 == plan.loops.size(), "row kernel: a pass was not emitted");
   emit_loop(plan.loops.back(), [&](const std::string& indent) {
     for (size_t o = 0; o < nout; ++o)
-      if (!p.instrs[p.outputs[o]].per_row) os << indent << "out" << o << "[r * n + j] = v" << p.outputs[o] << ";\n";
+      if (!p.instrs[p.outputs[o]].per_row)
+        os << indent << store(p.output_dtype(o), "out" + std::to_string(o) + "[r * n + j]", "v" + std::to_string(p.outputs[o]))
+           << "\n";
   });
   for (size_t o = 0; o < nout; ++o)
-    if (p.instrs[p.outputs[o]].per_row) os << "    out" << o << "[r] = v" << p.outputs[o] << ";\n";
+    if (p.instrs[p.outputs[o]].per_row)
+      os << "    " << store(p.output_dtype(o), "out" + std::to_string(o) + "[r]", "v" + std::to_string(p.outputs[o])) << "\n";
   os << "  }\n}\n";
   return os.str();
 }
@@ -306,7 +316,8 @@ std::string emit_cpu_kernel(const FusedProgram& p) {
   // without alias checks: no iteration reads what another one writes.
   os << "  if (contiguous) {\n#pragma GCC ivdep\n    for (int64_t i = begin; i < end; ++i) {\n";
   emit_body(os, p, "      ", [](int k) { return "in" + std::to_string(k) + "[i]"; });
-  for (size_t k = 0; k < nout; ++k) os << "      out" << k << "[i] = v" << p.outputs[k] << ";\n";
+  for (size_t k = 0; k < nout; ++k)
+    os << "      " << store(p.output_dtype(k), "out" + std::to_string(k) + "[i]", "v" + std::to_string(p.outputs[k])) << "\n";
   os << "    }\n    return;\n  }\n";
   // Strided: walk the output's index space; runs along the last axis use each argument's stride.
   const size_t nargs = nin + nout;
@@ -324,7 +335,10 @@ std::string emit_cpu_kernel(const FusedProgram& p) {
     return "in" + std::to_string(k) + "[off[" + std::to_string(k) + "] + j * s" + std::to_string(k) + "]";
   });
   for (size_t k = 0; k < nout; ++k)
-    os << "      out" << k << "[off[" << nin + k << "] + j * s" << nin + k << "] = v" << p.outputs[k] << ";\n";
+    os << "      "
+       << store(p.output_dtype(k), "out" + std::to_string(k) + "[off[" + std::to_string(nin + k) + "] + j * s" + std::to_string(nin + k) + "]",
+                "v" + std::to_string(p.outputs[k]))
+       << "\n";
   os << "    }\n    pos += run;\n    idx[last] += run;\n";
   os << "    for (int a = 0; a < " << nargs << "; ++a) off[a] += run * strides[a * ndim + last];\n";
   os << "    for (int d = last; d > 0 && idx[d] == shape[d]; --d) {\n      idx[d] = 0;\n      ++idx[d - 1];\n";

@@ -32,7 +32,7 @@ extern "C" void smelt_fused_kernel(int64_t row_begin, int64_t row_end, const sme
       const float v8 = in1[j];
       const float v9 = smelt::scalar::multiply<float>(v7, v8);
       const smelt::bfloat16_t v10 = smelt::convert<smelt::bfloat16_t, float>(v9);
-      out0[r * n + j] = v10;
+      out0[r * n + j].bits = v10.bits;
     }
   }
 }

@@ -55,8 +55,8 @@ constexpr const char* kBaseFlags =
 // SMELT_CPU_ISA): x86-64-v4 (AVX-512) when the eager float32 math uses it, else AVX2 when the CPU
 // has AVX2 and FMA, else SSE4.2, else the x86-64 baseline. The float32 transcendentals compute
 // in double, so AVX-512 doubles the lanes of the loops that dominate softmax and GELU; the
-// softmax row kernel ran about 25% faster than with AVX2 (docs/cpu-kernels.md). The bits are
-// the same on every ISA (no contraction; vector_math.h).
+// softmax row kernel ran about 25% faster than with AVX2 (docs/compile.md, "Row kernels on the
+// CPU"). The bits are the same on every ISA (no contraction; vector_math.h).
 const std::string& isa_flags() {
   static const std::string flags = [] {
 #if defined(__x86_64__)

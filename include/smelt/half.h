@@ -44,7 +44,15 @@ struct bfloat16_t {
 
 float half_to_float(uint16_t bits);
 uint16_t float_to_half(float f);
-uint16_t float_to_bfloat16(float f);
+/// float to bfloat16 bits, round to nearest even, NaN kept quiet. Inline and branch-free: loops
+/// of casts (eager and fused) vectorize instead of calling a function per element.
+inline uint16_t float_to_bfloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (x >> 16) | 0x40u;
+  return static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+}
 uint16_t double_to_half(double d);      // rounded once, not through float
 uint16_t double_to_bfloat16(double d);  // rounded once, not through float
 

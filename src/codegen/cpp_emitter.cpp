@@ -83,6 +83,13 @@ std::string cpp_literal(const Scalar& s) {
 
 namespace {
 
+// `lhs = v;`, through the bits for the 16-bit floats: GCC does not vectorize a loop that stores
+// a struct (a copy of bfloat16_t is an aggregate copy); a store of its one member vectorizes.
+std::string store(Dtype d, const std::string& lhs, const std::string& v) {
+  if (d == Dtype::Float16 || d == Dtype::BFloat16) return lhs + ".bits = " + v + ".bits;";
+  return lhs + " = " + v + ";";
+}
+
 // Constants, once per call before the loops. Float constants are read through a volatile so
 // the compiler cannot fold them into the math: it would rewrite pow(x, 2) as x * x and
 // pow(x, -1) as 1 / x, which round differently from the C library's pow that the unfused
@@ -206,19 +213,57 @@ std::string emit_cpu_row_kernel(const FusedProgram& p) {
        << "*>(a->ptr[" << nin + o << "]);\n";
   os << "  for (int64_t r = row_begin; r < row_end; ++r) {\n";
   for (size_t k = 0; k < nin; ++k)
-    if (element_input[k])
+    if (element_input[k]) {
       os << "    const " << cpp_type(p.input_dtypes[k]) << "* in" << k << " = smelt::reduce_order::row_of<"
          << cpp_type(p.input_dtypes[k]) << ">(*a, " << k << ", r, g" << k << ".get());\n";
+      os << "    const char* nx" << k << " = smelt::reduce_order::next_row<" << cpp_type(p.input_dtypes[k]) << ">(*a, " << k
+         << ", r, row_end, in" << k << ");\n";
+    }
   // A pointer to the row of a per-element value: an input's row, or its kept buffer.
   auto row_pointer = [&](int i) {
     const Instr& in = p.instrs[i];
     if (in.kind == InstrKind::Input) return "in" + std::to_string(in.index);
     return "c" + std::to_string(i) + ".get()";
   };
+  // A pass whose reduction reads a kept buffer or an input's row directly has no loop.
+  auto has_loop = [&](const RowLoop& loop) {
+    return !(loop.reduce >= 0 &&
+             (loop.compute.empty() || p.instrs[p.instrs[loop.reduce].operands[0]].kind == InstrKind::Input));
+  };
+  // Prefetching (no effect on any value): the first loop of a row fetches the next row of each
+  // per-element input, and the last loop before the epilogue fetches the row's output lines for
+  // writing, a chunk at a time, so that memory streams while the passes compute on the row in
+  // cache (the reductions' own reads and the epilogue's stores then hit).
+  int first_loop = -1, last_before_epilogue = -1;
+  for (size_t l = 0; l < plan.loops.size(); ++l)
+    if (has_loop(plan.loops[l])) {
+      if (first_loop < 0) first_loop = static_cast<int>(l);
+      if (plan.loops[l].reduce >= 0) last_before_epilogue = static_cast<int>(l);
+    }
+  int loop_index = 0;
   auto emit_loop = [&](const RowLoop& loop, const std::function<void(const std::string&)>& tail) {
-    if (loop.reduce >= 0 && (loop.compute.empty() || p.instrs[p.instrs[loop.reduce].operands[0]].kind == InstrKind::Input))
-      return;  // the reduction reads a kept buffer or an input's row directly
-    os << "#pragma GCC ivdep\n    for (int64_t j = 0; j < n; ++j) {\n";
+    const int index = loop_index++;
+    if (!has_loop(loop)) return;
+    std::ostringstream fetch;
+    if (index == first_loop)
+      for (size_t k = 0; k < nin; ++k)
+        if (element_input[k])
+          fetch << "      smelt::reduce_order::prefetch_span(nx" << k << ", jb * " << size_of(p.input_dtypes[k])
+                << ", je * " << size_of(p.input_dtypes[k]) << ", false);\n";
+    if (index == last_before_epilogue)
+      for (size_t o = 0; o < nout; ++o)
+        if (!p.instrs[p.outputs[o]].per_row)
+          fetch << "      smelt::reduce_order::prefetch_span(reinterpret_cast<const char*>(out" << o << " + r * n), jb * "
+                << size_of(p.output_dtype(o)) << ", je * " << size_of(p.output_dtype(o)) << ", true);\n";
+    const bool chunked = !fetch.str().empty();
+    if (chunked) {
+      os << "    for (int64_t jb = 0; jb < n; jb += smelt::reduce_order::kPrefetchChunk) {\n";
+      os << "      const int64_t je = n - jb < smelt::reduce_order::kPrefetchChunk ? n : jb + smelt::reduce_order::kPrefetchChunk;\n";
+      os << fetch.str();
+      os << "#pragma GCC ivdep\n    for (int64_t j = jb; j < je; ++j) {\n";
+    } else {
+      os << "#pragma GCC ivdep\n    for (int64_t j = 0; j < n; ++j) {\n";
+    }
     // Kept values of earlier passes that this pass reads.
     std::vector<char> read(p.instrs.size(), 0);
     for (int i : loop.compute)
@@ -237,10 +282,11 @@ std::string emit_cpu_row_kernel(const FusedProgram& p) {
       if (in.kind == InstrKind::Input) os << "in" << in.index << "[j]";
       else os << row_expr(p, i);
       os << ";\n";
-      if (plan.keep[i]) os << "      c" << i << "[j] = v" << i << ";\n";
+      if (plan.keep[i]) os << "      " << store(in.dtype, "c" + std::to_string(i) + "[j]", "v" + std::to_string(i)) << "\n";
     }
     tail("      ");
     os << "    }\n";
+    if (chunked) os << "    }\n";
   };
   size_t next_loop = 0;
   for (size_t i = 0; i < p.instrs.size(); ++i) {
@@ -273,10 +319,13 @@ std::string emit_cpu_row_kernel(const FusedProgram& p) {
   SMELT_ASSERT(next_loop + 1 == plan.loops.size(), "row kernel: a pass was not emitted");
   emit_loop(plan.loops.back(), [&](const std::string& indent) {
     for (size_t o = 0; o < nout; ++o)
-      if (!p.instrs[p.outputs[o]].per_row) os << indent << "out" << o << "[r * n + j] = v" << p.outputs[o] << ";\n";
+      if (!p.instrs[p.outputs[o]].per_row)
+        os << indent << store(p.output_dtype(o), "out" + std::to_string(o) + "[r * n + j]", "v" + std::to_string(p.outputs[o]))
+           << "\n";
   });
   for (size_t o = 0; o < nout; ++o)
-    if (p.instrs[p.outputs[o]].per_row) os << "    out" << o << "[r] = v" << p.outputs[o] << ";\n";
+    if (p.instrs[p.outputs[o]].per_row)
+      os << "    " << store(p.output_dtype(o), "out" + std::to_string(o) + "[r]", "v" + std::to_string(p.outputs[o])) << "\n";
   os << "  }\n}\n";
   return os.str();
 }
@@ -306,7 +355,8 @@ std::string emit_cpu_kernel(const FusedProgram& p) {
   // without alias checks: no iteration reads what another one writes.
   os << "  if (contiguous) {\n#pragma GCC ivdep\n    for (int64_t i = begin; i < end; ++i) {\n";
   emit_body(os, p, "      ", [](int k) { return "in" + std::to_string(k) + "[i]"; });
-  for (size_t k = 0; k < nout; ++k) os << "      out" << k << "[i] = v" << p.outputs[k] << ";\n";
+  for (size_t k = 0; k < nout; ++k)
+    os << "      " << store(p.output_dtype(k), "out" + std::to_string(k) + "[i]", "v" + std::to_string(p.outputs[k])) << "\n";
   os << "    }\n    return;\n  }\n";
   // Strided: walk the output's index space; runs along the last axis use each argument's stride.
   const size_t nargs = nin + nout;
@@ -324,7 +374,10 @@ std::string emit_cpu_kernel(const FusedProgram& p) {
     return "in" + std::to_string(k) + "[off[" + std::to_string(k) + "] + j * s" + std::to_string(k) + "]";
   });
   for (size_t k = 0; k < nout; ++k)
-    os << "      out" << k << "[off[" << nin + k << "] + j * s" << nin + k << "] = v" << p.outputs[k] << ";\n";
+    os << "      "
+       << store(p.output_dtype(k), "out" + std::to_string(k) + "[off[" + std::to_string(nin + k) + "] + j * s" + std::to_string(nin + k) + "]",
+                "v" + std::to_string(p.outputs[k]))
+       << "\n";
   os << "    }\n    pos += run;\n    idx[last] += run;\n";
   os << "    for (int a = 0; a < " << nargs << "; ++a) off[a] += run * strides[a * ndim + last];\n";
   os << "    for (int d = last; d > 0 && idx[d] == shape[d]; --d) {\n      idx[d] = 0;\n      ++idx[d - 1];\n";

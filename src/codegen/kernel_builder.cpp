@@ -45,16 +45,23 @@ namespace {
 // Flags are part of the key. No fast math and no FMA contraction: the kernels must round exactly
 // as the unfused kernels do. Without math errno a square root is the plain instruction (the same
 // correctly rounded result) rather than a conditional library call, so loops with sqrt vectorize.
-constexpr const char* kBaseFlags = "-std=c++20 -O3 -ffp-contract=off -fno-fast-math -fno-math-errno -fPIC -shared -w";
+// -Bsymbolic binds the kernel's calls to its own copies of the embedded inline functions (the
+// row order's reduce_run, minmax_contiguous, ...): without it the dynamic linker resolves them to
+// libsmelt's instances of the same templates, built for the baseline ISA, not the kernel's.
+constexpr const char* kBaseFlags =
+    "-std=c++20 -O3 -ffp-contract=off -fno-fast-math -fno-math-errno -fPIC -shared -Wl,-Bsymbolic -w";
 
-// The vector ISA from the running CPU: AVX2 when it has AVX2 and FMA, else SSE4.2, else the
-// x86-64 baseline. AVX-512 is left out on purpose: fused kernels call the C library's scalar
-// math, and on the machines we measured the 512-bit builds ran those loops slower.
-// SMELT_CPU_ISA=baseline (cpu::cpu_isa()) keeps them at the baseline too.
+// The vector ISA from the running CPU, capped as the eager math is (cpu::cpu_isa(),
+// SMELT_CPU_ISA): x86-64-v4 (AVX-512) when the eager float32 math uses it, else AVX2 when the CPU
+// has AVX2 and FMA, else SSE4.2, else the x86-64 baseline. The float32 transcendentals compute
+// in double, so AVX-512 doubles the lanes of the loops that dominate softmax and GELU; the
+// softmax row kernel ran about 25% faster than with AVX2 (docs/compile.md, "Row kernels on the
+// CPU"). The bits are the same on every ISA (no contraction; vector_math.h).
 const std::string& isa_flags() {
   static const std::string flags = [] {
 #if defined(__x86_64__)
     if (cpu::cpu_isa() == cpu::CpuIsa::Baseline) return std::string();
+    if (cpu::cpu_isa() == cpu::CpuIsa::Avx512) return std::string("-march=x86-64-v4");
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return std::string("-march=x86-64-v3");
     if (__builtin_cpu_supports("sse4.2")) return std::string("-march=x86-64-v2");

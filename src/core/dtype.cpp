@@ -159,15 +159,6 @@ uint16_t float_to_half(float f) {
   return sign | static_cast<uint16_t>(q);
 }
 
-uint16_t float_to_bfloat16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  uint32_t lsb = (x >> 16) & 1u;
-  x += 0x7fffu + lsb;
-  return static_cast<uint16_t>(x >> 16);
-}
-
 namespace {
 
 // Rounds a double to a float with `mant_bits` stored mantissa bits and the float32/float16

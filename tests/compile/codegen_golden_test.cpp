@@ -179,9 +179,20 @@ FusedProgram softmax_rows() {
                         {zeros({4, 64}, float32)});
 }
 
+// LayerNorm of a residual sum in bfloat16 (W6): two means, the centred row kept for the
+// variance pass and the epilogue, bfloat16 stored through its bits.
+FusedProgram layer_norm_residual_rows() {
+  return traced_program(
+      [](const std::vector<Array>& in) { return std::vector<Array>{layer_norm(add(in[0], in[1]), in[2], in[3], 1e-5)}; },
+      {zeros({4, 64}, bfloat16), zeros({4, 64}, bfloat16), zeros({64}, bfloat16), zeros({64}, bfloat16)});
+}
+
 // Fused reductions: RMSNorm (a prologue cast and square, a mean, the per-row rsqrt, the epilogue
 // with the weight) for the CPU, and softmax (two reductions) for both devices.
 TEST(CodegenGolden, RmsNormRowKernel) { expect_golden("rms_norm_rows_bf16", rms_norm_rows()); }
+TEST(CodegenGolden, LayerNormResidualRowKernel) {
+  expect_golden("layer_norm_residual_rows_bf16", layer_norm_residual_rows());
+}
 TEST(CodegenGolden, SoftmaxRowKernel) { expect_golden("softmax_rows_f32", softmax_rows()); }
 TEST(CodegenGolden, SoftmaxRowKernelCuda) {
   expect_golden_text("softmax_rows_f32.cu", codegen::emit_cuda_row_kernel(softmax_rows()));

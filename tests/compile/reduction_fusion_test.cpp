@@ -6,6 +6,7 @@
 
 #include "compile_helpers.h"
 #include "src/compile/fuse.h"
+#include "src/core/thread_pool.h"
 
 namespace smelt {
 namespace {
@@ -124,6 +125,39 @@ TEST(ReductionFusion, TheProgramHasReductionsAndPerRowValues) {
   EXPECT_GE(per_row, 3);  // the mean, + eps, rsqrt
   EXPECT_EQ(p.outputs.size(), 1u);
   EXPECT_FALSE(p.instrs[p.outputs[0]].per_row);
+}
+
+// Many rows, so that the row kernel and the eager kernels split them over the pool: 1, 2 and 3
+// threads give the same bits, compiled and uncompiled, with specials in rows of every chunk.
+TEST(ReductionFusion, RowsSplitAcrossThreadsGiveTheSameBits) {
+  const int saved = num_threads();
+  for (const char* name : {"softmax", "rms_norm", "layer_norm_residual"}) {
+    const Workload& w = *std::find_if(workloads().begin(), workloads().end(),
+                                      [&](const Workload& x) { return std::string(x.name) == name; });
+    auto compiled = compile_flat(w.fn);
+    for (Dtype dt : {float32, bfloat16})
+      for (const Shape& shape : {Shape{333, 300}, Shape{100, 1024}}) {
+        std::vector<Array> in = inputs_for(w, shape, dt, 21);
+        // Specials in rows past the first chunk too (row_data plants them in rows 0-3).
+        std::vector<double> v = test::as_doubles(in[0]);
+        const int64_t n = shape.back();
+        for (int64_t r = 40; r < shape[0]; r += 37) v[static_cast<size_t>(r * n + r % n)] = r % 2 ? std::nan("") : -INFINITY;
+        in[0] = astype(Array(v, shape), dt);
+        const std::string what = std::string(name) + " " + dtype_name(dt) + shape_to_string(shape);
+        set_num_threads(1);
+        const std::vector<Array> want = w.fn(in);
+        eval(want);
+        for (int threads : {1, 2, 3}) {
+          set_num_threads(threads);
+          std::vector<Array> eager = w.fn(in), got = compiled(in);
+          for (size_t i = 0; i < want.size(); ++i) {
+            EXPECT_TRUE(test::bit_equal(eager[i], want[i])) << what << " eager, " << threads << " threads, output " << i;
+            EXPECT_TRUE(test::bit_equal(got[i], want[i])) << what << " compiled, " << threads << " threads, output " << i;
+          }
+        }
+      }
+  }
+  set_num_threads(saved);
 }
 
 TEST(ReductionFusion, StridedAndBroadcastInputsFollowTheRowOrder) {

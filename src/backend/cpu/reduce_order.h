@@ -254,6 +254,31 @@ T row_value(const RowArgs& a, int k, int64_t r) {
   return reinterpret_cast<const T*>(a.ptr[k])[row_offset(a, k, r)];
 }
 
+/// Row r + 1 of input k when it is a unit-stride run of its own (not row r again, as for a weight
+/// broadcast along the rows) within [.., row_end), else `current` (in cache already): what a row
+/// kernel prefetches. Short rows are left to the hardware prefetcher (it follows a stream of
+/// them). Never null: GCC drops the prefetches of a loop guarded by a null test.
+template <class T>
+const char* next_row(const RowArgs& a, int k, int64_t r, int64_t row_end, const T* current) {
+  const char* here = reinterpret_cast<const char*>(current);
+  if (a.n < 64 || r + 1 >= row_end || a.red_nd != 1 || a.red_strides[k] != 1) return here;
+  const int64_t next = row_offset(a, k, r + 1);
+  if (next == row_offset(a, k, r)) return here;
+  return reinterpret_cast<const char*>(reinterpret_cast<const T*>(a.ptr[k]) + next);
+}
+
+/// Elements of a row a generated kernel's loop handles between prefetches.
+inline constexpr int64_t kPrefetchChunk = 256;
+
+/// Prefetches the cache lines of bytes [b, e) after p (for writing with `write`). A hint only:
+/// it changes no value, and a prefetch never faults.
+inline void prefetch_span(const char* p, int64_t b, int64_t e, bool write) {
+  for (int64_t x = b; x < e; x += 64) {
+    if (write) __builtin_prefetch(p + x, 1, 3);
+    else __builtin_prefetch(p + x, 0, 3);
+  }
+}
+
 /// A row-long scratch buffer (bool included, which std::vector would pack).
 template <class T>
 std::unique_ptr<T[]> row_buffer(int64_t n) {

@@ -23,7 +23,7 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
       const double v8 = smelt::scalar::divide<double>(v6, v7);
       const double v10 = smelt::scalar::add<double>(v8, v9);
       const smelt::bfloat16_t v11 = smelt::convert<smelt::bfloat16_t, double>(v10);
-      out0[i] = v11;
+      out0[i].bits = v11.bits;
       out1[i] = v3;
     }
     return;
@@ -56,7 +56,7 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
       const double v8 = smelt::scalar::divide<double>(v6, v7);
       const double v10 = smelt::scalar::add<double>(v8, v9);
       const smelt::bfloat16_t v11 = smelt::convert<smelt::bfloat16_t, double>(v10);
-      out0[off[2] + j * s2] = v11;
+      out0[off[2] + j * s2].bits = v11.bits;
       out1[off[3] + j * s3] = v3;
     }
     pos += run;

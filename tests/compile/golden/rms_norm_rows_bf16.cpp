@@ -13,14 +13,22 @@ extern "C" void smelt_fused_kernel(int64_t row_begin, int64_t row_end, const sme
   smelt::bfloat16_t* out0 = reinterpret_cast<smelt::bfloat16_t*>(a->ptr[2]);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const smelt::bfloat16_t* in0 = smelt::reduce_order::row_of<smelt::bfloat16_t>(*a, 0, r, g0.get());
+    const char* nx0 = smelt::reduce_order::next_row<smelt::bfloat16_t>(*a, 0, r, row_end, in0);
     const float* in1 = smelt::reduce_order::row_of<float>(*a, 1, r, g1.get());
+    const char* nx1 = smelt::reduce_order::next_row<float>(*a, 1, r, row_end, in1);
+    for (int64_t jb = 0; jb < n; jb += smelt::reduce_order::kPrefetchChunk) {
+      const int64_t je = n - jb < smelt::reduce_order::kPrefetchChunk ? n : jb + smelt::reduce_order::kPrefetchChunk;
+      smelt::reduce_order::prefetch_span(nx0, jb * 2, je * 2, false);
+      smelt::reduce_order::prefetch_span(nx1, jb * 4, je * 4, false);
+      smelt::reduce_order::prefetch_span(reinterpret_cast<const char*>(out0 + r * n), jb * 2, je * 2, true);
 #pragma GCC ivdep
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = jb; j < je; ++j) {
       const smelt::bfloat16_t v0 = in0[j];
       const float v1 = smelt::convert<float, smelt::bfloat16_t>(v0);
       c1[j] = v1;
       const float v2 = smelt::scalar::multiply<float>(v1, v1);
       c2[j] = v2;
+    }
     }
     const float v3 = smelt::scalar::divide<float>(smelt::reduce_order::reduce_row<smelt::ReduceOp::Sum, float>(c2.get(), n, a->rows), smelt::reduce_order::mean_divisor<float>(n, 0));
     const float v5 = smelt::scalar::add<float>(v3, v4);
@@ -32,7 +40,7 @@ extern "C" void smelt_fused_kernel(int64_t row_begin, int64_t row_end, const sme
       const float v8 = in1[j];
       const float v9 = smelt::scalar::multiply<float>(v7, v8);
       const smelt::bfloat16_t v10 = smelt::convert<smelt::bfloat16_t, float>(v9);
-      out0[r * n + j] = v10;
+      out0[r * n + j].bits = v10.bits;
     }
   }
 }

@@ -166,9 +166,10 @@ struct ConvParams {
   std::vector<int64_t> packed_weight = {};
   int64_t packed_threads = 0;
   /// Channel blocks of the input and of the output (and of a residual add's operand): 0 for
-  /// row-major [N, C, spatial...]; b > 0 for oneDNN's blocked layout nC(d)(h)wXc, held as the
-  /// row-major array [N, C/b, spatial..., b] (C a multiple of b). Only the CPU compile pass
-  /// conv_layout (src/compile/conv_layout.cpp) sets them, on convolutions oneDNN takes.
+  /// row-major [N, C, spatial...]; b > 0 for oneDNN's layout nC(d)(h)w{b}c, held as the
+  /// row-major array [N, C/b, spatial..., b] (C a multiple of b; b = C is channels-last). Only
+  /// the CPU compile pass conv_layout (src/compile/conv_layout.cpp) sets them, on convolutions
+  /// oneDNN takes.
   int64_t src_block = 0, dst_block = 0;
   bool operator==(const ConvParams&) const = default;
 };

@@ -71,17 +71,10 @@ EOF
 done
 
 "$PY" - "$RAW" "$THREADS" "$REPS" "$SMELT" "${WORKLOADS[@]}" <<'EOF'
-import json, math, os, platform, subprocess, sys, time
+import json, math, os, sys, time
+sys.path.insert(0, "bench")  # the script runs from the repository root
+from report import cpu_model
 raw, threads, reps, smelt_bin, workloads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
-
-def cpu_model():
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 def pays_off_after(compile_ms, eager_ms, compiled_ms):
     # As `smelt run` computes it: calls after which the compile cost is won back, None: never.

@@ -9,10 +9,12 @@ the geometric means (which then say over how many architectures they are).
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from report import cpu_model  # noqa: E402 (bench/report.py)
 
 
 def load(raw, work, system):
@@ -22,16 +24,6 @@ def load(raw, work, system):
             return json.load(f)
     except (OSError, ValueError):
         return None
-
-
-def cpu_model():
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def git_commit():

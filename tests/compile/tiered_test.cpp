@@ -30,20 +30,8 @@ using test::ScopedEnv;
 
 /// A fresh cache folder and tiering left to the options (compile_helpers.h switches it off for
 /// the other compile tests), for the scope.
-struct TieredScope {
-  fs::path dir;
-  std::optional<ScopedEnv> cache_dir;
-  ScopedEnv tiered{"SMELT_TIERED", nullptr};
-  TieredScope() {
-    std::string tmpl = (fs::temp_directory_path() / "smelt-tiered-XXXXXX").string();
-    dir = ::mkdtemp(tmpl.data());
-    cache_dir.emplace("SMELT_CACHE_DIR", dir.string());
-  }
-  ~TieredScope() {
-    codegen::wait_for_background_builds();  // no build of this test writes into a removed folder
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+struct TieredScope : test::ColdKernelCache {
+  TieredScope() : ColdKernelCache("smelt-tiered") {}
   size_t entries() const {
     size_t n = 0;
     std::error_code ec;

@@ -29,20 +29,8 @@ fs::path repo_root() { return fs::path(__FILE__).parent_path().parent_path().par
 std::string model_path(const std::string& name) { return (repo_root() / "models" / (name + ".onnx")).string(); }
 
 /// A fresh kernel cache folder and tiering left to the options, for the scope.
-struct ColdCache {
-  fs::path dir;
-  std::optional<ScopedEnv> env;
-  ScopedEnv tiered{"SMELT_TIERED", nullptr};
-  ColdCache() {
-    std::string tmpl = (fs::temp_directory_path() / "smelt-tiered-onnx-XXXXXX").string();
-    dir = ::mkdtemp(tmpl.data());
-    env.emplace("SMELT_CACHE_DIR", dir.string());
-  }
-  ~ColdCache() {
-    wait_for_kernel_builds();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+struct ColdCache : test::ColdKernelCache {
+  ColdCache() : ColdKernelCache("smelt-tiered-onnx") {}
 };
 
 struct Tiers {

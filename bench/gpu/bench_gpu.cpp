@@ -4,9 +4,9 @@
 // first-call row of W3 / of the W9 block; run them in fresh processes with an empty and with a
 // warm SMELT_CACHE_DIR) | bench_gpu --w9-host LABEL (prints the host time per call of compiled W9,
 // run with SMELT_CUDA_GRAPHS=1 and =0) | bench_gpu --rows REGEX [reps] (only the reduction rows and the W9 block
-// whose name matches, as JSON lines: for ncu) | bench_gpu --w9-calls N (N synchronized calls of compiled W9). Times each workload as
-// eval + synchronize on the host clock (W8: host time per call of 2000 back-to-back calls),
-// after warm-up (kernel builds stay out of the numbers), median of `reps` (default 50) on random
+// whose name matches, as JSON lines: for ncu) | bench_gpu --w9-calls N (N synchronized calls of compiled W9). Times each workload
+// with CUDA events around the call and its eval on the thread's stream, as the peers are timed
+// (W8 and the W9 host rows: host time per call of back-to-back calls), after warm-up (kernel builds stay out of the numbers), median of `reps` (default 50) on random
 // data; checks each GPU result against the CPU's on the same inputs (relative L2 error).
 #include <algorithm>
 #include <chrono>
@@ -26,6 +26,7 @@
 #include "smelt/telemetry.h"
 #include "bench/workloads.h"
 #include "src/backend/cuda/graph.h"  // graphs on and off in one run (W9)
+#include "src/backend/cuda/runtime.h"  // CUDA events around each timed call
 #include "examples/char_gpt/char_gpt.h"
 
 using namespace smelt;
@@ -73,14 +74,29 @@ double median_us(const std::function<Array()>& f, Device dev, int reps) {
     r.eval();
   }
   synchronize(dev);
+  // CUDA events on the thread's stream around each call (SUITE.md's method, as the peers are
+  // timed): the host's work for the call counts when the GPU waits for it, the wake-up of a host
+  // synchronization does not.
+  const cuda::DriverApi& d = *cuda::driver();
+  const cuda::DeviceState& s = cuda::device_state(dev.index);
+  CUevent start = nullptr, stop = nullptr;
+  if (d.cuEventCreate(&start, CU_EVENT_DEFAULT) != CUDA_SUCCESS || d.cuEventCreate(&stop, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "bench_gpu: cuEventCreate failed\n");
+    std::exit(1);
+  }
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
+    d.cuEventRecord(start, cuda::current_stream(s));
     Array r = f();
     r.eval();
-    synchronize(dev);
-    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    d.cuEventRecord(stop, cuda::current_stream(s));
+    d.cuEventSynchronize(stop);
+    float ms = 0;
+    d.cuEventElapsedTime(&ms, start, stop);
+    t.push_back(ms * 1e3);
   }
+  d.cuEventDestroy(start);
+  d.cuEventDestroy(stop);
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }

@@ -68,7 +68,8 @@ bool compile_enabled();
 /// Traces made by every compiled function of the process.
 uint64_t global_trace_count();
 /// Blocks until every fused kernel queued for the background builder so far is built (or has
-/// failed); a compiled function's or model's next call then runs on the fused tier. For
+/// failed), and every GPU kernel prebuild (SMELT_CUDA_PREBUILD) has finished; a compiled
+/// function's or model's next call then runs on the fused tier. For
 /// benchmarks and tests that want the steady state; calls never need it.
 void wait_for_kernel_builds();
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "smelt/errors.h"
 #include "src/codegen/gpu_row_order.h"
 #include "src/codegen/row_plan.h"
 
@@ -155,6 +156,42 @@ namespace {
 /// 32-bit words holding `v` elements of `d`.
 int words_for(Dtype d, int v) { return static_cast<int>((static_cast<size_t>(v) * size_of(d) + 3) / 4); }
 
+/// Device code both row kernels start with: the order, word and vector helpers, the opaque
+/// constant moves, the argument struct RowArgs (mirrored in backend/cuda/fused.cpp) and
+/// roff(a, k, j), the offset of element j of a row in input k.
+std::string row_kernel_helpers() {
+  std::ostringstream os;
+  os << gpu_row_order_source() << cuda_word_helpers_source() << cuda_vector_moves_source();
+  os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
+        "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n";
+  os << "struct RowArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 rows, n, groups, chunk, threads, knd, rnd, cache, cbytes; i64 kshape[MAXD]; i64 kst["
+     << kCudaFusedMaxArgs << "][MAXD]; i64 rshape[MAXD]; i64 rst[" << kCudaFusedMaxArgs << "][MAXD]; };\n";
+  // One stride for the common single row axis.
+  os << "__device__ inline i64 roff(const RowArgs& a, int k, i64 j) {\n"
+        "  if (a.rnd == 1) return j * a.rst[k][0];\n"
+        "  i64 o = 0;\n"
+        "  for (int d = (int)a.rnd - 1; d >= 0; --d) { o += (j % a.rshape[d]) * a.rst[k][d]; j /= a.rshape[d]; }\n"
+        "  return o;\n}\n";
+  return os.str();
+}
+
+/// The start of a row kernel's body after its signature: the row r of this thread (returning
+/// when past the last), n, and x<k>, input k's row in global memory.
+std::string row_kernel_prologue(const FusedProgram& p) {
+  std::ostringstream os;
+  os << "  const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();\n"
+        "  if (r >= a.rows) return;\n"
+        "  const i64 n = a.n;\n";
+  for (size_t k = 0; k < p.input_dtypes.size(); ++k) {
+    const char* t = cuda_type_name(p.input_dtypes[k]);
+    os << "  const " << t << "* x" << k << ";\n  { i64 o = 0, q = r;\n"
+       << "    if (a.knd == 1) o = q * a.kst[" << k << "][0];\n"
+       << "    else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[" << k << "][d]; q /= a.kshape[d]; }\n"
+       << "    x" << k << " = (const " << t << "*)a.p[" << k << "] + o; }\n";
+  }
+  return os.str();
+}
+
 }  // namespace
 
 std::string emit_cuda_row_kernel(const FusedProgram& p) {
@@ -181,17 +218,7 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
     if (!p.instrs[p.outputs[o]].per_row) element_outputs.push_back(static_cast<int>(o));
 
   std::ostringstream os;
-  os << gpu_row_order_source() << cuda_word_helpers_source() << cuda_vector_moves_source();
-  os << "__device__ inline u32 opaque32(u32 x) { u32 r; asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(r) : \"r\"(x)); return r; }\n"
-        "__device__ inline u64 opaque64(u64 x) { u64 r; asm volatile(\"mov.b64 %0, %1;\" : \"=l\"(r) : \"l\"(x)); return r; }\n";
-  os << "struct RowArgs { u64 p[" << kCudaFusedMaxArgs << "]; i64 rows, n, groups, chunk, threads, knd, rnd, cache, cbytes; i64 kshape[MAXD]; i64 kst["
-     << kCudaFusedMaxArgs << "][MAXD]; i64 rshape[MAXD]; i64 rst[" << kCudaFusedMaxArgs << "][MAXD]; };\n";
-  // Offset of element j of a row in input k: one stride for the common single row axis.
-  os << "__device__ inline i64 roff(const RowArgs& a, int k, i64 j) {\n"
-        "  if (a.rnd == 1) return j * a.rst[k][0];\n"
-        "  i64 o = 0;\n"
-        "  for (int d = (int)a.rnd - 1; d >= 0; --d) { o += (j % a.rshape[d]) * a.rst[k][d]; j /= a.rshape[d]; }\n"
-        "  return o;\n}\n";
+  os << row_kernel_helpers();
   // Blocks of 256 threads, or up to 1024 for a block row whose cache is large (one or two blocks
   // an SM): the first T threads reduce in the order of gpu_row_order.h, and every thread of the
   // block copies the row and runs the epilogue, where the assignment of elements changes no
@@ -204,16 +231,8 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
   // among the threads sharing the row for copies and the epilogue.
   os << "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
         "  const bool reducer = T == 32 || (int)threadIdx.x < T;\n"
-        "  const int el = T == 32 ? lane : (int)threadIdx.x, ET = T == 32 ? 32 : (int)blockDim.x;\n"
-        "  const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();\n"
-        "  if (r >= a.rows) return;\n"
-        "  const i64 n = a.n;\n";
-  for (size_t k = 0; k < nin; ++k) {
-    const char* t = cuda_type_name(p.input_dtypes[k]);
-    os << "  const " << t << "* x" << k << ";\n  { i64 o = 0, q = r;\n"
-       << "    for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[" << k << "][d]; q /= a.kshape[d]; }\n"
-       << "    x" << k << " = (const " << t << "*)a.p[" << k << "] + o; }\n";
-  }
+        "  const int el = T == 32 ? lane : (int)threadIdx.x, ET = T == 32 ? 32 : (int)blockDim.x;\n";
+  os << row_kernel_prologue(p);
   // Per input read per element: q<k> is the row as consecutive elements when cv<k> (the row in
   // global memory when contiguous and 16-byte aligned, or its copy in the row cache); else
   // element j is x<k>[roff(a, k, j)].
@@ -407,6 +426,160 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
   return os.str();
 }
 
+std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
+  const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
+  const RowPlan plan = plan_row_program(p, false);
+  const GpuRowRegisters regs = gpu_row_registers(p);
+  SMELT_ASSERT(regs.vec > 0 && vectors > 0, "row register kernel: the program's rows do not go in registers");
+  const std::string V = std::to_string(regs.vec), P = std::to_string(vectors);
+  std::vector<char> in_registers(nin, 0), per_element(nin, 0);
+  for (int k : regs.inputs) in_registers[k] = 1;
+  for (const RowLoop& loop : plan.loops)
+    for (int i : loop.compute)
+      if (p.instrs[i].kind == InstrKind::Input) per_element[p.instrs[i].index] = 1;
+  std::vector<int> element_outputs, epilogue_loads;
+  for (size_t o = 0; o < nout; ++o)
+    if (!p.instrs[p.outputs[o]].per_row) element_outputs.push_back(static_cast<int>(o));
+  for (size_t k = 0; k < nin; ++k)
+    if (per_element[k] && !in_registers[k]) epilogue_loads.push_back(static_cast<int>(k));
+
+  std::ostringstream os;
+  os << row_kernel_helpers();
+  // 256 threads: one row, or 8 warp rows. Thread `lane` holds its vectors u = 0 .. P - 1 of the
+  // row (vec elements from vec * lane + u * T * vec: the order of gpu_row_order.h), loaded once
+  // and all in flight together; every pass reads them from registers, and the epilogue writes
+  // the same elements, so each input row crosses the memory bus once.
+  // Each reduction's tree has its own 8 accumulators (row_tree_once: one barrier a tree).
+  int reductions = 0;
+  for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
+  os << "extern \"C\" __global__ void __launch_bounds__(256) k(RowArgs a) {\n"
+        "  __shared__ u64 shraw[" << 8 * std::max(reductions, 1) << "];\n"
+        "  const int T = (int)a.threads, lane = threadIdx.x % T;\n";
+  os << row_kernel_prologue(p);
+  // Row positions are 32-bit (a row in registers is at most 256 * 16 * 16 elements).
+  os << "  constexpr int V = " << V << ", P = " << P << ";\n"
+        "  const int m = (int)n;\n";
+  // f<k>: input k's row is consecutive and 16-byte aligned, so whole vectors load as vectors.
+  for (size_t k = 0; k < nin; ++k)
+    if (per_element[k])
+      os << "  const bool f" << k << " = a.rnd == 1 && a.rst[" << k << "][0] == 1 && ((u64)x" << k << " & 15) == 0;\n";
+  // Loads vector u of input k into words `w` (zero past the row's end): whole vectors as
+  // vectors, the rest element by element.
+  auto load = [&](int k, const std::string& w, const std::string& indent) {
+    const char* t = cuda_type_name(p.input_dtypes[k]);
+    const std::string kk = std::to_string(k);
+    std::ostringstream b;
+    b << indent << "if (f" << kk << " && b + V <= m) vload<" << t << ", V>(" << w << ", x" << kk << " + b);\n"
+      << indent << "else {\n"
+      << indent << "  #pragma unroll\n"
+      << indent << "  for (int q = 0; q < " << words_for(p.input_dtypes[k], regs.vec) << "; ++q) " << w << "[q] = 0;\n"
+      << indent << "  #pragma unroll\n"
+      << indent << "  for (int e = 0; e < V; ++e)\n"
+      << indent << "    if (b + e < m) pack(" << w << ", e, x" << kk << "[f" << kk << " ? b + e : roff(a, " << kk << ", b + e)]);\n"
+      << indent << "}\n";
+    return b.str();
+  };
+  for (int k : regs.inputs) os << "  u32 w" << k << "[P][" << words_for(p.input_dtypes[k], regs.vec) << "];\n";
+  os << "  #pragma unroll\n"
+        "  for (int u = 0; u < P; ++u) {\n"
+        "    const int b = lane * V + u * T * V;\n";
+  for (int k : regs.inputs) os << load(k, "w" + std::to_string(k) + "[u]", "    ");
+  os << "  }\n";
+  for (size_t o = 0; o < nout; ++o)
+    os << "  " << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
+       << nin + o << "] + " << (p.instrs[p.outputs[o]].per_row ? "r" : "r * n") << ";\n";
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    if (p.instrs[i].kind == InstrKind::Constant)
+      os << "  const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
+  // A pass's per-element lines at element e of vector u: inputs unpacked from registers (or from
+  // the epilogue's words e<k>).
+  auto pass_body = [&](const RowLoop& loop, const std::string& indent) {
+    std::ostringstream b;
+    for (int i : loop.compute) {
+      const Instr& in = p.instrs[i];
+      if (in.kind == InstrKind::Constant) continue;
+      const char* t = cuda_type_name(in.dtype);
+      b << indent << "const " << t << " v" << i << " = ";
+      if (in.kind == InstrKind::Input)
+        b << "unpack<" << t << ">(" << (in_registers[in.index] ? "w" : "e") << in.index << (in_registers[in.index] ? "[u]" : "")
+          << ", e)";
+      else b << cuda_expr(p, i);
+      b << ";\n";
+    }
+    return b.str();
+  };
+  // Vectors past the row's end (b >= n) and elements past it in a partial vector are skipped:
+  // the elements a thread combines, and their order, are those of ROW_VECS_FOR.
+  size_t next_loop = 0;
+  int tree = 0;
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr& in = p.instrs[i];
+    if (!in.per_row || in.kind == InstrKind::Constant) continue;
+    const char* t = cuda_type_name(in.dtype);
+    if (in.kind == InstrKind::Input) {
+      os << "  const " << t << " v" << i << " = x" << in.index << "[0];\n";
+      continue;
+    }
+    if (in.kind != InstrKind::Reduce) {
+      os << "  const " << t << " v" << i << " = " << cuda_expr(p, static_cast<int>(i)) << ";\n";
+      continue;
+    }
+    const RowLoop& loop = plan.loops[next_loop++];
+    const std::string R = "R" + std::to_string(i), op = "v" + std::to_string(in.operands[0]);
+    os << "  typedef " << gpu_red_type(in.reduce, p.instrs[in.operands[0]].dtype) << " " << R << ";\n"
+       << "  " << R << "::Acc t" << i << " = " << R << "::init();\n"
+       << "  #pragma unroll\n"
+          "  for (int u = 0; u < P; ++u) {\n"
+          "    const int b = lane * V + u * T * V;\n"
+          "    #pragma unroll\n"
+          "    for (int e = 0; e < V; ++e) {\n"
+          "      if (b + e >= m) break;\n"
+       << pass_body(loop, "      ") << "      t" << i << " = " << R << "::step(t" << i << ", " << R << "::load(" << op << "));\n"
+       << "    }\n  }\n"
+       << "  t" << i << " = row_tree_once<" << R << ">(t" << i << ", T, (" << R << "::Acc*)(shraw + " << 8 * tree++ << "));\n"
+       << "  const " << t << " v" << i << " = ";
+    if (in.reduce == ReduceOp::Mean)
+      os << "smelt::scalar::divide<" << t << ">(" << R << "::finish(t" << i << "), cvt<" << t << ", double>((double)(n - " << in.ddof
+         << " > 0 ? n - " << in.ddof << " : 0)));\n";
+    else os << R << "::finish(t" << i << ");\n";
+  }
+  if (!element_outputs.empty()) {
+    // The epilogue over the thread's own vectors; outputs leave as vectors when aligned.
+    const RowLoop& loop = plan.loops.back();
+    os << "  #pragma unroll\n"
+          "  for (int u = 0; u < P; ++u) {\n"
+          "    const int b = lane * V + u * T * V;\n"
+          "    if (b >= m) break;\n";
+    for (int k : epilogue_loads) {
+      os << "    u32 e" << k << "[" << words_for(p.input_dtypes[k], regs.vec) << "];\n";
+      os << load(k, "e" + std::to_string(k), "    ");
+    }
+    for (int o : element_outputs) os << "    u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
+    os << "    #pragma unroll\n"
+          "    for (int e = 0; e < V; ++e) {\n"
+          "      if (b + e >= m) break;\n"
+       << pass_body(loop, "      ");
+    for (int o : element_outputs) os << "      pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
+    os << "    }\n";
+    for (int o : element_outputs) {
+      const char* t = cuda_type_name(p.output_dtype(o));
+      const std::string y = "y" + std::to_string(o), w = "o" + std::to_string(o);
+      os << "    if (b + V <= m && ((u64)(" << y << " + b) % (V * sizeof(" << t << "))) == 0) vstore<" << t << ", V>(" << y << " + b, " << w
+         << ");\n"
+         << "    else {\n"
+         << "      #pragma unroll\n"
+         << "      for (int e = 0; e < V; ++e)\n"
+         << "        if (b + e < m) " << y << "[b + e] = unpack<" << t << ">(" << w << ", e);\n"
+         << "    }\n";
+    }
+    os << "  }\n";
+  }
+  for (size_t o = 0; o < nout; ++o)
+    if (p.instrs[p.outputs[o]].per_row) os << "  if (lane == 0) *y" << o << " = v" << p.outputs[o] << ";\n";
+  os << "}\n";
+  return os.str();
+}
+
 std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, bool vectorized) {
   if (p.is_row_program()) return emit_cuda_row_kernel(p);
   const bool flat = layout != "strided";
@@ -575,6 +748,7 @@ std::string CudaFusedKernelParams::name() const {
 
 std::string CudaFusedKernelParams::source() const {
   if (layout == "rows") return emit_cuda_row_kernel(*program);
+  if (layout.rfind("regs", 0) == 0) return emit_cuda_row_register_kernel(*program, std::stoi(layout.substr(4)));
   return emit_cuda_kernel(*program, layout, vectorized);
 }
 

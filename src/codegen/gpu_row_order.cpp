@@ -40,6 +40,36 @@ std::vector<int> gpu_row_cached_inputs(const FusedProgram& p) {
   return out;
 }
 
+GpuRowRegisters gpu_row_registers(const FusedProgram& p) {
+  GpuRowRegisters regs;
+  const RowPlan plan = plan_row_program(p, false);
+  std::vector<char> read(p.input_dtypes.size(), 0);
+  for (const RowLoop& loop : plan.loops) {
+    if (loop.reduce < 0) continue;
+    const int vec = gpu_row_vector(p.instrs[p.instrs[loop.reduce].operands[0]].dtype);
+    if (regs.vec != 0 && regs.vec != vec) return {};
+    regs.vec = vec;
+    for (int i : loop.compute)
+      if (p.instrs[i].kind == InstrKind::Input && !p.instrs[i].per_row) read[p.instrs[i].index] = 1;
+  }
+  const std::vector<int> cached = gpu_row_cached_inputs(p);
+  if (regs.vec == 0 || cached.empty()) return {};
+  for (size_t k = 0; k < read.size(); ++k)
+    if (read[k]) {
+      regs.inputs.push_back(static_cast<int>(k));
+      regs.words += static_cast<int>((static_cast<size_t>(regs.vec) * size_of(p.input_dtypes[k]) + 3) / 4);
+    }
+  return regs;
+}
+
+int gpu_row_register_vectors(const GpuRowRegisters& regs, const GpuRowOrder& order, int64_t n) {
+  if (regs.vec == 0 || order.groups != 1) return 0;
+  const int64_t needed = (n + order.threads * regs.vec - 1) / (order.threads * regs.vec);
+  int vectors = 1;
+  while (vectors < needed) vectors *= 2;
+  return vectors * regs.words <= kGpuRowRegisterWords ? vectors : 0;
+}
+
 int gpu_row_vector(Dtype reduced) { return static_cast<int>(16 / size_of(reduced)); }
 
 std::string gpu_red_type(ReduceOp op, Dtype in) {
@@ -82,6 +112,22 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   }
   __syncthreads();
   return sh[8];
+}
+// row_tree's order with one barrier, for a block of exactly `threads` threads: every warp
+// combines the 8 warp results itself, the same values in the same order as warp 0 does in
+// row_tree, so the same bits. `sh` (8 accumulators) must belong to this tree alone: no barrier
+// guards its reuse.
+template <class R> __device__ typename R::Acc row_tree_once(typename R::Acc a, int threads, typename R::Acc* sh) {
+  #pragma unroll
+  for (int off = 16; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
+  if (threads == 32) return shfl_0(a);
+  const int lane = threadIdx.x & 31;
+  if (lane == 0) sh[threadIdx.x >> 5] = a;
+  __syncthreads();
+  a = sh[lane & 7];
+  #pragma unroll
+  for (int off = 4; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
+  return shfl_0(a);
 }
 // The vectors of [lo, hi) that thread `lane` of `threads` combines, in order: `vec` consecutive
 // elements from lo + vec * lane, then every threads * vec, each vector's elements in order.

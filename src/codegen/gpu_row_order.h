@@ -43,6 +43,27 @@ std::vector<int> gpu_row_cached_inputs(const FusedProgram& p);
 /// allows a block (opted in: 227 KiB on sm_90).
 inline constexpr int64_t kGpuWarpRowCacheMaxBytes = 64 * 1024;
 
+/// A row program whose rows a kernel may hold in registers (emit_cuda_row_register_kernel):
+/// every reduction takes `vec` elements at a time (so each pass gives a thread the same
+/// elements), `inputs` (sorted) are those the reduction passes read per element, held as
+/// `words` 32-bit words per vector, and at least one of them is read by more than one pass (so
+/// the registers save a read). vec = 0: the program is not one.
+struct GpuRowRegisters {
+  int vec = 0;
+  int words = 0;
+  std::vector<int> inputs;
+};
+GpuRowRegisters gpu_row_registers(const FusedProgram& p);
+
+/// At most this many 32-bit words of row data a thread holds in registers (the rest of a
+/// 64-register budget goes to addresses, accumulators and the epilogue's values).
+inline constexpr int kGpuRowRegisterWords = 32;
+
+/// Vectors per thread of the register kernel for rows of n elements in `order` (a power of two,
+/// its "regs<P>" layout), or 0 when the rows are split or their vectors do not fit in
+/// kGpuRowRegisterWords.
+int gpu_row_register_vectors(const GpuRowRegisters& regs, const GpuRowOrder& order, int64_t n);
+
 /// Elements a thread takes at a time: 16 bytes of `reduced` (the reduction's input dtype).
 int gpu_row_vector(Dtype reduced);
 
@@ -50,7 +71,8 @@ int gpu_row_vector(Dtype reduced);
 /// ("smelt::scalar::Red<smelt::ReduceOp::Sum, float>"); Mean reduces as Sum.
 std::string gpu_red_type(ReduceOp op, Dtype in);
 
-/// Device code after the preamble: shfl_dn/shfl_0, row_tree<R>(acc, threads, shared), and the
+/// Device code after the preamble: shfl_dn/shfl_0, row_tree<R>(acc, threads, shared) (and
+/// row_tree_once, its order with one barrier for a tree with shared memory of its own), and the
 /// ROW_VECS_FOR(b0, lo, hi, lane, threads, vec, per) loop over a thread's vectors `per` at a time
 /// with ROW_VECS_AT(b0, u, threads, vec) the start of vector u, which fix the order above.
 const char* gpu_row_order_source();

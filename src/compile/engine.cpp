@@ -20,6 +20,9 @@
 #include "src/compile/shapeless.h"
 #include "src/compile/tape.h"
 #include "src/compile/tiered.h"
+#if SMELT_HAS_CUDA
+#include "src/backend/cuda/compiler.h"
+#endif
 #include "src/core/node.h"
 
 namespace smelt {
@@ -47,7 +50,12 @@ void disable_compile() { compile_switch() = 0; }
 void enable_compile() { compile_switch() = 1; }
 bool compile_enabled() { return compile_switch() != 0; }
 uint64_t global_trace_count() { return g_traces.load(); }
-void wait_for_kernel_builds() { codegen::wait_for_background_builds(); }
+void wait_for_kernel_builds() {
+  codegen::wait_for_background_builds();
+#if SMELT_HAS_CUDA
+  cuda::wait_for_prebuilds();
+#endif
+}
 
 namespace detail {
 

@@ -10,6 +10,7 @@
 #include "src/codegen/fused_program.h"
 #include "src/codegen/kernel_builder.h"
 #include "src/compile/fuse.h"
+#include "src/compile/kernel_prebuild.h"
 
 namespace smelt::compiler {
 
@@ -39,6 +40,7 @@ TieredProgram::TieredProgram(Tape tape, PassOptions options, bool tiered, Plan p
   auto program = std::make_shared<Program>();
   program->tape = std::move(tape);
   program->tier = unbuilt.empty() ? Tier::Fused : Tier::Interpreter;
+  prebuild_kernels(program->tape);
   plan_(*program);
   current_.store(std::move(program));
   if (unbuilt.empty()) {
@@ -75,6 +77,7 @@ void TieredProgram::switch_to_fused() {
   try {
     fuse_elementwise(program->tape, function_, &still_unbuilt);
     verify_tape(program->tape, "fuse");
+    prebuild_kernels(program->tape);
     plan_(*program);
   } catch (const Error& e) {
     switch_failed_ = true;

@@ -203,6 +203,12 @@ TEST(CodegenGolden, RmsNormRowKernelCuda) {
   expect_golden_text("rms_norm_rows_bf16.cu", codegen::emit_cuda_row_kernel(rms_norm_rows()));
 }
 
+// W4's rows ([16384, 4096] bfloat16) in registers: each thread loads its 4 vectors of 4 once,
+// the mean's pass and the epilogue read them there; one barrier for the mean's tree.
+TEST(CodegenGolden, RmsNormRegisterRowKernelCuda) {
+  expect_golden_text("rms_norm_regs4_bf16.cu", codegen::emit_cuda_row_register_kernel(rms_norm_rows(), 4));
+}
+
 TEST(CodegenGolden, Float32Chain) { expect_golden("float32_chain", float32_chain()); }
 TEST(CodegenGolden, IntegerSelectAndCasts) { expect_golden("int_select_cast", int_select_cast()); }
 TEST(CodegenGolden, Float16Constants) { expect_golden("float16_constants", float16_constants()); }

@@ -78,4 +78,12 @@ void eval_attention(const AttentionParams& p, const std::vector<Array>& inputs, 
   launch(s, fn, blocks, 128, &a, what, flash_attention_shared_bytes(c));
 }
 
+void prebuild_attention(const AttentionParams& p, const Shape& q, Dtype dtype, const Shape& v, int device) {
+  if (q.size() != 4 || v.size() != 4 || !flash_attention_supports(dtype, q[3], v[3])) return;
+  FlashAttentionConfig c{dtype, static_cast<int>(q[3]), p.mask, p.causal != CausalMask::None, p.softcap > 0};
+  prebuild_kernel([c, device] {
+    get_kernel(device, attention_kernel_key(c), [&] { return attention_source(c); }, "prebuild of scaled_dot_product_attention");
+  });
+}
+
 }  // namespace smelt::cuda

@@ -10,9 +10,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -92,6 +95,7 @@ namespace {
 /// The string-keyed in-memory cache (the template one lives in compiler.h).
 struct StringCache {
   std::unordered_map<std::string, std::weak_ptr<LoadedModule>> by_key;  // "<device>|<key>"
+  std::unordered_map<std::string, std::shared_future<Kernel>> building;  // by the same key
   size_t prune_at = 64;
 };
 
@@ -260,16 +264,36 @@ Kernel get_kernel(int device, const std::string& key, const std::function<std::s
   const std::string full_key = std::to_string(device) + "|" + key;
   auto& c = string_cache();
   std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
+  std::promise<Kernel> built;
+  std::shared_future<Kernel> other;
   {
     std::lock_guard lock(mutex());
     if (auto it = c.by_key.find(full_key); it != c.by_key.end())
       if (Kernel k = revive(it->second, dropped)) return k;
+    // Another thread builds it (a prebuild): wait for that build instead of a second one.
+    if (auto it = c.building.find(full_key); it != c.building.end()) other = it->second;
+    else c.building.emplace(full_key, built.get_future().share());
   }
-  Kernel k = build_kernel(device, key, body(), what);
-  std::lock_guard lock(mutex());
-  c.by_key[full_key] = k.module;
-  remember(k, dropped);
-  prune(c.by_key, c.prune_at);
+  if (other.valid()) return other.get();
+  Kernel k;
+  try {
+    k = build_kernel(device, key, body(), what);
+  } catch (...) {
+    {
+      std::lock_guard lock(mutex());
+      c.building.erase(full_key);
+    }
+    built.set_exception(std::current_exception());
+    throw;
+  }
+  {
+    std::lock_guard lock(mutex());
+    c.by_key[full_key] = k.module;
+    remember(k, dropped);
+    prune(c.by_key, c.prune_at);
+    c.building.erase(full_key);
+  }
+  built.set_value(k);
   return k;
 }
 
@@ -392,6 +416,64 @@ Kernel build_kernel(int device, const std::string& name, const std::string& body
                       {"program", name}}});
   }
   return Kernel{m->fn, std::move(m)};
+}
+
+namespace {
+
+/// The prebuild threads and their queue (never destroyed: threads may run during exit).
+struct Prebuilder {
+  std::mutex mutex;
+  std::condition_variable work, idle;
+  std::deque<std::function<void()>> queue;
+  size_t running = 0;
+  bool started = false;
+
+  void start() {  // under mutex
+    started = true;
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned threads = std::clamp(cores / 2, 1u, 8u);
+    for (unsigned i = 0; i < threads; ++i) std::thread([this] { loop(); }).detach();
+  }
+  void loop() {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      work.wait(lock, [&] { return !queue.empty(); });
+      std::function<void()> job = std::move(queue.front());
+      queue.pop_front();
+      ++running;
+      lock.unlock();
+      try {
+        job();
+      } catch (...) {  // the launch that needs the kernel builds it again and reports why
+      }
+      lock.lock();
+      --running;
+      if (queue.empty() && running == 0) idle.notify_all();
+    }
+  }
+};
+
+Prebuilder& prebuilder() {
+  static auto* p = new Prebuilder();
+  return *p;
+}
+
+}  // namespace
+
+void prebuild_kernel(std::function<void()> job) {
+  Prebuilder& p = prebuilder();
+  {
+    std::lock_guard lock(p.mutex);
+    if (!p.started) p.start();
+    p.queue.push_back(std::move(job));
+  }
+  p.work.notify_one();
+}
+
+void wait_for_prebuilds() {
+  Prebuilder& p = prebuilder();
+  std::unique_lock lock(p.mutex);
+  p.idle.wait(lock, [&] { return p.queue.empty() && p.running == 0; });
 }
 
 std::string kernel_name(const Kernel& k) { return k.module ? k.module->name : "?"; }

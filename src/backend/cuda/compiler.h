@@ -5,6 +5,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -124,26 +125,63 @@ void prune(Map& map, size_t& prune_at) {
 }  // namespace kernel_cache_detail
 
 /// The kernel `params` describe on GPU `device`, found in memory by the whole params struct (no
-/// source is built on a hit), so a field that changes the source always changes the key.
+/// source is built on a hit), so a field that changes the source always changes the key. A
+/// kernel another thread is building (a prebuild, prebuild_kernel) is waited for, not built
+/// twice; its build error is rethrown here.
 template <KernelParams P>
 Kernel get_kernel(int device, const P& params, const std::string& what) {
   using namespace kernel_cache_detail;
   using Map = std::unordered_map<Key<P>, std::weak_ptr<LoadedModule>, KeyHash<P>, KeyEqual<P>>;
+  using Building = std::unordered_map<Key<P>, std::shared_future<Kernel>, KeyHash<P>, KeyEqual<P>>;
   static auto* kernels = new Map();  // never destroyed: kernels may be released during exit
+  static auto* building = new Building();
   static size_t prune_at = 64;
   std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
+  std::promise<Kernel> built;
+  std::shared_future<Kernel> other;
   {
     std::lock_guard lock(mutex());
     if (auto it = kernels->find(Ref<P>{device, &params}); it != kernels->end())
       if (Kernel k = revive(it->second, dropped)) return k;
+    if (auto it = building->find(Ref<P>{device, &params}); it != building->end()) other = it->second;
+    else building->emplace(Key<P>{device, params}, built.get_future().share());
   }
-  Kernel k = build_kernel(device, params.name(), params.source(), what);
-  std::lock_guard lock(mutex());
-  (*kernels)[Key<P>{device, params}] = k.module;
-  remember(k, dropped);
-  prune(*kernels, prune_at);
+  if (other.valid()) return other.get();
+  auto done = [&] {  // under mutex()
+    auto it = building->find(Ref<P>{device, &params});
+    if (it != building->end()) building->erase(it);
+  };
+  Kernel k;
+  try {
+    k = build_kernel(device, params.name(), params.source(), what);
+  } catch (...) {
+    {
+      std::lock_guard lock(mutex());
+      done();
+    }
+    built.set_exception(std::current_exception());
+    throw;
+  }
+  {
+    std::lock_guard lock(mutex());
+    (*kernels)[Key<P>{device, params}] = k.module;
+    remember(k, dropped);
+    prune(*kernels, prune_at);
+    done();
+  }
+  built.set_value(k);
   return k;
 }
+
+/// Runs `job` on one of the kernel prebuild threads (half the cores, 1 to 8) and returns at
+/// once: kernels a compiled program will launch are built there side by side (NVRTC takes
+/// 20-60 ms a kernel) while the first call runs. An error `job` throws is dropped (the launch
+/// that needs the kernel builds it again and reports it). The threads are detached: a build
+/// still running at exit is abandoned (the disk cache only ever sees whole entries).
+void prebuild_kernel(std::function<void()> job);
+
+/// Blocks until no prebuild is queued or running (tests).
+void wait_for_prebuilds();
 
 /// How many modules GPU `device` has loaded now: those in use or in the LRU, and those whose
 /// unload waits for their streams.

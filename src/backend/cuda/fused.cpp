@@ -65,21 +65,30 @@ int64_t collapse(const Shape& shape, const std::vector<Strides>& st, int64_t* ou
   return cnd;
 }
 
-/// Bytes per row element of the inputs a row program's kernel caches (gpu_row_cached_inputs,
-/// each input's row later rounded up to 16 bytes), found once per program (planning the passes
-/// on every launch would cost more than the launch) and kept for at most 4096 programs.
-std::vector<int64_t> cached_input_sizes(const codegen::FusedKernel& k) {
+/// What launching a row program needs from its plan, found once per program (planning the
+/// passes on every launch would cost more than the launch) and kept for at most 4096 programs:
+/// the bytes per row element of the inputs its kernel caches (gpu_row_cached_inputs, each
+/// input's row later rounded up to 16 bytes) and whether its rows may go in registers.
+struct RowProgramInfo {
+  std::vector<int64_t> cached_sizes;
+  codegen::GpuRowRegisters registers;
+};
+
+std::shared_ptr<const RowProgramInfo> row_program_info(const codegen::FusedKernel& k) {
   static std::mutex mutex;
-  static auto* sizes = new std::unordered_map<codegen::FusedProgram, std::vector<int64_t>, codegen::ProgramHash>();
+  static auto* infos = new std::unordered_map<codegen::FusedProgram, std::shared_ptr<const RowProgramInfo>, codegen::ProgramHash>();
   std::lock_guard lock(mutex);
-  auto it = sizes->find(k.program);
-  if (it != sizes->end()) return it->second;
-  std::vector<int64_t> v;
-  for (int in : codegen::gpu_row_cached_inputs(k.program))
-    v.push_back(static_cast<int64_t>(size_of(k.program.input_dtypes[in])));
-  // Bounded: a program with a new constant per call (a static float) adds an entry each time.
-  if (sizes->size() >= 4096) sizes->clear();
-  return sizes->emplace(k.program, std::move(v)).first->second;
+  auto it = infos->find(k.program);
+  if (it == infos->end()) {
+    auto info = std::make_shared<RowProgramInfo>();
+    for (int in : codegen::gpu_row_cached_inputs(k.program))
+      info->cached_sizes.push_back(static_cast<int64_t>(size_of(k.program.input_dtypes[in])));
+    info->registers = codegen::gpu_row_registers(k.program);
+    // Bounded: a program with a new constant per call (a static float) adds an entry each time.
+    if (infos->size() >= 4096) infos->clear();
+    it = infos->emplace(k.program, std::move(info)).first;
+  }
+  return it->second;
 }
 
 /// The kernel's program as a params field, sharing the FusedKernel (no copy per launch).
@@ -121,12 +130,21 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   args.chunk = order.chunk;
   args.threads = order.threads;
   DeviceState& s = state_of(outputs[0]);
+  const std::shared_ptr<const RowProgramInfo> info_held = row_program_info(k);
+  const RowProgramInfo& info = *info_held;
+  // Rows that fit in registers: one kernel shape, 256 threads, no shared row cache.
+  if (const int vectors = codegen::gpu_row_register_vectors(info.registers, order, args.n); vectors > 0) {
+    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "regs" + std::to_string(vectors), false}, what);
+    const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, 256 / 32) : static_cast<uint64_t>(args.rows);
+    launch(s, fn, grid, 256, &args, what, 0);
+    return;
+  }
   // Inputs that several passes read are copied once per row into dynamic shared memory when
   // the block's rows fit (one slot per row: 8 warp rows or 1 block row): warp rows within
   // kGpuWarpRowCacheMaxBytes, a block row within what the device allows a block (less 1 KiB
   // for the kernel's own static shared memory, 72 bytes).
   const int64_t rows_per_block = order.threads == 32 ? 256 / 32 : 1;
-  for (int64_t size : cached_input_sizes(k)) args.cbytes += (args.n * size + 15) / 16 * 16;
+  for (int64_t size : info.cached_sizes) args.cbytes += (args.n * size + 15) / 16 * 16;
   uint64_t shared = 0;
   if (args.cbytes > 0) {
     const int64_t bytes = args.cbytes * rows_per_block;
@@ -234,6 +252,53 @@ bool run_elementwise_program(const std::shared_ptr<const codegen::FusedKernel>& 
 }
 
 }  // namespace
+
+void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, const std::vector<Shape>& input_shapes) {
+  const codegen::FusedKernel& k = *kernel;
+  if (k.device.type != Device::Type::Cuda) return;
+  Shape full;
+  for (const Shape& in : input_shapes) full = broadcast_shapes(full, in);
+  std::string layout;
+  bool vectorized = false;
+  if (k.program.is_row_program()) {
+    const int nred = k.program.reduced_axes;
+    const int64_t rows = shape_size(Shape(full.begin(), full.end() - nred)), n = shape_size(Shape(full.end() - nred, full.end()));
+    if (rows == 0 || n == 0) return;
+    const int vectors = codegen::gpu_row_register_vectors(row_program_info(k)->registers, codegen::gpu_row_order(rows, n), n);
+    layout = vectors > 0 ? "regs" + std::to_string(vectors) : "rows";
+  } else {
+    // The layout run_elementwise_program finds for inputs in fresh (row-major, aligned) buffers.
+    const int nd = static_cast<int>(full.size());
+    bool flat = true;
+    vectorized = true;
+    std::vector<int64_t> inner(input_shapes.size(), 0);
+    for (size_t i = 0; i < input_shapes.size(); ++i) {
+      const Shape& in = input_shapes[i];
+      Strides st(nd, 0);
+      int64_t stride = 1;
+      for (int d = static_cast<int>(in.size()) - 1; d >= 0; --d) {
+        st[nd - static_cast<int>(in.size()) + d] = in[d] == 1 ? 0 : stride;
+        stride *= in[d];
+      }
+      if (in == full) layout += 'c';
+      else if (shape_size(in) == 1) layout += 's';
+      else if (char l = codegen::cuda_flat_layout(full, st, inner[i])) layout += l;
+      else flat = false;
+    }
+    if (!flat) {
+      layout = "strided";
+      vectorized = false;
+    } else {
+      const int width = codegen::cuda_vector_width(k.program, layout);
+      for (size_t i = 0; i < layout.size(); ++i)
+        if (layout[i] == 'r' || layout[i] == 'q') vectorized = vectorized && inner[i] % width == 0;
+    }
+  }
+  const int device = k.device.index;
+  prebuild_kernel([kernel, layout, vectorized, device] {
+    get_kernel(device, codegen::CudaFusedKernelParams{program_of(kernel), layout, vectorized}, "prebuild of a fused kernel");
+  });
+}
 
 void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
   const codegen::FusedKernel& k = *p.kernel;

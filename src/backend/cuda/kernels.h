@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "smelt/array.h"
 #include "src/backend/cuda/compiler.h"
+#include "src/codegen/fused_kernel.h"
 #include "src/codegen/fused_program.h"
 #include "src/core/node.h"
 #include "src/primitives/primitive.h"
@@ -49,6 +51,13 @@ void copy_to_contiguous(const Array& in, Array& out);
 
 /// Fills `out` (allocated, row-major) with one element's bits (the low size_of(dtype) bytes).
 void fill_bits(Array& out, uint64_t bits);
+
+/// Builds, on a prebuild thread (prebuild_kernel), the kernel eval_fused will launch for
+/// `kernel` on inputs of `input_shapes` in fresh buffers (row-major, aligned: the layout a
+/// compiled replay gives its intermediates), so that a compiled program's kernels build side by
+/// side before its first call reaches them. Inputs laid out otherwise launch another kernel,
+/// built then.
+void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, const std::vector<Shape>& input_shapes);
 
 void eval_full(const FullParams& p, Array& out);
 void eval_arange(const ArangeParams& p, Array& out);

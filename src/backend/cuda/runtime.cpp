@@ -7,11 +7,16 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "smelt/errors.h"
+#include "smelt/telemetry.h"
 #include "src/backend/cuda/cuda.h"
 #include "src/core/stream_state.h"
 
@@ -104,7 +109,13 @@ DriverHolder& driver_holder() {
 template <class Api>
 std::unique_ptr<Api> load_library(const std::vector<std::string>& names, const char* label,
                                   void (*fill)(void*, Api&, std::string&), std::string& why) {
+  const auto t0 = std::chrono::steady_clock::now();
   void* lib = open_first(names);
+  // Loading is part of a first call's time (cuBLASLt's 500 MB take 70 ms or more): say so.
+  if (telemetry::enabled())
+    telemetry::emit({"cuda.library.load",
+                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                     {{"library", label}, {"loaded", lib ? "true" : "false"}}});
   if (!lib) {
     why = std::string(label) + " could not be loaded (tried " + names.front() + ")";
     return nullptr;
@@ -227,6 +238,18 @@ DeviceState& device_state(int index) {
       check(d.cuDeviceGetName(name, sizeof name, st->dev), "cuDeviceGetName", what);
       st->name = name;
       slot = std::move(st);
+      // NVRTC and cuBLASLt load on a thread of their own while the program goes on: a compiled
+      // function's first call would otherwise wait for them (cuBLASLt alone takes 70 ms or more).
+      // SMELT_CUDA_PRELOAD=0 loads each at its first use instead.
+      const char* preload = std::getenv("SMELT_CUDA_PRELOAD");
+      if (!preload || std::string(preload) != "0")
+        std::thread([] {
+          try {
+            nvrtc();
+            cublaslt();
+          } catch (const Error&) {  // reported at first use, where it matters
+          }
+        }).detach();
     }
     s = slot.get();
   }

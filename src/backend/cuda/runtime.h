@@ -34,7 +34,7 @@ struct DriverApi {
   X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction)               \
   X(cuLaunchKernel) X(cuMemGetInfo) X(cuOccupancyMaxPotentialBlockSize) X(cuDriverGetVersion)          \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuModuleUnload) X(cuEventCreate) X(cuEventRecord)       \
-  X(cuEventQuery) X(cuEventDestroy)
+  X(cuEventQuery) X(cuEventDestroy) X(cuEventSynchronize) X(cuEventElapsedTime)
 #define X(name) decltype(&::name) name = nullptr;
   SMELT_CU_FNS(X)
 #undef X

@@ -21,7 +21,8 @@ namespace smelt::test {
 #define SMELT_REQUIRE_GPU() \
   if (!::smelt::cuda_available()) GTEST_SKIP() << "no CUDA GPU on this machine"
 
-/// Compiles synchronously (SMELT_TIERED=0, unless the caller set it) before any test runs: a GPU
+/// Compiles synchronously (SMELT_TIERED=0, unless the caller set it) before any test runs, without
+/// kernel prebuilds (SMELT_CUDA_PREBUILD=0, likewise): a GPU
 /// test of compiled code must run the fused kernels, not the unfused tier that tiered execution
 /// serves while the kernels build in the background (the same bits, so such a test would pass
 /// without ever launching a fused kernel).
@@ -30,6 +31,10 @@ class SynchronousCompileEnvironment : public ::testing::Environment {
   void SetUp() override {
     const char* tiered = std::getenv("SMELT_TIERED");
     if (!tiered || !*tiered) ::setenv("SMELT_TIERED", "0", 1);
+    // Kernels build where they launch, so that tests counting builds or loaded modules see only
+    // the kernels they launch; kernel_prebuild_test turns prebuilds on.
+    const char* prebuild = std::getenv("SMELT_CUDA_PREBUILD");
+    if (!prebuild || !*prebuild) ::setenv("SMELT_CUDA_PREBUILD", "0", 1);
   }
 };
 

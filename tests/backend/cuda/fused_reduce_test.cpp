@@ -27,12 +27,15 @@ const std::vector<std::pair<std::string, Fn>>& fns() {
 }
 
 // Rows of a warp (<= 2048), of a block, and few long rows split into chunks; lengths 1, odd and
-// not multiples of any vector width; rows whose re-read inputs go to the shared-memory row cache
-// (warp rows up to kGpuWarpRowCacheMaxBytes a block, block rows up to the device's opt-in limit:
-// 8 KiB bfloat16 rows as W4/W6, 128 KiB float32 rows as W5, both LayerNorm summands) and rows
-// past it that read global memory in every pass ({6, 2048} float32 warp rows of the two-input
-// LayerNorm, {2, 60000} and {3, 200000} float32 block rows); {2, 100000} bfloat16 is cached and split into chunks. Caches
-// past 48 KiB run in wider blocks ({4, 20000} float32: 512 threads; {3, 32768}: 1024).
+// not multiples of any vector width. Rows whose vectors fit in a thread's registers
+// (gpu_row_register_vectors: up to {9, 4096} and {16, 4096}, as W4/W6, and bfloat16 warp rows
+// of 2048) run the register kernel; longer ones keep their re-read inputs in the shared-memory
+// row cache (warp rows up to kGpuWarpRowCacheMaxBytes a block, float32 softmax rows of 2048;
+// block rows up to the device's opt-in limit: 128 KiB float32 rows as W5, both LayerNorm
+// summands) or read global memory in every pass past it ({6, 2048} float32 warp rows of the
+// two-input LayerNorm, {2, 60000} and {3, 200000} float32 block rows); {2, 100000} bfloat16 is
+// cached and split into chunks. Caches past 48 KiB run in wider blocks ({4, 20000} float32:
+// 512 threads; {3, 32768}: 1024).
 const std::vector<Shape>& shapes() {
   static const std::vector<Shape> s = {{5, 1},     {33, 100},  {7, 1531},   {6, 2048},   {9, 4096},  {4, 3001},
                                        {4, 20000}, {3, 32768}, {2, 60000}, {2, 100000}, {3, 200000}, {16, 4096}};

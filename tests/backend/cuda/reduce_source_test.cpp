@@ -168,6 +168,89 @@ TEST(CudaReduceSource, FusedRowKernelsUseNoLocalMemory) {
 #endif
 }
 
+// Which row programs hold their rows in registers, and with how many vectors a thread: the
+// normalizations of W4/W6 ([16384, 4096] bfloat16, float32 statistics: 4 vectors of 4) and the
+// 768-wide rows of GPT-2 (warp rows: 6 vectors, rounded up to 8) do; W5's 32768-wide float32
+// softmax rows (32 vectors), split rows and a sum of squares (no input read twice) do not.
+TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
+#if SMELT_HAS_CUDA
+  auto program = [](auto fn, Dtype dt) {
+    auto tape = optimized_tape(fn, {zeros({8, 64}, dt), zeros({64}, dt), zeros({8, 64}, dt)});
+    auto programs = fused_programs(tape);
+    EXPECT_EQ(programs.size(), 1u);
+    return *programs.at(0);
+  };
+  const auto rms = program([](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; }, bfloat16);
+  const auto ln = program([](const std::vector<Array>& in) {
+    Array h = add(in[0], in[2]);
+    return std::vector<Array>{layer_norm(h, in[1], in[1], 1e-5), h};
+  }, bfloat16);
+  const auto soft = program([](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; }, float32);
+  const auto total = program([](const std::vector<Array>& in) { return std::vector<Array>{sum(multiply(in[0], in[0]), {-1})}; }, float32);
+  const codegen::GpuRowRegisters r = codegen::gpu_row_registers(rms), l = codegen::gpu_row_registers(ln),
+                                 s = codegen::gpu_row_registers(soft);
+  EXPECT_EQ(r.vec, 4);  // the statistics are float32
+  EXPECT_EQ(r.inputs.size(), 1u);
+  EXPECT_EQ(r.words, 2);  // 4 bfloat16
+  EXPECT_EQ(l.inputs.size(), 2u);
+  EXPECT_EQ(l.words, 4);
+  EXPECT_EQ(s.words, 4);
+  EXPECT_EQ(codegen::gpu_row_registers(total).vec, 0);
+  auto vectors = [](const codegen::GpuRowRegisters& g, int64_t rows, int64_t n) {
+    return codegen::gpu_row_register_vectors(g, codegen::gpu_row_order(rows, n), n);
+  };
+  EXPECT_EQ(vectors(r, 16384, 4096), 4);
+  EXPECT_EQ(vectors(l, 16384, 4096), 4);
+  EXPECT_EQ(vectors(l, 4096, 768), 8);
+  EXPECT_EQ(vectors(s, 4096, 32768), 0);
+  EXPECT_EQ(vectors(s, 4096, 8192), 8);
+  EXPECT_EQ(vectors(r, 4, 1 << 20), 0);  // split into chunks
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+// The register kernels compile for every vector count the planner gives, keep their rows in
+// registers (no local memory: the word arrays are indexed by constants once unrolled) and
+// read each row with vector loads.
+TEST(CudaReduceSource, RegisterRowKernelsCompileWithoutLocalMemory) {
+#if SMELT_HAS_CUDA
+  using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+  const std::vector<std::pair<std::string, Fn>> fns = {
+      {"softmax", [](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; }},
+      {"rms_norm", [](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; }},
+      {"layer_norm_residual", [](const std::vector<Array>& in) {
+         Array h = add(in[0], in[2]);
+         return std::vector<Array>{layer_norm(h, in[1], in[1], 1e-5), h};
+       }},
+      {"logsumexp", [](const std::vector<Array>& in) { return std::vector<Array>{logsumexp(in[0], {-1}, true)}; }},
+  };
+  for (const auto& [name, fn] : fns)
+    for (Dtype dt : {float32, bfloat16, float16}) {
+      auto tape = optimized_tape(fn, {zeros({8, 64}, dt), zeros({64}, dt), zeros({8, 64}, dt)});
+      for (auto* p : fused_programs(tape)) {
+        const codegen::GpuRowRegisters regs = codegen::gpu_row_registers(*p);
+        ASSERT_GT(regs.vec, 0) << name;
+        for (int vectors = 1; vectors * regs.words <= codegen::kGpuRowRegisterWords; vectors *= 2) {
+          const std::string what = name + " " + dtype_name(dt) + " regs" + std::to_string(vectors);
+          std::string ptx;
+          try {
+            ptx = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + codegen::emit_cuda_row_register_kernel(*p, vectors),
+                                      false, what);
+          } catch (const DeviceError& e) {
+            if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
+            GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
+          }
+          EXPECT_EQ(ptx.find(".local"), std::string::npos) << what;
+          EXPECT_NE(ptx.find("ld.global.v"), std::string::npos) << what;
+        }
+      }
+    }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
 // The element-wise rows layout (broadcast columns and rows such as x - col) compiles.
 TEST(CudaReduceSource, ElementwiseRowsLayoutCompiles) {
 #if SMELT_HAS_CUDA

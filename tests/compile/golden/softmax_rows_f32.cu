@@ -31,6 +31,22 @@ template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int th
   __syncthreads();
   return sh[8];
 }
+// row_tree's order with one barrier, for a block of exactly `threads` threads: every warp
+// combines the 8 warp results itself, the same values in the same order as warp 0 does in
+// row_tree, so the same bits. `sh` (8 accumulators) must belong to this tree alone: no barrier
+// guards its reuse.
+template <class R> __device__ typename R::Acc row_tree_once(typename R::Acc a, int threads, typename R::Acc* sh) {
+  #pragma unroll
+  for (int off = 16; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
+  if (threads == 32) return shfl_0(a);
+  const int lane = threadIdx.x & 31;
+  if (lane == 0) sh[threadIdx.x >> 5] = a;
+  __syncthreads();
+  a = sh[lane & 7];
+  #pragma unroll
+  for (int off = 4; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
+  return shfl_0(a);
+}
 // The vectors of [lo, hi) that thread `lane` of `threads` combines, in order: `vec` consecutive
 // elements from lo + vec * lane, then every threads * vec, each vector's elements in order.
 // ROW_VECS_FOR walks them `per` at a time: vector u (0 to per - 1) of a step starts at
@@ -110,7 +126,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
   const i64 n = a.n;
   const float* x0;
   { i64 o = 0, q = r;
-    for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[0][d]; q /= a.kshape[d]; }
+    if (a.knd == 1) o = q * a.kst[0][0];
+    else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[0][d]; q /= a.kshape[d]; }
     x0 = (const float*)a.p[0] + o; }
   const bool f0 = a.rnd == 1 && a.rst[0][0] == 1 && ((u64)x0 & 15) == 0;
   unsigned char* slot = rowc + (T == 32 ? (i64)(threadIdx.x / 32) : (i64)0) * a.cbytes;

@@ -219,13 +219,13 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
 
   std::ostringstream os;
   os << row_kernel_helpers();
-  // Blocks of 256 threads, or up to 1024 for a block row whose cache is large (one or two blocks
-  // an SM): the first T threads reduce in the order of gpu_row_order.h, and every thread of the
-  // block copies the row and runs the epilogue, where the assignment of elements changes no
-  // bits. At most 64 registers a thread, so that four blocks of 256 fit an SM when their row
-  // caches do.
+  // Blocks of 256 threads, of 1024 for the long rows whose order takes 1024 threads, or up to
+  // 1024 for a block row of 256 whose cache is large (one or two blocks an SM): the first T
+  // threads reduce in the order of gpu_row_order.h, and every thread of the block copies the row
+  // and runs the epilogue, where the assignment of elements changes no bits. At most 64
+  // registers a thread, so that four blocks of 256 fit an SM when their row caches do.
   os << "extern \"C\" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {\n"
-        "  __shared__ u64 shraw[9];\n";
+        "  __shared__ u64 shraw[33];\n";
   if (!cached.empty()) os << "  extern __shared__ __align__(16) unsigned char rowc[];\n";
   // lane: the thread's place in the reduction order (reducer: it has one); el of ET: its place
   // among the threads sharing the row for copies and the epilogue.
@@ -449,7 +449,8 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
   // row (vec elements from vec * lane + u * T * vec: the order of gpu_row_order.h), loaded once
   // and all in flight together; every pass reads them from registers, and the epilogue writes
   // the same elements, so each input row crosses the memory bus once.
-  // Each reduction's tree has its own 8 accumulators (row_tree_once: one barrier a tree).
+  // Each reduction's tree has its own 8 accumulators, one per warp of a block of at most 256
+  // (row_tree_once: one barrier a tree).
   int reductions = 0;
   for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
   os << "extern \"C\" __global__ void __launch_bounds__(256) k(RowArgs a) {\n"

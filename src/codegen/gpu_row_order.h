@@ -14,14 +14,15 @@ namespace smelt::codegen {
 struct FusedProgram;
 
 /// How a row of n elements among `rows` rows is reduced on the GPU. Depends on the sizes only:
-///  - `threads` threads share a row: a warp (32) for rows up to kGpuWarpRowMax elements, else a
-///    block of 256;
+///  - `threads` threads share a row: a warp (32) for rows up to kGpuWarpRowMax elements, a block
+///    of 1024 for rows of kGpuWideRowMin or more that are not split, else a block of 256;
 ///  - thread `lane` takes `vec` consecutive elements (16 bytes of the reduced dtype) from
 ///    lo + vec * lane, then every threads * vec (ROW_VECS_FOR and ROW_VECS_AT in
 ///    gpu_row_order_source), combining each into its accumulator in that order;
 ///  - the threads' accumulators combine in a fixed tree (row_tree);
 ///  - few long rows split into `groups` chunks of `chunk` elements (a multiple of 4096, so of
-///    every threads * vec), whose results combine in order: ((p0 + p1) + p2) + ...
+///    every threads * vec; split rows keep 256 threads), whose results combine in order:
+///    ((p0 + p1) + p2) + ...
 struct GpuRowOrder {
   int64_t threads = 256;
   int64_t groups = 1;
@@ -29,6 +30,7 @@ struct GpuRowOrder {
 };
 
 inline constexpr int64_t kGpuWarpRowMax = 2048;
+inline constexpr int64_t kGpuWideRowMin = 16384;
 
 GpuRowOrder gpu_row_order(int64_t rows, int64_t n);
 
@@ -60,8 +62,8 @@ GpuRowRegisters gpu_row_registers(const FusedProgram& p);
 inline constexpr int kGpuRowRegisterWords = 32;
 
 /// Vectors per thread of the register kernel for rows of n elements in `order` (a power of two,
-/// its "regs<P>" layout), or 0 when the rows are split or their vectors do not fit in
-/// kGpuRowRegisterWords.
+/// its "regs<P>" layout), or 0 when the rows are split, take 1024 threads (whose registers would
+/// leave no room for the row) or their vectors do not fit in kGpuRowRegisterWords.
 int gpu_row_register_vectors(const GpuRowRegisters& regs, const GpuRowOrder& order, int64_t n);
 
 /// Elements a thread takes at a time: 16 bytes of `reduced` (the reduction's input dtype).

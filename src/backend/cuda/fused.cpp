@@ -159,6 +159,7 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   // its row and run its epilogue (the first 256 still reduce, in the same order).
   unsigned block = 256;
   if (order.threads != 32 && shared > 48 * 1024) block = shared > 112 * 1024 ? 1024 : 512;
+  if (order.threads == 1024) block = 1024;  // every thread reduces
   // (Capping the registers so that 6 or 8 blocks of 256 fit an SM was measured on the H200 and
   // made W4 and W6 slower: 158 -> 200-205 us, 308 -> 356-409 us. The row kernels are bound by
   // the latency of each row's copy, tree and epilogue, not by occupancy.)

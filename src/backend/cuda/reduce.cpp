@@ -225,7 +225,7 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
                   codegen::cuda_vector_moves_source() + "typedef " + codegen::gpu_red_type(op, in) +
                   " R;\ntypedef R::Acc Acc;\n";
   b += "extern \"C\" __global__ void k(RowRedArgs a) {\n"
-       "  __shared__ Acc sh[9];\n"
+       "  __shared__ Acc sh[33];\n"
        "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
        "  const i64 blk = bid();\n"
        "  const i64 r = T == 32 ? blk * (blockDim.x / 32) + threadIdx.x / 32 : blk / a.groups;\n"
@@ -328,7 +328,7 @@ void reduce_rows(const ReduceParams& p, const Array& in, Array& out, int64_t row
   using Plan = ReduceKernelParams::Plan;
   const Kernel fn = get_kernel(s.index, ReduceKernelParams{Plan::Rows, p.op, dt, out.dtype(), split}, what);
   const uint64_t grid = order.threads == 32 ? blocks_for(rows, 256 / 32) : static_cast<uint64_t>(rows * order.groups);
-  launch(s, fn, grid, 256, &args, what);
+  launch(s, fn, grid, order.threads == 32 ? 256 : static_cast<unsigned>(order.threads), &args, what);
   if (!split) return;
   const Kernel fin = get_kernel(s.index, ReduceKernelParams{Plan::RowsCombine, p.op, dt, out.dtype()}, what);
   launch(s, fin, blocks_for(rows, kBlock), kBlock, &args, what);

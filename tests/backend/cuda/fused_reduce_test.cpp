@@ -34,8 +34,8 @@ const std::vector<std::pair<std::string, Fn>>& fns() {
 // block rows up to the device's opt-in limit: 128 KiB float32 rows as W5, both LayerNorm
 // summands) or read global memory in every pass past it ({6, 2048} float32 warp rows of the
 // two-input LayerNorm, {2, 60000} and {3, 200000} float32 block rows); {2, 100000} bfloat16 is
-// cached and split into chunks. Caches past 48 KiB run in wider blocks ({4, 20000} float32:
-// 512 threads; {3, 32768}: 1024).
+// cached and split into chunks (256 threads a row). Rows of 16384 or more that are not split
+// ({4, 20000}, {3, 32768}, {2, 60000}) take blocks of 1024 threads, all of which reduce.
 const std::vector<Shape>& shapes() {
   static const std::vector<Shape> s = {{5, 1},     {33, 100},  {7, 1531},   {6, 2048},   {9, 4096},  {4, 3001},
                                        {4, 20000}, {3, 32768}, {2, 60000}, {2, 100000}, {3, 200000}, {16, 4096}};

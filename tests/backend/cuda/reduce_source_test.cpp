@@ -60,8 +60,13 @@ TEST(CudaReduceSource, RowOrderDependsOnTheSizesOnly) {
   EXPECT_EQ(codegen::gpu_row_order(100000, 512).threads, 32);
   EXPECT_EQ(codegen::gpu_row_order(16384, 4096).threads, 256);
   EXPECT_EQ(codegen::gpu_row_order(16384, 4096).groups, 1);
+  // Long rows that are not split take 1024 threads (W5's [4096, 32768]); split ones keep 256.
+  EXPECT_EQ(codegen::gpu_row_order(4096, 32768).threads, 1024);
+  EXPECT_EQ(codegen::gpu_row_order(3, 20000).threads, 1024);
+  EXPECT_EQ(codegen::gpu_row_order(16384, 16383).threads, 256);
   const auto few = codegen::gpu_row_order(4, 1 << 20);
   EXPECT_GT(few.groups, 1);
+  EXPECT_EQ(few.threads, 256);
   EXPECT_EQ(few.chunk % 4096, 0);
   EXPECT_GE(few.groups * few.chunk, int64_t{1} << 20);
   EXPECT_LT((few.groups - 1) * few.chunk, int64_t{1} << 20);
@@ -171,7 +176,7 @@ TEST(CudaReduceSource, FusedRowKernelsUseNoLocalMemory) {
 // Which row programs hold their rows in registers, and with how many vectors a thread: the
 // normalizations of W4/W6 ([16384, 4096] bfloat16, float32 statistics: 4 vectors of 4) and the
 // 768-wide rows of GPT-2 (warp rows: 6 vectors, rounded up to 8) do; W5's 32768-wide float32
-// softmax rows (32 vectors), split rows and a sum of squares (no input read twice) do not.
+// softmax rows (1024 threads a row), split rows and a sum of squares (no input read twice) do not.
 TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
 #if SMELT_HAS_CUDA
   auto program = [](auto fn, Dtype dt) {

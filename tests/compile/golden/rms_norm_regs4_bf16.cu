@@ -9,42 +9,40 @@ template <class A> __device__ inline A shfl_0(A v) {
 }
 // The tree over a row's threads (all of them call it; `threads` is the same in the whole
 // block): in each warp lanes combine pairwise at distances 16, 8, 4, 2, 1 (lane 0 ends with
-// the warp's result; higher lanes compute values nobody reads); with 256 threads, warp 0 then
-// combines the 8 warp results at distances 4, 2, 1. Every thread of the row gets the result.
-// A block of more than 256 threads (a fused row kernel's wider block) calls it from every
-// thread, the first 256 holding the row's accumulators: the other warps' results are not read.
-// `sh` holds at least 9 accumulators.
+// the warp's result; higher lanes compute values nobody reads); with W = threads / 32 > 1 warps,
+// warp 0 then combines the W warp results at distances W / 2, ..., 1. Every thread of the row
+// gets the result. A block of more threads than `threads` (a fused row kernel's wider block)
+// calls it from every thread, the first `threads` holding the row's accumulators: the other
+// warps' results are not read. `sh` holds at least 33 accumulators.
 template <class R> __device__ typename R::Acc row_tree(typename R::Acc a, int threads, typename R::Acc* sh) {
   #pragma unroll
   for (int off = 16; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
   if (threads == 32) return shfl_0(a);
-  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = threads >> 5;
   __syncthreads();  // an earlier tree may still read sh
-  if (lane == 0 && w < 8) sh[w] = a;
+  if (lane == 0 && w < nw) sh[w] = a;
   __syncthreads();
   if (w == 0) {
-    a = sh[lane < 8 ? lane : 0];
-    #pragma unroll
-    for (int off = 4; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
-    if (lane == 0) sh[8] = a;
+    a = sh[lane < nw ? lane : 0];
+    for (int off = nw >> 1; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
+    if (lane == 0) sh[nw] = a;
   }
   __syncthreads();
-  return sh[8];
+  return sh[nw];
 }
 // row_tree's order with one barrier, for a block of exactly `threads` threads: every warp
-// combines the 8 warp results itself, the same values in the same order as warp 0 does in
-// row_tree, so the same bits. `sh` (8 accumulators) must belong to this tree alone: no barrier
-// guards its reuse.
+// combines the warp results itself, the same values in the same order as warp 0 does in
+// row_tree, so the same bits. `sh` (threads / 32 accumulators) must belong to this tree alone:
+// no barrier guards its reuse.
 template <class R> __device__ typename R::Acc row_tree_once(typename R::Acc a, int threads, typename R::Acc* sh) {
   #pragma unroll
   for (int off = 16; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
   if (threads == 32) return shfl_0(a);
-  const int lane = threadIdx.x & 31;
+  const int lane = threadIdx.x & 31, nw = threads >> 5;
   if (lane == 0) sh[threadIdx.x >> 5] = a;
   __syncthreads();
-  a = sh[lane & 7];
-  #pragma unroll
-  for (int off = 4; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
+  a = sh[lane < nw ? lane : 0];
+  for (int off = nw >> 1; off > 0; off >>= 1) a = R::step(a, shfl_dn(a, off));
   return shfl_0(a);
 }
 // The vectors of [lo, hi) that thread `lane` of `threads` combines, in order: `vec` consecutive

@@ -581,6 +581,225 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
   return os.str();
 }
 
+std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
+  const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
+  const RowPlan plan = plan_row_program(p, false);
+  const GpuRowRegisters regs = gpu_row_registers(p);
+  SMELT_ASSERT(regs.vec > 0 && vectors > 0, "row register kernel: the program's rows do not go in registers");
+  const std::string V = std::to_string(regs.vec), P = std::to_string(vectors);
+  std::vector<char> in_registers(nin, 0), per_element(nin, 0);
+  for (int k : regs.inputs) in_registers[k] = 1;
+  for (const RowLoop& loop : plan.loops)
+    for (int i : loop.compute)
+      if (p.instrs[i].kind == InstrKind::Input) per_element[p.instrs[i].index] = 1;
+  std::vector<int> element_outputs, epilogue_loads;
+  for (size_t o = 0; o < nout; ++o)
+    if (!p.instrs[p.outputs[o]].per_row) element_outputs.push_back(static_cast<int>(o));
+  for (size_t k = 0; k < nin; ++k)
+    if (per_element[k] && !in_registers[k]) epilogue_loads.push_back(static_cast<int>(k));
+  int reductions = 0;
+  for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
+
+  std::ostringstream os;
+  os << row_kernel_helpers();
+  // Only for rows the host found clean (gpu_row_pipelined: every per-element input's rows
+  // consecutive and 16-byte aligned, n a multiple of vec, outputs aligned): every vector is
+  // whole, so there is no element-by-element path (which would cost registers).
+  // Blocks of 256 threads (one row at a time, or 8 warp rows), persistent: the block's unit (the
+  // block, or each warp) takes rows unit, unit + units, ... Thread `lane` holds its vectors
+  // u = 0 .. P - 1 of the row (vec elements from vec * lane + u * T * vec: the order of
+  // gpu_row_order.h) in registers; every pass reads them there and the epilogue writes the same
+  // elements, so each input row crosses the memory bus once. While a row is computed, the
+  // thread's whole vectors of the unit's next row are already on their way into shared memory
+  // (cp.async; `stage`, laid out [input][vector][thread] so that a warp's reads are
+  // consecutive): each thread copies and later reads only its own words, so no barrier
+  // orders them. Each reduction's tree has two sets of 8 accumulators, used by alternate rows
+  // (row_tree_once has one barrier, which a warp two rows ahead would otherwise pass while a
+  // slow warp still reads the set).
+  os << "extern \"C\" __global__ void __launch_bounds__(256) k(RowArgs a) {\n"
+        "  __shared__ u64 shraw[" << 16 * std::max(reductions, 1) << "];\n"
+        "  extern __shared__ __align__(16) unsigned char stage[];\n"
+        "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
+        "  constexpr int V = " << V << ", P = " << P << ";\n"
+        // Row positions are 32-bit (a row in registers is at most 256 * 16 * 16 elements).
+        "  const i64 n = a.n;\n"
+        "  const int m = (int)n;\n"
+        "  const i64 units = T == 32 ? (i64)gridDim.x * gridDim.y * (blockDim.x / 32) : (i64)gridDim.x * gridDim.y;\n"
+        "  i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();\n"
+        "  if (r >= a.rows) return;\n";
+  // Input k's row r in global memory, and whether it is consecutive and 16-byte aligned (whole
+  // vectors then move as vectors).
+  auto row_pointer = [&](size_t k, const std::string& row, const std::string& x, const std::string& f, const std::string& indent) {
+    const char* t = cuda_type_name(p.input_dtypes[k]);
+    const std::string kk = std::to_string(k);
+    std::ostringstream b;
+    b << indent << "{ i64 o = 0, q = " << row << ";\n"
+      << indent << "  if (a.knd == 1) o = q * a.kst[" << kk << "][0];\n"
+      << indent << "  else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[" << kk << "][d]; q /= a.kshape[d]; }\n"
+      << indent << "  " << x << " = (const " << t << "*)a.p[" << kk << "] + o; }\n";
+    if (!f.empty()) b << indent << f << " = a.rnd == 1 && a.rst[" << kk << "][0] == 1 && ((u64)" << x << " & 15) == 0;\n";
+    return b.str();
+  };
+  // The stage: input k's words for vector u of this thread at stage + off<k> + (u * 256 + tid) * bytes<k>.
+  size_t offset = 0;
+  std::vector<size_t> stage_offset(nin, 0);
+  for (int k : regs.inputs) {
+    stage_offset[k] = offset;
+    offset += static_cast<size_t>(vectors) * 256 * 4 * words_for(p.input_dtypes[k], regs.vec);
+    offset = (offset + 15) / 16 * 16;
+  }
+  auto stage_at = [&](int k, const std::string& u) {
+    return "(stage + " + std::to_string(stage_offset[k]) + " + ((" + u + ") * 256 + threadIdx.x) * " +
+           std::to_string(4 * words_for(p.input_dtypes[k], regs.vec)) + ")";
+  };
+  // Starts the copies of the thread's whole vectors of row `row` into the stage.
+  os << "  auto prefetch = [&](i64 row) {\n";
+  for (int k : regs.inputs) {
+    const char* t = cuda_type_name(p.input_dtypes[k]);
+    const std::string kk = std::to_string(k);
+    const int bytes = 4 * words_for(p.input_dtypes[k], regs.vec);
+    os << "    const " << t << "* px" << kk << ";\n"
+       << row_pointer(static_cast<size_t>(k), "row", "px" + kk, "", "    ");
+    os << "    #pragma unroll\n"
+          "    for (int u = 0; u < P; ++u) {\n"
+          "      const int b = lane * V + u * T * V;\n"
+          "      if (b >= m) continue;\n"
+          "      const u32 d = (u32)__cvta_generic_to_shared(" << stage_at(k, "u") << ");\n"
+          "      const char* g = (const char*)(px" << kk << " + b);\n";
+    // Before sm_80 (no cp.async) the copy is a plain load and store: no overlap, same values.
+    os << "#if __CUDA_ARCH__ >= 800\n";
+    if (bytes >= 16) {
+      os << "      #pragma unroll\n"
+            "      for (int c = 0; c < " << bytes / 16 << "; ++c)\n"
+            "        asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(d + 16 * c), \"l\"(g + 16 * c) : \"memory\");\n";
+    } else {
+      os << "      asm volatile(\"cp.async.ca.shared.global [%0], [%1], " << bytes << ";\" :: \"r\"(d), \"l\"(g) : \"memory\");\n";
+    }
+    os << "#else\n"
+          "      (void)d;\n"
+          "      #pragma unroll\n"
+          "      for (int c = 0; c < " << bytes / 4 << "; ++c) ((u32*)" << stage_at(k, "u") << ")[c] = ((const u32*)g)[c];\n"
+          "#endif\n";
+    os << "    }\n";
+  }
+  os << "#if __CUDA_ARCH__ >= 800\n"
+        "    asm volatile(\"cp.async.commit_group;\" ::: \"memory\");\n"
+        "#endif\n"
+        "  };\n"
+        "  prefetch(r);\n"
+        "  int parity = 0;\n"
+        "  for (; r < a.rows; r += units, parity ^= 1) {\n";
+  for (size_t k = 0; k < nin; ++k) {
+    os << "    const " << cuda_type_name(p.input_dtypes[k]) << "* x" << k << ";\n";
+    os << row_pointer(k, "r", "x" + std::to_string(k), "", "    ");
+  }
+  // The row's registers: whole vectors from the stage (this thread's copies, waited for), the
+  // rest element by element from global memory (zero past the row's end).
+  os << "#if __CUDA_ARCH__ >= 800\n"
+        "    asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n"
+        "#endif\n";
+  for (int k : regs.inputs) os << "    u32 w" << k << "[P][" << words_for(p.input_dtypes[k], regs.vec) << "];\n";
+  os << "    #pragma unroll\n"
+        "    for (int u = 0; u < P; ++u) {\n"
+        "      const int b = lane * V + u * T * V;\n";
+  for (int k : regs.inputs) {
+    const std::string kk = std::to_string(k);
+    const int words = words_for(p.input_dtypes[k], regs.vec);
+    os << "      const u32* s" << kk << " = (const u32*)" << stage_at(k, "u") << ";\n"
+       << "      #pragma unroll\n"
+          "      for (int q = 0; q < " << words << "; ++q) w" << kk << "[u][q] = b < m ? s" << kk << "[q] : 0u;\n";
+  }
+  os << "    }\n"
+        "    if (r + units < a.rows) prefetch(r + units);\n";
+  for (size_t o = 0; o < nout; ++o)
+    os << "    " << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
+       << nin + o << "] + " << (p.instrs[p.outputs[o]].per_row ? "r" : "r * n") << ";\n";
+  for (size_t i = 0; i < p.instrs.size(); ++i)
+    if (p.instrs[i].kind == InstrKind::Constant)
+      os << "    const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
+  // A pass's per-element lines at element e of vector u: inputs unpacked from registers (or from
+  // the epilogue's words e<k>).
+  auto pass_body = [&](const RowLoop& loop, const std::string& indent) {
+    std::ostringstream b;
+    for (int i : loop.compute) {
+      const Instr& in = p.instrs[i];
+      if (in.kind == InstrKind::Constant) continue;
+      const char* t = cuda_type_name(in.dtype);
+      b << indent << "const " << t << " v" << i << " = ";
+      if (in.kind == InstrKind::Input)
+        b << "unpack<" << t << ">(" << (in_registers[in.index] ? "w" : "e") << in.index << (in_registers[in.index] ? "[u]" : "")
+          << ", e)";
+      else b << cuda_expr(p, i);
+      b << ";\n";
+    }
+    return b.str();
+  };
+  // Vectors past the row's end (b >= n) and elements past it in a partial vector are skipped:
+  // the elements a thread combines, and their order, are those of ROW_VECS_FOR.
+  size_t next_loop = 0;
+  int tree = 0;
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    const Instr& in = p.instrs[i];
+    if (!in.per_row || in.kind == InstrKind::Constant) continue;
+    const char* t = cuda_type_name(in.dtype);
+    if (in.kind == InstrKind::Input) {
+      os << "    const " << t << " v" << i << " = x" << in.index << "[0];\n";
+      continue;
+    }
+    if (in.kind != InstrKind::Reduce) {
+      os << "    const " << t << " v" << i << " = " << cuda_expr(p, static_cast<int>(i)) << ";\n";
+      continue;
+    }
+    const RowLoop& loop = plan.loops[next_loop++];
+    const std::string R = "R" + std::to_string(i), op = "v" + std::to_string(in.operands[0]);
+    os << "    typedef " << gpu_red_type(in.reduce, p.instrs[in.operands[0]].dtype) << " " << R << ";\n"
+       << "    " << R << "::Acc t" << i << " = " << R << "::init();\n"
+       << "    #pragma unroll\n"
+          "    for (int u = 0; u < P; ++u) {\n"
+          "      if (lane * V + u * T * V >= m) break;\n"
+          "      #pragma unroll\n"
+          "      for (int e = 0; e < V; ++e) {\n"
+       << pass_body(loop, "        ") << "        t" << i << " = " << R << "::step(t" << i << ", " << R << "::load(" << op << "));\n"
+       << "      }\n    }\n"
+       << "    t" << i << " = row_tree_once<" << R << ">(t" << i << ", T, (" << R << "::Acc*)(shraw + " << 16 * tree++
+       << " + 8 * parity));\n"
+       << "    const " << t << " v" << i << " = ";
+    if (in.reduce == ReduceOp::Mean)
+      os << "smelt::scalar::divide<" << t << ">(" << R << "::finish(t" << i << "), cvt<" << t << ", double>((double)(n - " << in.ddof
+         << " > 0 ? n - " << in.ddof << " : 0)));\n";
+    else os << R << "::finish(t" << i << ");\n";
+  }
+  if (!element_outputs.empty()) {
+    // The epilogue over the thread's own vectors; outputs leave as vectors when aligned.
+    const RowLoop& loop = plan.loops.back();
+    os << "    #pragma unroll\n"
+          "    for (int u = 0; u < P; ++u) {\n"
+          "      const int b = lane * V + u * T * V;\n"
+          "      if (b >= m) break;\n";
+    for (int k : epilogue_loads) {
+      const std::string kk = std::to_string(k);
+      os << "      u32 e" << kk << "[" << words_for(p.input_dtypes[k], regs.vec) << "];\n"
+         << "      vload<" << cuda_type_name(p.input_dtypes[k]) << ", V>(e" << kk << ", x" << kk << " + b);\n";
+    }
+    for (int o : element_outputs) os << "      u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
+    os << "      #pragma unroll\n"
+          "      for (int e = 0; e < V; ++e) {\n"
+       << pass_body(loop, "        ");
+    for (int o : element_outputs) os << "        pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
+    os << "      }\n";
+    for (int o : element_outputs) {
+      const char* t = cuda_type_name(p.output_dtype(o));
+      const std::string y = "y" + std::to_string(o), w = "o" + std::to_string(o);
+      os << "      vstore<" << t << ", V>(" << y << " + b, " << w << ");\n";
+    }
+    os << "    }\n";
+  }
+  for (size_t o = 0; o < nout; ++o)
+    if (p.instrs[p.outputs[o]].per_row) os << "    if (lane == 0) *y" << o << " = v" << p.outputs[o] << ";\n";
+  os << "  }\n}\n";
+  return os.str();
+}
+
 std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, bool vectorized) {
   if (p.is_row_program()) return emit_cuda_row_kernel(p);
   const bool flat = layout != "strided";
@@ -750,6 +969,7 @@ std::string CudaFusedKernelParams::name() const {
 std::string CudaFusedKernelParams::source() const {
   if (layout == "rows") return emit_cuda_row_kernel(*program);
   if (layout.rfind("regs", 0) == 0) return emit_cuda_row_register_kernel(*program, std::stoi(layout.substr(4)));
+  if (layout.rfind("pipe", 0) == 0) return emit_cuda_row_pipelined_kernel(*program, std::stoi(layout.substr(4)));
   return emit_cuda_kernel(*program, layout, vectorized);
 }
 

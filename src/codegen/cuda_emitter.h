@@ -50,16 +50,24 @@ std::string emit_cuda_row_kernel(const FusedProgram& program);
 /// CUDA C++ of the kernel `k(RowArgs)` for a row program whose rows go in registers
 /// (gpu_row_registers): blocks of 256 threads, the reduction order of emit_cuda_row_kernel, and
 /// each thread's `vectors` vectors of the row (gpu_row_register_vectors) loaded once, before the
-/// first pass, and read from registers by every pass and the epilogue. The rows must not be
-/// split (order.groups == 1).
+/// first pass, and read from registers by every pass and the epilogue. Any layout; the rows must
+/// not be split (order.groups == 1).
 std::string emit_cuda_row_register_kernel(const FusedProgram& program, int vectors);
 
+/// The register kernel for clean rows (every per-element input's rows consecutive and 16-byte
+/// aligned, n a multiple of the vector, outputs 16-byte aligned; the caller checks): persistent
+/// blocks of 256 threads (each block, or each of its warps, takes every units-th row), the same
+/// order and registers, and the next row's vectors already copying into shared memory while a
+/// row is computed (gpu_row_register_stage_bytes of dynamic shared memory).
+std::string emit_cuda_row_pipelined_kernel(const FusedProgram& program, int vectors);
+
 /// One fused CUDA kernel: the program, and for an element-wise program the layout and whether it
-/// moves vectors (a row program's layout is "rows", or "regs<P>" for its register kernel). Its source is source() and
+/// moves vectors (a row program's layout is "rows", or "regs<P>" / "pipe<P>" for its register
+/// kernels). Its source is source() and
 /// nothing else; cuda::get_kernel keys it by the whole struct (kernel_params.h).
 struct CudaFusedKernelParams {
   SharedValue<FusedProgram> program;
-  std::string layout;  // emit_cuda_kernel's layout, or "rows" / "regs<P>" for a row program
+  std::string layout;  // emit_cuda_kernel's layout, or "rows" / "regs<P>" / "pipe<P>" for a row program
   bool vectorized = false;
 
   bool operator==(const CudaFusedKernelParams&) const = default;

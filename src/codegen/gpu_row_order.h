@@ -2,6 +2,7 @@
 // and fused CUDA row kernels (pure: no GPU needed, so the sources are testable anywhere).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,6 +61,12 @@ GpuRowRegisters gpu_row_registers(const FusedProgram& p);
 /// At most this many 32-bit words of row data a thread holds in registers (the rest of a
 /// 64-register budget goes to addresses, accumulators and the epilogue's values).
 inline constexpr int kGpuRowRegisterWords = 32;
+
+/// Bytes of dynamic shared memory the pipelined register kernel stages a block's next rows in
+/// (256 threads, each with `vectors` vectors of `regs.words` words).
+inline size_t gpu_row_register_stage_bytes(const GpuRowRegisters& regs, int vectors) {
+  return static_cast<size_t>(vectors) * 256 * 4 * static_cast<size_t>(regs.words);
+}
 
 /// Vectors per thread of the register kernel for rows of n elements in `order` (a power of two,
 /// its "regs<P>" layout), or 0 when the rows are split, take 1024 threads (whose registers would

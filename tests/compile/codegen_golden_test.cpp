@@ -208,6 +208,11 @@ TEST(CodegenGolden, RmsNormRowKernelCuda) {
 TEST(CodegenGolden, RmsNormRegisterRowKernelCuda) {
   expect_golden_text("rms_norm_regs4_bf16.cu", codegen::emit_cuda_row_register_kernel(rms_norm_rows(), 4));
 }
+// The same rows when clean: persistent blocks, the next row's vectors copied into shared memory
+// (cp.async) while this one is computed, no element-by-element path.
+TEST(CodegenGolden, RmsNormPipelinedRowKernelCuda) {
+  expect_golden_text("rms_norm_pipe4_bf16.cu", codegen::emit_cuda_row_pipelined_kernel(rms_norm_rows(), 4));
+}
 
 TEST(CodegenGolden, Float32Chain) { expect_golden("float32_chain", float32_chain()); }
 TEST(CodegenGolden, IntegerSelectAndCasts) { expect_golden("int_select_cast", int_select_cast()); }

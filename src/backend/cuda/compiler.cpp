@@ -83,6 +83,7 @@ struct LoadedModule {
   std::atomic<CUstream> last_stream{nullptr};  // the hot path's check: launched here before
   SharedInfo shared;
   std::atomic<unsigned> occupancy_block{0};  // 0: not asked yet
+  std::atomic<int> resident_blocks{0};       // blocks_per_sm's answer; 0: not asked yet
 
   LoadedModule() = default;
   LoadedModule(const LoadedModule&) = delete;
@@ -538,6 +539,17 @@ unsigned occupancy_block_size(const Kernel& k) {
   const unsigned b = static_cast<unsigned>(std::clamp(block, 128, 1024));
   m.occupancy_block.store(b, std::memory_order_relaxed);  // two threads asking store the same
   return b;
+}
+
+int blocks_per_sm(const Kernel& k, unsigned block, uint64_t shared) {
+  LoadedModule& m = *k.module;
+  if (int b = m.resident_blocks.load(std::memory_order_relaxed)) return b;
+  int blocks = 0;
+  check(driver()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, m.fn, static_cast<int>(block), shared),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor", "kernel launch (" + m.name + ")");
+  blocks = std::max(blocks, 1);
+  m.resident_blocks.store(blocks, std::memory_order_relaxed);  // two threads asking store the same
+  return blocks;
 }
 
 void launch(const DeviceState& s, const Kernel& k, uint64_t grid, unsigned block, void* args, const std::string& what,

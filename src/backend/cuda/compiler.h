@@ -240,6 +240,11 @@ std::string kernel_name(const Kernel& k);
 /// work for any block size.
 unsigned occupancy_block_size(const Kernel& k);
 
+/// Blocks of `block` threads with `shared` bytes of dynamic shared memory that fit on one SM at
+/// once (at least 1), asked once per kernel: callers pass the same block and shared sizes on
+/// every launch of it (persistent kernels size their grid with it).
+int blocks_per_sm(const Kernel& k, unsigned block, uint64_t shared);
+
 /// Blocks of `block` threads covering n items (at least 1).
 inline uint64_t blocks_for(int64_t n, int64_t per_block) {
   return n <= 0 ? 1 : static_cast<uint64_t>((n + per_block - 1) / per_block);

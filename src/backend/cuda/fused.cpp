@@ -15,6 +15,7 @@
 #include "src/codegen/cuda_emitter.h"
 #include "src/codegen/fused_kernel.h"
 #include "src/codegen/gpu_row_order.h"
+#include "src/codegen/row_plan.h"
 
 namespace smelt::cuda {
 
@@ -72,6 +73,7 @@ int64_t collapse(const Shape& shape, const std::vector<Strides>& st, int64_t* ou
 struct RowProgramInfo {
   std::vector<int64_t> cached_sizes;
   codegen::GpuRowRegisters registers;
+  std::vector<int> element_inputs;  // the inputs some pass reads per element
 };
 
 std::shared_ptr<const RowProgramInfo> row_program_info(const codegen::FusedKernel& k) {
@@ -84,6 +86,12 @@ std::shared_ptr<const RowProgramInfo> row_program_info(const codegen::FusedKerne
     for (int in : codegen::gpu_row_cached_inputs(k.program))
       info->cached_sizes.push_back(static_cast<int64_t>(size_of(k.program.input_dtypes[in])));
     info->registers = codegen::gpu_row_registers(k.program);
+    std::vector<char> read(k.program.input_dtypes.size(), 0);
+    for (const codegen::RowLoop& loop : codegen::plan_row_program(k.program, false).loops)
+      for (int i : loop.compute)
+        if (k.program.instrs[i].kind == codegen::InstrKind::Input && !k.program.instrs[i].per_row) read[k.program.instrs[i].index] = 1;
+    for (size_t in = 0; in < read.size(); ++in)
+      if (read[in]) info->element_inputs.push_back(static_cast<int>(in));
     // Bounded: a program with a new constant per call (a static float) adds an entry each time.
     if (infos->size() >= 4096) infos->clear();
     it = infos->emplace(k.program, std::move(info)).first;
@@ -132,11 +140,27 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   DeviceState& s = state_of(outputs[0]);
   const std::shared_ptr<const RowProgramInfo> info_held = row_program_info(k);
   const RowProgramInfo& info = *info_held;
-  // Rows that fit in registers: one kernel shape, 256 threads, no shared row cache.
+  // Rows that fit in registers: blocks of 256 threads. Clean rows (consecutive, 16-byte aligned,
+  // whole vectors) take the pipelined kernel: persistent blocks, as many as fit on the GPU at
+  // once, each taking several rows with the next one's copy in flight while it computes one.
   if (const int vectors = codegen::gpu_row_register_vectors(info.registers, order, args.n); vectors > 0) {
-    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "regs" + std::to_string(vectors), false}, what);
-    const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, 256 / 32) : static_cast<uint64_t>(args.rows);
-    launch(s, fn, grid, 256, &args, what, 0);
+    const uint64_t needed = order.threads == 32 ? blocks_for(args.rows, 256 / 32) : static_cast<uint64_t>(args.rows);
+    bool clean = args.rnd == 1 && args.n % info.registers.vec == 0;
+    for (int in : info.element_inputs) {
+      const int64_t size = static_cast<int64_t>(size_of(inputs[in].dtype()));
+      clean = clean && args.rst[in][0] == 1 && args.p[in] % 16 == 0;
+      for (int64_t d = 0; d < args.knd && clean; ++d) clean = (args.kst[in][d] * size) % 16 == 0;
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) clean = clean && args.p[nin + o] % 16 == 0;
+    if (!clean) {
+      const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "regs" + std::to_string(vectors), false}, what);
+      launch(s, fn, needed, 256, &args, what, 0);
+      return;
+    }
+    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "pipe" + std::to_string(vectors), false}, what);
+    const uint64_t stage = codegen::gpu_row_register_stage_bytes(info.registers, vectors);
+    const uint64_t resident = static_cast<uint64_t>(s.sm_count) * static_cast<uint64_t>(blocks_per_sm(fn, 256, stage));
+    launch(s, fn, std::min(needed, resident), 256, &args, what, stage);
     return;
   }
   // Inputs that several passes read are copied once per row into dynamic shared memory when
@@ -265,8 +289,13 @@ void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, c
     const int nred = k.program.reduced_axes;
     const int64_t rows = shape_size(Shape(full.begin(), full.end() - nred)), n = shape_size(Shape(full.end() - nred, full.end()));
     if (rows == 0 || n == 0) return;
-    const int vectors = codegen::gpu_row_register_vectors(row_program_info(k)->registers, codegen::gpu_row_order(rows, n), n);
-    layout = vectors > 0 ? "regs" + std::to_string(vectors) : "rows";
+    const std::shared_ptr<const RowProgramInfo> info = row_program_info(k);
+    const int vectors = codegen::gpu_row_register_vectors(info->registers, codegen::gpu_row_order(rows, n), n);
+    // Fresh buffers are 256-byte aligned: rows are clean (eval_fused_rows) when whole vectors
+    // tile them and every row of each input read per element starts 16-byte aligned.
+    bool clean = n % info->registers.vec == 0;
+    for (int in : info->element_inputs) clean = clean && (n * static_cast<int64_t>(size_of(k.program.input_dtypes[in]))) % 16 == 0;
+    layout = vectors == 0 ? "rows" : (clean ? "pipe" : "regs") + std::to_string(vectors);
   } else {
     // The layout run_elementwise_program finds for inputs in fresh (row-major, aligned) buffers.
     const int nd = static_cast<int>(full.size());

@@ -32,7 +32,7 @@ struct DriverApi {
   X(cuGetErrorName) X(cuStreamCreate) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree)            \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)                \
   X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction)               \
-  X(cuLaunchKernel) X(cuMemGetInfo) X(cuOccupancyMaxPotentialBlockSize) X(cuDriverGetVersion)          \
+  X(cuLaunchKernel) X(cuMemGetInfo) X(cuOccupancyMaxPotentialBlockSize) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuDriverGetVersion)          \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuModuleUnload) X(cuEventCreate) X(cuEventRecord)       \
   X(cuEventQuery) X(cuEventDestroy) X(cuEventSynchronize) X(cuEventElapsedTime)
 #define X(name) decltype(&::name) name = nullptr;

@@ -215,9 +215,10 @@ TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
 #endif
 }
 
-// The register kernels compile for every vector count the planner gives, keep their rows in
-// registers (no local memory: the word arrays are indexed by constants once unrolled) and
-// read each row with vector loads.
+// The register kernels (any layout, and the pipelined one for clean rows) compile for every
+// vector count the planner gives and keep their rows in registers (no local memory: the word
+// arrays are indexed by constants once unrolled); the first reads rows with vector loads, the
+// pipelined one copies the next row with cp.async.
 TEST(CudaReduceSource, RegisterRowKernelsCompileWithoutLocalMemory) {
 #if SMELT_HAS_CUDA
   using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
@@ -236,19 +237,21 @@ TEST(CudaReduceSource, RegisterRowKernelsCompileWithoutLocalMemory) {
       for (auto* p : fused_programs(tape)) {
         const codegen::GpuRowRegisters regs = codegen::gpu_row_registers(*p);
         ASSERT_GT(regs.vec, 0) << name;
-        for (int vectors = 1; vectors * regs.words <= codegen::kGpuRowRegisterWords; vectors *= 2) {
-          const std::string what = name + " " + dtype_name(dt) + " regs" + std::to_string(vectors);
-          std::string ptx;
-          try {
-            ptx = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + codegen::emit_cuda_row_register_kernel(*p, vectors),
-                                      false, what);
-          } catch (const DeviceError& e) {
-            if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
-            GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
+        for (int vectors = 1; vectors * regs.words <= codegen::kGpuRowRegisterWords; vectors *= 2)
+          for (bool pipelined : {false, true}) {
+            const std::string what = name + " " + dtype_name(dt) + (pipelined ? " pipe" : " regs") + std::to_string(vectors);
+            const std::string source = pipelined ? codegen::emit_cuda_row_pipelined_kernel(*p, vectors)
+                                                 : codegen::emit_cuda_row_register_kernel(*p, vectors);
+            std::string ptx;
+            try {
+              ptx = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + source, false, what);
+            } catch (const DeviceError& e) {
+              if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
+              GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
+            }
+            EXPECT_EQ(ptx.find(".local"), std::string::npos) << what;
+            EXPECT_NE(ptx.find(pipelined ? "cp.async" : "ld.global.v"), std::string::npos) << what;
           }
-          EXPECT_EQ(ptx.find(".local"), std::string::npos) << what;
-          EXPECT_NE(ptx.find("ld.global.v"), std::string::npos) << what;
-        }
       }
     }
 #else

@@ -426,22 +426,153 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
   return os.str();
 }
 
-std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
-  const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
-  const RowPlan plan = plan_row_program(p, false);
-  const GpuRowRegisters regs = gpu_row_registers(p);
-  SMELT_ASSERT(regs.vec > 0 && vectors > 0, "row register kernel: the program's rows do not go in registers");
-  const std::string V = std::to_string(regs.vec), P = std::to_string(vectors);
-  std::vector<char> in_registers(nin, 0), per_element(nin, 0);
-  for (int k : regs.inputs) in_registers[k] = 1;
-  for (const RowLoop& loop : plan.loops)
-    for (int i : loop.compute)
-      if (p.instrs[i].kind == InstrKind::Input) per_element[p.instrs[i].index] = 1;
+namespace {
+
+/// What both register row kernels know about a program (emit_cuda_row_register_kernel,
+/// emit_cuda_row_pipelined_kernel).
+struct RegisterRows {
+  const FusedProgram& p;
+  RowPlan plan;
+  GpuRowRegisters regs;
+  std::vector<char> in_registers, per_element;
   std::vector<int> element_outputs, epilogue_loads;
-  for (size_t o = 0; o < nout; ++o)
-    if (!p.instrs[p.outputs[o]].per_row) element_outputs.push_back(static_cast<int>(o));
-  for (size_t k = 0; k < nin; ++k)
-    if (per_element[k] && !in_registers[k]) epilogue_loads.push_back(static_cast<int>(k));
+  int reductions = 0;
+
+  explicit RegisterRows(const FusedProgram& program) : p(program), plan(plan_row_program(program, false)), regs(gpu_row_registers(program)) {
+    const size_t nin = p.input_dtypes.size();
+    SMELT_ASSERT(regs.vec > 0, "row register kernel: the program's rows do not go in registers");
+    in_registers.assign(nin, 0);
+    per_element.assign(nin, 0);
+    for (int k : regs.inputs) in_registers[k] = 1;
+    for (const RowLoop& loop : plan.loops)
+      for (int i : loop.compute)
+        if (p.instrs[i].kind == InstrKind::Input) per_element[p.instrs[i].index] = 1;
+    for (size_t o = 0; o < p.outputs.size(); ++o)
+      if (!p.instrs[p.outputs[o]].per_row) element_outputs.push_back(static_cast<int>(o));
+    for (size_t k = 0; k < nin; ++k)
+      if (per_element[k] && !in_registers[k]) epilogue_loads.push_back(static_cast<int>(k));
+    for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
+  }
+
+  /// A pass's per-element lines at element e of vector u: inputs unpacked from registers w<k>[u]
+  /// (or from the epilogue's words e<k>).
+  std::string pass_body(const RowLoop& loop, const std::string& indent) const {
+    std::ostringstream b;
+    for (int i : loop.compute) {
+      const Instr& in = p.instrs[i];
+      if (in.kind == InstrKind::Constant) continue;
+      const char* t = cuda_type_name(in.dtype);
+      b << indent << "const " << t << " v" << i << " = ";
+      if (in.kind == InstrKind::Input)
+        b << "unpack<" << t << ">(" << (in_registers[in.index] ? "w" : "e") << in.index << (in_registers[in.index] ? "[u]" : "")
+          << ", e)";
+      else b << cuda_expr(p, i);
+      b << ";\n";
+    }
+    return b.str();
+  }
+
+  /// The row's computation once w<k>[u] hold it, at `indent` (m: n as int, b: a vector's start):
+  /// output pointers, constants, per-row values, each reduction's pass and tree (at
+  /// tree_slot(j), the j-th tree's accumulators), the epilogue and the per-row outputs. With
+  /// `whole` (clean rows) every vector before the row's end is whole and aligned; else partial
+  /// vectors go element by element and `epilogue_load(k, words, indent)` loads input k's vector.
+  std::string body(const std::string& I, bool whole, const std::function<std::string(int)>& tree_slot,
+                   const std::function<std::string(int, const std::string&, const std::string&)>& epilogue_load) const {
+    const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
+    std::ostringstream os;
+    for (size_t o = 0; o < nout; ++o)
+      os << I << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
+         << nin + o << "] + " << (p.instrs[p.outputs[o]].per_row ? "r" : "r * n") << ";\n";
+    for (size_t i = 0; i < p.instrs.size(); ++i)
+      if (p.instrs[i].kind == InstrKind::Constant)
+        os << I << "const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
+    // Vectors past the row's end (b >= n) and elements past it in a partial vector are skipped:
+    // the elements a thread combines, and their order, are those of ROW_VECS_FOR.
+    size_t next_loop = 0;
+    int tree = 0;
+    for (size_t i = 0; i < p.instrs.size(); ++i) {
+      const Instr& in = p.instrs[i];
+      if (!in.per_row || in.kind == InstrKind::Constant) continue;
+      const char* t = cuda_type_name(in.dtype);
+      if (in.kind == InstrKind::Input) {
+        os << I << "const " << t << " v" << i << " = x" << in.index << "[0];\n";
+        continue;
+      }
+      if (in.kind != InstrKind::Reduce) {
+        os << I << "const " << t << " v" << i << " = " << cuda_expr(p, static_cast<int>(i)) << ";\n";
+        continue;
+      }
+      const RowLoop& loop = plan.loops[next_loop++];
+      const std::string R = "R" + std::to_string(i), op = "v" + std::to_string(in.operands[0]);
+      os << I << "typedef " << gpu_red_type(in.reduce, p.instrs[in.operands[0]].dtype) << " " << R << ";\n"
+         << I << R << "::Acc t" << i << " = " << R << "::init();\n"
+         << I << "#pragma unroll\n"
+         << I << "for (int u = 0; u < P; ++u) {\n";
+      if (whole) os << I << "  if (lane * V + u * T * V >= m) break;\n";
+      else os << I << "  const int b = lane * V + u * T * V;\n";
+      os << I << "  #pragma unroll\n"
+         << I << "  for (int e = 0; e < V; ++e) {\n";
+      if (!whole) os << I << "    if (b + e >= m) break;\n";
+      os << pass_body(loop, I + "    ") << I << "    t" << i << " = " << R << "::step(t" << i << ", " << R << "::load(" << op << "));\n"
+         << I << "  }\n" << I << "}\n"
+         << I << "t" << i << " = row_tree_once<" << R << ">(t" << i << ", T, (" << R << "::Acc*)(" << tree_slot(tree++) << "));\n"
+         << I << "const " << t << " v" << i << " = ";
+      if (in.reduce == ReduceOp::Mean)
+        os << "smelt::scalar::divide<" << t << ">(" << R << "::finish(t" << i << "), cvt<" << t << ", double>((double)(n - " << in.ddof
+           << " > 0 ? n - " << in.ddof << " : 0)));\n";
+      else os << R << "::finish(t" << i << ");\n";
+    }
+    if (!element_outputs.empty()) {
+      // The epilogue over the thread's own vectors; outputs leave as vectors (when aligned).
+      const RowLoop& loop = plan.loops.back();
+      os << I << "#pragma unroll\n"
+         << I << "for (int u = 0; u < P; ++u) {\n"
+         << I << "  const int b = lane * V + u * T * V;\n"
+         << I << "  if (b >= m) break;\n";
+      for (int k : epilogue_loads) {
+        const std::string w = "e" + std::to_string(k);
+        os << I << "  u32 " << w << "[" << words_for(p.input_dtypes[k], regs.vec) << "];\n" << epilogue_load(k, w, I + "  ");
+      }
+      for (int o : element_outputs) os << I << "  u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
+      os << I << "  #pragma unroll\n"
+         << I << "  for (int e = 0; e < V; ++e) {\n";
+      if (!whole) os << I << "    if (b + e >= m) break;\n";
+      os << pass_body(loop, I + "    ");
+      for (int o : element_outputs) os << I << "    pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
+      os << I << "  }\n";
+      for (int o : element_outputs) {
+        const char* t = cuda_type_name(p.output_dtype(o));
+        const std::string y = "y" + std::to_string(o), w = "o" + std::to_string(o);
+        if (whole) {
+          os << I << "  vstore<" << t << ", V>(" << y << " + b, " << w << ");\n";
+          continue;
+        }
+        os << I << "  if (b + V <= m && ((u64)(" << y << " + b) % (V * sizeof(" << t << "))) == 0) vstore<" << t << ", V>(" << y
+           << " + b, " << w << ");\n"
+           << I << "  else {\n"
+           << I << "    #pragma unroll\n"
+           << I << "    for (int e = 0; e < V; ++e)\n"
+           << I << "      if (b + e < m) " << y << "[b + e] = unpack<" << t << ">(" << w << ", e);\n"
+           << I << "  }\n";
+      }
+      os << I << "}\n";
+    }
+    for (size_t o = 0; o < nout; ++o)
+      if (p.instrs[p.outputs[o]].per_row) os << I << "if (lane == 0) *y" << o << " = v" << p.outputs[o] << ";\n";
+    return os.str();
+  }
+};
+
+}  // namespace
+
+std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
+  const RegisterRows rows(p);
+  SMELT_ASSERT(vectors > 0, "row register kernel: no vectors");
+  const GpuRowRegisters& regs = rows.regs;
+  const std::vector<char>& per_element = rows.per_element;
+  const size_t nin = p.input_dtypes.size();
+  const std::string V = std::to_string(regs.vec), P = std::to_string(vectors);
 
   std::ostringstream os;
   os << row_kernel_helpers();
@@ -451,10 +582,8 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
   // the same elements, so each input row crosses the memory bus once.
   // Each reduction's tree has its own 8 accumulators, one per warp of a block of at most 256
   // (row_tree_once: one barrier a tree).
-  int reductions = 0;
-  for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
   os << "extern \"C\" __global__ void __launch_bounds__(256) k(RowArgs a) {\n"
-        "  __shared__ u64 shraw[" << 8 * std::max(reductions, 1) << "];\n"
+        "  __shared__ u64 shraw[" << 8 * std::max(rows.reductions, 1) << "];\n"
         "  const int T = (int)a.threads, lane = threadIdx.x % T;\n";
   os << row_kernel_prologue(p);
   // Row positions are 32-bit (a row in registers is at most 256 * 16 * 16 elements).
@@ -486,119 +615,18 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
         "    const int b = lane * V + u * T * V;\n";
   for (int k : regs.inputs) os << load(k, "w" + std::to_string(k) + "[u]", "    ");
   os << "  }\n";
-  for (size_t o = 0; o < nout; ++o)
-    os << "  " << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
-       << nin + o << "] + " << (p.instrs[p.outputs[o]].per_row ? "r" : "r * n") << ";\n";
-  for (size_t i = 0; i < p.instrs.size(); ++i)
-    if (p.instrs[i].kind == InstrKind::Constant)
-      os << "  const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
-  // A pass's per-element lines at element e of vector u: inputs unpacked from registers (or from
-  // the epilogue's words e<k>).
-  auto pass_body = [&](const RowLoop& loop, const std::string& indent) {
-    std::ostringstream b;
-    for (int i : loop.compute) {
-      const Instr& in = p.instrs[i];
-      if (in.kind == InstrKind::Constant) continue;
-      const char* t = cuda_type_name(in.dtype);
-      b << indent << "const " << t << " v" << i << " = ";
-      if (in.kind == InstrKind::Input)
-        b << "unpack<" << t << ">(" << (in_registers[in.index] ? "w" : "e") << in.index << (in_registers[in.index] ? "[u]" : "")
-          << ", e)";
-      else b << cuda_expr(p, i);
-      b << ";\n";
-    }
-    return b.str();
-  };
-  // Vectors past the row's end (b >= n) and elements past it in a partial vector are skipped:
-  // the elements a thread combines, and their order, are those of ROW_VECS_FOR.
-  size_t next_loop = 0;
-  int tree = 0;
-  for (size_t i = 0; i < p.instrs.size(); ++i) {
-    const Instr& in = p.instrs[i];
-    if (!in.per_row || in.kind == InstrKind::Constant) continue;
-    const char* t = cuda_type_name(in.dtype);
-    if (in.kind == InstrKind::Input) {
-      os << "  const " << t << " v" << i << " = x" << in.index << "[0];\n";
-      continue;
-    }
-    if (in.kind != InstrKind::Reduce) {
-      os << "  const " << t << " v" << i << " = " << cuda_expr(p, static_cast<int>(i)) << ";\n";
-      continue;
-    }
-    const RowLoop& loop = plan.loops[next_loop++];
-    const std::string R = "R" + std::to_string(i), op = "v" + std::to_string(in.operands[0]);
-    os << "  typedef " << gpu_red_type(in.reduce, p.instrs[in.operands[0]].dtype) << " " << R << ";\n"
-       << "  " << R << "::Acc t" << i << " = " << R << "::init();\n"
-       << "  #pragma unroll\n"
-          "  for (int u = 0; u < P; ++u) {\n"
-          "    const int b = lane * V + u * T * V;\n"
-          "    #pragma unroll\n"
-          "    for (int e = 0; e < V; ++e) {\n"
-          "      if (b + e >= m) break;\n"
-       << pass_body(loop, "      ") << "      t" << i << " = " << R << "::step(t" << i << ", " << R << "::load(" << op << "));\n"
-       << "    }\n  }\n"
-       << "  t" << i << " = row_tree_once<" << R << ">(t" << i << ", T, (" << R << "::Acc*)(shraw + " << 8 * tree++ << "));\n"
-       << "  const " << t << " v" << i << " = ";
-    if (in.reduce == ReduceOp::Mean)
-      os << "smelt::scalar::divide<" << t << ">(" << R << "::finish(t" << i << "), cvt<" << t << ", double>((double)(n - " << in.ddof
-         << " > 0 ? n - " << in.ddof << " : 0)));\n";
-    else os << R << "::finish(t" << i << ");\n";
-  }
-  if (!element_outputs.empty()) {
-    // The epilogue over the thread's own vectors; outputs leave as vectors when aligned.
-    const RowLoop& loop = plan.loops.back();
-    os << "  #pragma unroll\n"
-          "  for (int u = 0; u < P; ++u) {\n"
-          "    const int b = lane * V + u * T * V;\n"
-          "    if (b >= m) break;\n";
-    for (int k : epilogue_loads) {
-      os << "    u32 e" << k << "[" << words_for(p.input_dtypes[k], regs.vec) << "];\n";
-      os << load(k, "e" + std::to_string(k), "    ");
-    }
-    for (int o : element_outputs) os << "    u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
-    os << "    #pragma unroll\n"
-          "    for (int e = 0; e < V; ++e) {\n"
-          "      if (b + e >= m) break;\n"
-       << pass_body(loop, "      ");
-    for (int o : element_outputs) os << "      pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
-    os << "    }\n";
-    for (int o : element_outputs) {
-      const char* t = cuda_type_name(p.output_dtype(o));
-      const std::string y = "y" + std::to_string(o), w = "o" + std::to_string(o);
-      os << "    if (b + V <= m && ((u64)(" << y << " + b) % (V * sizeof(" << t << "))) == 0) vstore<" << t << ", V>(" << y << " + b, " << w
-         << ");\n"
-         << "    else {\n"
-         << "      #pragma unroll\n"
-         << "      for (int e = 0; e < V; ++e)\n"
-         << "        if (b + e < m) " << y << "[b + e] = unpack<" << t << ">(" << w << ", e);\n"
-         << "    }\n";
-    }
-    os << "  }\n";
-  }
-  for (size_t o = 0; o < nout; ++o)
-    if (p.instrs[p.outputs[o]].per_row) os << "  if (lane == 0) *y" << o << " = v" << p.outputs[o] << ";\n";
+  os << rows.body("  ", false, [](int tree) { return "shraw + " + std::to_string(8 * tree); },
+                  [&](int k, const std::string& w, const std::string& indent) { return load(k, w, indent); });
   os << "}\n";
   return os.str();
 }
 
 std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
-  const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
-  const RowPlan plan = plan_row_program(p, false);
-  const GpuRowRegisters regs = gpu_row_registers(p);
-  SMELT_ASSERT(regs.vec > 0 && vectors > 0, "row register kernel: the program's rows do not go in registers");
+  const RegisterRows rows(p);
+  SMELT_ASSERT(vectors > 0, "row pipelined kernel: no vectors");
+  const GpuRowRegisters& regs = rows.regs;
+  const size_t nin = p.input_dtypes.size();
   const std::string V = std::to_string(regs.vec), P = std::to_string(vectors);
-  std::vector<char> in_registers(nin, 0), per_element(nin, 0);
-  for (int k : regs.inputs) in_registers[k] = 1;
-  for (const RowLoop& loop : plan.loops)
-    for (int i : loop.compute)
-      if (p.instrs[i].kind == InstrKind::Input) per_element[p.instrs[i].index] = 1;
-  std::vector<int> element_outputs, epilogue_loads;
-  for (size_t o = 0; o < nout; ++o)
-    if (!p.instrs[p.outputs[o]].per_row) element_outputs.push_back(static_cast<int>(o));
-  for (size_t k = 0; k < nin; ++k)
-    if (per_element[k] && !in_registers[k]) epilogue_loads.push_back(static_cast<int>(k));
-  int reductions = 0;
-  for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
 
   std::ostringstream os;
   os << row_kernel_helpers();
@@ -617,7 +645,7 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
   // (row_tree_once has one barrier, which a warp two rows ahead would otherwise pass while a
   // slow warp still reads the set).
   os << "extern \"C\" __global__ void __launch_bounds__(256) k(RowArgs a) {\n"
-        "  __shared__ u64 shraw[" << 16 * std::max(reductions, 1) << "];\n"
+        "  __shared__ u64 shraw[" << 16 * std::max(rows.reductions, 1) << "];\n"
         "  extern __shared__ __align__(16) unsigned char stage[];\n"
         "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
         "  constexpr int V = " << V << ", P = " << P << ";\n"
@@ -711,91 +739,10 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
   }
   os << "    }\n"
         "    if (r + units < a.rows) prefetch(r + units);\n";
-  for (size_t o = 0; o < nout; ++o)
-    os << "    " << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
-       << nin + o << "] + " << (p.instrs[p.outputs[o]].per_row ? "r" : "r * n") << ";\n";
-  for (size_t i = 0; i < p.instrs.size(); ++i)
-    if (p.instrs[i].kind == InstrKind::Constant)
-      os << "    const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
-  // A pass's per-element lines at element e of vector u: inputs unpacked from registers (or from
-  // the epilogue's words e<k>).
-  auto pass_body = [&](const RowLoop& loop, const std::string& indent) {
-    std::ostringstream b;
-    for (int i : loop.compute) {
-      const Instr& in = p.instrs[i];
-      if (in.kind == InstrKind::Constant) continue;
-      const char* t = cuda_type_name(in.dtype);
-      b << indent << "const " << t << " v" << i << " = ";
-      if (in.kind == InstrKind::Input)
-        b << "unpack<" << t << ">(" << (in_registers[in.index] ? "w" : "e") << in.index << (in_registers[in.index] ? "[u]" : "")
-          << ", e)";
-      else b << cuda_expr(p, i);
-      b << ";\n";
-    }
-    return b.str();
-  };
-  // Vectors past the row's end (b >= n) and elements past it in a partial vector are skipped:
-  // the elements a thread combines, and their order, are those of ROW_VECS_FOR.
-  size_t next_loop = 0;
-  int tree = 0;
-  for (size_t i = 0; i < p.instrs.size(); ++i) {
-    const Instr& in = p.instrs[i];
-    if (!in.per_row || in.kind == InstrKind::Constant) continue;
-    const char* t = cuda_type_name(in.dtype);
-    if (in.kind == InstrKind::Input) {
-      os << "    const " << t << " v" << i << " = x" << in.index << "[0];\n";
-      continue;
-    }
-    if (in.kind != InstrKind::Reduce) {
-      os << "    const " << t << " v" << i << " = " << cuda_expr(p, static_cast<int>(i)) << ";\n";
-      continue;
-    }
-    const RowLoop& loop = plan.loops[next_loop++];
-    const std::string R = "R" + std::to_string(i), op = "v" + std::to_string(in.operands[0]);
-    os << "    typedef " << gpu_red_type(in.reduce, p.instrs[in.operands[0]].dtype) << " " << R << ";\n"
-       << "    " << R << "::Acc t" << i << " = " << R << "::init();\n"
-       << "    #pragma unroll\n"
-          "    for (int u = 0; u < P; ++u) {\n"
-          "      if (lane * V + u * T * V >= m) break;\n"
-          "      #pragma unroll\n"
-          "      for (int e = 0; e < V; ++e) {\n"
-       << pass_body(loop, "        ") << "        t" << i << " = " << R << "::step(t" << i << ", " << R << "::load(" << op << "));\n"
-       << "      }\n    }\n"
-       << "    t" << i << " = row_tree_once<" << R << ">(t" << i << ", T, (" << R << "::Acc*)(shraw + " << 16 * tree++
-       << " + 8 * parity));\n"
-       << "    const " << t << " v" << i << " = ";
-    if (in.reduce == ReduceOp::Mean)
-      os << "smelt::scalar::divide<" << t << ">(" << R << "::finish(t" << i << "), cvt<" << t << ", double>((double)(n - " << in.ddof
-         << " > 0 ? n - " << in.ddof << " : 0)));\n";
-    else os << R << "::finish(t" << i << ");\n";
-  }
-  if (!element_outputs.empty()) {
-    // The epilogue over the thread's own vectors; outputs leave as vectors when aligned.
-    const RowLoop& loop = plan.loops.back();
-    os << "    #pragma unroll\n"
-          "    for (int u = 0; u < P; ++u) {\n"
-          "      const int b = lane * V + u * T * V;\n"
-          "      if (b >= m) break;\n";
-    for (int k : epilogue_loads) {
-      const std::string kk = std::to_string(k);
-      os << "      u32 e" << kk << "[" << words_for(p.input_dtypes[k], regs.vec) << "];\n"
-         << "      vload<" << cuda_type_name(p.input_dtypes[k]) << ", V>(e" << kk << ", x" << kk << " + b);\n";
-    }
-    for (int o : element_outputs) os << "      u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
-    os << "      #pragma unroll\n"
-          "      for (int e = 0; e < V; ++e) {\n"
-       << pass_body(loop, "        ");
-    for (int o : element_outputs) os << "        pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
-    os << "      }\n";
-    for (int o : element_outputs) {
-      const char* t = cuda_type_name(p.output_dtype(o));
-      const std::string y = "y" + std::to_string(o), w = "o" + std::to_string(o);
-      os << "      vstore<" << t << ", V>(" << y << " + b, " << w << ");\n";
-    }
-    os << "    }\n";
-  }
-  for (size_t o = 0; o < nout; ++o)
-    if (p.instrs[p.outputs[o]].per_row) os << "    if (lane == 0) *y" << o << " = v" << p.outputs[o] << ";\n";
+  os << rows.body("    ", true, [](int tree) { return "shraw + " + std::to_string(16 * tree) + " + 8 * parity"; },
+                  [&](int k, const std::string& w, const std::string& indent) {
+                    return indent + "vload<" + cuda_type_name(p.input_dtypes[k]) + ", V>(" + w + ", x" + std::to_string(k) + " + b);\n";
+                  });
   os << "  }\n}\n";
   return os.str();
 }

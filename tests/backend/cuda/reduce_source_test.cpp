@@ -4,6 +4,7 @@
 
 #include "backend/cuda/nvrtc_test_utils.h"
 
+#include <functional>
 #include <string>
 #include <tuple>
 
@@ -20,6 +21,22 @@
 
 namespace smelt::test {
 namespace {
+
+#if SMELT_HAS_CUDA
+using RowFn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+
+/// The normalizations the row kernels are checked on (inputs: x, a weight, a residual).
+std::vector<std::pair<std::string, RowFn>> normalization_fns() {
+  return {
+      {"softmax", [](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; }},
+      {"rms_norm", [](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; }},
+      {"layer_norm_residual", [](const std::vector<Array>& in) {
+         Array h = add(in[0], in[2]);
+         return std::vector<Array>{layer_norm(h, in[1], in[1], 1e-5), h};
+       }},
+  };
+}
+#endif
 
 TEST(CudaReduceSource, RowPlanKernelsCompileForEveryOperatorAndDtype) {
 #if SMELT_HAS_CUDA
@@ -143,15 +160,7 @@ TEST(CudaReduceSource, RowCacheHoldsTheInputsSeveralPassesRead) {
 // cp.async.
 TEST(CudaReduceSource, FusedRowKernelsUseNoLocalMemory) {
 #if SMELT_HAS_CUDA
-  using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
-  const std::vector<std::pair<std::string, Fn>> fns = {
-      {"softmax", [](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; }},
-      {"rms_norm", [](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; }},
-      {"layer_norm_residual", [](const std::vector<Array>& in) {
-         Array h = add(in[0], in[2]);
-         return std::vector<Array>{layer_norm(h, in[1], in[1], 1e-5), h};
-       }},
-  };
+  const auto fns = normalization_fns();
   for (const auto& [name, fn] : fns)
     for (Dtype dt : {float32, bfloat16}) {
       auto tape = optimized_tape(fn, {zeros({8, 64}, dt), zeros({64}, dt), zeros({8, 64}, dt)});
@@ -221,16 +230,8 @@ TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
 // pipelined one copies the next row with cp.async.
 TEST(CudaReduceSource, RegisterRowKernelsCompileWithoutLocalMemory) {
 #if SMELT_HAS_CUDA
-  using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
-  const std::vector<std::pair<std::string, Fn>> fns = {
-      {"softmax", [](const std::vector<Array>& in) { return std::vector<Array>{softmax(in[0], {-1})}; }},
-      {"rms_norm", [](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; }},
-      {"layer_norm_residual", [](const std::vector<Array>& in) {
-         Array h = add(in[0], in[2]);
-         return std::vector<Array>{layer_norm(h, in[1], in[1], 1e-5), h};
-       }},
-      {"logsumexp", [](const std::vector<Array>& in) { return std::vector<Array>{logsumexp(in[0], {-1}, true)}; }},
-  };
+  auto fns = normalization_fns();
+  fns.push_back({"logsumexp", [](const std::vector<Array>& in) { return std::vector<Array>{logsumexp(in[0], {-1}, true)}; }});
   for (const auto& [name, fn] : fns)
     for (Dtype dt : {float32, bfloat16, float16}) {
       auto tape = optimized_tape(fn, {zeros({8, 64}, dt), zeros({64}, dt), zeros({8, 64}, dt)});

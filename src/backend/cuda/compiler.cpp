@@ -7,6 +7,8 @@
 // whatever it is. The disk cache makes the cost a one-time one per machine.
 #include "src/backend/cuda/compiler.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -421,6 +423,9 @@ Kernel build_kernel(int device, const std::string& name, const std::string& body
 
 namespace {
 
+struct Prebuilder;
+Prebuilder& prebuilder();
+
 /// The prebuild threads and their queue (never destroyed: threads may run during exit).
 struct Prebuilder {
   std::mutex mutex;
@@ -428,12 +433,27 @@ struct Prebuilder {
   std::deque<std::function<void()>> queue;
   size_t running = 0;
   bool started = false;
+  pid_t owner = 0;
 
   void start() {  // under mutex
     started = true;
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const unsigned threads = std::clamp(cores / 2, 1u, 8u);
     for (unsigned i = 0; i < threads; ++i) std::thread([this] { loop(); }).detach();
+    // At exit, queued builds are dropped and running ones waited for, before the destructors of
+    // what existed when the first prebuild was queued (the atexit order): telemetry and the
+    // kernel caches are made first, so that a build never outlives what it uses. A forked
+    // child, which has no prebuild threads, waits for nothing.
+    telemetry::enabled();
+    kernel_cache_capacity();
+    owner = ::getpid();
+    std::atexit([] {
+      Prebuilder& p = prebuilder();
+      if (::getpid() != p.owner) return;
+      std::unique_lock lock(p.mutex);
+      p.queue.clear();
+      p.idle.wait(lock, [&] { return p.running == 0; });
+    });
   }
   void loop() {
     std::unique_lock lock(mutex);

@@ -176,8 +176,8 @@ Kernel get_kernel(int device, const P& params, const std::string& what) {
 /// Runs `job` on one of the kernel prebuild threads (half the cores, 1 to 8) and returns at
 /// once: kernels a compiled program will launch are built there side by side (NVRTC takes
 /// 20-60 ms a kernel) while the first call runs. An error `job` throws is dropped (the launch
-/// that needs the kernel builds it again and reports it). The threads are detached: a build
-/// still running at exit is abandoned (the disk cache only ever sees whole entries).
+/// that needs the kernel builds it again and reports it). At exit, queued jobs are dropped and
+/// running ones waited for.
 void prebuild_kernel(std::function<void()> job);
 
 /// Blocks until no prebuild is queued or running (tests).

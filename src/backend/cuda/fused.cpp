@@ -293,9 +293,13 @@ void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, c
     const int vectors = codegen::gpu_row_register_vectors(info->registers, codegen::gpu_row_order(rows, n), n);
     // Fresh buffers are 256-byte aligned: rows are clean (eval_fused_rows) when whole vectors
     // tile them and every row of each input read per element starts 16-byte aligned.
-    bool clean = n % info->registers.vec == 0;
-    for (int in : info->element_inputs) clean = clean && (n * static_cast<int64_t>(size_of(k.program.input_dtypes[in]))) % 16 == 0;
-    layout = vectors == 0 ? "rows" : (clean ? "pipe" : "regs") + std::to_string(vectors);
+    if (vectors == 0) {
+      layout = "rows";
+    } else {
+      bool clean = n % info->registers.vec == 0;
+      for (int in : info->element_inputs) clean = clean && (n * static_cast<int64_t>(size_of(k.program.input_dtypes[in]))) % 16 == 0;
+      layout = (clean ? "pipe" : "regs") + std::to_string(vectors);
+    }
   } else {
     // The layout run_elementwise_program finds for inputs in fresh (row-major, aligned) buffers.
     const int nd = static_cast<int>(full.size());

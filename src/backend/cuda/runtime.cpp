@@ -6,6 +6,7 @@
 #include "src/backend/cuda/runtime.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -203,6 +204,30 @@ int device_count() {
   return n;
 }
 
+namespace {
+
+/// The thread that maps NVRTC and cuBLASLt while the program goes on (a compiled function's
+/// first call would otherwise wait for them: cuBLASLt alone takes 70 ms or more, seconds from a
+/// cold disk). It only calls dlopen (the first use's own dlopen then finds the library loaded)
+/// and touches nothing of smelt's. A process that exits meanwhile joins it first (an atexit
+/// handler registered with it runs before the destructors of everything made earlier), so no
+/// library is still initializing while the process tears down; a forked child, which does not
+/// have the thread, does not join. SMELT_CUDA_PRELOAD=0: each loads at first use.
+void start_preload() {
+  static std::thread* thread = nullptr;
+  static pid_t owner = 0;
+  if (thread) return;
+  owner = ::getpid();
+  thread = new std::thread([names = std::vector<std::vector<std::string>>{toolkit_names("libnvrtc"), toolkit_names("libcublasLt")}] {
+    for (const auto& candidates : names) open_first(candidates);
+  });
+  std::atexit([] {
+    if (::getpid() == owner && thread->joinable()) thread->join();
+  });
+}
+
+}  // namespace
+
 DeviceState& device_state(int index) {
   static std::mutex m;
   static std::vector<std::unique_ptr<DeviceState>>* states = new std::vector<std::unique_ptr<DeviceState>>();
@@ -238,18 +263,7 @@ DeviceState& device_state(int index) {
       check(d.cuDeviceGetName(name, sizeof name, st->dev), "cuDeviceGetName", what);
       st->name = name;
       slot = std::move(st);
-      // NVRTC and cuBLASLt load on a thread of their own while the program goes on: a compiled
-      // function's first call would otherwise wait for them (cuBLASLt alone takes 70 ms or more).
-      // SMELT_CUDA_PRELOAD=0 loads each at its first use instead.
-      const char* preload = std::getenv("SMELT_CUDA_PRELOAD");
-      if (!preload || std::string(preload) != "0")
-        std::thread([] {
-          try {
-            nvrtc();
-            cublaslt();
-          } catch (const Error&) {  // reported at first use, where it matters
-          }
-        }).detach();
+      if (const char* preload = std::getenv("SMELT_CUDA_PRELOAD"); !preload || std::string(preload) != "0") start_preload();
     }
     s = slot.get();
   }

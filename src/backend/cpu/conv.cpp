@@ -476,6 +476,8 @@ void run_typed(const Array& xa, const Array& wa, Array& out, const Geom& g, Floa
 /// the few comparisons of a small output (the 4x4 outputs of tiny_cnn's last pooling).
 bool max_windows_inside(const Geom& g) {
   if (g.stride[2] == 1 && g.out[2] > 8) return false;
+  // Its table holds one offset per window position: large windows keep the general loop.
+  if (g.k[0] > 64 || g.k[1] > 64 || g.k[2] > 64 || g.k_size() > 1024) return false;
   for (int d = 0; d < 3; ++d) {
     int64_t last;  // the input position after the last window: (out - 1) * stride + k
     if (g.pad[d] != 0 || g.dil[d] != 1 || g.k[d] < 1 || g.out[d] < 1 ||

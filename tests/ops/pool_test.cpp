@@ -1,4 +1,6 @@
 // Tests for max_pool and avg_pool against a naive float64 reference.
+#include <bit>
+
 #include "ops/conv_reference.h"
 #include "smelt/compile.h"
 
@@ -122,6 +124,33 @@ TEST(Pool, KnownValues) {
   // Integer averages round toward zero.
   Array xi(std::vector<int32_t>{-3, -4, 3, 4}, {1, 1, 4});
   EXPECT_EQ(avg_pool(xi, pool_opts({2}, {2})).to_vector<int32_t>(), (std::vector<int32_t>{-3, 3}));
+}
+
+// Windows wholly inside the input with a column stride above 1 (or short rows) take their own
+// loop (pool_max_inside); it must give the general loop's bits: equal values keep the first one
+// (-0 before +0 stays -0), and of several NaNs in a window the last one wins.
+TEST(Pool, MaxOfInnerWindowsKeepsTheGeneralLoopsBits) {
+  const float nan1 = std::bit_cast<float>(0x7fc00001u), nan2 = std::bit_cast<float>(0xffc00002u);
+  Array x(std::vector<float>{-0.0f, 0.0f, 0.0f, -0.0f, nan1, 1.0f, nan2, 2.0f, 3.0f, nan1}, {1, 1, 10});
+  const std::vector<float> got = max_pool(x, pool_opts({2}, {2})).to_vector<float>();
+  const std::vector<uint32_t> want{std::bit_cast<uint32_t>(-0.0f), 0u, std::bit_cast<uint32_t>(nan1),
+                                   std::bit_cast<uint32_t>(nan2), std::bit_cast<uint32_t>(nan1)};
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), want[i]) << "output " << i;
+  // Against the general loop (column stride 1 over rows longer than 8): the stride-2 outputs are
+  // every second output of the stride-1 pooling, bit for bit, NaNs and signed zeros included.
+  for (Dtype d : {float32, float64, float16, int32, uint8}) {
+    SCOPED_TRACE(dtype_name(d));
+    const bool u = is_unsigned_integral(d);
+    std::vector<float> v = random_array({2, 3, 6, 21}, float32, u ? 0 : -4, 4, 21).to_vector<float>();
+    if (is_floating(d))
+      for (size_t i = 0; i < v.size(); i += 7) v[i] = i % 3 == 0 ? (i % 2 ? nan1 : nan2) : (i % 2 ? -0.0f : 0.0f);
+    const Array xs = astype(Array(v, {2, 3, 6, 21}), d);
+    const Array fast = max_pool(xs, pool_opts({2, 3}, {2, 2}));
+    const Array general = max_pool(xs, pool_opts({2, 3}, {2, 1}));
+    ASSERT_EQ(general.shape(), (Shape{2, 3, 3, 19}));
+    EXPECT_TRUE(test::bit_equal(fast, slice(general, {0, 0, 0, 0}, {2, 3, 3, 19}, {1, 1, 1, 2})));
+  }
 }
 
 TEST(Pool, NanAndInfinities) {

@@ -470,6 +470,62 @@ void run_typed(const Array& xa, const Array& wa, Array& out, const Geom& g, Floa
 
 // ---- Pool -------------------------------------------------------------------------------------
 
+/// True when every window lies wholly inside the input, undilated and unpadded, and pool()'s
+/// row loop would not vectorize (a column stride above 1, as 2x2 stride 2) or its rows are short:
+/// pool_max_inside then runs instead of pool()'s span tables, whose setup per row costs more than
+/// the few comparisons of a small output (the 4x4 outputs of tiny_cnn's last pooling).
+bool max_windows_inside(const Geom& g) {
+  if (g.stride[2] == 1 && g.out[2] > 8) return false;
+  // Its table holds one offset per window position: large windows keep the general loop.
+  if (g.k[0] > 64 || g.k[1] > 64 || g.k[2] > 64 || g.k_size() > 1024) return false;
+  for (int d = 0; d < 3; ++d) {
+    int64_t last;  // the input position after the last window: (out - 1) * stride + k
+    if (g.pad[d] != 0 || g.dil[d] != 1 || g.k[d] < 1 || g.out[d] < 1 ||
+        __builtin_mul_overflow(g.out[d] - 1, g.stride[d], &last) || __builtin_add_overflow(last, g.k[d], &last) ||
+        last > g.in[d])
+      return false;
+  }
+  return true;
+}
+
+/// Max pooling where max_windows_inside(g): each output compares its window's positions in
+/// pool()'s order (kd, kh, kw ascending) with pool()'s comparison, so the bits are pool()'s.
+template <class T>
+void pool_max_inside(const T* x, T* y, const Geom& g) {
+  using C = compute_t<T>;
+  const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2], H = g.in[1], W = g.in[2];
+  const int64_t KD = g.k[0], KH = g.k[1], KW = g.k[2];
+  const C init = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
+                                                      : std::numeric_limits<C>::lowest();
+  // The window's positions in pool()'s order, as offsets from its first.
+  std::vector<int64_t> offsets;
+  offsets.reserve(static_cast<size_t>(g.k_size()));
+  for (int64_t i = 0; i < KD; ++i)
+    for (int64_t j = 0; j < KH; ++j)
+      for (int64_t l = 0; l < KW; ++l) offsets.push_back((i * H + j) * W + l);
+  const int64_t rows = g.batch * g.in_ch * OD * OH;
+  const int64_t work = std::max<int64_t>(1, OW * g.k_size());
+  parallel_for(rows, std::max<int64_t>(1, kGrain / work), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t oh = r % OH, od = (r / OH) % OD, plane = r / (OH * OD);
+      const T* xr = x + plane * g.in_size() + (od * g.stride[0] * H + oh * g.stride[1]) * W;
+      T* dst = y + r * OW;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const T* xw = xr + ow * g.stride[2];
+        C a = init;
+        for (const int64_t off : offsets) {
+          const C v = static_cast<C>(xw[off]);
+          if constexpr (std::is_floating_point_v<C>)
+            a = ((v > a) | (v != v)) ? v : a;  // NaN wins and stays
+          else
+            a = v > a ? v : a;
+        }
+        dst[ow] = convert<T, C>(a);
+      }
+    }
+  });
+}
+
 /// Pooling over output rows. Each row accumulates window offset by window offset across the
 /// whole row (the inner loop runs along the row and vectorizes), then divides once for averages.
 template <class T, bool kMax>
@@ -479,6 +535,12 @@ void pool(const T* x, T* y, const Geom& g, bool count_include_pad) {
   using Acc = std::conditional_t<kMax, C, std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>>;
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2], KW = g.k[2], SW = g.stride[2];
+  if constexpr (kMax) {
+    if (max_windows_inside(g)) {
+      pool_max_inside<T>(x, y, g);
+      return;
+    }
+  }
   // The kernel columns that read inside the row for some output, as ascending disjoint spans.
   // Only these are walked: a kernel far wider than the input (SAME padding with a kernel of 2^31)
   // must cost what it reads, not its width (the fuzzer found a 16 TiB table of columns and

@@ -8,6 +8,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -329,15 +330,99 @@ std::pair<std::shared_ptr<const ConvPlan>, int> choose_plan(const DnnlConv& c, c
   return {plan, threads};
 }
 
+/// A call's plan with its memory objects and argument map, made once per thread: a later call of
+/// the same geometry, adds, thread count and packing only points the memory objects at its
+/// buffers (set_data_handle: what constructing them does) instead of looking the plan up (a key
+/// vector, a hash, a lock), creating six to nine oneDNN memory objects and building the map.
+struct BoundCall {
+  std::shared_ptr<const ConvPlan> plan;  // keeps the plan alive if the shared cache is cleared
+  int threads = 1;
+  memory src, wei, dst;                  // the caller's buffers, in smelt's layouts
+  memory src_blocked, wei_blocked, out;  // the primitive's layouts (out: dst when no reorder)
+  memory scratchpad;
+  std::vector<memory> channel_adds;  // the bias operands, by add index (empty memory for a Tensor add)
+  std::unordered_map<int, memory> args;
+};
+
+/// The key of a bound call: everything plan_for keys on, the caller's thread count, the packing
+/// and the add kinds (at most kMaxBoundAdds of them; more are rare and take the unbound path).
+constexpr size_t kMaxBoundAdds = 4;
+using BoundKey = std::array<int64_t, 10 + 7 * 3 + kMaxBoundAdds>;
+
+BoundKey bound_key(const DnnlConv& c, const std::vector<DnnlAdd>& adds, int threads, int packed_threads) {
+  BoundKey k{};
+  size_t i = 0;
+  for (int64_t v : {int64_t{c.spatial}, c.batch, c.in_ch, c.out_ch, c.groups, c.src_block, c.dst_block,
+                    int64_t{threads}, int64_t{packed_threads}, static_cast<int64_t>(adds.size())})
+    k[i++] = v;
+  for (const int64_t* a : {c.in, c.out, c.k, c.stride, c.pad_lo, c.pad_hi, c.dil})
+    for (int d = 0; d < 3; ++d) k[i++] = a[d];
+  for (const DnnlAdd& a : adds) k[i++] = 1 + static_cast<int64_t>(a.kind);
+  return k;
+}
+
+struct BoundKeyHash {
+  size_t operator()(const BoundKey& k) const {
+    size_t h = 0;
+    for (int64_t x : k) h = h * 1000003u ^ static_cast<size_t>(x);
+    return h;
+  }
+};
+
+/// This thread's bound calls (a model has tens of convolutions; bounded like the plan cache).
+std::unordered_map<BoundKey, std::unique_ptr<BoundCall>, BoundKeyHash>& bound_calls() {
+  thread_local std::unordered_map<BoundKey, std::unique_ptr<BoundCall>, BoundKeyHash> calls;
+  return calls;
+}
+
 }  // namespace
 
 bool dnnl_enabled() { return true; }
 
 bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, const std::vector<DnnlAdd>& adds,
                    int packed_threads) {
+  const int caller_threads = call_threads();
+  // A call bound earlier on this thread: only the buffers change. A residual (Tensor add) or
+  // weights packed for another layout than this plan's take the general path below.
+  const bool bindable = adds.size() <= kMaxBoundAdds && std::none_of(adds.begin(), adds.end(), [](const DnnlAdd& a) {
+                          return a.kind == DnnlAddKind::Tensor;
+                        });
+  BoundKey key{};
+  if (bindable) {
+    key = bound_key(c, adds, caller_threads, packed_threads);
+    auto& calls = bound_calls();
+    if (auto it = calls.find(key); it != calls.end()) {
+      BoundCall& b = *it->second;
+      OmpThreads omp(b.threads);
+      auto& st = thread_stream();
+      b.src.set_data_handle(const_cast<float*>(x));
+      b.wei.set_data_handle(const_cast<float*>(w));
+      b.dst.set_data_handle(y);
+      for (size_t i = 0; i < adds.size(); ++i) b.channel_adds[i].set_data_handle(const_cast<float*>(adds[i].operand));
+      const ConvPlan& plan = *b.plan;
+      if (plan.src_in) {
+        b.src_blocked.set_data_handle(scratch(kSrc).get(plan.src.get_size()));
+        g_reorders.fetch_add(1, std::memory_order_relaxed);
+        plan.src_in->execute(st, b.src, b.src_blocked);
+      }
+      if (plan.wei_in && packed_threads == 0) {
+        b.wei_blocked.set_data_handle(scratch(kWei).get(plan.wei.get_size()));
+        plan.wei_in->execute(st, b.wei, b.wei_blocked);
+      }
+      if (plan.dst_out) b.out.set_data_handle(scratch(kDst).get(plan.dst.get_size()));
+      if (plan.scratch_bytes > 0) b.scratchpad.set_data_handle(scratch(kScratchpad).get(plan.scratchpad.get_size()));
+      plan.conv.execute(st, b.args);
+      if (plan.dst_out) {
+        g_reorders.fetch_add(1, std::memory_order_relaxed);
+        plan.dst_out->execute(st, b.out, b.dst);
+      }
+      st.wait();
+      return true;
+    }
+  }
   const std::vector<DnnlAddKind> kinds = kinds_of(adds);
   if (!supported(c, kinds)) return false;
-  OmpThreads omp(call_threads());
+  OmpThreads omp(caller_threads);
   const auto [plan, threads] = choose_plan(c, kinds, omp);
   if (!plan) return false;
   // Packed weights are in the layout of the plain plan (no adds) made for `packed_threads`.
@@ -395,6 +480,39 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
     plan->dst_out->execute(st, out, dst);
   }
   st.wait();
+  // Bind this call for the next ones on this thread: the same memory objects (their buffers are
+  // reset per call) and argument map, where the weights need no reorder per call beyond the plan's.
+  if (bindable && (packed_threads == 0 || wei_given == plan->wei)) {
+    auto b = std::make_unique<BoundCall>();
+    b->plan = plan;
+    b->threads = threads;
+    b->src = user(plan->src_user, x);
+    b->wei = user(wei_given, w);
+    b->dst = user(plan->dst_user, y);
+    b->args[DNNL_ARG_SRC] = b->src;
+    b->args[DNNL_ARG_WEIGHTS] = b->wei;
+    if (plan->src_in) {
+      b->src_blocked = mine(plan->src, kSrc);
+      b->args[DNNL_ARG_SRC] = b->src_blocked;
+    }
+    if (plan->wei_in && packed_threads == 0) {
+      b->wei_blocked = mine(plan->wei, kWei);
+      b->args[DNNL_ARG_WEIGHTS] = b->wei_blocked;
+    }
+    b->out = plan->dst_out ? mine(plan->dst, kDst) : b->dst;
+    b->args[DNNL_ARG_DST] = b->out;
+    if (plan->scratch_bytes > 0) {
+      b->scratchpad = mine(plan->scratchpad, kScratchpad);
+      b->args[DNNL_ARG_SCRATCHPAD] = b->scratchpad;
+    }
+    for (size_t i = 0; i < adds.size(); ++i) {
+      b->channel_adds.push_back(user(plan->bias, adds[i].operand));
+      b->args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] = b->channel_adds.back();
+    }
+    auto& calls = bound_calls();
+    if (calls.size() >= 1024) calls.clear();
+    calls[key] = std::move(b);
+  }
   return true;
 }
 

@@ -291,6 +291,56 @@ TEST(DnnlConv, ConcurrentCallersGetTheSameBits) {
   for (const auto& g : got) EXPECT_EQ(std::memcmp(g.data(), want.data(), want.size() * sizeof(float)), 0);
 }
 
+// A thread's later calls of one geometry reuse the memory objects of its first (only their
+// buffers change): each call must read its own input, weights and bias and write its own output,
+// bit for bit what a first call on a fresh thread gives. Covered: a source reorder (3 channels),
+// blocked layouts on both sides, a bias post-op, weights packed at compile time.
+TEST(DnnlConv, ARepeatedCallReadsAndWritesItsOwnBuffers) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  DnnlConv blocked = make(2, 1, 16, 32, {12, 12}, {3, 3}, 1, 1);
+  int64_t src_block = 0, dst_block = 0;
+  cpu::dnnl_conv_blocks(blocked, {DnnlAddKind::Channel}, &src_block, &dst_block);
+  blocked.src_block = src_block;
+  blocked.dst_block = dst_block;
+  const std::vector<Case> geometries = {
+      {"stem_c3", make(2, 1, 3, 16, {32, 32}, {3, 3}, 1, 1)},
+      {"3x3_c16", make(2, 2, 16, 16, {10, 10}, {3, 3}, 1, 1)},
+      {"blocked", blocked},
+  };
+  uint32_t seed = 300;
+  for (const Case& cs : geometries) {
+    for (const bool packed : {false, true}) {
+      SCOPED_TRACE(std::string(cs.name) + (packed ? " packed" : ""));
+      const Data a(cs.c, seed += 5), b(cs.c, seed += 5);
+      const auto bias_a = random_floats(static_cast<size_t>(cs.c.out_ch), seed + 1, -3, 3);
+      const auto bias_b = random_floats(static_cast<size_t>(cs.c.out_ch), seed + 2, -3, 3);
+      int threads_a = 0, threads_b = 0;
+      const std::vector<float> wa = packed ? cpu::dnnl_pack_conv_weights(cs.c, a.w.data(), &threads_a) : a.w;
+      const std::vector<float> wb = packed ? cpu::dnnl_pack_conv_weights(cs.c, b.w.data(), &threads_b) : b.w;
+      ASSERT_FALSE(wa.empty());
+      auto run = [&](const Data& d, const std::vector<float>& w, int threads, const std::vector<float>& bias) {
+        std::vector<float> y(static_cast<size_t>(numel(cs.c, true)), -7.0f);
+        const std::vector<DnnlAdd> adds{{DnnlAddKind::Channel, bias.data()}};
+        if (!cpu::dnnl_conv_f32(cs.c, d.x.data(), w.data(), y.data(), adds, threads)) {
+          std::fill(y.begin(), y.end(), -7.0f);  // declined as a post-op: the plain convolution and the add
+          EXPECT_TRUE(cpu::dnnl_conv_f32(cs.c, d.x.data(), w.data(), y.data(), {}, threads));
+        }
+        return y;
+      };
+      // First calls of this geometry, each on a thread of its own.
+      std::vector<float> want_a, want_b;
+      std::thread([&] { want_a = run(a, wa, threads_a, bias_a); }).join();
+      std::thread([&] { want_b = run(b, wb, threads_b, bias_b); }).join();
+      ASSERT_NE(std::memcmp(want_a.data(), want_b.data(), want_a.size() * sizeof(float)), 0);
+      for (int r = 0; r < 3; ++r) {
+        const auto got_a = run(a, wa, threads_a, bias_a), got_b = run(b, wb, threads_b, bias_b);
+        EXPECT_EQ(std::memcmp(got_a.data(), want_a.data(), want_a.size() * sizeof(float)), 0) << "round " << r;
+        EXPECT_EQ(std::memcmp(got_b.data(), want_b.data(), want_b.size() * sizeof(float)), 0) << "round " << r;
+      }
+    }
+  }
+}
+
 TEST(DnnlConv, DeclinesWhatItCannotRun) {
   DnnlConv c = make(2, 1, 4, 4, {6, 6}, {3, 3}, 1, 1);
   c.pad_lo[2] = -1;  // negative padding stays with smelt's kernel

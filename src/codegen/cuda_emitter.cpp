@@ -630,7 +630,7 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
 
   std::ostringstream os;
   os << row_kernel_helpers();
-  // Only for rows the host found clean (gpu_row_pipelined: every per-element input's rows
+  // Only for rows the host found clean (eval_fused_rows: every per-element input's rows
   // consecutive and 16-byte aligned, n a multiple of vec, outputs aligned): every vector is
   // whole, so there is no element-by-element path (which would cost registers).
   // Blocks of 256 threads (one row at a time, or 8 warp rows), persistent: the block's unit (the

@@ -1,6 +1,7 @@
 // The conv_layout pass: activations between float32 CPU convolutions stay in oneDNN's blocked
 // layout, reorders only where a chain begins and ends; compiled == eager bit for bit, at 1, 2 and
 // 3 threads.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -192,6 +193,34 @@ TEST(ConvLayout, BlockedPoolingMatchesRowMajorPooling) {
     }
     EXPECT_TRUE(test::bit_equal(compile_flat(fn)(inputs)[0], fn(inputs)[0]));
   }
+}
+
+// Blocked max pooling (the row kernel with the block of 8 or 16 channels in registers, built for
+// each instruction set) keeps pool()'s comparison: NaN wins and stays, -inf and +inf compare as
+// values. The convolution before it has no Relu, so NaN and inf reach the pooling.
+TEST(ConvLayout, BlockedMaxPoolingKeepsNaNAndInfinities) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  const Array a = rand({32, 16, 3, 3}, 60, -0.2, 0.2), b = rand({32, 32, 3, 3}, 61, -0.2, 0.2);
+  ConvOptions same;
+  same.padding_lo = same.padding_hi = {1, 1};
+  PoolOptions pool;
+  pool.kernel = {2, 2};
+  pool.strides = {2, 2};
+  const Fn fn = [=](const std::vector<Array>& in) {
+    return std::vector<Array>{conv(max_pool(conv(in[0], a, same), pool), b, same)};
+  };
+  std::vector<float> x = rand({2, 16, 12, 12}, 62).to_vector<float>();
+  x[3] = std::numeric_limits<float>::quiet_NaN();                // a NaN in the first window rows
+  x[12 * 12 * 5 + 40] = std::numeric_limits<float>::infinity();  // +inf and -inf in others
+  x[12 * 12 * 16 + 100] = -std::numeric_limits<float>::infinity();
+  const std::vector<Array> inputs{Array(x, Shape{2, 16, 12, 12})};
+  const compiler::Tape tape = test::optimized_tape(fn, inputs);
+  ASSERT_NE(test::steps_of(tape, PrimKind::Pool)[0]->prim.get<PoolParams>().block, 0) << compiler::dump_tape(tape);
+  const Array want = fn(inputs)[0];
+  // The NaN reaches the output (through the pooling): the comparison below sees what it does.
+  const std::vector<float> w = want.to_vector<float>();
+  ASSERT_TRUE(std::any_of(w.begin(), w.end(), [](float v) { return std::isnan(v); }));
+  EXPECT_TRUE(test::bit_equal(compile_flat(fn)(inputs)[0], want));
 }
 
 // What must stay row-major: a value the function returns, a value a non-element-wise step reads

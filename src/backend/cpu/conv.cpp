@@ -9,6 +9,7 @@
 
 #include "smelt/errors.h"
 #include "src/backend/cpu/dnnl.h"
+#include "src/backend/cpu/elementwise_math.h"
 #include "src/backend/cpu/gemm.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
@@ -645,6 +646,110 @@ void pool(const T* x, T* y, const Geom& g, bool count_include_pad) {
   });
 }
 
+/// One output row of max pooling in the blocked layout with a block of kB channels known at
+/// compile time, so the lanes stay in vector registers: pool_blocked's order and comparison, so
+/// its bits. Built for the baseline and, through target attributes, for x86-64-v3 and -v4
+/// (comparisons and selects are exact in every instruction set: the same bits).
+struct BlockedMaxRow {
+  const float* xp;
+  float* yr;
+  const Range* cols;
+  Range kd, kh;
+  int64_t d0, h0, H, W, OW, stride_w, pad_w, dil_d, dil_h, dil_w;
+};
+
+/// A block of kB float lanes as one GCC vector (one or more registers of the target's width) and
+/// its lane mask (the vector extension takes no size that depends on a template parameter).
+template <int kB>
+struct BlockLanes;
+template <>
+struct BlockLanes<4> {
+  typedef float V __attribute__((vector_size(16)));
+  typedef int M __attribute__((vector_size(16)));
+};
+template <>
+struct BlockLanes<8> {
+  typedef float V __attribute__((vector_size(32)));
+  typedef int M __attribute__((vector_size(32)));
+};
+template <>
+struct BlockLanes<16> {
+  typedef float V __attribute__((vector_size(64)));
+  typedef int M __attribute__((vector_size(64)));
+};
+template <>
+struct BlockLanes<32> {
+  typedef float V __attribute__((vector_size(128)));
+  typedef int M __attribute__((vector_size(128)));
+};
+
+template <int kB>
+inline void blocked_max_row_body(const BlockedMaxRow& r) {
+  // The block compared and selected lane-wise with pool()'s rule: v > a, or v is NaN.
+  using V = typename BlockLanes<kB>::V;
+  using M = typename BlockLanes<kB>::M;
+  for (int64_t ow = 0; ow < r.OW; ++ow) {
+    const int64_t w0 = ow * r.stride_w - r.pad_w;
+    const Range kw = r.cols[ow];
+    V a;
+    for (int c = 0; c < kB; ++c) a[c] = -std::numeric_limits<float>::infinity();
+    for (int64_t i = r.kd.first; i < r.kd.last; ++i)
+      for (int64_t j = r.kh.first; j < r.kh.last; ++j)
+        for (int64_t l = kw.first; l < kw.last; ++l) {
+          const float* src = r.xp + (((r.d0 + i * r.dil_d) * r.H + r.h0 + j * r.dil_h) * r.W + w0 + l * r.dil_w) * kB;
+          V v;
+          std::memcpy(&v, src, sizeof v);
+          const M take = (v > a) | (v != v);  // NaN wins and stays, as in pool()
+          a = take ? v : a;
+        }
+    std::memcpy(r.yr + ow * kB, &a, sizeof a);
+  }
+}
+
+using BlockedMaxRowFn = void (*)(const BlockedMaxRow&);
+
+template <int kB>
+void blocked_max_row_base(const BlockedMaxRow& r) {
+  blocked_max_row_body<kB>(r);
+}
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+template <int kB>
+__attribute__((target("arch=x86-64-v3"))) void blocked_max_row_v3(const BlockedMaxRow& r) {
+  blocked_max_row_body<kB>(r);
+}
+template <int kB>
+__attribute__((target("arch=x86-64-v4"))) void blocked_max_row_v4(const BlockedMaxRow& r) {
+  blocked_max_row_body<kB>(r);
+}
+#endif
+
+/// The row kernel for blocks of `b` channels on the instruction set cpu_isa() allows, or null
+/// when b is not a block size oneDNN's layouts use (4, 8, 16 or 32).
+BlockedMaxRowFn blocked_max_row_for(int64_t b) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  const CpuIsa isa = cpu_isa();
+  auto pick = [&](auto base, auto v3, auto v4) -> BlockedMaxRowFn {
+    switch (isa) {
+      case CpuIsa::Avx512: return v4;
+      case CpuIsa::Avx2: return v3;
+      case CpuIsa::Baseline: break;
+    }
+    return base;
+  };
+#define SMELT_BLOCKED_MAX_ROW(B) pick(blocked_max_row_base<B>, blocked_max_row_v3<B>, blocked_max_row_v4<B>)
+#else
+#define SMELT_BLOCKED_MAX_ROW(B) blocked_max_row_base<B>
+#endif
+  switch (b) {
+    case 4: return SMELT_BLOCKED_MAX_ROW(4);
+    case 8: return SMELT_BLOCKED_MAX_ROW(8);
+    case 16: return SMELT_BLOCKED_MAX_ROW(16);
+    case 32: return SMELT_BLOCKED_MAX_ROW(32);
+  }
+#undef SMELT_BLOCKED_MAX_ROW
+  return nullptr;
+}
+
 /// Pooling of float32 data in the channel-blocked layout [N, C/b, D, H, W, b] (the compile pass
 /// conv_layout): the b lanes of a block are b channels, each reduced over its window in pool()'s
 /// order (kd, kh, kw ascending, the same valid positions) with the same comparison (NaN wins) or
@@ -666,7 +771,19 @@ void pool_blocked(const float* x, float* y, const Geom& g, int64_t b, bool count
     padded_w[ow] = pw.last - pw.first;
   }
   const int64_t work = std::max<int64_t>(1, OW * b * g.k_size());
+  // Max pooling with a block of 8 or 16 channels: the row kernel with the block in registers.
+  const BlockedMaxRowFn fixed = kMax ? blocked_max_row_for(b) : nullptr;
   parallel_for(rows, std::max<int64_t>(1, kGrain / work), [&](int64_t rb, int64_t re) {
+    if (fixed) {
+      for (int64_t r = rb; r < re; ++r) {
+        const int64_t oh = r % OH, od = (r / OH) % OD, plane = r / (OH * OD);
+        const int64_t d0 = od * g.stride[0] - g.pad[0], h0 = oh * g.stride[1] - g.pad[1];
+        fixed({x + plane * D * H * W * b, y + r * OW * b, cols.data(), valid_range(d0, g.dil[0], 0, D, g.k[0]),
+               valid_range(h0, g.dil[1], 0, H, g.k[1]), d0, h0, H, W, OW, g.stride[2], g.pad[2], g.dil[0], g.dil[1],
+               g.dil[2]});
+      }
+      return;
+    }
     std::vector<Acc> acc(static_cast<size_t>(b));
     Acc* a = acc.data();
     for (int64_t r = rb; r < re; ++r) {

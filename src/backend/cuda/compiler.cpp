@@ -285,26 +285,14 @@ Kernel get_kernel(int device, const std::string& key, const std::function<std::s
     else c.building.emplace(full_key, built.get_future().share());
   }
   if (other.valid()) return other.get();
-  Kernel k;
-  try {
-    k = build_kernel(device, key, body(), what);
-  } catch (...) {
-    {
-      std::lock_guard lock(mutex());
-      c.building.erase(full_key);
+  return run_claimed_build(built, [&] { return build_kernel(device, key, body(), what); }, [&](const Kernel* k) {
+    if (k) {
+      c.by_key[full_key] = k->module;
+      remember(*k, dropped);
+      prune(c.by_key, c.prune_at);
     }
-    built.set_exception(std::current_exception());
-    throw;
-  }
-  {
-    std::lock_guard lock(mutex());
-    c.by_key[full_key] = k.module;
-    remember(k, dropped);
-    prune(c.by_key, c.prune_at);
     c.building.erase(full_key);
-  }
-  built.set_value(k);
-  return k;
+  });
 }
 
 size_t loaded_kernel_modules(int device) {

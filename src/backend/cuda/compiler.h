@@ -122,6 +122,31 @@ void prune(Map& map, size_t& prune_at) {
   prune_at = std::max<size_t>(64, 2 * map.size());
 }
 
+/// Runs `build`, the one build of a kernel that other threads may be waiting for on `built`'s
+/// future: `finish(k)` runs under mutex() afterwards, with the kernel or, when `build` threw,
+/// null (it removes the in-flight entry and, on success, publishes the kernel); then the waiters
+/// get the kernel or the error, which is rethrown here too.
+template <class Finish>
+Kernel run_claimed_build(std::promise<Kernel>& built, const std::function<Kernel()>& build, Finish finish) {
+  Kernel k;
+  try {
+    k = build();
+  } catch (...) {
+    {
+      std::lock_guard lock(mutex());
+      finish(nullptr);
+    }
+    built.set_exception(std::current_exception());
+    throw;
+  }
+  {
+    std::lock_guard lock(mutex());
+    finish(&k);
+  }
+  built.set_value(k);
+  return k;
+}
+
 }  // namespace kernel_cache_detail
 
 /// The kernel `params` describe on GPU `device`, found in memory by the whole params struct (no
@@ -147,30 +172,16 @@ Kernel get_kernel(int device, const P& params, const std::string& what) {
     else building->emplace(Key<P>{device, params}, built.get_future().share());
   }
   if (other.valid()) return other.get();
-  auto done = [&] {  // under mutex()
-    auto it = building->find(Ref<P>{device, &params});
-    if (it != building->end()) building->erase(it);
-  };
-  Kernel k;
-  try {
-    k = build_kernel(device, params.name(), params.source(), what);
-  } catch (...) {
-    {
-      std::lock_guard lock(mutex());
-      done();
-    }
-    built.set_exception(std::current_exception());
-    throw;
-  }
-  {
-    std::lock_guard lock(mutex());
-    (*kernels)[Key<P>{device, params}] = k.module;
-    remember(k, dropped);
-    prune(*kernels, prune_at);
-    done();
-  }
-  built.set_value(k);
-  return k;
+  return run_claimed_build(
+      built, [&] { return build_kernel(device, params.name(), params.source(), what); },
+      [&](const Kernel* k) {
+        if (k) {
+          (*kernels)[Key<P>{device, params}] = k->module;
+          remember(*k, dropped);
+          prune(*kernels, prune_at);
+        }
+        if (auto it = building->find(Ref<P>{device, &params}); it != building->end()) building->erase(it);
+      });
 }
 
 /// Runs `job` on one of the kernel prebuild threads (half the cores, 1 to 8) and returns at

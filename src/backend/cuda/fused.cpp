@@ -104,6 +104,32 @@ codegen::SharedValue<codegen::FusedProgram> program_of(const std::shared_ptr<con
   return {std::shared_ptr<const codegen::FusedProgram>(k, &k->program)};
 }
 
+/// A row program's kernel layout: "rows" (the cached-row kernel) when its rows do not go in
+/// registers (vectors == 0), else "pipe<P>" for clean rows or "regs<P>".
+std::string row_kernel_layout(int vectors, bool clean) {
+  if (vectors == 0) return "rows";
+  return (clean ? "pipe" : "regs") + std::to_string(vectors);
+}
+
+/// An element-wise input's flat layout letter over the output's `shape` ('c' the output's shape
+/// and row-major, 's' one value, 'r'/'q' a contiguous suffix/prefix broadcast along the other
+/// axes, codegen::cuda_flat_layout, with its repeat in `inner`), or 0: the strided layout.
+/// `st` holds the input's strides broadcast to the output's axes.
+char flat_layout_letter(const Shape& shape, const Shape& in, const Strides& st, bool row_major, int64_t& inner) {
+  if (in == shape && row_major) return 'c';
+  if (shape_size(in) == 1) return 's';
+  return codegen::cuda_flat_layout(shape, st, inner);
+}
+
+/// Whether a thread's vector lies in one repeat of every 'r' and 'q' input (inner a multiple of
+/// the program's vector width on `layout`).
+bool repeats_hold_vectors(const codegen::FusedProgram& program, const std::string& layout, const std::vector<int64_t>& inner) {
+  const int width = codegen::cuda_vector_width(program, layout);
+  for (size_t i = 0; i < layout.size(); ++i)
+    if ((layout[i] == 'r' || layout[i] == 'q') && inner[i] % width != 0) return false;
+  return true;
+}
+
 /// A row program: one warp or block per row (codegen/gpu_row_order.h).
 void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, const std::vector<Array>& inputs,
                      std::vector<Array>& outputs, const std::string& what) {
@@ -152,12 +178,11 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
       for (int64_t d = 0; d < args.knd && clean; ++d) clean = (args.kst[in][d] * size) % 16 == 0;
     }
     for (size_t o = 0; o < outputs.size(); ++o) clean = clean && args.p[nin + o] % 16 == 0;
+    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), row_kernel_layout(vectors, clean), false}, what);
     if (!clean) {
-      const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "regs" + std::to_string(vectors), false}, what);
       launch(s, fn, needed, 256, &args, what, 0);
       return;
     }
-    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "pipe" + std::to_string(vectors), false}, what);
     const uint64_t stage = codegen::gpu_row_register_stage_bytes(info.registers, vectors);
     const uint64_t resident = static_cast<uint64_t>(s.sm_count) * static_cast<uint64_t>(blocks_per_sm(fn, 256, stage));
     launch(s, fn, std::min(needed, resident), 256, &args, what, stage);
@@ -213,9 +238,7 @@ bool run_elementwise_program(const std::shared_ptr<const codegen::FusedKernel>& 
     const auto& n = inputs[i].node();
     const int off = nd - static_cast<int>(n.shape.size());
     for (int d = 0; d < static_cast<int>(n.shape.size()); ++d) strides[i][off + d] = n.shape[d] == 1 ? 0 : n.strides[d];
-    if (n.shape == shape && is_row_contiguous(n.shape, n.strides)) layout += 'c';
-    else if (n.size() == 1) layout += 's';
-    else if (char l = codegen::cuda_flat_layout(shape, strides[i], inner[i])) layout += l;
+    if (char l = flat_layout_letter(shape, n.shape, strides[i], is_row_contiguous(n.shape, n.strides), inner[i])) layout += l;
     else flat = false;
   }
   if (!flat && flat_only) return false;
@@ -262,12 +285,10 @@ bool run_elementwise_program(const std::shared_ptr<const codegen::FusedKernel>& 
   // 16-byte vectors on the flat layout when every contiguous operand allows them (buffers are
   // 256-byte aligned; a view's offset may not be). A thread's vector must lie in one repeat of
   // every 'r' and 'q' input (inner a multiple of the width).
-  bool vectorized = flat;
+  bool vectorized = flat && repeats_hold_vectors(k.program, layout, inner);
   const int width = flat ? codegen::cuda_vector_width(k.program, layout) : 1;
-  for (size_t i = 0; i < nin && vectorized; ++i) {
+  for (size_t i = 0; i < nin && vectorized; ++i)
     if (layout[i] == 'c' || layout[i] == 'r') vectorized = args.p[i] % 16 == 0;
-    if (layout[i] == 'r' || layout[i] == 'q') vectorized = vectorized && inner[i] % width == 0;
-  }
   for (size_t o = 0; o < outputs.size() && vectorized; ++o) vectorized = args.p[nin + o] % 16 == 0;
   const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, vectorized}, describe());
   const unsigned block = occupancy_block_size(fn);
@@ -293,18 +314,13 @@ void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, c
     const int vectors = codegen::gpu_row_register_vectors(info->registers, codegen::gpu_row_order(rows, n), n);
     // Fresh buffers are 256-byte aligned: rows are clean (eval_fused_rows) when whole vectors
     // tile them and every row of each input read per element starts 16-byte aligned.
-    if (vectors == 0) {
-      layout = "rows";
-    } else {
-      bool clean = n % info->registers.vec == 0;
-      for (int in : info->element_inputs) clean = clean && (n * static_cast<int64_t>(size_of(k.program.input_dtypes[in]))) % 16 == 0;
-      layout = (clean ? "pipe" : "regs") + std::to_string(vectors);
-    }
+    bool clean = vectors > 0 && n % info->registers.vec == 0;
+    for (int in : info->element_inputs) clean = clean && (n * static_cast<int64_t>(size_of(k.program.input_dtypes[in]))) % 16 == 0;
+    layout = row_kernel_layout(vectors, clean);
   } else {
     // The layout run_elementwise_program finds for inputs in fresh (row-major, aligned) buffers.
     const int nd = static_cast<int>(full.size());
     bool flat = true;
-    vectorized = true;
     std::vector<int64_t> inner(input_shapes.size(), 0);
     for (size_t i = 0; i < input_shapes.size(); ++i) {
       const Shape& in = input_shapes[i];
@@ -314,19 +330,11 @@ void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, c
         st[nd - static_cast<int>(in.size()) + d] = in[d] == 1 ? 0 : stride;
         stride *= in[d];
       }
-      if (in == full) layout += 'c';
-      else if (shape_size(in) == 1) layout += 's';
-      else if (char l = codegen::cuda_flat_layout(full, st, inner[i])) layout += l;
+      if (char l = flat_layout_letter(full, in, st, true, inner[i])) layout += l;
       else flat = false;
     }
-    if (!flat) {
-      layout = "strided";
-      vectorized = false;
-    } else {
-      const int width = codegen::cuda_vector_width(k.program, layout);
-      for (size_t i = 0; i < layout.size(); ++i)
-        if (layout[i] == 'r' || layout[i] == 'q') vectorized = vectorized && inner[i] % width == 0;
-    }
+    vectorized = flat && repeats_hold_vectors(k.program, layout, inner);
+    if (!flat) layout = "strided";
   }
   const int device = k.device.index;
   prebuild_kernel([kernel, layout, vectorized, device] {

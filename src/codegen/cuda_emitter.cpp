@@ -566,9 +566,10 @@ struct RegisterRows {
 
 }  // namespace
 
-std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
+std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, int block) {
   const RegisterRows rows(p);
   SMELT_ASSERT(vectors > 0, "row register kernel: no vectors");
+  SMELT_ASSERT(block == 256 || block == 512, "row register kernel: blocks of 256 or 512 threads");
   const GpuRowRegisters& regs = rows.regs;
   const std::vector<char>& per_element = rows.per_element;
   const size_t nin = p.input_dtypes.size();
@@ -576,17 +577,18 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
 
   std::ostringstream os;
   os << row_kernel_helpers();
-  // 256 threads: one row, or 8 warp rows. Thread `lane` holds its vectors u = 0 .. P - 1 of the
-  // row (vec elements from vec * lane + u * T * vec: the order of gpu_row_order.h), loaded once
-  // and all in flight together; every pass reads them from registers, and the epilogue writes
-  // the same elements, so each input row crosses the memory bus once.
-  // Each reduction's tree has its own 8 accumulators, one per warp of a block of at most 256
+  // `block` threads (gpu_row_register_block): one row, or 8 warp rows. Thread `lane` holds its
+  // vectors u = 0 .. P - 1 of the row (vec elements from vec * lane + u * T * vec: the order of
+  // gpu_row_order.h), loaded once and all in flight together; every pass reads them from
+  // registers, and the epilogue writes the same elements, so each input row crosses the memory
+  // bus once. Each reduction's tree has its own accumulators, one per warp of the block
   // (row_tree_once: one barrier a tree).
-  os << "extern \"C\" __global__ void __launch_bounds__(256) k(RowArgs a) {\n"
-        "  __shared__ u64 shraw[" << 8 * std::max(rows.reductions, 1) << "];\n"
+  const int warps = block / 32;
+  os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") k(RowArgs a) {\n"
+        "  __shared__ u64 shraw[" << warps * std::max(rows.reductions, 1) << "];\n"
         "  const int T = (int)a.threads, lane = threadIdx.x % T;\n";
   os << row_kernel_prologue(p);
-  // Row positions are 32-bit (a row in registers is at most 256 * 16 * 16 elements).
+  // Row positions are 32-bit (a row in registers is at most 512 * 64 * 16 elements).
   os << "  constexpr int V = " << V << ", P = " << P << ";\n"
         "  const int m = (int)n;\n";
   // f<k>: input k's row is consecutive and 16-byte aligned, so whole vectors load as vectors.
@@ -615,15 +617,16 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors) {
         "    const int b = lane * V + u * T * V;\n";
   for (int k : regs.inputs) os << load(k, "w" + std::to_string(k) + "[u]", "    ");
   os << "  }\n";
-  os << rows.body("  ", false, [](int tree) { return "shraw + " + std::to_string(8 * tree); },
+  os << rows.body("  ", false, [&](int tree) { return "shraw + " + std::to_string(warps * tree); },
                   [&](int k, const std::string& w, const std::string& indent) { return load(k, w, indent); });
   os << "}\n";
   return os.str();
 }
 
-std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
+std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, int block) {
   const RegisterRows rows(p);
   SMELT_ASSERT(vectors > 0, "row pipelined kernel: no vectors");
+  SMELT_ASSERT(block == 256 || block == 512, "row pipelined kernel: blocks of 256 or 512 threads");
   const GpuRowRegisters& regs = rows.regs;
   const size_t nin = p.input_dtypes.size();
   const std::string V = std::to_string(regs.vec), P = std::to_string(vectors);
@@ -633,7 +636,7 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
   // Only for rows the host found clean (eval_fused_rows: every per-element input's rows
   // consecutive and 16-byte aligned, n a multiple of vec, outputs aligned): every vector is
   // whole, so there is no element-by-element path (which would cost registers).
-  // Blocks of 256 threads (one row at a time, or 8 warp rows), persistent: the block's unit (the
+  // Blocks of `block` threads (one row at a time, or 8 warp rows), persistent: the block's unit (the
   // block, or each warp) takes rows unit, unit + units, ... Thread `lane` holds its vectors
   // u = 0 .. P - 1 of the row (vec elements from vec * lane + u * T * vec: the order of
   // gpu_row_order.h) in registers; every pass reads them there and the epilogue writes the same
@@ -641,15 +644,16 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
   // thread's whole vectors of the unit's next row are already on their way into shared memory
   // (cp.async; `stage`, laid out [input][vector][thread] so that a warp's reads are
   // consecutive): each thread copies and later reads only its own words, so no barrier
-  // orders them. Each reduction's tree has two sets of 8 accumulators, used by alternate rows
-  // (row_tree_once has one barrier, which a warp two rows ahead would otherwise pass while a
-  // slow warp still reads the set).
-  os << "extern \"C\" __global__ void __launch_bounds__(256) k(RowArgs a) {\n"
-        "  __shared__ u64 shraw[" << 16 * std::max(rows.reductions, 1) << "];\n"
+  // orders them. Each reduction's tree has two sets of accumulators (one per warp), used by
+  // alternate rows (row_tree_once has one barrier, which a warp two rows ahead would otherwise
+  // pass while a slow warp still reads the set).
+  const int warps = block / 32;
+  os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") k(RowArgs a) {\n"
+        "  __shared__ u64 shraw[" << 2 * warps * std::max(rows.reductions, 1) << "];\n"
         "  extern __shared__ __align__(16) unsigned char stage[];\n"
         "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
         "  constexpr int V = " << V << ", P = " << P << ";\n"
-        // Row positions are 32-bit (a row in registers is at most 256 * 16 * 16 elements).
+        // Row positions are 32-bit (a row in registers is at most 512 * 64 * 16 elements).
         "  const i64 n = a.n;\n"
         "  const int m = (int)n;\n"
         "  const i64 units = T == 32 ? (i64)gridDim.x * gridDim.y * (blockDim.x / 32) : (i64)gridDim.x * gridDim.y;\n"
@@ -668,16 +672,16 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
     if (!f.empty()) b << indent << f << " = a.rnd == 1 && a.rst[" << kk << "][0] == 1 && ((u64)" << x << " & 15) == 0;\n";
     return b.str();
   };
-  // The stage: input k's words for vector u of this thread at stage + off<k> + (u * 256 + tid) * bytes<k>.
+  // The stage: input k's words for vector u of this thread at stage + off<k> + (u * block + tid) * bytes<k>.
   size_t offset = 0;
   std::vector<size_t> stage_offset(nin, 0);
   for (int k : regs.inputs) {
     stage_offset[k] = offset;
-    offset += static_cast<size_t>(vectors) * 256 * 4 * words_for(p.input_dtypes[k], regs.vec);
+    offset += static_cast<size_t>(vectors) * static_cast<size_t>(block) * 4 * words_for(p.input_dtypes[k], regs.vec);
     offset = (offset + 15) / 16 * 16;
   }
   auto stage_at = [&](int k, const std::string& u) {
-    return "(stage + " + std::to_string(stage_offset[k]) + " + ((" + u + ") * 256 + threadIdx.x) * " +
+    return "(stage + " + std::to_string(stage_offset[k]) + " + ((" + u + ") * " + std::to_string(block) + " + threadIdx.x) * " +
            std::to_string(4 * words_for(p.input_dtypes[k], regs.vec)) + ")";
   };
   // Starts the copies of the thread's whole vectors of row `row` into the stage.
@@ -739,7 +743,7 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors) {
   }
   os << "    }\n"
         "    if (r + units < a.rows) prefetch(r + units);\n";
-  os << rows.body("    ", true, [](int tree) { return "shraw + " + std::to_string(16 * tree) + " + 8 * parity"; },
+  os << rows.body("    ", true, [&](int tree) { return "shraw + " + std::to_string(2 * warps * tree) + " + " + std::to_string(warps) + " * parity"; },
                   [&](int k, const std::string& w, const std::string& indent) {
                     return indent + "vload<" + cuda_type_name(p.input_dtypes[k]) + ", V>(" + w + ", x" + std::to_string(k) + " + b);\n";
                   });
@@ -902,6 +906,10 @@ char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64
   return 'q';
 }
 
+std::string register_row_layout(bool pipelined, int vectors, int block) {
+  return (pipelined ? "pipe" : "regs") + std::to_string(vectors) + (block == 512 ? "x512" : "");
+}
+
 size_t CudaFusedKernelParams::hash() const {
   size_t h = hash_mix(hash_program(*program), std::hash<std::string>()(layout));
   return hash_mix(h, vectorized ? 1 : 0);
@@ -915,8 +923,14 @@ std::string CudaFusedKernelParams::name() const {
 
 std::string CudaFusedKernelParams::source() const {
   if (layout == "rows") return emit_cuda_row_kernel(*program);
-  if (layout.rfind("regs", 0) == 0) return emit_cuda_row_register_kernel(*program, std::stoi(layout.substr(4)));
-  if (layout.rfind("pipe", 0) == 0) return emit_cuda_row_pipelined_kernel(*program, std::stoi(layout.substr(4)));
+  // register_row_layout's names.
+  const bool regs = layout.rfind("regs", 0) == 0, pipe = layout.rfind("pipe", 0) == 0;
+  if (regs || pipe) {
+    size_t end = 0;
+    const int vectors = std::stoi(layout.substr(4), &end);
+    const int block = layout.compare(4 + end, std::string::npos, "x512") == 0 ? 512 : 256;
+    return regs ? emit_cuda_row_register_kernel(*program, vectors, block) : emit_cuda_row_pipelined_kernel(*program, vectors, block);
+  }
   return emit_cuda_kernel(*program, layout, vectorized);
 }
 

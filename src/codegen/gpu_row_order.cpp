@@ -20,9 +20,10 @@ GpuRowOrder gpu_row_order(int64_t rows, int64_t n) {
   const int64_t per = (n + o.groups - 1) / o.groups;
   o.chunk = std::max<int64_t>(kAlign, (per + kAlign - 1) / kAlign * kAlign);
   o.groups = std::max<int64_t>(1, (n + o.chunk - 1) / o.chunk);
-  // Long rows that are not split: a block of 1024 threads, so that every warp of a row's block
-  // (one block an SM when its row is cached) takes part in each pass, not a quarter of them.
-  if (o.groups == 1 && n >= kGpuWideRowMin) o.threads = 1024;
+  // Long rows that are not split: a block of 512 threads, so that every warp of a row's block
+  // (one block an SM when its row is cached or staged) takes part in each pass, and so that a
+  // row of up to 128 KiB fits in the block's registers (64 words a thread, 128 registers).
+  if (o.groups == 1 && n >= kGpuWideRowMin) o.threads = 512;
   return o;
 }
 
@@ -65,12 +66,15 @@ GpuRowRegisters gpu_row_registers(const FusedProgram& p) {
   return regs;
 }
 
+int gpu_row_register_block(const GpuRowOrder& order) { return order.threads == 512 ? 512 : 256; }
+
 int gpu_row_register_vectors(const GpuRowRegisters& regs, const GpuRowOrder& order, int64_t n) {
-  if (regs.vec == 0 || order.groups != 1 || order.threads > 256) return 0;
+  if (regs.vec == 0 || order.groups != 1 || order.threads > 512) return 0;
   const int64_t needed = (n + order.threads * regs.vec - 1) / (order.threads * regs.vec);
   int vectors = 1;
   while (vectors < needed) vectors *= 2;
-  return vectors * regs.words <= kGpuRowRegisterWords ? vectors : 0;
+  const int words = order.threads == 512 ? kGpuWideRowRegisterWords : kGpuRowRegisterWords;
+  return vectors * regs.words <= words ? vectors : 0;
 }
 
 int gpu_row_vector(Dtype reduced) { return static_cast<int>(16 / size_of(reduced)); }

@@ -16,7 +16,7 @@ struct FusedProgram;
 
 /// How a row of n elements among `rows` rows is reduced on the GPU. Depends on the sizes only:
 ///  - `threads` threads share a row: a warp (32) for rows up to kGpuWarpRowMax elements, a block
-///    of 1024 for rows of kGpuWideRowMin or more that are not split, else a block of 256;
+///    of 512 for rows of kGpuWideRowMin or more that are not split, else a block of 256;
 ///  - thread `lane` takes `vec` consecutive elements (16 bytes of the reduced dtype) from
 ///    lo + vec * lane, then every threads * vec (ROW_VECS_FOR and ROW_VECS_AT in
 ///    gpu_row_order_source), combining each into its accumulator in that order;
@@ -58,19 +58,27 @@ struct GpuRowRegisters {
 };
 GpuRowRegisters gpu_row_registers(const FusedProgram& p);
 
-/// At most this many 32-bit words of row data a thread holds in registers (the rest of a
-/// 64-register budget goes to addresses, accumulators and the epilogue's values).
+/// At most this many 32-bit words of row data a thread of a block of 256 holds in registers (the
+/// rest of a 64-register budget goes to addresses, accumulators and the epilogue's values, so
+/// that several blocks fit an SM).
 inline constexpr int kGpuRowRegisterWords = 32;
+/// The same for the 512 threads of a long row (one block an SM: 128 registers a thread), so
+/// that a float32 row of 32768 (W5's softmax) stays in registers.
+inline constexpr int kGpuWideRowRegisterWords = 64;
+
+/// The block of the register kernels for rows in `order`: 512 for the long rows' 512 threads,
+/// else 256 (one block row, or 8 warp rows).
+int gpu_row_register_block(const GpuRowOrder& order);
 
 /// Bytes of dynamic shared memory the pipelined register kernel stages a block's next rows in
-/// (256 threads, each with `vectors` vectors of `regs.words` words).
-inline size_t gpu_row_register_stage_bytes(const GpuRowRegisters& regs, int vectors) {
-  return static_cast<size_t>(vectors) * 256 * 4 * static_cast<size_t>(regs.words);
+/// (`block` threads, each with `vectors` vectors of `regs.words` words).
+inline size_t gpu_row_register_stage_bytes(const GpuRowRegisters& regs, int vectors, int block) {
+  return static_cast<size_t>(vectors) * static_cast<size_t>(block) * 4 * static_cast<size_t>(regs.words);
 }
 
 /// Vectors per thread of the register kernel for rows of n elements in `order` (a power of two,
-/// its "regs<P>" layout), or 0 when the rows are split, take 1024 threads (whose registers would
-/// leave no room for the row) or their vectors do not fit in kGpuRowRegisterWords.
+/// its "regs<P>" layout), or 0 when the rows are split or their vectors do not fit in
+/// kGpuRowRegisterWords (kGpuWideRowRegisterWords for 512 threads).
 int gpu_row_register_vectors(const GpuRowRegisters& regs, const GpuRowOrder& order, int64_t n);
 
 /// Elements a thread takes at a time: 16 bytes of `reduced` (the reduction's input dtype).

@@ -206,12 +206,12 @@ TEST(CodegenGolden, RmsNormRowKernelCuda) {
 // W4's rows ([16384, 4096] bfloat16) in registers: each thread loads its 4 vectors of 4 once,
 // the mean's pass and the epilogue read them there; one barrier for the mean's tree.
 TEST(CodegenGolden, RmsNormRegisterRowKernelCuda) {
-  expect_golden_text("rms_norm_regs4_bf16.cu", codegen::emit_cuda_row_register_kernel(rms_norm_rows(), 4));
+  expect_golden_text("rms_norm_regs4_bf16.cu", codegen::emit_cuda_row_register_kernel(rms_norm_rows(), 4, 256));
 }
 // The same rows when clean: persistent blocks, the next row's vectors copied into shared memory
 // (cp.async) while this one is computed, no element-by-element path.
 TEST(CodegenGolden, RmsNormPipelinedRowKernelCuda) {
-  expect_golden_text("rms_norm_pipe4_bf16.cu", codegen::emit_cuda_row_pipelined_kernel(rms_norm_rows(), 4));
+  expect_golden_text("rms_norm_pipe4_bf16.cu", codegen::emit_cuda_row_pipelined_kernel(rms_norm_rows(), 4, 256));
 }
 
 TEST(CodegenGolden, Float32Chain) { expect_golden("float32_chain", float32_chain()); }

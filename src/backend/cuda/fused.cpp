@@ -105,10 +105,11 @@ codegen::SharedValue<codegen::FusedProgram> program_of(const std::shared_ptr<con
 }
 
 /// A row program's kernel layout: "rows" (the cached-row kernel) when its rows do not go in
-/// registers (vectors == 0), else "pipe<P>" for clean rows or "regs<P>".
-std::string row_kernel_layout(int vectors, bool clean) {
+/// registers (vectors == 0), else the pipelined kernel's for clean rows or the register kernel's
+/// (codegen::register_row_layout) with blocks of `block` threads.
+std::string row_kernel_layout(int vectors, bool clean, int block) {
   if (vectors == 0) return "rows";
-  return (clean ? "pipe" : "regs") + std::to_string(vectors);
+  return codegen::register_row_layout(clean, vectors, block);
 }
 
 /// An element-wise input's flat layout letter over the output's `shape` ('c' the output's shape
@@ -166,10 +167,12 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   DeviceState& s = state_of(outputs[0]);
   const std::shared_ptr<const RowProgramInfo> info_held = row_program_info(k);
   const RowProgramInfo& info = *info_held;
-  // Rows that fit in registers: blocks of 256 threads. Clean rows (consecutive, 16-byte aligned,
-  // whole vectors) take the pipelined kernel: persistent blocks, as many as fit on the GPU at
-  // once, each taking several rows with the next one's copy in flight while it computes one.
+  // Rows that fit in registers: blocks of 256 threads (512 for long rows). Clean rows
+  // (consecutive, 16-byte aligned, whole vectors) take the pipelined kernel: persistent blocks,
+  // as many as fit on the GPU at once, each taking several rows with the next one's copy in
+  // flight while it computes one.
   if (const int vectors = codegen::gpu_row_register_vectors(info.registers, order, args.n); vectors > 0) {
+    const int block = codegen::gpu_row_register_block(order);
     const uint64_t needed = order.threads == 32 ? blocks_for(args.rows, 256 / 32) : static_cast<uint64_t>(args.rows);
     bool clean = args.rnd == 1 && args.n % info.registers.vec == 0;
     for (int in : info.element_inputs) {
@@ -178,14 +181,14 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
       for (int64_t d = 0; d < args.knd && clean; ++d) clean = (args.kst[in][d] * size) % 16 == 0;
     }
     for (size_t o = 0; o < outputs.size(); ++o) clean = clean && args.p[nin + o] % 16 == 0;
-    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), row_kernel_layout(vectors, clean), false}, what);
+    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), row_kernel_layout(vectors, clean, block), false}, what);
     if (!clean) {
-      launch(s, fn, needed, 256, &args, what, 0);
+      launch(s, fn, needed, static_cast<unsigned>(block), &args, what, 0);
       return;
     }
-    const uint64_t stage = codegen::gpu_row_register_stage_bytes(info.registers, vectors);
-    const uint64_t resident = static_cast<uint64_t>(s.sm_count) * static_cast<uint64_t>(blocks_per_sm(fn, 256, stage));
-    launch(s, fn, std::min(needed, resident), 256, &args, what, stage);
+    const uint64_t stage = codegen::gpu_row_register_stage_bytes(info.registers, vectors, block);
+    const uint64_t resident = static_cast<uint64_t>(s.sm_count) * static_cast<uint64_t>(blocks_per_sm(fn, static_cast<unsigned>(block), stage));
+    launch(s, fn, std::min(needed, resident), static_cast<unsigned>(block), &args, what, stage);
     return;
   }
   // Inputs that several passes read are copied once per row into dynamic shared memory when
@@ -208,7 +211,7 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   // its row and run its epilogue (the first 256 still reduce, in the same order).
   unsigned block = 256;
   if (order.threads != 32 && shared > 48 * 1024) block = shared > 112 * 1024 ? 1024 : 512;
-  if (order.threads == 1024) block = 1024;  // every thread reduces
+  if (order.threads == 512) block = std::max(block, 512u);  // every thread reduces
   // (Capping the registers so that 6 or 8 blocks of 256 fit an SM was measured on the H200 and
   // made W4 and W6 slower: 158 -> 200-205 us, 308 -> 356-409 us. The row kernels are bound by
   // the latency of each row's copy, tree and epilogue, not by occupancy.)
@@ -311,12 +314,13 @@ void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, c
     const int64_t rows = shape_size(Shape(full.begin(), full.end() - nred)), n = shape_size(Shape(full.end() - nred, full.end()));
     if (rows == 0 || n == 0) return;
     const std::shared_ptr<const RowProgramInfo> info = row_program_info(k);
-    const int vectors = codegen::gpu_row_register_vectors(info->registers, codegen::gpu_row_order(rows, n), n);
+    const codegen::GpuRowOrder order = codegen::gpu_row_order(rows, n);
+    const int vectors = codegen::gpu_row_register_vectors(info->registers, order, n);
     // Fresh buffers are 256-byte aligned: rows are clean (eval_fused_rows) when whole vectors
     // tile them and every row of each input read per element starts 16-byte aligned.
     bool clean = vectors > 0 && n % info->registers.vec == 0;
     for (int in : info->element_inputs) clean = clean && (n * static_cast<int64_t>(size_of(k.program.input_dtypes[in]))) % 16 == 0;
-    layout = row_kernel_layout(vectors, clean);
+    layout = row_kernel_layout(vectors, clean, codegen::gpu_row_register_block(order));
   } else {
     // The layout run_elementwise_program finds for inputs in fresh (row-major, aligned) buffers.
     const int nd = static_cast<int>(full.size());

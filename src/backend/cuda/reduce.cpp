@@ -224,8 +224,8 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
   std::string b = std::string(kRowRedArgsSource) + codegen::gpu_row_order_source() + codegen::cuda_word_helpers_source() +
                   codegen::cuda_vector_moves_source() + "typedef " + codegen::gpu_red_type(op, in) +
                   " R;\ntypedef R::Acc Acc;\n";
-  // Launched with up to 1024 threads (the order's long rows): at most 64 registers a thread.
-  b += "extern \"C\" __global__ void __launch_bounds__(1024) k(RowRedArgs a) {\n"
+  // Launched with up to 512 threads (the order's long rows): at most 128 registers a thread.
+  b += "extern \"C\" __global__ void __launch_bounds__(512) k(RowRedArgs a) {\n"
        "  __shared__ Acc sh[33];\n"
        "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
        "  const i64 blk = bid();\n"

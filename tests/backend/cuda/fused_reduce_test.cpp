@@ -28,14 +28,15 @@ const std::vector<std::pair<std::string, Fn>>& fns() {
 
 // Rows of a warp (<= 2048), of a block, and few long rows split into chunks; lengths 1, odd and
 // not multiples of any vector width. Rows whose vectors fit in a thread's registers
-// (gpu_row_register_vectors: up to {9, 4096} and {16, 4096}, as W4/W6, and bfloat16 warp rows
-// of 2048) run the register kernel; longer ones keep their re-read inputs in the shared-memory
-// row cache (warp rows up to kGpuWarpRowCacheMaxBytes a block, float32 softmax rows of 2048;
-// block rows up to the device's opt-in limit: 128 KiB float32 rows as W5, both LayerNorm
-// summands) or read global memory in every pass past it ({6, 2048} float32 warp rows of the
-// two-input LayerNorm, {2, 60000} and {3, 200000} float32 block rows); {2, 100000} bfloat16 is
-// cached and split into chunks (256 threads a row). Rows of 16384 or more that are not split
-// ({4, 20000}, {3, 32768}, {2, 60000}) take blocks of 1024 threads, all of which reduce.
+// (gpu_row_register_vectors: up to {9, 4096} and {16, 4096}, as W4/W6, bfloat16 warp rows of
+// 2048, and with 512 threads {4, 20000} and {3, 32768}, as W5) run the register kernels; longer
+// ones keep their re-read inputs in the shared-memory row cache (warp rows up to
+// kGpuWarpRowCacheMaxBytes a block, float32 softmax rows of 2048; block rows up to the device's
+// opt-in limit: both LayerNorm summands of {3, 32768}) or read global memory in every pass past
+// it ({6, 2048} float32 warp rows of the two-input LayerNorm, {2, 60000} and {3, 200000} float32
+// block rows); {2, 100000} bfloat16 is cached and split into chunks (256 threads a row). Rows of
+// 16384 or more that are not split ({4, 20000}, {3, 32768}, {2, 60000}) take blocks of 512
+// threads, all of which reduce.
 const std::vector<Shape>& shapes() {
   static const std::vector<Shape> s = {{5, 1},     {33, 100},  {7, 1531},   {6, 2048},   {9, 4096},  {4, 3001},
                                        {4, 20000}, {3, 32768}, {2, 60000}, {2, 100000}, {3, 200000}, {16, 4096}};

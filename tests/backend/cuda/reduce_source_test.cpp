@@ -77,9 +77,10 @@ TEST(CudaReduceSource, RowOrderDependsOnTheSizesOnly) {
   EXPECT_EQ(codegen::gpu_row_order(100000, 512).threads, 32);
   EXPECT_EQ(codegen::gpu_row_order(16384, 4096).threads, 256);
   EXPECT_EQ(codegen::gpu_row_order(16384, 4096).groups, 1);
-  // Long rows that are not split take 1024 threads (W5's [4096, 32768]); split ones keep 256.
-  EXPECT_EQ(codegen::gpu_row_order(4096, 32768).threads, 1024);
-  EXPECT_EQ(codegen::gpu_row_order(3, 20000).threads, 1024);
+  // Long rows that are not split take 512 threads (W5's [4096, 32768]); split ones keep 256.
+  EXPECT_EQ(codegen::gpu_row_order(4096, 32768).threads, 512);
+  EXPECT_EQ(codegen::gpu_row_order(3, 20000).threads, 512);
+  EXPECT_EQ(codegen::gpu_row_order(1024, 1 << 20).threads, 512);
   EXPECT_EQ(codegen::gpu_row_order(16384, 16383).threads, 256);
   const auto few = codegen::gpu_row_order(4, 1 << 20);
   EXPECT_GT(few.groups, 1);
@@ -184,8 +185,9 @@ TEST(CudaReduceSource, FusedRowKernelsUseNoLocalMemory) {
 
 // Which row programs hold their rows in registers, and with how many vectors a thread: the
 // normalizations of W4/W6 ([16384, 4096] bfloat16, float32 statistics: 4 vectors of 4) and the
-// 768-wide rows of GPT-2 (warp rows: 6 vectors, rounded up to 8) do; W5's 32768-wide float32
-// softmax rows (1024 threads a row), split rows and a sum of squares (no input read twice) do not.
+// 768-wide rows of GPT-2 (warp rows: 6 vectors, rounded up to 8) and W5's 32768-wide float32
+// softmax rows (512 threads a row, 16 vectors of 4 words: 64 words) do; longer rows, split rows
+// and a sum of squares (no input read twice) do not.
 TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
 #if SMELT_HAS_CUDA
   auto program = [](auto fn, Dtype dt) {
@@ -216,7 +218,10 @@ TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
   EXPECT_EQ(vectors(r, 16384, 4096), 4);
   EXPECT_EQ(vectors(l, 16384, 4096), 4);
   EXPECT_EQ(vectors(l, 4096, 768), 8);
-  EXPECT_EQ(vectors(s, 4096, 32768), 0);
+  EXPECT_EQ(vectors(s, 4096, 32768), 16);
+  EXPECT_EQ(codegen::gpu_row_register_block(codegen::gpu_row_order(4096, 32768)), 512);
+  EXPECT_EQ(codegen::gpu_row_register_block(codegen::gpu_row_order(16384, 4096)), 256);
+  EXPECT_EQ(vectors(s, 4096, 65536), 0);
   EXPECT_EQ(vectors(s, 4096, 8192), 8);
   EXPECT_EQ(vectors(r, 4, 1 << 20), 0);  // split into chunks
 #else
@@ -238,11 +243,17 @@ TEST(CudaReduceSource, RegisterRowKernelsCompileWithoutLocalMemory) {
       for (auto* p : fused_programs(tape)) {
         const codegen::GpuRowRegisters regs = codegen::gpu_row_registers(*p);
         ASSERT_GT(regs.vec, 0) << name;
-        for (int vectors = 1; vectors * regs.words <= codegen::kGpuRowRegisterWords; vectors *= 2)
+        // Blocks of 256 with every vector count; blocks of 512 (long rows) with the most that fit.
+        std::vector<std::pair<int, int>> layouts;  // {vectors, block}
+        for (int vectors = 1; vectors * regs.words <= codegen::kGpuRowRegisterWords; vectors *= 2) layouts.push_back({vectors, 256});
+        int wide = 1;
+        while (2 * wide * regs.words <= codegen::kGpuWideRowRegisterWords) wide *= 2;
+        layouts.push_back({wide, 512});
+        for (const auto& [vectors, block] : layouts)
           for (bool pipelined : {false, true}) {
-            const std::string what = name + " " + dtype_name(dt) + (pipelined ? " pipe" : " regs") + std::to_string(vectors);
-            const std::string source = pipelined ? codegen::emit_cuda_row_pipelined_kernel(*p, vectors)
-                                                 : codegen::emit_cuda_row_register_kernel(*p, vectors);
+            const std::string what = name + " " + dtype_name(dt) + " " + codegen::register_row_layout(pipelined, vectors, block);
+            const std::string source = pipelined ? codegen::emit_cuda_row_pipelined_kernel(*p, vectors, block)
+                                                 : codegen::emit_cuda_row_register_kernel(*p, vectors, block);
             std::string ptx;
             try {
               ptx = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + source, false, what);

@@ -432,13 +432,14 @@ namespace {
 /// emit_cuda_row_pipelined_kernel).
 struct RegisterRows {
   const FusedProgram& p;
-  RowPlan plan;
   GpuRowRegisters regs;
+  RowPlan plan;  // with regs.keep: later passes read the kept values c<i>[u][e]
   std::vector<char> in_registers, per_element;
   std::vector<int> element_outputs, epilogue_loads;
   int reductions = 0;
 
-  explicit RegisterRows(const FusedProgram& program) : p(program), plan(plan_row_program(program, false)), regs(gpu_row_registers(program)) {
+  explicit RegisterRows(const FusedProgram& program)
+      : p(program), regs(gpu_row_registers(program)), plan(plan_row_program_keeping(program, regs.keep)) {
     const size_t nin = p.input_dtypes.size();
     SMELT_ASSERT(regs.vec > 0, "row register kernel: the program's rows do not go in registers");
     in_registers.assign(nin, 0);
@@ -454,10 +455,24 @@ struct RegisterRows {
     for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
   }
 
-  /// A pass's per-element lines at element e of vector u: inputs unpacked from registers w<k>[u]
-  /// (or from the epilogue's words e<k>).
+  /// A pass's per-element lines at element e of vector u: the kept values it reads from
+  /// c<i>[u][e], then what it computes (inputs unpacked from registers w<k>[u], or from the
+  /// epilogue's words e<k>), keeping in c<i> the kept values it computes.
   std::string pass_body(const RowLoop& loop, const std::string& indent) const {
     std::ostringstream b;
+    std::vector<char> computed(p.instrs.size(), 0), read(p.instrs.size(), 0);
+    for (int i : loop.compute) computed[i] = 1;
+    auto reads = [&](int i) {
+      if (!computed[i] && plan.keep[i] && !read[i]) {
+        read[i] = 1;
+        b << indent << "const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = c" << i << "[u][e];\n";
+      }
+    };
+    for (int i : loop.compute)
+      for (int o : p.instrs[i].operands) reads(o);
+    if (loop.reduce >= 0) reads(p.instrs[loop.reduce].operands[0]);
+    else
+      for (int o : element_outputs) reads(p.outputs[o]);
     for (int i : loop.compute) {
       const Instr& in = p.instrs[i];
       if (in.kind == InstrKind::Constant) continue;
@@ -468,6 +483,7 @@ struct RegisterRows {
           << ", e)";
       else b << cuda_expr(p, i);
       b << ";\n";
+      if (plan.keep[i]) b << indent << "c" << i << "[u][e] = v" << i << ";\n";
     }
     return b.str();
   }
@@ -487,8 +503,12 @@ struct RegisterRows {
     for (size_t i = 0; i < p.instrs.size(); ++i)
       if (p.instrs[i].kind == InstrKind::Constant)
         os << I << "const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
+    // The kept values (plan.keep), element e of vector u at c<i>[u][e]: registers once unrolled.
+    for (size_t i = 0; i < p.instrs.size(); ++i)
+      if (plan.keep[i]) os << I << cuda_type_name(p.instrs[i].dtype) << " c" << i << "[P][V];\n";
     // Vectors past the row's end (b >= n) and elements past it in a partial vector are skipped:
     // the elements a thread combines, and their order, are those of ROW_VECS_FOR.
+    const bool kept = std::find(plan.keep.begin(), plan.keep.end(), 1) != plan.keep.end();
     size_t next_loop = 0;
     int tree = 0;
     for (size_t i = 0; i < p.instrs.size(); ++i) {
@@ -508,13 +528,18 @@ struct RegisterRows {
       os << I << "typedef " << gpu_red_type(in.reduce, p.instrs[in.operands[0]].dtype) << " " << R << ";\n"
          << I << R << "::Acc t" << i << " = " << R << "::init();\n"
          << I << "#pragma unroll\n"
-         << I << "for (int u = 0; u < P; ++u) {\n";
-      if (whole) os << I << "  if (lane * V + u * T * V >= m) break;\n";
-      else os << I << "  const int b = lane * V + u * T * V;\n";
+         << I << "for (int u = 0; u < P; ++u) {\n"
+         << I << "  const int b = lane * V + u * T * V;\n";
+      // With kept values every vector is computed (past the row's end from zeros) and only the
+      // step is skipped: a branch around the stores of c<i> made ptxas spill them (W5's
+      // kernel: 1,152 bytes, 32 registers instead of 128).
+      const std::string past = whole ? "b >= m" : "b + e >= m";
+      if (!kept) os << I << "  if (b >= m) continue;\n";
       os << I << "  #pragma unroll\n"
          << I << "  for (int e = 0; e < V; ++e) {\n";
-      if (!whole) os << I << "    if (b + e >= m) break;\n";
-      os << pass_body(loop, I + "    ") << I << "    t" << i << " = " << R << "::step(t" << i << ", " << R << "::load(" << op << "));\n"
+      if (!kept && !whole) os << I << "    if (b + e >= m) continue;\n";
+      os << pass_body(loop, I + "    ") << I << "    " << (kept ? "if (!(" + past + ")) " : "") << "t" << i << " = " << R
+         << "::step(t" << i << ", " << R << "::load(" << op << "));\n"
          << I << "  }\n" << I << "}\n"
          << I << "t" << i << " = row_tree_once<" << R << ">(t" << i << ", T, (" << R << "::Acc*)(" << tree_slot(tree++) << "));\n"
          << I << "const " << t << " v" << i << " = ";
@@ -529,7 +554,7 @@ struct RegisterRows {
       os << I << "#pragma unroll\n"
          << I << "for (int u = 0; u < P; ++u) {\n"
          << I << "  const int b = lane * V + u * T * V;\n"
-         << I << "  if (b >= m) break;\n";
+         << I << "  if (b >= m) continue;\n";
       for (int k : epilogue_loads) {
         const std::string w = "e" + std::to_string(k);
         os << I << "  u32 " << w << "[" << words_for(p.input_dtypes[k], regs.vec) << "];\n" << epilogue_load(k, w, I + "  ");
@@ -537,7 +562,7 @@ struct RegisterRows {
       for (int o : element_outputs) os << I << "  u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
       os << I << "  #pragma unroll\n"
          << I << "  for (int e = 0; e < V; ++e) {\n";
-      if (!whole) os << I << "    if (b + e >= m) break;\n";
+      if (!whole) os << I << "    if (b + e >= m) continue;\n";
       os << pass_body(loop, I + "    ");
       for (int o : element_outputs) os << I << "    pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
       os << I << "  }\n";

@@ -58,12 +58,90 @@ GpuRowRegisters gpu_row_registers(const FusedProgram& p) {
   }
   const std::vector<int> cached = gpu_row_cached_inputs(p);
   if (regs.vec == 0 || cached.empty()) return {};
+  auto words_of = [&](Dtype d) { return static_cast<int>((static_cast<size_t>(regs.vec) * size_of(d) + 3) / 4); };
   for (size_t k = 0; k < read.size(); ++k)
     if (read[k]) {
       regs.inputs.push_back(static_cast<int>(k));
-      regs.words += static_cast<int>((static_cast<size_t>(regs.vec) * size_of(p.input_dtypes[k]) + 3) / 4);
+      regs.words += words_of(p.input_dtypes[k]);
     }
+  regs.keep.assign(p.instrs.size(), 0);
+  const std::vector<char> keep = gpu_row_kept_values(p, plan);
+  if (std::find(keep.begin(), keep.end(), 1) == keep.end()) return regs;
+  // The words live at each pass boundary with `keep`: the register inputs a pass at or after it
+  // reads, and the kept values computed before it that such a pass reads.
+  const RowPlan kept = plan_row_program_keeping(p, keep);
+  const size_t loops = kept.loops.size(), n = p.instrs.size();
+  std::vector<int> first(n, -1), last_read(n, -1);  // the pass computing a value; the last reading it
+  for (size_t q = 0; q < loops; ++q) {
+    const RowLoop& loop = kept.loops[q];
+    auto read_by = [&](int i) { last_read[i] = std::max(last_read[i], static_cast<int>(q)); };
+    for (int i : loop.compute) {
+      if (first[i] < 0) first[i] = static_cast<int>(q);
+      for (int o : p.instrs[i].operands) read_by(o);
+    }
+    if (loop.reduce >= 0) read_by(p.instrs[loop.reduce].operands[0]);
+    else
+      for (int o : p.outputs) read_by(o);
+  }
+  int peak = 0;
+  for (size_t b = 0; b < loops; ++b) {
+    int live = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const Instr& in = p.instrs[i];
+      if (in.per_row || last_read[i] < static_cast<int>(b)) continue;
+      if (in.kind == InstrKind::Input && read[in.index]) live += words_of(in.dtype);
+      else if (keep[i] && first[i] >= 0 && first[i] < static_cast<int>(b)) live += words_of(in.dtype);
+    }
+    peak = std::max(peak, live);
+  }
+  if (peak <= regs.words) regs.keep = keep;
   return regs;
+}
+
+std::vector<char> gpu_row_kept_values(const FusedProgram& p, const RowPlan& plan) {
+  const size_t n = p.instrs.size();
+  std::vector<char> keep(n, 0), before(n, 0);  // before: computed by an earlier pass
+  for (size_t q = 0; q < plan.loops.size(); ++q) {
+    const RowLoop& loop = plan.loops[q];
+    if (q > 0) {
+      std::vector<char> shared(n, 0);  // this pass recomputes them
+      for (int i : loop.compute)
+        if (before[i] && p.instrs[i].kind != InstrKind::Input && p.instrs[i].kind != InstrKind::Constant) shared[i] = 1;
+      // The shared values this pass uses directly: as the operand of a value it computes anew,
+      // of its reduction, or as an output (the epilogue). Each is kept, unless one instruction
+      // recomputes it for less than the registers of its result: a cast of an input, or a
+      // float32 add, subtract or multiply (whose shared operands are then used in its place;
+      // LayerNorm's x - mean from the kept x).
+      std::vector<int> work;
+      auto use = [&](int i) {
+        if (shared[i]) work.push_back(i);
+      };
+      for (int i : loop.compute)
+        if (!shared[i])
+          for (int o : p.instrs[i].operands) use(o);
+      if (loop.reduce >= 0) use(p.instrs[loop.reduce].operands[0]);
+      else
+        for (int o : p.outputs)
+          if (!p.instrs[o].per_row) use(o);
+      while (!work.empty()) {
+        const int i = work.back();
+        work.pop_back();
+        if (keep[i]) continue;
+        const Instr& in = p.instrs[i];
+        const bool cast_of_input = in.kind == InstrKind::Cast && p.instrs[in.operands[0]].kind == InstrKind::Input;
+        const bool one_float_op = in.kind == InstrKind::Binary && in.dtype == float32 &&
+                                  (in.binary == BinaryOp::Add || in.binary == BinaryOp::Subtract || in.binary == BinaryOp::Multiply);
+        if (cast_of_input) continue;
+        if (!one_float_op) {
+          keep[i] = 1;
+          continue;
+        }
+        for (int o : in.operands) use(o);
+      }
+    }
+    for (int i : loop.compute) before[i] = 1;
+  }
+  return keep;
 }
 
 int gpu_row_register_block(const GpuRowOrder& order) { return order.threads == 512 ? 512 : 256; }

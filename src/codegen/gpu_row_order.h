@@ -51,12 +51,23 @@ inline constexpr int64_t kGpuWarpRowCacheMaxBytes = 64 * 1024;
 /// elements), `inputs` (sorted) are those the reduction passes read per element, held as
 /// `words` 32-bit words per vector, and at least one of them is read by more than one pass (so
 /// the registers save a read). vec = 0: the program is not one.
+/// `keep` (per instruction) marks the values a pass computes and keeps in registers for later
+/// passes, which read them instead of recomputing them (plan_row_program_keeping): a value a
+/// later pass needs whose work is more than a cast of an input (W6's float32 x + r for the
+/// variance and the epilogue, W5's exp(x - max) for the division), kept only when the values
+/// live at each pass boundary take no more words than the inputs do (else none is kept).
 struct GpuRowRegisters {
   int vec = 0;
   int words = 0;
   std::vector<int> inputs;
+  std::vector<char> keep;
 };
 GpuRowRegisters gpu_row_registers(const FusedProgram& p);
+
+struct RowPlan;
+/// The values GpuRowRegisters::keep would mark for the passes of `plan` (plan_row_program(p,
+/// false)), before the register check.
+std::vector<char> gpu_row_kept_values(const FusedProgram& p, const RowPlan& plan);
 
 /// At most this many 32-bit words of row data a thread of a block of 256 holds in registers (the
 /// rest of a 64-register budget goes to addresses, accumulators and the epilogue's values, so

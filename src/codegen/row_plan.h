@@ -26,6 +26,12 @@ struct RowPlan {
 
 RowPlan plan_row_program(const FusedProgram& program, bool keep_values);
 
+/// The passes when the values marked in `keep` (per instruction; not inputs, constants or per-row
+/// values) are kept by the pass that first computes them: later passes stop at them instead of
+/// recomputing them (plan.keep marks those a later pass reads). With no value marked,
+/// plan_row_program(p, false).
+RowPlan plan_row_program_keeping(const FusedProgram& program, const std::vector<char>& keep);
+
 /// "Sum", "Max", ...: the ReduceOp enumerator's name in generated code.
 const char* reduce_op_enumerator(ReduceOp op);
 

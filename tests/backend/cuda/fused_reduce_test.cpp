@@ -19,6 +19,9 @@ const std::vector<std::pair<std::string, Fn>>& fns() {
          Array h = add(in[0], in[2]);
          return std::vector<Array>{layer_norm(h, in[1], in[1], 1e-5), h};
        }},
+      // W6: only the normalized sum leaves; its float32 x + r is kept in registers between passes.
+      {"layer_norm_of_sum",
+       [](const std::vector<Array>& in) { return std::vector<Array>{layer_norm(add(in[0], in[2]), in[1], in[1], 1e-5)}; }},
       {"var", [](const std::vector<Array>& in) { return std::vector<Array>{var(in[0], {-1}, true)}; }},
       {"logsumexp", [](const std::vector<Array>& in) { return std::vector<Array>{logsumexp(in[0], {-1}, true)}; }},
       {"sum", [](const std::vector<Array>& in) { return std::vector<Array>{sum(in[0] * in[0], {-1}, true)}; }},

@@ -34,6 +34,9 @@ std::vector<std::pair<std::string, RowFn>> normalization_fns() {
          Array h = add(in[0], in[2]);
          return std::vector<Array>{layer_norm(h, in[1], in[1], 1e-5), h};
        }},
+      {"layer_norm_of_sum", [](const std::vector<Array>& in) {  // keeps float32(x + r) in registers
+         return std::vector<Array>{layer_norm(add(in[0], in[2]), in[1], in[1], 1e-5)};
+       }},
   };
 }
 #endif
@@ -212,6 +215,30 @@ TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
   EXPECT_EQ(l.words, 4);
   EXPECT_EQ(s.words, 4);
   EXPECT_EQ(codegen::gpu_row_registers(total).vec, 0);
+  // Kept values: the instructions marked, by what they compute.
+  auto kept = [](const codegen::FusedProgram& p, const codegen::GpuRowRegisters& g) {
+    std::vector<std::string> k;
+    for (size_t i = 0; i < p.instrs.size(); ++i)
+      if (g.keep.at(i)) {
+        const codegen::Instr& in = p.instrs[i];
+        k.push_back(in.kind == codegen::InstrKind::Unary  ? std::string(unary_op_name(in.unary))
+                    : in.kind == codegen::InstrKind::Cast ? "cast to " + std::string(dtype_name(in.dtype))
+                                                          : "other");
+      }
+    return k;
+  };
+  EXPECT_EQ(kept(rms, r), std::vector<std::string>{}) << "RMSNorm's float32 x is a cast of the input";
+  EXPECT_EQ(kept(soft, s), std::vector<std::string>{"Exp"}) << "softmax's exp(x - max), for the division";
+  // W9's LayerNorm also returns h = x + r (bfloat16): keeping h and its float32 cast would take 6
+  // words a vector at once against the inputs' 4, so nothing is kept.
+  EXPECT_EQ(kept(ln, l), std::vector<std::string>{});
+  const auto ln_only = program([](const std::vector<Array>& in) {
+    return std::vector<Array>{layer_norm(add(in[0], in[2]), in[1], in[1], 1e-5)};
+  }, bfloat16);
+  const codegen::GpuRowRegisters lo = codegen::gpu_row_registers(ln_only);
+  EXPECT_EQ(lo.words, 4);
+  // W6: float32(x + r) for the variance's pass and the epilogue, which recompute x - mean from it.
+  EXPECT_EQ(kept(ln_only, lo), std::vector<std::string>{"cast to float32"});
   auto vectors = [](const codegen::GpuRowRegisters& g, int64_t rows, int64_t n) {
     return codegen::gpu_row_register_vectors(g, codegen::gpu_row_order(rows, n), n);
   };

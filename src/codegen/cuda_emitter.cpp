@@ -428,6 +428,15 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
 
 namespace {
 
+/// `regs` without kept values when the row alone takes more than kGpuRowRegisterWords words a
+/// thread: kept values need registers beside it. (W5's 64 words with exp(x - max) kept: ptxas
+/// held them in 128 registers and spilled, and the kernel took 441 us on the H200 against 336
+/// us recomputing exp.)
+GpuRowRegisters kept_within(GpuRowRegisters regs, int vectors) {
+  if (vectors * regs.words > kGpuRowRegisterWords) std::fill(regs.keep.begin(), regs.keep.end(), 0);
+  return regs;
+}
+
 /// What both register row kernels know about a program (emit_cuda_row_register_kernel,
 /// emit_cuda_row_pipelined_kernel).
 struct RegisterRows {
@@ -438,8 +447,8 @@ struct RegisterRows {
   std::vector<int> element_outputs, epilogue_loads;
   int reductions = 0;
 
-  explicit RegisterRows(const FusedProgram& program)
-      : p(program), regs(gpu_row_registers(program)), plan(plan_row_program_keeping(program, regs.keep)) {
+  RegisterRows(const FusedProgram& program, int vectors)
+      : p(program), regs(kept_within(gpu_row_registers(program), vectors)), plan(plan_row_program_keeping(program, regs.keep)) {
     const size_t nin = p.input_dtypes.size();
     SMELT_ASSERT(regs.vec > 0, "row register kernel: the program's rows do not go in registers");
     in_registers.assign(nin, 0);
@@ -453,6 +462,14 @@ struct RegisterRows {
     for (size_t k = 0; k < nin; ++k)
       if (per_element[k] && !in_registers[k]) epilogue_loads.push_back(static_cast<int>(k));
     for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
+  }
+
+  /// The kernel's __launch_bounds__ arguments: with kept values, blocks of 256 ask for four a
+  /// SM (at most 64 registers a thread), which the row alone would use (W6's kernel took 74
+  /// registers with float32(x + r) kept, so three blocks an SM; 64 spill 8 bytes).
+  std::string launch_bounds(int block) const {
+    const bool kept = std::find(plan.keep.begin(), plan.keep.end(), 1) != plan.keep.end();
+    return std::to_string(block) + (kept && block == 256 ? ", 4" : "");
   }
 
   /// A pass's per-element lines at element e of vector u: the kept values it reads from
@@ -528,16 +545,17 @@ struct RegisterRows {
       os << I << "typedef " << gpu_red_type(in.reduce, p.instrs[in.operands[0]].dtype) << " " << R << ";\n"
          << I << R << "::Acc t" << i << " = " << R << "::init();\n"
          << I << "#pragma unroll\n"
-         << I << "for (int u = 0; u < P; ++u) {\n"
-         << I << "  const int b = lane * V + u * T * V;\n";
+         << I << "for (int u = 0; u < P; ++u) {\n";
       // With kept values every vector is computed (past the row's end from zeros) and only the
-      // step is skipped: a branch around the stores of c<i> made ptxas spill them (W5's
+      // step is skipped: the exits around the stores of c<i> made ptxas spill them (W5's
       // kernel: 1,152 bytes, 32 registers instead of 128).
       const std::string past = whole ? "b >= m" : "b + e >= m";
-      if (!kept) os << I << "  if (b >= m) continue;\n";
+      if (kept) os << I << "  const int b = lane * V + u * T * V;\n";
+      else if (whole) os << I << "  if (lane * V + u * T * V >= m) break;\n";
+      else os << I << "  const int b = lane * V + u * T * V;\n";
       os << I << "  #pragma unroll\n"
          << I << "  for (int e = 0; e < V; ++e) {\n";
-      if (!kept && !whole) os << I << "    if (b + e >= m) continue;\n";
+      if (!kept && !whole) os << I << "    if (b + e >= m) break;\n";
       os << pass_body(loop, I + "    ") << I << "    " << (kept ? "if (!(" + past + ")) " : "") << "t" << i << " = " << R
          << "::step(t" << i << ", " << R << "::load(" << op << "));\n"
          << I << "  }\n" << I << "}\n"
@@ -554,7 +572,7 @@ struct RegisterRows {
       os << I << "#pragma unroll\n"
          << I << "for (int u = 0; u < P; ++u) {\n"
          << I << "  const int b = lane * V + u * T * V;\n"
-         << I << "  if (b >= m) continue;\n";
+         << I << "  if (b >= m) " << (kept ? "continue" : "break") << ";\n";
       for (int k : epilogue_loads) {
         const std::string w = "e" + std::to_string(k);
         os << I << "  u32 " << w << "[" << words_for(p.input_dtypes[k], regs.vec) << "];\n" << epilogue_load(k, w, I + "  ");
@@ -562,7 +580,7 @@ struct RegisterRows {
       for (int o : element_outputs) os << I << "  u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
       os << I << "  #pragma unroll\n"
          << I << "  for (int e = 0; e < V; ++e) {\n";
-      if (!whole) os << I << "    if (b + e >= m) continue;\n";
+      if (!whole) os << I << "    if (b + e >= m) " << (kept ? "continue" : "break") << ";\n";
       os << pass_body(loop, I + "    ");
       for (int o : element_outputs) os << I << "    pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
       os << I << "  }\n";
@@ -592,7 +610,7 @@ struct RegisterRows {
 }  // namespace
 
 std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, int block) {
-  const RegisterRows rows(p);
+  const RegisterRows rows(p, vectors);
   SMELT_ASSERT(vectors > 0, "row register kernel: no vectors");
   SMELT_ASSERT(block == 256 || block == 512, "row register kernel: blocks of 256 or 512 threads");
   const GpuRowRegisters& regs = rows.regs;
@@ -609,7 +627,7 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, in
   // bus once. Each reduction's tree has its own accumulators, one per warp of the block
   // (row_tree_once: one barrier a tree).
   const int warps = block / 32;
-  os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") k(RowArgs a) {\n"
+  os << "extern \"C\" __global__ void __launch_bounds__(" << rows.launch_bounds(block) << ") k(RowArgs a) {\n"
         "  __shared__ u64 shraw[" << warps * std::max(rows.reductions, 1) << "];\n"
         "  const int T = (int)a.threads, lane = threadIdx.x % T;\n";
   os << row_kernel_prologue(p);
@@ -649,7 +667,7 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, in
 }
 
 std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, int block) {
-  const RegisterRows rows(p);
+  const RegisterRows rows(p, vectors);
   SMELT_ASSERT(vectors > 0, "row pipelined kernel: no vectors");
   SMELT_ASSERT(block == 256 || block == 512, "row pipelined kernel: blocks of 256 or 512 threads");
   const GpuRowRegisters& regs = rows.regs;
@@ -673,7 +691,7 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, i
   // alternate rows (row_tree_once has one barrier, which a warp two rows ahead would otherwise
   // pass while a slow warp still reads the set).
   const int warps = block / 32;
-  os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") k(RowArgs a) {\n"
+  os << "extern \"C\" __global__ void __launch_bounds__(" << rows.launch_bounds(block) << ") k(RowArgs a) {\n"
         "  __shared__ u64 shraw[" << 2 * warps * std::max(rows.reductions, 1) << "];\n"
         "  extern __shared__ __align__(16) unsigned char stage[];\n"
         "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"

@@ -53,9 +53,11 @@ inline constexpr int64_t kGpuWarpRowCacheMaxBytes = 64 * 1024;
 /// the registers save a read). vec = 0: the program is not one.
 /// `keep` (per instruction) marks the values a pass computes and keeps in registers for later
 /// passes, which read them instead of recomputing them (plan_row_program_keeping): a value a
-/// later pass needs whose work is more than a cast of an input (W6's float32 x + r for the
-/// variance and the epilogue, W5's exp(x - max) for the division), kept only when the values
-/// live at each pass boundary take no more words than the inputs do (else none is kept).
+/// later pass needs whose work is more than a cast of an input or one float op (W6's float32
+/// x + r for the variance and the epilogue, softmax's exp(x - max) for the division), kept only
+/// when the values live at each pass boundary take no more words than the inputs do (else none
+/// is kept). The register kernels keep none when the row alone takes more than
+/// kGpuRowRegisterWords words a thread (W5's 64: ptxas spilled at 128 registers).
 struct GpuRowRegisters {
   int vec = 0;
   int words = 0;

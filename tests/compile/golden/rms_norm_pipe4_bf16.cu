@@ -178,8 +178,7 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
     R3::Acc t3 = R3::init();
     #pragma unroll
     for (int u = 0; u < P; ++u) {
-      const int b = lane * V + u * T * V;
-      if (b >= m) continue;
+      if (lane * V + u * T * V >= m) break;
       #pragma unroll
       for (int e = 0; e < V; ++e) {
         const bf16 v0 = unpack<bf16>(w0[u], e);
@@ -195,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
     #pragma unroll
     for (int u = 0; u < P; ++u) {
       const int b = lane * V + u * T * V;
-      if (b >= m) continue;
+      if (b >= m) break;
       u32 e1[4];
       vload<float, V>(e1, x1 + b);
       u32 o0[2] = {};

@@ -153,10 +153,9 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
   #pragma unroll
   for (int u = 0; u < P; ++u) {
     const int b = lane * V + u * T * V;
-    if (b >= m) continue;
     #pragma unroll
     for (int e = 0; e < V; ++e) {
-      if (b + e >= m) continue;
+      if (b + e >= m) break;
       const bf16 v0 = unpack<bf16>(w0[u], e);
       const float v1 = cvt<float, bf16>(v0);
       const float v2 = smelt::scalar::multiply<float>(v1, v1);
@@ -170,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
   #pragma unroll
   for (int u = 0; u < P; ++u) {
     const int b = lane * V + u * T * V;
-    if (b >= m) continue;
+    if (b >= m) break;
     u32 e1[4];
     if (f1 && b + V <= m) vload<float, V>(e1, x1 + b);
     else {
@@ -183,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
     u32 o0[2] = {};
     #pragma unroll
     for (int e = 0; e < V; ++e) {
-      if (b + e >= m) continue;
+      if (b + e >= m) break;
       const bf16 v0 = unpack<bf16>(w0[u], e);
       const float v1 = cvt<float, bf16>(v0);
       const float v7 = smelt::scalar::multiply<float>(v1, v6);

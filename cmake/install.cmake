@@ -30,6 +30,12 @@ if(SMELT_CLI)
   install(TARGETS smelt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT smelt_runtime)
 endif()
 
+# The NVRTC helper process (tools/smelt-nvrtc): libsmelt finds it from its own folder, through the
+# relative path from the libdir to the libexecdir compiled into it (src/backend/cuda/nvrtc_process.cpp).
+if(SMELT_CUDA)
+  install(TARGETS smelt_nvrtc RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/smelt COMPONENT smelt_runtime)
+endif()
+
 # The CMake package. The library's private dependencies (BLAS, protobuf, the CUDA toolkit's
 # headers) stay out of it: a consumer needs only the compiler and Threads.
 install(EXPORT smeltTargets NAMESPACE smelt:: DESTINATION ${SMELT_INSTALL_CMAKEDIR}

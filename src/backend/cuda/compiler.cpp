@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +25,8 @@
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
 #include "src/backend/cuda/kernel_lifetime.h"
+#include "src/backend/cuda/nvrtc_process.h"
+#include "src/backend/cuda/nvrtc_program.h"
 #include "src/codegen/disk_cache.h"
 
 namespace smelt::cuda {
@@ -166,58 +169,45 @@ void retire_module(int device, CUmodule module, std::string name, std::string ha
   }
 }
 
-// Bit-exact IEEE arithmetic as on the CPU: no FMA contraction, IEEE division and square root,
-// denormals kept. Matches the CPU build's -ffp-contract=off -fno-fast-math.
-std::vector<std::string> nvrtc_options(int compute_capability, bool sass) {
-  const std::string cc = std::to_string(compute_capability);
-  std::vector<std::string> options = {sass ? "--gpu-architecture=sm_" + cc : "--gpu-architecture=compute_" + cc,
-                                      "--std=c++17", "--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false",
-                                      "-default-device"};
-  // -minimal (NVRTC 12.4 and later) leaves out the texture, device-runtime and runtime-API
-  // declarations that no smelt kernel uses: the same cubin (checked on W4's and W6's row
-  // kernels), about 5-10 ms less per build (the W9 block's first call builds seven).
-  int major = 0, minor = 0;
-  if (std::sscanf(nvrtc_version().c_str(), "%d.%d", &major, &minor) == 2 && (major > 12 || (major == 12 && minor >= 4)))
-    options.push_back("-minimal");
-  return options;
-}
-
-
 }  // namespace
 
+NvrtcBuild nvrtc_build(int compute_capability, const std::string& source, bool sass, const std::string& what) {
+  const NvrtcApi& n = nvrtc();  // throws when NVRTC cannot be loaded here: the helper would not find it either
+  NvrtcBuild build;
+  std::optional<NvrtcOutcome> out;
+  // One compile at a time runs here (the slot), the others in helpers: a lone compile does not
+  // pay a helper's start (20 ms of NVRTC's own set-up per process), and compiles that overlap
+  // run side by side even where NVRTC serializes those of one process.
+  static std::atomic<bool> slot_taken{false};
+  struct Slot {
+    bool held = false;
+    ~Slot() {
+      if (held) slot_taken.store(false);
+    }
+  } slot;
+  bool always = false;
+  if (const std::string helper = nvrtc_helper_path(build.helper_problem, always); !helper.empty()) {
+    slot.held = !always && !slot_taken.exchange(true);
+    if (!slot.held) {
+      out = compile_in_helper(helper, nvrtc_library_path(n), compute_capability, source, sass, build.helper_problem);
+      build.in_helper = out.has_value();
+    }
+  }
+  if (!out) out = run_nvrtc(n, compute_capability, source, sass, nvrtc_version());
+  switch (out->status) {
+    case NvrtcOutcome::Compiled:
+      build.image = std::move(out->image);
+      return build;
+    case NvrtcOutcome::Rejected:
+      throw DeviceError(what + ": NVRTC could not compile the kernel: " + out->error + "\n" + out->log);
+    case NvrtcOutcome::Failed:
+      break;
+  }
+  throw DeviceError(what + ": " + out->call + " failed: " + out->error);  // check_nvrtc's message
+}
+
 std::string nvrtc_compile(int compute_capability, const std::string& source, bool sass, const std::string& what) {
-  const NvrtcApi& n = nvrtc();
-  nvrtcProgram prog = nullptr;
-  check_nvrtc(n.nvrtcCreateProgram(&prog, source.c_str(), "smelt_kernel.cu", 0, nullptr, nullptr),
-              "nvrtcCreateProgram", what);
-  struct Destroy {
-    const NvrtcApi& n;
-    nvrtcProgram* p;
-    ~Destroy() { n.nvrtcDestroyProgram(p); }
-  } destroy{n, &prog};
-  auto opts = nvrtc_options(compute_capability, sass);
-  std::vector<const char*> argv;
-  for (auto& o : opts) argv.push_back(o.c_str());
-  nvrtcResult r = n.nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
-  if (r != NVRTC_SUCCESS) {
-    size_t log_size = 0;
-    n.nvrtcGetProgramLogSize(prog, &log_size);
-    std::string log(log_size, '\0');
-    if (log_size) n.nvrtcGetProgramLog(prog, log.data());
-    throw DeviceError(what + ": NVRTC could not compile the kernel: " + n.nvrtcGetErrorString(r) + "\n" + log);
-  }
-  std::string image;
-  size_t size = 0;
-  if (sass) {
-    check_nvrtc(n.nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize", what);
-    image.resize(size);
-    check_nvrtc(n.nvrtcGetCUBIN(prog, image.data()), "nvrtcGetCUBIN", what);
-  } else {
-    check_nvrtc(n.nvrtcGetPTXSize(prog, &size), "nvrtcGetPTXSize", what);
-    image.resize(size);
-    check_nvrtc(n.nvrtcGetPTX(prog, image.data()), "nvrtcGetPTX", what);
-  }
-  return image;
+  return nvrtc_build(compute_capability, source, sass, what).image;
 }
 
 const std::string& nvrtc_version() {
@@ -225,9 +215,7 @@ const std::string& nvrtc_version() {
   // may emit other code for the same source, so it is part of the cubin's key.
   static const std::string v = [] {
     try {
-      int major = 0, minor = 0;
-      check_nvrtc(nvrtc().nvrtcVersion(&major, &minor), "nvrtcVersion", "cuda kernel build");
-      return std::to_string(major) + "." + std::to_string(minor);
+      return nvrtc_version_of(nvrtc());
     } catch (const DeviceError&) {
       return std::string("unavailable");  // nothing is built then: the build reports why
     }
@@ -241,7 +229,7 @@ codegen::CacheEntry cubin_cache_entry(int device, int compute_capability, const 
   // kernel's entry copied under this hash is refused. CUDA_VERSION: the toolkit whose headers
   // and NVRTC soname the library was built for.
   std::string options;
-  for (const auto& o : nvrtc_options(compute_capability, true)) options += o + " ";
+  for (const auto& o : nvrtc_options(compute_capability, true, nvrtc_version)) options += o + " ";
   const std::string key = "source-fnv1a=" + hex64(fnv1a(source)) + "\nsmelt=" SMELT_VERSION "\narch=sm_" +
                           std::to_string(compute_capability) + "\ncuda=" + std::to_string(CUDA_VERSION) +
                           "\nnvrtc-version=" + nvrtc_version + "\nnvrtc=" + options;
@@ -377,20 +365,20 @@ Kernel build_kernel(int device, const std::string& name, const std::string& body
       codegen::reject_cache_entry(entry, std::string("cannot load: cuModuleLoadData failed: ") + (name ? name : "?"));
     }
   }
+  NvrtcBuild built;  // where it compiled, for telemetry
   if (!module) {
     bool sass = true;
-    std::string image;
     try {
-      image = nvrtc_compile(s.cc_major * 10 + s.cc_minor, source, true, what);
+      built = nvrtc_build(s.cc_major * 10 + s.cc_minor, source, true, what);
     } catch (const DeviceError&) {
       // An NVRTC older than the GPU cannot emit its SASS: PTX for the driver to finish.
       sass = false;
-      image = nvrtc_compile(s.cc_major * 10 + s.cc_minor, source, false, what);
+      built = nvrtc_build(s.cc_major * 10 + s.cc_minor, source, false, what);
     }
-    check(d.cuModuleLoadData(&module, image.data()), "cuModuleLoadData", what);
+    check(d.cuModuleLoadData(&module, built.image.data()), "cuModuleLoadData", what);
     // Best effort: a read-only or full disk only costs a rebuild next time. PTX is not kept: the
     // driver's own JIT cache holds what it makes of it.
-    if (sass) codegen::write_cache_entry(entry, image, source);
+    if (sass) codegen::write_cache_entry(entry, built.image, source);
   }
   // Owned from here: an error below unloads it (nothing launched it yet).
   auto m = std::make_shared<LoadedModule>();
@@ -406,12 +394,17 @@ Kernel build_kernel(int device, const std::string& name, const std::string& body
   check(d.cuModuleGetFunction(&m->fn, module, "k"), "cuModuleGetFunction", what);
   if (telemetry::enabled()) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    telemetry::emit({"compile.kernel.build",
-                     ms,
-                     {{"device", "cuda:" + std::to_string(device)},
-                      {"hash", hex},
-                      {"cached_on_disk", on_disk ? "true" : "false"},
-                      {"program", name}}});
+    // compiler: where NVRTC ran (a smelt-nvrtc process or this one; "none" for a disk-cache hit);
+    // helper_problem: why not in a helper, when none could be used.
+    telemetry::Event e{"compile.kernel.build",
+                       ms,
+                       {{"device", "cuda:" + std::to_string(device)},
+                        {"hash", hex},
+                        {"cached_on_disk", on_disk ? "true" : "false"},
+                        {"compiler", on_disk ? "none" : built.in_helper ? "process" : "in-process"},
+                        {"program", name}}};
+    if (!built.helper_problem.empty()) e.fields["helper_problem"] = built.helper_problem;
+    telemetry::emit(e);
   }
   return Kernel{m->fn, std::move(m)};
 }

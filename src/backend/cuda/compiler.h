@@ -22,10 +22,24 @@ namespace smelt::cuda {
 /// (scalar_math.h, reduce_math.h, embedded as text).
 const char* device_preamble();
 
+/// A compile's image and where it ran.
+struct NvrtcBuild {
+  std::string image;           // the cubin or PTX
+  bool in_helper = false;      // compiled by a smelt-nvrtc process, not in this one
+  std::string helper_problem;  // why no helper could be used ("SMELT_CUDA_NVRTC_HELPER=0", not found,
+                               // its failure); "" also when this process was free to compile
+};
+
 /// Compiles `source` (the whole translation unit, preamble included) with NVRTC for compute
-/// capability `compute_capability` (90 for sm_90) and smelt's options; returns a cubin (`sass`)
-/// or PTX. Needs NVRTC but no GPU: tests use it to check kernel sources on machines without one.
-/// Throws DeviceError with NVRTC's log.
+/// capability `compute_capability` (90 for sm_90) and smelt's options (nvrtc_program.h) to a
+/// cubin (`sass`) or PTX. One compile at a time runs in this process; those that start meanwhile
+/// run in smelt-nvrtc helper processes when one is found (nvrtc_process.h, which also has the
+/// SMELT_CUDA_NVRTC_HELPER switch: NVRTC serializes the compiles of one process on some machines,
+/// processes run side by side), and in this process when none is or the helper itself fails:
+/// the same image either way. Needs NVRTC but no GPU: tests use it to check kernel sources on machines without
+/// one. Throws DeviceError "<what>: NVRTC could not compile the kernel: ..." with NVRTC's log.
+NvrtcBuild nvrtc_build(int compute_capability, const std::string& source, bool sass, const std::string& what);
+/// nvrtc_build's image.
 std::string nvrtc_compile(int compute_capability, const std::string& source, bool sass, const std::string& what);
 
 /// NVRTC's version ("13.0"), asked once per process; "unavailable" when NVRTC cannot be loaded.

@@ -19,13 +19,11 @@
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
 #include "src/backend/cuda/cuda.h"
+#include "src/backend/cuda/nvrtc_program.h"
 #include "src/core/stream_state.h"
 
 #ifndef SMELT_CUDA_MAJOR
 #define SMELT_CUDA_MAJOR 13
-#endif
-#ifndef SMELT_CUDA_LIB_DIR
-#define SMELT_CUDA_LIB_DIR "/usr/local/cuda/lib64"
 #endif
 
 namespace smelt::cuda {
@@ -35,18 +33,11 @@ namespace {
 #define SMELT_STR2(x) #x
 #define SMELT_STR(x) SMELT_STR2(x)
 
-/// dlopen of the first name that loads (plain names first: the loader's path, then the
-/// toolkit's library folder seen at build time).
+/// dlopen of the first name that loads (toolkit_library_names' order).
 void* open_first(const std::vector<std::string>& names) {
   for (const auto& n : names)
     if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
   return nullptr;
-}
-
-std::vector<std::string> toolkit_names(const std::string& stem) {
-  const std::string major = SMELT_STR(SMELT_CUDA_MAJOR);
-  return {stem + ".so." + major, std::string(SMELT_CUDA_LIB_DIR) + "/" + stem + ".so." + major,
-          "/usr/local/cuda/lib64/" + stem + ".so." + major, stem + ".so"};
 }
 
 struct DriverHolder {
@@ -131,14 +122,6 @@ std::unique_ptr<Api> load_library(const std::vector<std::string>& names, const c
   return api;
 }
 
-void fill_nvrtc(void* lib, NvrtcApi& api, std::string& missing) {
-#define X(name)                                                         \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));   \
-  if (!api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
-  SMELT_NVRTC_FNS(X)
-#undef X
-}
-
 void fill_cublaslt(void* lib, CublasLtApi& api, std::string& missing) {
 #define X(name)                                                         \
   api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));   \
@@ -159,7 +142,7 @@ const DriverApi& require_driver(const char* what) {
 
 const NvrtcApi& nvrtc() {
   static std::string why;
-  static std::unique_ptr<NvrtcApi> api = load_library<NvrtcApi>(toolkit_names("libnvrtc"), "NVRTC", fill_nvrtc, why);
+  static std::unique_ptr<NvrtcApi> api = load_library<NvrtcApi>(toolkit_library_names("libnvrtc"), "NVRTC", fill_nvrtc_api, why);
   if (!api) throw DeviceError("cuda kernel build: " + why);
   return *api;
 }
@@ -167,7 +150,7 @@ const NvrtcApi& nvrtc() {
 const CublasLtApi& cublaslt() {
   static std::string why;
   static std::unique_ptr<CublasLtApi> api =
-      load_library<CublasLtApi>(toolkit_names("libcublasLt"), "cuBLASLt", fill_cublaslt, why);
+      load_library<CublasLtApi>(toolkit_library_names("libcublasLt"), "cuBLASLt", fill_cublaslt, why);
   if (!api) throw DeviceError("matmul: " + why);
   return *api;
 }
@@ -218,7 +201,7 @@ void start_preload() {
   static pid_t owner = 0;
   if (thread) return;
   owner = ::getpid();
-  thread = new std::thread([names = std::vector<std::vector<std::string>>{toolkit_names("libnvrtc"), toolkit_names("libcublasLt")}] {
+  thread = new std::thread([names = std::vector<std::vector<std::string>>{toolkit_library_names("libnvrtc"), toolkit_library_names("libcublasLt")}] {
     for (const auto& candidates : names) open_first(candidates);
   });
   std::atexit([] {

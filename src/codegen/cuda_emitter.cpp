@@ -464,14 +464,6 @@ struct RegisterRows {
     for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
   }
 
-  /// The kernel's __launch_bounds__ arguments: with kept values, blocks of 256 ask for four a
-  /// SM (at most 64 registers a thread), which the row alone would use (W6's kernel took 74
-  /// registers with float32(x + r) kept, so three blocks an SM; 64 spill 8 bytes).
-  std::string launch_bounds(int block) const {
-    const bool kept = std::find(plan.keep.begin(), plan.keep.end(), 1) != plan.keep.end();
-    return std::to_string(block) + (kept && block == 256 ? ", 4" : "");
-  }
-
   /// A pass's per-element lines at element e of vector u: the kept values it reads from
   /// c<i>[u][e], then what it computes (inputs unpacked from registers w<k>[u], or from the
   /// epilogue's words e<k>), keeping in c<i> the kept values it computes.
@@ -627,7 +619,7 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, in
   // bus once. Each reduction's tree has its own accumulators, one per warp of the block
   // (row_tree_once: one barrier a tree).
   const int warps = block / 32;
-  os << "extern \"C\" __global__ void __launch_bounds__(" << rows.launch_bounds(block) << ") k(RowArgs a) {\n"
+  os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") k(RowArgs a) {\n"
         "  __shared__ u64 shraw[" << warps * std::max(rows.reductions, 1) << "];\n"
         "  const int T = (int)a.threads, lane = threadIdx.x % T;\n";
   os << row_kernel_prologue(p);
@@ -691,7 +683,7 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, i
   // alternate rows (row_tree_once has one barrier, which a warp two rows ahead would otherwise
   // pass while a slow warp still reads the set).
   const int warps = block / 32;
-  os << "extern \"C\" __global__ void __launch_bounds__(" << rows.launch_bounds(block) << ") k(RowArgs a) {\n"
+  os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") k(RowArgs a) {\n"
         "  __shared__ u64 shraw[" << 2 * warps * std::max(rows.reductions, 1) << "];\n"
         "  extern __shared__ __align__(16) unsigned char stage[];\n"
         "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"

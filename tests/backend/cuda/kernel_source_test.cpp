@@ -44,26 +44,6 @@ TEST(CudaKernelSource, ASyntaxErrorIsReportedWithNvrtcsLog) {
 #endif
 }
 
-#if SMELT_HAS_CUDA
-/// y0 = exp(float(in0) + in1) (in0 of `narrow` dtype), y1 = cast of y0 to `narrow`.
-codegen::FusedProgram mixed_program(Dtype narrow) {
-  using codegen::Instr;
-  using codegen::InstrKind;
-  codegen::FusedProgram p;
-  p.input_dtypes = {narrow, float32};
-  Instr in0{InstrKind::Input, narrow, {}, 0};
-  Instr in1{InstrKind::Input, float32, {}, 1};
-  Instr cast{InstrKind::Cast, float32, {0}};
-  Instr add{InstrKind::Binary, float32, {2, 1}};
-  add.binary = BinaryOp::Add;
-  Instr ex{InstrKind::Unary, float32, {3}};
-  ex.unary = UnaryOp::Exp;
-  Instr back{InstrKind::Cast, narrow, {4}};
-  p.instrs = {in0, in1, cast, add, ex, back};
-  p.outputs = {4, 5};
-  return p;
-}
-#endif
 
 TEST(CudaKernelSource, FusedKernelsCompileInEveryLayout) {
 #if SMELT_HAS_CUDA

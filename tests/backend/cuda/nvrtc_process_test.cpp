@@ -25,28 +25,16 @@ namespace smelt::test {
 namespace {
 
 #if SMELT_HAS_CUDA
-/// A fused kernel of codegen's (y = exp(float(x0) + x1), cast back to bfloat16), `scale` folded in
-/// so that each value gives another source.
+/// A fused kernel of codegen's (mixed_program: y = exp(float(x0) + x1), cast back to bfloat16),
+/// `scale` folded in so that each value gives another source.
 std::string fused_source(int scale = 1) {
-  using codegen::Instr;
-  using codegen::InstrKind;
-  codegen::FusedProgram p;
-  p.input_dtypes = {bfloat16, float32};
-  Instr in0{InstrKind::Input, bfloat16, {}, 0};
-  Instr in1{InstrKind::Input, float32, {}, 1};
-  Instr cast{InstrKind::Cast, float32, {0}};
-  Instr add{InstrKind::Binary, float32, {2, 1}};
-  add.binary = BinaryOp::Add;
-  Instr ex{InstrKind::Unary, float32, {3}};
-  ex.unary = UnaryOp::Exp;
-  Instr back{InstrKind::Cast, bfloat16, {4}};
-  p.instrs = {in0, in1, cast, add, ex, back};
-  for (int i = 1; i < scale; ++i) {  // y += x1, scale - 1 times
-    Instr more{InstrKind::Binary, float32, {static_cast<int>(p.instrs.size()) - (i == 1 ? 2 : 1), 1}};
+  codegen::FusedProgram p = mixed_program(bfloat16);
+  for (int i = 1; i < scale; ++i) {  // y0 += x1, scale - 1 times
+    codegen::Instr more{codegen::InstrKind::Binary, float32, {static_cast<int>(p.instrs.size()) - (i == 1 ? 2 : 1), 1}};
     more.binary = BinaryOp::Add;
     p.instrs.push_back(more);
+    p.outputs[0] = static_cast<int>(p.instrs.size()) - 1;
   }
-  p.outputs = {static_cast<int>(p.instrs.size()) - (scale > 1 ? 1 : 2), 5};
   return std::string(cuda::device_preamble()) + codegen::emit_cuda_kernel(p, "cc", true);
 }
 

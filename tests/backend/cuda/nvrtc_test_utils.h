@@ -8,6 +8,7 @@
 #if SMELT_HAS_CUDA
 #include "smelt/errors.h"
 #include "src/backend/cuda/compiler.h"
+#include "src/codegen/fused_program.h"
 
 namespace smelt::test {
 
@@ -21,6 +22,25 @@ inline void expect_compiles(const std::string& body, const std::string& what = "
     if (std::string(e.what()).find("NVRTC could not compile") != std::string::npos) FAIL() << e.what();
     GTEST_SKIP() << "NVRTC is not usable here: " << e.what();
   }
+}
+
+/// y0 = exp(float(in0) + in1) (in0 of `narrow` dtype), y1 = cast of y0 to `narrow`.
+inline codegen::FusedProgram mixed_program(Dtype narrow) {
+  using codegen::Instr;
+  using codegen::InstrKind;
+  codegen::FusedProgram p;
+  p.input_dtypes = {narrow, float32};
+  Instr in0{InstrKind::Input, narrow, {}, 0};
+  Instr in1{InstrKind::Input, float32, {}, 1};
+  Instr cast{InstrKind::Cast, float32, {0}};
+  Instr add{InstrKind::Binary, float32, {2, 1}};
+  add.binary = BinaryOp::Add;
+  Instr ex{InstrKind::Unary, float32, {3}};
+  ex.unary = UnaryOp::Exp;
+  Instr back{InstrKind::Cast, narrow, {4}};
+  p.instrs = {in0, in1, cast, add, ex, back};
+  p.outputs = {4, 5};
+  return p;
 }
 
 }  // namespace smelt::test

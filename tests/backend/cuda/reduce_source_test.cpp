@@ -270,11 +270,14 @@ TEST(CudaReduceSource, RegisterRowKernelsCompileWithoutLocalMemory) {
       for (auto* p : fused_programs(tape)) {
         const codegen::GpuRowRegisters regs = codegen::gpu_row_registers(*p);
         ASSERT_GT(regs.vec, 0) << name;
-        // Blocks of 256 with every vector count; blocks of 512 (long rows) with the most that fit.
+        // Blocks of 256 with every vector count; blocks of 512 (long rows: 16384 elements or more,
+        // so at least 8 vectors) with the fewest, which keep values when the program has some,
+        // and the most that fit.
         std::vector<std::pair<int, int>> layouts;  // {vectors, block}
         for (int vectors = 1; vectors * regs.words <= codegen::kGpuRowRegisterWords; vectors *= 2) layouts.push_back({vectors, 256});
         int wide = 1;
         while (2 * wide * regs.words <= codegen::kGpuWideRowRegisterWords) wide *= 2;
+        if (wide > 8) layouts.push_back({8, 512});
         layouts.push_back({wide, 512});
         for (const auto& [vectors, block] : layouts)
           for (bool pipelined : {false, true}) {

@@ -447,8 +447,11 @@ struct RegisterRows {
   std::vector<int> element_outputs, epilogue_loads;
   int reductions = 0;
 
-  RegisterRows(const FusedProgram& program, int vectors)
+  /// Checks what both kernels require of `vectors` and `block` (gpu_row_register_block's sizes).
+  RegisterRows(const FusedProgram& program, int vectors, int block)
       : p(program), regs(kept_within(gpu_row_registers(program), vectors)), plan(plan_row_program_keeping(program, regs.keep)) {
+    SMELT_ASSERT(vectors > 0, "row register kernel: no vectors");
+    SMELT_ASSERT(block == 256 || block == 512, "row register kernel: blocks of 256 or 512 threads");
     const size_t nin = p.input_dtypes.size();
     SMELT_ASSERT(regs.vec > 0, "row register kernel: the program's rows do not go in registers");
     in_registers.assign(nin, 0);
@@ -602,9 +605,7 @@ struct RegisterRows {
 }  // namespace
 
 std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, int block) {
-  const RegisterRows rows(p, vectors);
-  SMELT_ASSERT(vectors > 0, "row register kernel: no vectors");
-  SMELT_ASSERT(block == 256 || block == 512, "row register kernel: blocks of 256 or 512 threads");
+  const RegisterRows rows(p, vectors, block);
   const GpuRowRegisters& regs = rows.regs;
   const std::vector<char>& per_element = rows.per_element;
   const size_t nin = p.input_dtypes.size();
@@ -659,9 +660,7 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, in
 }
 
 std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, int block) {
-  const RegisterRows rows(p, vectors);
-  SMELT_ASSERT(vectors > 0, "row pipelined kernel: no vectors");
-  SMELT_ASSERT(block == 256 || block == 512, "row pipelined kernel: blocks of 256 or 512 threads");
+  const RegisterRows rows(p, vectors, block);
   const GpuRowRegisters& regs = rows.regs;
   const size_t nin = p.input_dtypes.size();
   const std::string V = std::to_string(regs.vec), P = std::to_string(vectors);

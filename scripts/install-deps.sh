@@ -9,6 +9,7 @@ PACKAGES=(
   ccache            # faster rebuilds (optional at build time)
   libopenblas-dev   # GEMM for float64 matmul and convolution (float32 too when built without oneDNN)
   libdnnl-dev       # oneDNN: float32 convolutions and GEMM tiles, 3-10x faster here (docs/cpu-kernels.md)
+  ocl-icd-opencl-dev # oneDNN's CMake config calls find_package(OpenCL REQUIRED) (a Recommends apt skips here)
   libprotobuf-dev   # ONNX: reading .onnx models (protobuf runtime and headers)
   protobuf-compiler # ONNX: protoc generates the C++ classes of src/onnx/proto/onnx.proto
   libre2-dev        # ONNX: RegexFullMatch (RE2 syntax, linear-time matching without recursion)

@@ -4,7 +4,8 @@
 // first-call row of W3 / of the W9 block; run them in fresh processes with an empty and with a
 // warm SMELT_CACHE_DIR) | bench_gpu --w9-host LABEL (prints the host time per call of compiled W9,
 // run with SMELT_CUDA_GRAPHS=1 and =0) | bench_gpu --rows REGEX [reps] (only the reduction rows and the W9 block
-// whose name matches, as JSON lines: for ncu) | bench_gpu --w9-calls N (N synchronized calls of compiled W9). Times each workload
+// whose name matches, as JSON lines: for ncu) | bench_gpu --w9-calls N (N synchronized calls of compiled W9)
+// | bench_gpu --train [reps] (the char-GPT step with graphs on and off, graph counters, host split). Times each workload
 // with CUDA events around the call and its eval on the thread's stream, as the peers are timed
 // (W8 and the W9 host rows: host time per call of back-to-back calls), after warm-up (kernel builds stay out of the numbers), median of `reps` (default 50) on random
 // data; checks each GPU result against the CPU's on the same inputs (relative L2 error).
@@ -445,6 +446,62 @@ std::vector<TrainRow> char_gpt_train_rows(Device g, int reps) {
 
 }  // namespace
 
+/// `--train [reps]`: the char-GPT step alone, where its time goes: the rows with CUDA graphs on and
+/// off, the graph counters they moved, the first graph events (a capture, or why there is none),
+/// and the host's share of a compiled step (batch made and step queued, before the loss is read).
+int train_detail(int reps) {
+  using namespace char_gpt;
+  const Device g = Device::cuda(0);
+  int shown = 0;
+  telemetry::Subscription graph_events("cuda.graph.*", [&](const telemetry::Event& e) {
+    if (shown++ < 8) print_event(e);
+  });
+  for (bool graphs : {true, false}) {
+    cuda::set_graphs_enabled(graphs);
+    const cuda::GraphCounters before = cuda::graph_counters();
+    for (const auto& r : char_gpt_train_rows(g, reps))
+      std::printf("{\"work\": \"char_gpt_train_step_b64\", \"system\": \"%s%s\", \"time_us\": %.1f, \"check_rel_err\": %.3g}\n",
+                  r.system.c_str(), graphs ? "" : "_no_graphs", r.time_us, r.rel_err);
+    const cuda::GraphCounters after = cuda::graph_counters();
+    std::printf("graphs %s: captures %llu, launches %llu (patched %llu), failed captures %llu, plain replays %llu\n",
+                graphs ? "on" : "off", static_cast<unsigned long long>(after.captures - before.captures),
+                static_cast<unsigned long long>(after.launches - before.launches),
+                static_cast<unsigned long long>(after.patched_launches - before.patched_launches),
+                static_cast<unsigned long long>(after.failed_captures - before.failed_captures),
+                static_cast<unsigned long long>(after.plain_replays - before.plain_replays));
+  }
+  cuda::set_graphs_enabled(true);
+  // Host time of a compiled step: making the batch, the call (queued), then the wait for the loss.
+  const Corpus corpus = Corpus::from_file(CHAR_GPT_TEXT);
+  Config cfg;
+  cfg.vocab = static_cast<int64_t>(corpus.vocab.size());
+  DefaultDeviceScope scope(g);
+  TrainState s = make_state(cfg, 1, optim::Schedule::constant(1e-3));
+  Batches b(corpus, 64, cfg.context, 5);
+  auto step = compile_mut(train_step, {}, "bench_gpu_char_gpt_host");
+  std::vector<double> make, call, wait;
+  for (int i = 0; i < reps + 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto xy = b.next();
+    auto t1 = std::chrono::steady_clock::now();
+    Array loss = step(s, xy);
+    auto t2 = std::chrono::steady_clock::now();
+    loss.item<float>();
+    auto t3 = std::chrono::steady_clock::now();
+    if (i < 5) continue;
+    make.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    call.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+    wait.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count());
+  }
+  auto med = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("compiled step, host µs (median): batch %.1f, call %.1f, wait for the loss %.1f\n", med(make), med(call),
+              med(wait));
+  return 0;
+}
+
 /// W9: a GPT-2-small block, bf16, 8 x 512 x 768, 12 heads; eager, compiled, compiled without CUDA graphs.
 template <class Row>
 void bench_w9_block(int reps, std::vector<Row>& rows) {
@@ -525,6 +582,10 @@ int main(int argc, char** argv) {
     for (const auto& r : rows)
       std::printf("{\"work\": \"%s\", \"system\": \"%s\", \"time_us\": %.1f}\n", r.work.c_str(), r.system.c_str(), r.time_us);
     return 0;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "--train") {
+    if (!cuda_available()) return 1;
+    return train_detail(argc > 2 ? std::atoi(argv[2]) : 20);
   }
   if (argc >= 3 && std::string(argv[1]) == "--w9-host") {
     if (!cuda_available()) return 1;

@@ -211,30 +211,135 @@ std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& input
   return outs;
 }
 
+namespace {
+
+/// Builds step `s`'s lazy outputs from `values` into `values`.
+void replay_step(const Tape& tape, const Step& s, std::vector<Array>& values) {
+  std::vector<Array> ins;
+  ins.reserve(s.inputs.size());
+  for (int in : s.inputs) ins.push_back(values[in]);
+  if (s.outputs.size() == 1) {
+    const auto& v = tape.values[s.outputs[0]];
+    values[s.outputs[0]] = make_array(v.shape, v.dtype, s.device, s.prim, std::move(ins));
+    return;
+  }
+  std::vector<Shape> shapes;
+  std::vector<Dtype> dtypes;
+  for (int o : s.outputs) {
+    shapes.push_back(tape.values[o].shape);
+    dtypes.push_back(tape.values[o].dtype);
+  }
+  auto outs = detail::make_multi_output(std::move(shapes), std::move(dtypes), s.device, s.prim, std::move(ins));
+  for (size_t i = 0; i < outs.size(); ++i) values[s.outputs[i]] = std::move(outs[i]);
+}
+
+}  // namespace
+
 std::vector<Array> replay_tape_values(const Tape& tape, const std::vector<Array>& inputs) {
   check_replay_inputs(tape, inputs);
   std::vector<Array> values(tape.values.size());
   for (int i = 0; i < tape.num_inputs; ++i) values[i] = inputs[i];
   for (auto& [id, a] : tape.constants) values[id] = a;
-  for (auto& s : tape.steps) {
-    std::vector<Array> ins;
-    ins.reserve(s.inputs.size());
-    for (int in : s.inputs) ins.push_back(values[in]);
-    if (s.outputs.size() == 1) {
-      const auto& v = tape.values[s.outputs[0]];
-      values[s.outputs[0]] = make_array(v.shape, v.dtype, s.device, s.prim, std::move(ins));
-    } else {
-      std::vector<Shape> shapes;
-      std::vector<Dtype> dtypes;
-      for (int o : s.outputs) {
-        shapes.push_back(tape.values[o].shape);
-        dtypes.push_back(tape.values[o].dtype);
-      }
-      auto outs = detail::make_multi_output(std::move(shapes), std::move(dtypes), s.device, s.prim, std::move(ins));
-      for (size_t i = 0; i < outs.size(); ++i) values[s.outputs[i]] = std::move(outs[i]);
-    }
-  }
+  for (auto& s : tape.steps) replay_step(tape, s, values);
   return values;
+}
+
+std::optional<HostSplit> split_host_prologue(const Tape& tape, Device device, std::string& why) {
+  const size_t nv = tape.values.size();
+  std::vector<char> host(nv, 0), constant(nv, 0);
+  for (int i = 0; i < tape.num_inputs; ++i) host[static_cast<size_t>(i)] = tape.values[static_cast<size_t>(i)].device.type == Device::Type::Cpu;
+  for (const auto& [id, a] : tape.constants) {
+    constant[static_cast<size_t>(id)] = 1;
+    host[static_cast<size_t>(id)] = tape.values[static_cast<size_t>(id)].device.type == Device::Type::Cpu;
+  }
+  auto step_name = [&](size_t i) {
+    return "step " + std::to_string(i) + " (" + prim_name(tape.steps[i].prim.kind) + ")";
+  };
+  HostSplit split;
+  std::vector<char> upload(nv, 0);
+  for (size_t i = 0; i < tape.steps.size(); ++i) {
+    const Step& s = tape.steps[i];
+    if (s.device.type == Device::Type::Cpu) {
+      for (int in : s.inputs)
+        if (!host[static_cast<size_t>(in)]) {
+          why = step_name(i) + " runs on cpu and reads a value on " + tape.values[static_cast<size_t>(in)].device.str();
+          return std::nullopt;
+        }
+      for (int o : s.outputs) host[static_cast<size_t>(o)] = 1;
+      split.host_steps.push_back(i);
+      continue;
+    }
+    if (!(s.device == device)) {
+      why = step_name(i) + " runs on " + s.device.str() + ", not on " + device.str();
+      return std::nullopt;
+    }
+    if (s.prim.kind == PrimKind::Copy && host[static_cast<size_t>(s.inputs[0])]) {
+      upload[static_cast<size_t>(s.outputs[0])] = 1;
+      split.uploads.push_back(s.outputs[0]);
+      split.host_steps.push_back(i);
+      continue;
+    }
+    for (int in : s.inputs)
+      if (host[static_cast<size_t>(in)] && !constant[static_cast<size_t>(in)]) {
+        why = step_name(i) + " reads host value %" + std::to_string(in) + " on " + device.str() + " without copying it first";
+        return std::nullopt;
+      }
+  }
+  for (int o : tape.outputs)
+    if (host[static_cast<size_t>(o)] && !constant[static_cast<size_t>(o)]) {
+      why = "the function returns host value %" + std::to_string(o);
+      return std::nullopt;
+    }
+  // The device tape, its values renumbered: kept inputs, uploads, constants, then the steps'.
+  std::vector<int> id(nv, -1);
+  Tape& d = split.device;
+  d.device = tape.device;
+  auto add = [&](int old) {
+    id[static_cast<size_t>(old)] = d.add_value(tape.values[static_cast<size_t>(old)].shape,
+                                               tape.values[static_cast<size_t>(old)].dtype, tape.values[static_cast<size_t>(old)].device);
+  };
+  for (int i = 0; i < tape.num_inputs; ++i)
+    if (!host[static_cast<size_t>(i)]) {
+      split.kept_inputs.push_back(i);
+      add(i);
+    }
+  for (int u : split.uploads) add(u);
+  d.num_inputs = static_cast<int>(d.values.size());
+  for (const auto& [cid, a] : tape.constants) {
+    add(cid);
+    d.constants.emplace_back(id[static_cast<size_t>(cid)], a);
+  }
+  size_t next_host = 0;
+  for (size_t i = 0; i < tape.steps.size(); ++i) {
+    if (next_host < split.host_steps.size() && split.host_steps[next_host] == i) {
+      ++next_host;
+      continue;
+    }
+    const Step& s = tape.steps[i];
+    Step t{s.prim, {}, {}, s.device};
+    for (int in : s.inputs) t.inputs.push_back(id[static_cast<size_t>(in)]);
+    for (int o : s.outputs) {
+      add(o);
+      t.outputs.push_back(id[static_cast<size_t>(o)]);
+    }
+    d.steps.push_back(std::move(t));
+  }
+  for (int o : tape.outputs) d.outputs.push_back(id[static_cast<size_t>(o)]);
+  verify_tape(d, "split_host_prologue");
+  return split;
+}
+
+std::vector<Array> host_prologue_inputs(const Tape& tape, const HostSplit& split, const std::vector<Array>& inputs) {
+  check_replay_inputs(tape, inputs);
+  std::vector<Array> values(tape.values.size());
+  for (int i = 0; i < tape.num_inputs; ++i) values[i] = inputs[i];
+  for (auto& [id, a] : tape.constants) values[id] = a;
+  for (size_t i : split.host_steps) replay_step(tape, tape.steps[i], values);
+  std::vector<Array> out;
+  out.reserve(split.kept_inputs.size() + split.uploads.size());
+  for (int i : split.kept_inputs) out.push_back(inputs[static_cast<size_t>(i)]);
+  for (int u : split.uploads) out.push_back(values[static_cast<size_t>(u)]);
+  return out;
 }
 
 }  // namespace smelt::compiler

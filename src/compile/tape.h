@@ -1,6 +1,7 @@
 // The tape: a traced function as a list of steps over numbered values, and its replay.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,5 +79,27 @@ std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& input
 /// replay_tape, returning every value by id (inputs and constants included; steps' outputs lazy):
 /// a graph capture keeps them all until the graph has launched.
 std::vector<Array> replay_tape_values(const Tape& tape, const std::vector<Array>& inputs);
+
+/// A tape cut in two for a device graph: a host prologue (the steps that run on the host, over
+/// host inputs and host constants only, and the copies of their results to the device) and the
+/// device part, a tape of its own whose inputs are the original inputs that live on the device,
+/// then the uploads. A batch built from host data (device.h, rule 2) and reshaped or copied by
+/// the traced function is such a prologue.
+struct HostSplit {
+  Tape device;                     // inputs: kept_inputs, then uploads, in order
+  std::vector<int> kept_inputs;    // the original input index of each of the device's first inputs
+  std::vector<size_t> host_steps;  // original step indices: host steps and upload copies, in order
+  std::vector<int> uploads;        // original value ids of the uploads (the copies' results)
+};
+
+/// Splits `tape`, whose steps outside a host prologue all run on `device`, or returns nullopt and
+/// says why in `why`: a step on another device, a device step that reads a host value other than
+/// a constant without copying it, a host step that reads a device value, or a host value
+/// returned. A tape without host steps splits into itself (no uploads).
+std::optional<HostSplit> split_host_prologue(const Tape& tape, Device device, std::string& why);
+
+/// The device tape's inputs for one call: runs the host steps on `inputs` (the original tape's)
+/// and queues the uploads (lazy arrays on the device).
+std::vector<Array> host_prologue_inputs(const Tape& tape, const HostSplit& split, const std::vector<Array>& inputs);
 
 }  // namespace smelt::compiler

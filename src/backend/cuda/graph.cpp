@@ -9,7 +9,10 @@
 // outputs until the caller drops them. Later calls bind their buffers to the graph: an input whose
 // buffer moved, or an output the caller still holds (a new block is taken), is patched by
 // rewriting the kernel, memset and copy node parameters that point into it in the executable graph,
-// then the graph launches as one. Anything the capture cannot take (a host synchronization, a
+// then the graph launches as one. Inputs on the host, the host steps over them and their copies
+// to the GPU (a batch built from host data) run before the launch; the graph reads the uploads.
+// Gathers and scatters check their indices after the launch (read_index_checks).
+// Anything the capture cannot take (a host synchronization, a
 // host<->device copy, a node the driver cannot describe) makes the entry replay plainly for good.
 #include "src/backend/cuda/graph.h"
 
@@ -51,6 +54,10 @@ AtomicCounters& counters() {
   static AtomicCounters c;
   return c;
 }
+
+// Why a graphed call is computed again by the plain replay: a captured gather or scatter saw an
+// index out of range, and only the plain replay raises the eager error for it.
+constexpr const char* kBadIndex = "an index is out of range: the plain replay raises the error";
 
 // Kernels may choose vector widths from an address's alignment: a buffer may move only to an
 // address with the same remainder, so that every captured kernel stays valid for it.
@@ -211,6 +218,9 @@ struct Instance {
   // functions, so the modules stay loaded while the graph lives. Released after destroy() has
   // waited for the graph's launches, so their unloads wait for nothing more.
   std::vector<std::shared_ptr<const void>> modules;
+  // The validation words of the captured gathers and scatters (runtime.h, defer_index_check):
+  // read after every launch, since the captured kernels cannot raise.
+  std::vector<BufferPtr> index_checks;
 
   void destroy(int device) {
     const DriverApi* d = driver();
@@ -351,7 +361,11 @@ void find_sites(Instance& g) {
 
 class TapeGraph final : public compiler::GraphReplay {
  public:
-  TapeGraph(int device, std::string name) : device_(device), name_(std::move(name)) {}
+  /// `split`: the tape's host prologue and device part, when it has host steps: each call runs
+  /// the prologue and queues its uploads, and the graph is the device part's, with the uploads
+  /// as inputs (patched to each call's).
+  TapeGraph(int device, std::string name, std::optional<compiler::HostSplit> split)
+      : device_(device), name_(std::move(name)), split_(std::move(split)) {}
 
   ~TapeGraph() override {
     for (auto& [stream, ps] : streams_)
@@ -400,15 +414,18 @@ class TapeGraph final : public compiler::GraphReplay {
       counters().plain++;
       return std::nullopt;
     }
-    // Lazy inputs queue their own work now, on the caller's stream, before the graph's.
+    // The host prologue runs and its uploads are queued first; lazy inputs queue their own work
+    // now, on the caller's stream, before the graph's.
+    std::vector<Array> bound = split_ ? compiler::host_prologue_inputs(tape, *split_, inputs) : inputs;
     bool lazy = false;
-    for (const Array& a : inputs) lazy = lazy || !detail::is_evaluated(a.node());
-    if (lazy) eval(inputs);
-    if (!ps.graph) return capture(tape, inputs, ps, stream, events);
+    for (const Array& a : bound) lazy = lazy || !detail::is_evaluated(a.node());
+    if (lazy) eval(bound);
+    const compiler::Tape& replayed = split_ ? split_->device : tape;
+    if (!ps.graph) return capture(replayed, bound, ps, stream, events);
     std::string why;
     std::optional<std::vector<Array>> result;
     try {
-      result = relaunch(*ps.graph, inputs, why);
+      result = relaunch(*ps.graph, bound, why);
     } catch (const Error& e) {
       if (!ps.graph->patching) throw;  // e.g. no memory for a new output: nothing was changed
       fail(e.what(), events);          // a failed patch or launch leaves the graph in an unknown state
@@ -448,7 +465,7 @@ class TapeGraph final : public compiler::GraphReplay {
       why = "cuStreamBeginCapture failed: " + error_name(r);
     } else {
       {
-        const ThreadCapture tc{device_, cs, &keep, &g->modules};
+        const ThreadCapture tc{device_, cs, &keep, &g->modules, &g->index_checks};
         CaptureGuard guard(&tc);
         try {
           values = compiler::replay_tape_values(tape, inputs);
@@ -492,6 +509,7 @@ class TapeGraph final : public compiler::GraphReplay {
       return std::nullopt;
     }
     wait_if_multi_stream(ds, g->launched_on.back());
+    const bool indices_in_range = read_index_checks(*g);
     std::vector<Array> outs;
     for (int o : tape.outputs) outs.push_back(values[static_cast<size_t>(o)]);
     counters().captures++;
@@ -507,7 +525,28 @@ class TapeGraph final : public compiler::GraphReplay {
                          {"patchable", g->unpatchable.empty() ? "yes" : g->unpatchable}}});
     }
     ps.graph = std::move(g);
+    if (!indices_in_range) {
+      counters().plain++;
+      if (telemetry::enabled()) events.push_back({"cuda.graph.plain", 0.0, {{"function", name_}, {"reason", kBadIndex}}});
+      return std::nullopt;
+    }
     return outs;
+  }
+
+  /// After a launch: whether every captured index check passed (one synchronization, only for
+  /// graphs that gather or scatter). When one did not, the call runs the plain replay, which
+  /// raises the eager error naming the first bad index; the graph stays for later calls.
+  bool read_index_checks(const Instance& g) {
+    if (g.index_checks.empty()) return true;
+    const DriverApi& d = *driver();
+    DeviceState& ds = device_state(device_);
+    CUstream stream = current_stream(ds);
+    std::vector<uint64_t> words(g.index_checks.size());
+    for (size_t i = 0; i < words.size(); ++i)
+      check(d.cuMemcpyDtoHAsync(&words[i], static_cast<CUdeviceptr>(address(g.index_checks[i]->ptr)), sizeof(uint64_t), stream),
+            "cuMemcpyDtoHAsync", name_);
+    check(d.cuStreamSynchronize(stream), "cuStreamSynchronize", name_);
+    return std::all_of(words.begin(), words.end(), [](uint64_t w) { return w == ~uint64_t{0}; });
   }
 
   /// Records which buffers the graph uses: the inputs' (slots), those it holds, and where each
@@ -665,6 +704,10 @@ class TapeGraph final : public compiler::GraphReplay {
     wait_if_multi_stream(ds, stream);
     counters().launches++;
     if (any) counters().patched++;
+    if (!read_index_checks(g)) {
+      why = kBadIndex;
+      return std::nullopt;
+    }
     std::vector<Array> outs;
     outs.reserve(g.outputs.size());
     for (const OutputRecord& r : g.outputs) {
@@ -684,6 +727,7 @@ class TapeGraph final : public compiler::GraphReplay {
 
   const int device_;
   const std::string name_;
+  const std::optional<compiler::HostSplit> split_;  // the host prologue, when the tape has one
   std::mutex mutex_;                       // guards streams_ (the map, not its entries) and failed_
   std::map<uint64_t, PerStream> streams_;  // by smelt stream id: a graph uses its stream's workspaces
   std::string failed_;                     // why this entry replays plainly for good
@@ -704,21 +748,35 @@ std::unique_ptr<compiler::GraphReplay> make_tape_graph(const compiler::Tape& tap
   if (!graphs_enabled() || tape.steps.size() < 2) return nullptr;
   // Inputs and steps on one GPU: a graph captures one device's stream. Constants may live
   // elsewhere (a host scalar becomes a kernel literal); a step that copies one from the host is
-  // refused when the capture is read (read_nodes).
+  // refused when the capture is read (read_nodes). Host inputs, the host steps over them and
+  // their copies to the GPU (a batch made on the host, device.h rule 2) are a prologue that runs
+  // before each launch (compiler::split_host_prologue).
   std::optional<Device> device;
-  auto same = [&](Device d) {
-    if (d.type != Device::Type::Cuda || (device && !(*device == d))) return false;
-    device = d;
-    return true;
-  };
-  for (int i = 0; i < tape.num_inputs; ++i)
-    if (!same(tape.values[static_cast<size_t>(i)].device)) return nullptr;
-  for (const auto& s : tape.steps)
-    if (!same(s.device)) return nullptr;
+  for (int i = 0; i < tape.num_inputs && !device; ++i)
+    if (tape.values[static_cast<size_t>(i)].device.type == Device::Type::Cuda) device = tape.values[static_cast<size_t>(i)].device;
+  for (size_t i = 0; i < tape.steps.size() && !device; ++i)
+    if (tape.steps[i].device.type == Device::Type::Cuda) device = tape.steps[i].device;
   if (!device) return nullptr;
+  // Why a GPU tape gets no graph, once per trace (telemetry `cuda.graph.none`): the user sees
+  // which input or step keeps the entry on one launch per kernel.
+  auto none = [&](const std::string& why) -> std::unique_ptr<compiler::GraphReplay> {
+    if (telemetry::enabled()) telemetry::emit({"cuda.graph.none", 0.0, {{"function", name}, {"reason", why}}});
+    return nullptr;
+  };
+  for (int i = 0; i < tape.num_inputs; ++i) {
+    const Device d = tape.values[static_cast<size_t>(i)].device;
+    if (d.type == Device::Type::Cuda && !(d == *device))
+      return none("input " + std::to_string(i) + " is on " + d.str() + ", not on " + device->str());
+  }
+  std::string why;
+  std::optional<compiler::HostSplit> split = compiler::split_host_prologue(tape, *device, why);
+  if (!split) return none(why);
+  if (split->host_steps.empty()) split.reset();  // the tape is its own device part
+  else if (split->device.steps.size() < 2) return none("the tape runs one step on " + device->str());
   const DriverApi* d = driver();  // after the device checks: CPU tapes never load the driver
-  if (!d || !d->graphs_missing.empty()) return nullptr;
-  return std::make_unique<TapeGraph>(device->index, name);
+  if (!d) return none("the CUDA driver is not loaded");
+  if (!d->graphs_missing.empty()) return none("the driver lacks " + d->graphs_missing);
+  return std::make_unique<TapeGraph>(device->index, name, std::move(split));
 }
 
 }  // namespace smelt::cuda

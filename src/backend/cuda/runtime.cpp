@@ -268,6 +268,13 @@ thread_local const ThreadCapture* t_capture = nullptr;
 }  // namespace
 
 const ThreadCapture* thread_capture() { return t_capture; }
+
+bool defer_index_check(int device, const BufferPtr& status) {
+  const ThreadCapture* c = t_capture;
+  if (!c || c->device != device || !c->index_checks) return false;
+  c->index_checks->push_back(status);
+  return true;
+}
 void set_thread_capture(const ThreadCapture* capture) { t_capture = capture; }
 
 CUstream current_stream(const DeviceState& s) {

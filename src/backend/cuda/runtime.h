@@ -16,6 +16,8 @@
 
 namespace smelt {
 class Allocator;
+struct Buffer;
+using BufferPtr = std::shared_ptr<Buffer>;
 }
 
 namespace smelt::cuda {
@@ -136,15 +138,23 @@ void synchronize_all_streams(const DeviceState& s, const char* what);
 /// wait (a capture cannot synchronize; the graph's launch waits once instead), and
 /// allocator(device) returns `allocator`, which keeps every block the captured work uses, and
 /// each launch adds its kernel's module to `kernels`, so that the graph keeps them loaded.
+/// Index kernels that validate their indices (gathers, scatters) cannot read their status word
+/// back during a capture: they add it to `index_checks` (defer_index_check) and the graph reads
+/// every such word after each launch (~0: every index was in range).
 struct ThreadCapture {
   int device = -1;
   CUstream stream = nullptr;
   Allocator* allocator = nullptr;
   std::vector<std::shared_ptr<const void>>* kernels = nullptr;
+  std::vector<BufferPtr>* index_checks = nullptr;
 };
 /// The calling thread's capture, or null.
 const ThreadCapture* thread_capture();
 /// Sets (or, with null, clears) the calling thread's capture.
 void set_thread_capture(const ThreadCapture* capture);
+/// Whether a validation word (8 bytes at the start of `status`: the first bad index position, ~0
+/// when none) is checked after the graph launch instead of now: true while `device` is being
+/// captured by this thread (the word is then kept in the capture's index_checks).
+bool defer_index_check(int device, const BufferPtr& status);
 
 }  // namespace smelt::cuda

@@ -1,6 +1,7 @@
 // CUDA graphs of compiled replays: a graph is captured and used, its results equal the plain
 // replay's and eager evaluation's bit for bit, moved inputs and held outputs are patched, lazy
-// inputs, streams and threads work, and replays that cannot be captured fall back with a reason.
+// inputs, streams and threads work, host inputs are uploaded before the graph, gathers and scatters
+// are captured with their index checks, and replays that cannot be captured fall back with a reason.
 #include <atomic>
 #include <string>
 #include <thread>
@@ -266,26 +267,118 @@ TEST_F(CudaGraph, ThreadsShareOneCompiledFunction) {
   EXPECT_EQ(bad.load(), 0);
 }
 
-TEST_F(CudaGraph, HostSynchronizationFallsBackForGood) {
+// An embedding's forward and backward: a gather, and a scatter-add whose targets repeat.
+std::vector<Array> embedding_step(const Array& w, const Array& idx, const Array& g) {
+  Array rows = take(w, idx, 0);  // [n, d]
+  Array targets = broadcast_to(reshape(idx, {idx.size(), 1}), g.shape());
+  Array grad = scatter(zeros_like(w), targets, g, 0, ScatterReduce::Add);
+  return {exp(rows) + 1.0f, grad * 0.5f};
+}
+
+TEST_F(CudaGraph, GathersAndScattersAreCapturedAndTheirIndicesChecked) {
   SMELT_REQUIRE_GPU();
   DefaultDeviceScope scope(gpu());
-  // A gather validates its indices with a host read: it cannot be captured.
-  auto g = [](const Array& a, const Array& idx) { return exp(take(tanh(a) * 2.0f, idx, 0)) + 1.0f; };
-  Array a = on_gpu(special_array({16, 8}, float32, -1, 1, 81));
-  Array idx = on_gpu(Array(std::vector<int32_t>{3, 1, 15, 0}, {4}));
-  std::vector<std::string> reasons;
-  telemetry::Subscription sub("cuda.graph.fallback", [&](const telemetry::Event& e) { reasons.push_back(e.field("reason")); });
-  auto f = compile(g, raise_on_fallback(), "graph_host_sync");
+  // Gathers and scatters validate their indices on the device; a graph reads the validation
+  // words after its launch instead of after each kernel, so such a tape is captured.
+  Array w = on_gpu(special_array({9, 16}, float32, -1, 1, 81));
+  auto indices = [](int32_t shift, int32_t bad) {
+    std::vector<int32_t> v(24);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>((i * 5 + static_cast<size_t>(shift)) % 9);
+    if (bad) v[7] = bad;
+    return on_gpu(Array(v, {24}));
+  };
+  Array g = on_gpu(special_array({24, 16}, float32, -1, 1, 82));
+  auto f = compile_flat([](const std::vector<Array>& in) { return embedding_step(in[0], in[1], in[2]); },
+                        raise_on_fallback(), "graph_index_ops");
+  std::vector<std::string> plain;
+  telemetry::Subscription sub("cuda.graph.plain", [&](const telemetry::Event& e) { plain.push_back(e.field("reason")); });
   const auto before = cuda::graph_counters();
-  std::vector<Array> results;
-  for (int call = 0; call < 4; ++call) results.push_back(f(a, idx));
-  for (int call = 1; call < 4; ++call) EXPECT_TRUE(same_bits(results[call], results[0])) << "call " << call;
+  for (int call = 0; call < 4; ++call) {
+    Array idx = indices(call, 0);
+    std::vector<Array> want;
+    {
+      GraphsOff off;
+      auto reference = compile_flat([](const std::vector<Array>& in) { return embedding_step(in[0], in[1], in[2]); },
+                                    raise_on_fallback(), "graph_index_ops_plain");
+      want = reference({w, idx, g});
+    }
+    std::vector<Array> got = f({w, idx, g});
+    EXPECT_TRUE(same_bits(got[0], want[0])) << "call " << call;
+    EXPECT_TRUE(same_bits(got[1], want[1])) << "call " << call;
+    EXPECT_TRUE(same_bits(got[1], embedding_step(w, idx, g)[1])) << "call " << call;  // and eager
+  }
+  auto after = cuda::graph_counters();
+  EXPECT_EQ(after.captures - before.captures, 1u);
+  EXPECT_EQ(after.launches - before.launches, 3u);
+  EXPECT_EQ(after.failed_captures, before.failed_captures);
+  // A bad index: the graph's call is computed again by the plain replay, which raises the
+  // eager error; the graph serves the next good call.
+  std::string eager_error;
+  try {
+    eval(embedding_step(w, indices(0, 12), g));
+  } catch (const InvalidArgument& e) {
+    eager_error = e.what();
+  }
+  ASSERT_NE(eager_error.find("index 12 is out of range for axis 0 with size 9"), std::string::npos) << eager_error;
+  try {
+    eval(f({w, indices(0, 12), g}));
+    ADD_FAILURE() << "a bad index did not raise";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("index 12 is out of range for axis 0 with size 9"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_NE(plain[0].find("out of range"), std::string::npos) << plain[0];
+  const auto launches = cuda::graph_counters().launches;
+  EXPECT_TRUE(same_bits(f({w, indices(2, 0), g})[1], embedding_step(w, indices(2, 0), g)[1]));
+  EXPECT_EQ(cuda::graph_counters().launches - launches, 1u);
+}
+
+TEST_F(CudaGraph, HostInputsAreUploadedBeforeTheGraph) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  // A batch built from host data each call (as a training loop does): the tape copies it to the
+  // GPU; the graph takes the upload as its input and is patched to each call's.
+  Inputs in = inputs(111);
+  auto f = compile([](const Array& host_x, const Array& w1, const Array& w2) { return model(host_x, w1, w2); },
+                   raise_on_fallback(), "graph_host_inputs");
+  std::vector<std::string> none;
+  telemetry::Subscription sub("cuda.graph.none", [&](const telemetry::Event& e) { none.push_back(e.field("reason")); });
+  const auto before = cuda::graph_counters();
+  for (int call = 0; call < 5; ++call) {
+    Array host_x = on_cpu(special_array({64, 32}, float32, -2, 2, 120 + static_cast<uint32_t>(call)));
+    host_x.eval();
+    ASSERT_EQ(host_x.device(), Device::cpu());
+    const Array want = plain_model({on_gpu(host_x), in.w1, in.w2});
+    Array y = f(host_x, in.w1, in.w2);
+    EXPECT_EQ(y.device(), gpu());
+    EXPECT_TRUE(same_bits(y, want)) << "call " << call;
+  }
   const auto after = cuda::graph_counters();
-  EXPECT_EQ(after.failed_captures - before.failed_captures, 1u);  // tried once, then never again
-  EXPECT_EQ(after.captures, before.captures);
-  EXPECT_EQ(after.plain_replays - before.plain_replays, 4u);
-  ASSERT_EQ(reasons.size(), 1u);
-  EXPECT_FALSE(reasons[0].empty());
+  EXPECT_EQ(after.captures - before.captures, 1u);
+  EXPECT_EQ(after.launches - before.launches, 4u);  // (an upload at a new address is patched in)
+  EXPECT_TRUE(none.empty()) << none[0];
+}
+
+TEST_F(CudaGraph, HostStepsBeforeTheUploadRunBeforeTheGraph) {
+  SMELT_REQUIRE_GPU();
+  DefaultDeviceScope scope(gpu());
+  // A host input reshaped on the host before its copy (cross-entropy's flattened targets): the
+  // reshape and the upload are the host prologue of each call, the rest is the graph.
+  auto g = [](const Array& host_x, const Array& w) { return tanh(matmul(reshape(host_x, {4, 8}), w)) + 1.0f; };
+  Array w = on_gpu(special_array({8, 8}, float32, -1, 1, 131));
+  std::vector<std::string> none;
+  telemetry::Subscription sub("cuda.graph.none", [&](const telemetry::Event& e) { none.push_back(e.field("reason")); });
+  auto f = compile(g, raise_on_fallback(), "graph_host_step");
+  const auto before = cuda::graph_counters();
+  for (int call = 0; call < 4; ++call) {
+    Array x = on_cpu(special_array({32}, float32, -1, 1, 132 + static_cast<uint32_t>(call)));
+    x.eval();
+    EXPECT_TRUE(same_bits(f(x, w), g(x, w))) << "call " << call;
+  }
+  const auto after = cuda::graph_counters();
+  EXPECT_EQ(after.captures - before.captures, 1u);
+  EXPECT_EQ(after.launches - before.launches, 3u);
+  EXPECT_TRUE(none.empty()) << none[0];
 }
 
 TEST_F(CudaGraph, SingleKernelIsNotGraphed) {
@@ -299,9 +392,13 @@ TEST_F(CudaGraph, SingleKernelIsNotGraphed) {
   telemetry::Subscription sub("cuda.graph.fallback", [&](const telemetry::Event& e) { reasons.push_back(e.field("reason")); });
   const auto before = cuda::graph_counters();
   const Array first = f(x);
-  for (int call = 1; call < 3; ++call) EXPECT_TRUE(same_bits(f(x), first));
-  EXPECT_EQ(cuda::graph_counters().captures, before.captures);
-  EXPECT_EQ(cuda::graph_counters().launches, before.launches);
+  for (int call = 1; call < 4; ++call) EXPECT_TRUE(same_bits(f(x), first));
+  const auto after = cuda::graph_counters();
+  EXPECT_EQ(after.captures, before.captures);
+  EXPECT_EQ(after.launches, before.launches);
+  // A refused capture is tried once; every call then runs the plain replay.
+  EXPECT_LE(after.failed_captures - before.failed_captures, 1u);
+  EXPECT_EQ(after.plain_replays - before.plain_replays, after.failed_captures - before.failed_captures ? 4u : 0u);
   // A tape of one step gets no graph at all; a longer one is refused with its kernel count.
   for (const auto& r : reasons) EXPECT_NE(r.find("launches 1 kernel"), std::string::npos) << r;
 }

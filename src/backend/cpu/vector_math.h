@@ -3,7 +3,7 @@
 // Self-contained (standard headers only): code generation pastes it, via scalar_math.h, in front
 // of every fused kernel, so eager and fused kernels round identically.
 //
-// Method. Each function widens its float argument to double, computes there with plain
+// Method. Each function (erf excepted: see there) widens its float argument to double, computes there with plain
 // arithmetic, 64-bit integer bit tricks and selects, and rounds to float once at the end. The
 // double result is within about 1e-10 relative of the exact value (2^-33; most functions 1e-12),
 // so the float result is the correctly rounded one except when the exact value lies that close
@@ -404,41 +404,54 @@ inline float sigmoid(float x) {
 
 // ---- Error function ---------------------------------------------------------------------------
 
-/// |x| < 1: x P(x^2); 1 <= |x| < 4: 1 - e^(-x^2) Q(x), Q a fit of erfcx on [1, 4]; erf rounds to
-/// +-1 in float from |x| = 3.92 on. Least-squares fits, relative error < 1e-12 and 2e-10.
+/// In float arithmetic, unlike the functions above: GELU's erf is the hot loop of transformer
+/// MLPs, and eight float lanes per AVX2 vector with short polynomials run 3x faster than the
+/// double-precision form (1.4 against 4.4 ns an element on a Zen 2 core). The price is accuracy:
+/// within 1.08 ulp (an exhaustive check of every float in [0, 4.5] measured 1.0702 ulp, and 5.9%
+/// of the results are not correctly rounded) instead of 0.501. The bits are still the same on
+/// every ISA (float operations in a fixed order, int32 bit tricks only).
+///   |x| < 0.875: x + x P(x^2), the correction x P(x^2) being at most 13% of the result;
+///   0.875 <= |x| < 4: 1 - 2^-k (c0 + (s + q (e^r - 1))) with x^2 = k ln2 - r and q = c0 + s a
+///   fit of erfcx(|x|) around 1 weighted by e^(-x^2) (the error each point adds to erf). erf
+///   rounds to +-1 from |x| = 3.9192059 on. Least-squares fits, errors below 0.01 and 0.22 ulp.
 inline float erf(float x) {
-  const double xd = x;
-  const float af = detail::clamp(std::fabs(x), 0.0f, 4.0f);
-  const double a = af;
-  const double z = a * a;
-  double p = 1.0610445978367358e-06;
-  p = p * z - 1.3918570051284923e-05;
-  p = p * z + 0.00011958228164307532;
-  p = p * z - 0.00085427973259464;
-  p = p * z + 0.005223792129131825;
-  p = p * z - 0.026866135878721057;
-  p = p * z + 0.11283791350617332;
-  p = p * z - 0.3761263889248353;
-  p = p * z + 1.1283791670951446;
-  const double small = a * p;
-  const double t = (a - 2.5) * (1.0 / 1.5);
-  double q = 1.639858849700913e-06;
-  q = q * t - 5.023649299235808e-06;
-  q = q * t + 8.073644472111471e-06;
-  q = q * t - 2.0600933447896723e-05;
-  q = q * t + 6.285674856932255e-05;
-  q = q * t - 0.0001643597115320127;
-  q = q * t + 0.0004091076059338444;
-  q = q * t - 0.0010048701140441764;
-  q = q * t + 0.0024035950707412476;
-  q = q * t - 0.0055709054977051125;
-  q = q * t + 0.01248938745970201;
-  q = q * t - 0.027005278660942534;
-  q = q * t + 0.05611049239783481;
-  q = q * t - 0.11152102064894125;
-  q = q * t + 0.2108063640731101;
-  const double large = 1.0 - detail::exp_core(-z) * q;
-  return static_cast<float>(detail::copysign(detail::sel(af < 1.0f, small, large), xd));
+  const float a = detail::clamp(std::fabs(x), 0.0f, 4.0f);
+  const float z = a * a;
+  float p = 8.714052091818303e-05f;
+  p = p * z - 0.0008220516028814018f;
+  p = p * z + 0.005207621492445469f;
+  p = p * z - 0.026861969381570816f;
+  p = p * z + 0.11283741146326065f;
+  p = p * z - 0.37612637877464294f;
+  p = p * z + 0.12837916612625122f;
+  const float small = a + a * p;
+  const float t = a - 1.0f;
+  float q = 0.00013674488582182676f;
+  q = q * t - 0.0012579170288518071f;
+  q = q * t + 0.0054381233640015125f;
+  q = q * t - 0.015798818320035934f;
+  q = q * t + 0.03734898939728737f;
+  q = q * t - 0.07921945303678513f;
+  q = q * t + 0.15437638759613037f;
+  q = q * t - 0.2732122540473938f;
+  const float s = q * t;
+  q = s + 0.4275835454463959f;
+  // e^-z = 2^-k e^r: k = round(z / ln2) by the 1.5 * 2^23 trick (z <= 16), r = k ln2 - z with
+  // ln 2 split so that k * ln2_hi is exact; e^r - 1 by a Taylor polynomial, |r| <= ln2 / 2.
+  const float kf = (z * 1.44269504f + 12582912.0f) - 12582912.0f;
+  const float r = (kf * 0.693145752f - z) + kf * 1.42860677e-06f;
+  float e = 1.98756912e-04f;
+  e = e * r + 1.39800171e-03f;
+  e = e * r + 8.33333377e-03f;
+  e = e * r + 4.16666627e-02f;
+  e = e * r + 1.66666672e-01f;
+  e = e * r + 0.5f;
+  e = r + (r * r) * e;
+  const uint32_t k = std::bit_cast<uint32_t>(kf + 12582912.0f) & 0x3fffffu;
+  const float scale = std::bit_cast<float>((127u - k) << 23);
+  const float large = 1.0f - (0.4275835454463959f + (s + q * e)) * scale;
+  const float y = detail::sel(a < 0.875f, small, large);
+  return std::bit_cast<float>((std::bit_cast<uint32_t>(y) & 0x7fffffffu) | (std::bit_cast<uint32_t>(x) & 0x80000000u));
 }
 
 }  // namespace SMELT_VMATH_NAMESPACE

@@ -1,4 +1,5 @@
 // Accuracy, special values and bit-exactness of the vectorized float32 math and its kernels.
+// (Every function within 1 ulp of the exact value, erf within 1.08: max_ulps.)
 // vector_math.h is included first: it must compile on its own (standard headers only).
 #include "src/backend/cpu/vector_math.h"
 
@@ -76,6 +77,10 @@ const std::vector<Fn>& functions() {
 }
 #undef SMELT_FN
 
+/// The float32 error bound of a function in ulps: 1, except erf, which computes in float rather
+/// than double (vector_math.h: an exhaustive check of [0, 4.5] measured 1.0702 ulp).
+double max_ulps(MathFn id) { return id == MathFn::Erf ? 1.08 : 1.0; }
+
 uint32_t bits(float x) { return std::bit_cast<uint32_t>(x); }
 /// Identical bits, or both NaN.
 bool same(float a, float b) { return bits(a) == bits(b) || (std::isnan(a) && std::isnan(b)); }
@@ -149,7 +154,7 @@ TEST(VectorMath, RandomInputsWithinOneUlp) {
       if (e > worst) worst = e, worst_x = x[i];
     }
     EXPECT_EQ(mismatches, 0u) << fn.name << ": eager and scalar differ";
-    EXPECT_LE(worst, 1.0) << fn.name << " worst at x = " << std::hexfloat << worst_x;
+    EXPECT_LE(worst, max_ulps(fn.id)) << fn.name << " worst at x = " << std::hexfloat << worst_x;
     std::printf("%-8s max error %.4f ulp at %a\n", fn.name, worst, static_cast<double>(worst_x));
   }
 }
@@ -205,7 +210,7 @@ TEST(VectorMath, SpecialValues) {
       const float want = static_cast<float>(ref);
       EXPECT_EQ(value_class(got[i]), value_class(want))
           << fn.name << "(" << x[i] << ") = " << got[i] << ", want " << want;
-      EXPECT_LE(ulp_error_f32(got[i], ref), 1.0) << fn.name << "(" << x[i] << ")";
+      EXPECT_LE(ulp_error_f32(got[i], ref), max_ulps(fn.id)) << fn.name << "(" << x[i] << ")";
       EXPECT_TRUE(same(got[i], fn.f(x[i]))) << fn.name << "(" << x[i] << "): eager and scalar differ";
     }
   }
@@ -246,7 +251,7 @@ TEST(VectorMath, OverflowAndUnderflowThresholds) {
       const double ref = fn.ref(x[i]);
       ASSERT_EQ(value_class(got[i]), value_class(static_cast<float>(ref)))
           << fn.name << "(" << std::hexfloat << x[i] << ")";
-      ASSERT_LE(ulp_error_f32(got[i], ref), 1.0) << fn.name << "(" << std::hexfloat << x[i] << ")";
+      ASSERT_LE(ulp_error_f32(got[i], ref), max_ulps(fn.id)) << fn.name << "(" << std::hexfloat << x[i] << ")";
     }
   }
 }

@@ -769,7 +769,12 @@ std::unique_ptr<compiler::GraphReplay> make_tape_graph(const compiler::Tape& tap
       return none("input " + std::to_string(i) + " is on " + d.str() + ", not on " + device->str());
   }
   std::string why;
-  std::optional<compiler::HostSplit> split = compiler::split_host_prologue(tape, *device, why);
+  std::optional<compiler::HostSplit> split;
+  try {
+    split = compiler::split_host_prologue(tape, *device, why);
+  } catch (const Error& e) {  // the split's tape failed its check: replay plainly, never fail the trace
+    return none(std::string("the host prologue could not be split off: ") + e.what());
+  }
   if (!split) return none(why);
   if (split->host_steps.empty()) split.reset();  // the tape is its own device part
   else if (split->device.steps.size() < 2) return none("the tape runs one step on " + device->str());

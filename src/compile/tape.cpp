@@ -256,7 +256,6 @@ std::optional<HostSplit> split_host_prologue(const Tape& tape, Device device, st
     return "step " + std::to_string(i) + " (" + prim_name(tape.steps[i].prim.kind) + ")";
   };
   HostSplit split;
-  std::vector<char> upload(nv, 0);
   for (size_t i = 0; i < tape.steps.size(); ++i) {
     const Step& s = tape.steps[i];
     if (s.device.type == Device::Type::Cpu) {
@@ -274,7 +273,6 @@ std::optional<HostSplit> split_host_prologue(const Tape& tape, Device device, st
       return std::nullopt;
     }
     if (s.prim.kind == PrimKind::Copy && host[static_cast<size_t>(s.inputs[0])]) {
-      upload[static_cast<size_t>(s.outputs[0])] = 1;
       split.uploads.push_back(s.outputs[0]);
       split.host_steps.push_back(i);
       continue;

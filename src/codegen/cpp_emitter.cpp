@@ -150,7 +150,7 @@ void emit_body(std::ostringstream& os, const FusedProgram& p, const char* indent
            << ", v" << in.operands[1] << ")";
         break;
       case InstrKind::Select:
-        os << "v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2];
+        os << "smelt::scalar::select(v" << in.operands[0] << ", v" << in.operands[1] << ", v" << in.operands[2] << ")";
         break;
       case InstrKind::Cast:
         os << "smelt::convert<" << cpp_type(in.dtype) << ", " << operand_type(0) << ">(v" << in.operands[0] << ")";
@@ -177,7 +177,9 @@ std::string row_expr(const FusedProgram& p, int i) {
       os << "smelt::scalar::" << scalar_fn_name(in.binary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ", v"
          << in.operands[1] << ")";
       break;
-    case InstrKind::Select: os << "v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2]; break;
+    case InstrKind::Select:
+      os << "smelt::scalar::select(v" << in.operands[0] << ", v" << in.operands[1] << ", v" << in.operands[2] << ")";
+      break;
     case InstrKind::Cast:
       os << "smelt::convert<" << cpp_type(in.dtype) << ", " << operand_type(0) << ">(v" << in.operands[0] << ")";
       break;

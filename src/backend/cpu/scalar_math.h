@@ -33,6 +33,7 @@
 #pragma once
 
 #ifndef __CUDACC_RTC__
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -86,6 +87,23 @@ inline T down(calc_t<T> x) {
   else return static_cast<T>(x);
 #else
   return static_cast<T>(x);
+#endif
+}
+
+/// c ? a : b for any element type (where / Select). On the host both operands are taken and
+/// combined through a bit mask: GCC neither if-converts a `?:` whose operands it must not
+/// evaluate both of, nor (under -ftrapping-math) one on floats, and a branch per element on data
+/// mispredicts half the time (4-5 ns an element). The same bits either way.
+template <class T>
+inline T select(bool c, T a, T b) {
+#ifdef __CUDACC_RTC__
+  return c ? a : b;
+#else
+  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+                               std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  static_assert(sizeof(T) == sizeof(U) && std::is_trivially_copyable_v<T>, "select: a plain element type");
+  const U m = static_cast<U>(U{0} - static_cast<U>(c));
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & static_cast<U>(~m))));
 #endif
 }
 

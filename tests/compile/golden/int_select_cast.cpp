@@ -20,7 +20,7 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
       const int32_t v5 = smelt::scalar::left_shift<int32_t>(v3, v4);
       const bool v6 = smelt::scalar::greater<int32_t>(v5, v1);
       const float v7 = smelt::convert<float, int32_t>(v5);
-      const float v9 = v6 ? v7 : v8;
+      const float v9 = smelt::scalar::select(v6, v7, v8);
       out0[i] = v5;
       out1[i] = v9;
     }
@@ -51,7 +51,7 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
       const int32_t v5 = smelt::scalar::left_shift<int32_t>(v3, v4);
       const bool v6 = smelt::scalar::greater<int32_t>(v5, v1);
       const float v7 = smelt::convert<float, int32_t>(v5);
-      const float v9 = v6 ? v7 : v8;
+      const float v9 = smelt::scalar::select(v6, v7, v8);
       out0[off[2] + j * s2] = v5;
       out1[off[3] + j * s3] = v9;
     }

@@ -5,16 +5,15 @@
 #include <bit>
 #include <limits>
 
+#include "src/backend/cpu/scalar_math.h"
+
 namespace smelt::cpu {
 
 namespace {
 
-/// c ? a : b through a bit mask: GCC 12 does not if-convert a select on a float comparison under
-/// -ftrapping-math (the default), and a `?:` on floats left these loops scalar (6 ns an element).
-[[gnu::always_inline]] inline float select(bool c, float a, float b) {
-  const uint32_t m = 0 - static_cast<uint32_t>(c);
-  return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
-}
+// Selects go through scalar::select's bit mask: GCC 12 does not if-convert a `?:` on a float
+// comparison under -ftrapping-math, and a `?:` left these loops scalar (6 ns an element).
+using scalar::select;
 
 [[gnu::always_inline]] inline float exp_body(float x) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: t + kMagic rounds t to an integer in its low bits

@@ -125,6 +125,40 @@ std::string cuda_expr(const FusedProgram& p, int i) {
   return b.str();
 }
 
+// Vectorized outputs that cast float32 to bfloat16 or float16 are converted two elements at a
+// time (the preamble's f2bf2/f2h2, the same bits as one at a time): the loop over a vector's
+// elements keeps the float32 values (h<o>[e]) and the words are filled after it. The per-element
+// cast then has no reader left and the compiler drops it.
+
+/// The float32 instruction output o casts to a 16-bit float, or -1.
+int paired_cast_operand(const FusedProgram& p, size_t o) {
+  const Instr& in = p.instrs[p.outputs[o]];
+  if (in.kind != InstrKind::Cast || in.per_row || (in.dtype != bfloat16 && in.dtype != float16)) return -1;
+  return p.instrs[in.operands[0]].dtype == float32 ? in.operands[0] : -1;
+}
+
+/// Before the loop over a vector of `width` elements: the float32 values of a paired output.
+std::string paired_cast_decl(const FusedProgram& p, size_t o, int width, const std::string& indent) {
+  if (width % 2 != 0 || paired_cast_operand(p, o) < 0) return "";
+  return indent + "float h" + std::to_string(o) + "[" + std::to_string(width) + "] = {};\n";
+}
+
+/// In the loop, element `e`: output o's value into its words `words` (or its float32 value).
+std::string paired_cast_pack(const FusedProgram& p, size_t o, int width, const std::string& words, const std::string& e,
+                             const std::string& indent) {
+  const int src = width % 2 == 0 ? paired_cast_operand(p, o) : -1;
+  if (src < 0) return indent + "pack(" + words + ", " + e + ", v" + std::to_string(p.outputs[o]) + ");\n";
+  return indent + "h" + std::to_string(o) + "[" + e + "] = v" + std::to_string(src) + ";\n";
+}
+
+/// After the loop: a paired output's words from its float32 values.
+std::string paired_cast_finish(const FusedProgram& p, size_t o, int width, const std::string& words, const std::string& indent) {
+  if (width % 2 != 0 || paired_cast_operand(p, o) < 0) return "";
+  const std::string h = "h" + std::to_string(o);
+  return indent + "#pragma unroll\n" + indent + "for (int q = 0; q < " + std::to_string(width / 2) + "; ++q) " + words +
+         "[q] = " + (p.output_dtype(o) == bfloat16 ? "f2bf2(" : "f2h2(") + h + "[2 * q], " + h + "[2 * q + 1]);\n";
+}
+
 }  // namespace
 
 const char* cuda_vector_moves_source() {
@@ -407,11 +441,13 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
        << "      if (whole && b + " << ve << " <= n) {\n"
        << vector_loads(ks, ve, "b", "        ");
     for (int o : element_outputs) os << "        u32 o" << o << "[" << words_for(p.output_dtype(o), ve) << "] = {};\n";
+    for (int o : element_outputs) os << paired_cast_decl(p, o, ve, "        ");
     os << "        #pragma unroll\n"
           "        for (int e = 0; e < " << ve << "; ++e) {\n"
        << pass_body(loop, "          ", true);
-    for (int o : element_outputs) os << "          pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
+    for (int o : element_outputs) os << paired_cast_pack(p, o, ve, "o" + std::to_string(o), "e", "          ");
     os << "        }\n";
+    for (int o : element_outputs) os << paired_cast_finish(p, o, ve, "o" + std::to_string(o), "        ");
     for (int o : element_outputs)
       os << "        vstore<" << cuda_type_name(p.output_dtype(o)) << ", " << ve << ">(y" << o << " + r * n + b, o" << o << ");\n";
     os << "      } else {\n"
@@ -572,13 +608,17 @@ struct RegisterRows {
         const std::string w = "e" + std::to_string(k);
         os << I << "  u32 " << w << "[" << words_for(p.input_dtypes[k], regs.vec) << "];\n" << epilogue_load(k, w, I + "  ");
       }
-      for (int o : element_outputs) os << I << "  u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
+      for (int o : element_outputs) {
+        os << I << "  u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
+        os << paired_cast_decl(p, o, regs.vec, I + "  ");
+      }
       os << I << "  #pragma unroll\n"
          << I << "  for (int e = 0; e < V; ++e) {\n";
       if (!whole) os << I << "    if (b + e >= m) " << (kept ? "continue" : "break") << ";\n";
       os << pass_body(loop, I + "    ");
-      for (int o : element_outputs) os << I << "    pack(o" << o << ", e, v" << p.outputs[o] << ");\n";
+      for (int o : element_outputs) os << paired_cast_pack(p, o, regs.vec, "o" + std::to_string(o), "e", I + "    ");
       os << I << "  }\n";
+      for (int o : element_outputs) os << paired_cast_finish(p, o, regs.vec, "o" + std::to_string(o), I + "  ");
       for (int o : element_outputs) {
         const char* t = cuda_type_name(p.output_dtype(o));
         const std::string y = "y" + std::to_string(o), w = "o" + std::to_string(o);
@@ -809,7 +849,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     if (p.instrs[i].kind == InstrKind::Constant)
       os << "  const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
   // The program's lines for one element: inputs read as in<k>, outputs assigned through
-  // `store(o, value)`, which the layouts define.
+  // `store(o, value)`, which the layouts define (none without it).
   auto body = [&](const std::string& indent, const std::function<std::string(size_t, const std::string&)>& store) {
     std::ostringstream b;
     for (size_t i = 0; i < p.instrs.size(); ++i) {
@@ -819,7 +859,8 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
       b << indent << "const " << cuda_type_name(in.dtype) << " v" << i << " = "
         << (in.kind == InstrKind::Input ? "in" + std::to_string(in.index) : cuda_expr(p, static_cast<int>(i))) << ";\n";
     }
-    for (size_t o = 0; o < nout; ++o) b << indent << store(o, "v" + std::to_string(p.outputs[o])) << ";\n";
+    if (store)
+      for (size_t o = 0; o < nout; ++o) b << indent << store(o, "v" + std::to_string(p.outputs[o])) << ";\n";
     return b.str();
   };
   auto store_direct = [](size_t o, const std::string& v) { return "y" + std::to_string(o) + "[i] = " + v; };
@@ -864,14 +905,19 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     os << "  } else {\n    #pragma unroll\n    for (int j = 0; j < " << w << "; ++j) {\n      if (base + j >= a.n) break;\n";
     for (size_t i = 0; i < nin; ++i)
       if (!scalar(i)) os << "      pack(w" << i << ", j, x" << i << "[" << at(i, "base + j") << "]);\n";
-    os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < " << w << "; ++j) {\n";
+    os << "    }\n  }\n";
+    for (size_t o = 0; o < nout; ++o) os << paired_cast_decl(p, o, w, "  ");
+    os << "  #pragma unroll\n  for (int j = 0; j < " << w << "; ++j) {\n";
     for (size_t i = 0; i < nin; ++i) {
       const char* t = cuda_type_name(p.input_dtypes[i]);
       if (scalar(i)) os << "    const " << t << " in" << i << " = s" << i << ";\n";
       else os << "    const " << t << " in" << i << " = unpack<" << t << ">(w" << i << ", j);\n";
     }
-    os << body("    ", [](size_t o, const std::string& v) { return "pack(r" + std::to_string(o) + ", j, " + v + ")"; })
-       << "  }\n  if (whole) {\n";
+    os << body("    ", nullptr);
+    for (size_t o = 0; o < nout; ++o) os << paired_cast_pack(p, o, w, "r" + std::to_string(o), "j", "    ");
+    os << "  }\n";
+    for (size_t o = 0; o < nout; ++o) os << paired_cast_finish(p, o, w, "r" + std::to_string(o), "  ");
+    os << "  if (whole) {\n";
     for (size_t o = 0; o < nout; ++o)
       os << "    #pragma unroll\n    for (int q = 0; q < " << words(p.output_dtype(o)) / 4 << "; ++q)\n"
          << "      ((uint4*)(y" << o << " + base))[q] = make_uint4(r" << o << "[4 * q], r" << o << "[4 * q + 1], r" << o

@@ -131,6 +131,30 @@ __device__ inline u16 f2bf(float f) {
   return (u16)(x >> 16);
 #endif
 }
+// Two floats to the words of a 16-bit float pair, `lo` in the low half (pack's layout): one
+// cvt.rn.{bf16,f16}x2.f32 for both where f2bf/f2h take a conversion and a NaN select each (the
+// select's integer work bound bfloat16 norms such as W4). A pair holding a NaN goes through
+// f2bf/f2h, out of line, so the common path keeps no select: the same bits either way.
+__device__ __noinline__ u32 f2bf2_slow(float lo, float hi) { return (u32)f2bf(lo) | (u32)f2bf(hi) << 16; }
+__device__ __noinline__ u32 f2h2_slow(float lo, float hi) { return (u32)f2h(lo) | (u32)f2h(hi) << 16; }
+__device__ inline u32 f2bf2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  if (lo != lo || hi != hi) return f2bf2_slow(lo, hi);
+  u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return f2bf2_slow(lo, hi);
+#endif
+}
+__device__ inline u32 f2h2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  if (lo != lo || hi != hi) return f2h2_slow(lo, hi);
+  u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return f2h2_slow(lo, hi);
+#endif
+}
 // A double rounded once to a 16-bit float (not through float): scale by the target's spacing.
 __device__ inline u16 d2small(double d, double min_normal, int mant_bits, bool half) {
   if (d != d || fabs(d) == d_inf() || d == 0.0) return half ? f2h((float)d) : f2bf((float)d);

@@ -47,9 +47,9 @@ const char* kRedArgsSource =
 constexpr unsigned kBlock = 256;
 
 /// Source of the final store: R::finish(acc), then Mean's division by the count.
-std::string store_expr(bool mean, const std::string& out_t) {
-  if (!mean) return "R::finish(acc)";
-  return "smelt::scalar::divide<" + out_t + ">(R::finish(acc), cvt<" + out_t + ", double>((double)a.divisor))";
+std::string store_expr(bool mean, const std::string& out_t, const std::string& acc = "acc") {
+  if (!mean) return "R::finish(" + acc + ")";
+  return "smelt::scalar::divide<" + out_t + ">(R::finish(" + acc + "), cvt<" + out_t + ", double>((double)a.divisor))";
 }
 
 /// Mirrors the device struct RowRedArgs.
@@ -87,7 +87,7 @@ const char* kColRedArgsSource =
 /// The columns plan's kernel: input [outer, m, inner] row-major, m reduced. Block x covers
 /// 256 * vec neighbouring inner positions (coalesced), y the outer index and the group of m; each
 /// thread combines the rows of the group in order for `vec` neighbouring columns (one vector load
-/// per row when vec > 1: inner a multiple of vec, the input 16-byte aligned), four rows' loads in
+/// per row when vec > 1: inner a multiple of vec, the input 16-byte aligned), eight rows' loads in
 /// flight at a time. Each column's order is the same for every vec.
 std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial, int vec) {
   const std::string in_t = device_type(in), out_t = device_type(out), v = std::to_string(vec);
@@ -113,12 +113,12 @@ std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial
        "  #pragma unroll\n"
        "  for (int e = 0; e < " + v + "; ++e) av[e] = R::init();\n"
        "  i64 q = lo;\n"
-       "  for (; q + 4 <= hi; q += 4) {\n"
-       "    u32 w[4][" + words + "];\n"
+       "  for (; q + 8 <= hi; q += 8) {\n"
+       "    u32 w[8][" + words + "];\n"
        "    #pragma unroll\n"
-       "    for (int u = 0; u < 4; ++u) " + load("w[u]", "q + u") + "\n"
+       "    for (int u = 0; u < 8; ++u) " + load("w[u]", "q + u") + "\n"
        "    #pragma unroll\n"
-       "    for (int u = 0; u < 4; ++u)\n"
+       "    for (int u = 0; u < 8; ++u)\n"
        "      #pragma unroll\n"
        "      for (int e = 0; e < " + v + "; ++e) av[e] = R::step(av[e], R::load(unpack<" + in_t + ">(w[u], e)));\n"
        "  }\n"
@@ -165,11 +165,14 @@ void reduce_columns(const ReduceParams& p, const Array& in, Array& out, int64_t 
   args.m = m;
   args.inner = inner;
   args.divisor = std::max<int64_t>(m - p.ddof, 0);
-  // The groups (so each column's order) come from the shapes alone, as for one column a thread;
-  // a thread then takes 16 bytes of neighbouring columns when they allow vector loads.
-  const int64_t tiles = (inner + 255) / 256, blocks = outer * tiles;
+  // The groups (so each column's order) come from the shapes and the dtype alone, counting the
+  // blocks as if a thread took 16 bytes of neighbouring columns (it does when they allow vector
+  // loads): enough blocks, each thread with at least 128 rows (64 measured slower on the H200:
+  // sum over axis 0 of [16384, 4096] 81.9 -> 92.6 us in float32).
+  const int64_t span = 256 * static_cast<int64_t>(16 / size_of(dt));
+  const int64_t tiles = (inner + span - 1) / span, blocks = outer * tiles;
   int64_t groups = 1;
-  if (blocks < 2048) groups = std::clamp<int64_t>(2048 / blocks, 1, std::max<int64_t>(1, m / 64));
+  if (blocks < 2048) groups = std::clamp<int64_t>(2048 / blocks, 1, std::max<int64_t>(1, m / 128));
   args.chunk = (m + groups - 1) / groups;
   args.groups = (m + args.chunk - 1) / args.chunk;
   int vec = static_cast<int>(16 / size_of(dt));
@@ -265,6 +268,63 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
   return b;
 }
 
+/// The rows plan's kernel for rows of 256 or 512 threads (gpu_row_order) that are not split,
+/// run by one warp a row: lane t holds the accumulators of the order's threads t, t + 32, ...
+/// (`warps` of them, one per warp of the order's block), combines into each the same vectors in
+/// the same order, and replays row_tree: each accumulator through the warp's shuffles, then
+/// the warp results at distances warps / 2, ..., 1. So the same bits as reduce_rows_source, without
+/// a block's barriers and with `warps` vectors of a lane in flight (a block per row of 8 KiB
+/// left the loads too few to cover the memory latency).
+std::string reduce_rows_warp_source(ReduceOp op, Dtype in, Dtype out, int warps) {
+  const std::string in_t = device_type(in), out_t = device_type(out), W = std::to_string(warps);
+  const std::string vec = std::to_string(codegen::gpu_row_vector(in));
+  const std::string words = std::to_string((codegen::gpu_row_vector(in) * size_of(in) + 3) / 4);
+  std::string b = std::string(kRowRedArgsSource) + codegen::gpu_row_order_source() + codegen::cuda_word_helpers_source() +
+                  codegen::cuda_vector_moves_source() + "typedef " + codegen::gpu_red_type(op, in) +
+                  " R;\ntypedef R::Acc Acc;\n";
+  b += "extern \"C\" __global__ void __launch_bounds__(256) k(RowRedArgs a) {\n"
+       "  const int t = threadIdx.x & 31;\n"
+       "  const i64 r = bid() * (blockDim.x / 32) + threadIdx.x / 32;\n"
+       "  if (r >= a.rows) return;\n"
+       "  const " + in_t + "* x = (const " + in_t + "*)a.in + r * a.n;\n"
+       "  const i64 hi = a.n;\n"
+       "  const bool aligned = ((u64)x & 15) == 0;\n"
+       "  Acc acc[" + W + "];\n"
+       "  #pragma unroll\n"
+       "  for (int k = 0; k < " + W + "; ++k) acc[k] = R::init();\n"
+       // Step b: vector k of it is the one thread t + 32 k of the order's block takes then.
+       "  for (i64 b = (i64)t * " + vec + "; b < hi; b += (i64)" + W + " * 32 * " + vec + ") {\n"
+       "    u32 w[" + W + "][" + words + "];\n"
+       "    #pragma unroll\n"
+       "    for (int k = 0; k < " + W + "; ++k)\n"
+       "      if (aligned && b + (i64)k * 32 * " + vec + " + " + vec + " <= hi)\n"
+       "        vload<" + in_t + ", " + vec + ">(w[k], x + b + (i64)k * 32 * " + vec + ");\n"
+       "    #pragma unroll\n"
+       "    for (int k = 0; k < " + W + "; ++k) {\n"
+       "      const i64 v = b + (i64)k * 32 * " + vec + ";\n"
+       "      if (v >= hi) break;\n"
+       "      if (aligned && v + " + vec + " <= hi) {\n"
+       "        #pragma unroll\n"
+       "        for (int e = 0; e < " + vec + "; ++e) acc[k] = R::step(acc[k], R::load(unpack<" + in_t + ">(w[k], e)));\n"
+       "      } else {\n"
+       "        for (i64 j = v; j < min(v + " + vec + ", hi); ++j) acc[k] = R::step(acc[k], R::load(x[j]));\n"
+       "      }\n"
+       "    }\n"
+       "  }\n"
+       "  #pragma unroll\n"
+       "  for (int off = 16; off > 0; off >>= 1)\n"
+       "    #pragma unroll\n"
+       "    for (int k = 0; k < " + W + "; ++k) acc[k] = R::step(acc[k], shfl_dn(acc[k], off));\n"
+       "  if (t != 0) return;\n"
+       "  #pragma unroll\n"
+       "  for (int off = " + W + " / 2; off > 0; off >>= 1)\n"
+       "    #pragma unroll\n"
+       "    for (int k = 0; k < off; ++k) acc[k] = R::step(acc[k], acc[k + off]);\n"
+       "  const Acc acc0 = acc[0];\n"
+       "  ((" + out_t + "*)a.out)[r] = " + store_expr(op == ReduceOp::Mean, out_t, "acc0") + ";\n}\n";
+  return b;
+}
+
 /// The second kernel of a split row: each row's chunk results combined in order.
 std::string reduce_rows_combine_source(ReduceOp op, Dtype in, Dtype out) {
   const std::string out_t = device_type(out);
@@ -283,7 +343,8 @@ size_t ReduceKernelParams::hash() const {
   h = codegen::hash_mix(h, static_cast<size_t>(in));
   h = codegen::hash_mix(h, static_cast<size_t>(out));
   h = codegen::hash_mix(h, partial ? 1 : 0);
-  return codegen::hash_mix(h, static_cast<size_t>(vec));
+  h = codegen::hash_mix(h, static_cast<size_t>(vec));
+  return codegen::hash_mix(h, static_cast<size_t>(warps));
 }
 
 std::string ReduceKernelParams::name() const {
@@ -291,12 +352,14 @@ std::string ReduceKernelParams::name() const {
   const bool combine = plan == Plan::RowsCombine || plan == Plan::ColumnsCombine;
   return std::string(columns ? "reduce_cols|" : "reduce_rows|") + reduce_op_name(op) + "|" + dtype_name(in) + "|" +
          dtype_name(out) + (partial ? "|split" : "") + (columns && !combine ? "|v" + std::to_string(vec) : "") +
+         (plan == Plan::RowsWarp ? "|warp" + std::to_string(warps) : "") +
          (combine ? "|combine" : "");
 }
 
 std::string ReduceKernelParams::source() const {
   switch (plan) {
     case Plan::Rows: return reduce_rows_source(op, in, out, partial);
+    case Plan::RowsWarp: return reduce_rows_warp_source(op, in, out, warps);
     case Plan::RowsCombine: return reduce_rows_combine_source(op, in, out);
     case Plan::Columns: return reduce_columns_source(op, in, out, partial, vec);
     case Plan::ColumnsCombine: return reduce_columns_combine_source(op, in, out);
@@ -327,6 +390,13 @@ void reduce_rows(const ReduceParams& p, const Array& in, Array& out, int64_t row
     args.partial = reinterpret_cast<uint64_t>(partial->ptr);
   }
   using Plan = ReduceKernelParams::Plan;
+  if (!split && order.threads > 32 && rows >= 1024) {
+    // A warp replays the row's block (the same bits): 8 rows a block of 256. With fewer rows
+    // than about a warp an SM slot, the block of a row keeps more of the GPU busy.
+    const int warps = static_cast<int>(order.threads / 32);
+    const Kernel fn = get_kernel(s.index, ReduceKernelParams{Plan::RowsWarp, p.op, dt, out.dtype(), false, 1, warps}, what);
+    return launch(s, fn, blocks_for(rows, 256 / 32), 256, &args, what);
+  }
   const Kernel fn = get_kernel(s.index, ReduceKernelParams{Plan::Rows, p.op, dt, out.dtype(), split}, what);
   const uint64_t grid = order.threads == 32 ? blocks_for(rows, 256 / 32) : static_cast<uint64_t>(rows * order.groups);
   launch(s, fn, grid, order.threads == 32 ? 256 : static_cast<unsigned>(order.threads), &args, what);

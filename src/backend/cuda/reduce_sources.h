@@ -15,6 +15,10 @@ namespace smelt::cuda {
 std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial);
 /// The kernel combining a split row's chunk accumulators in order.
 std::string reduce_rows_combine_source(ReduceOp op, Dtype in, Dtype out);
+/// The same order as reduce_rows_source's for rows of 32 * `warps` threads (8 or 16) that are
+/// not split, run by one warp a row (blocks of 256: 8 rows) which replays the block's threads
+/// and tree: the same bits, without barriers and with more loads in flight.
+std::string reduce_rows_warp_source(ReduceOp op, Dtype in, Dtype out, int warps);
 
 /// The columns plan's kernel (input [outer, m, inner] row-major, m reduced; with `partial`,
 /// per-group accumulators; each thread takes `vec` neighbouring columns, moved as one vector per
@@ -26,12 +30,13 @@ std::string reduce_columns_combine_source(ReduceOp op, Dtype in, Dtype out);
 /// One kernel of the rows or columns plan: source() is the generator above for `plan` called
 /// with these fields; cuda::get_kernel keys it by the whole struct (codegen/kernel_params.h).
 struct ReduceKernelParams {
-  enum class Plan : uint8_t { Rows, RowsCombine, Columns, ColumnsCombine };
+  enum class Plan : uint8_t { Rows, RowsWarp, RowsCombine, Columns, ColumnsCombine };
   Plan plan;
   ReduceOp op;
   Dtype in, out;
   bool partial = false;  // Rows and Columns: per-chunk accumulators for the combining kernel
   int vec = 1;           // Columns: neighbouring columns per thread
+  int warps = 0;         // RowsWarp: the warps of the order's block a warp replays
 
   bool operator==(const ReduceKernelParams&) const = default;
   size_t hash() const;

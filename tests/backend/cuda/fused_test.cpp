@@ -1,5 +1,7 @@
 // Fused CUDA kernels (compile on GPU inputs): compiled results equal the unfused GPU kernels bit
 // for bit, on random inputs with NaN and ±inf, broadcast and non-contiguous inputs, several dtypes.
+#include <bit>
+
 #include "smelt/compile.h"
 #include "smelt/telemetry.h"
 #include "tests/backend/cuda/cuda_test_utils.h"
@@ -90,6 +92,44 @@ TEST(CudaFused, VectorizedLayoutEveryDtypeTailsAndMisalignedViews) {
       }
     }
   }
+}
+
+// Outputs that cast float32 to bfloat16 or float16 convert two elements at a time (f2bf2/f2h2),
+// with NaN pairs through the one-at-a-time path: the exact bits of the unfused cast kernel,
+// NaN payloads and signs included (compared as bytes: same_as_cpu lets any NaN match any NaN).
+// The values pass a select, which moves bits, so the payloads reach the cast; ties to even,
+// subnormals, overflow and the float16 limits are among them, in both halves of a pair.
+TEST(CudaFused, PairedHalfCastsKeepEveryBit) {
+  SMELT_REQUIRE_GPU();
+  const std::vector<uint32_t> special = {0x7fc00001u, 0xffc12345u, 0x7f800001u, 0xff812345u, 0x7f800000u, 0xff800000u,
+                                         0x3f808000u, 0x3f818000u, 0x3f808001u, 0x00000001u, 0x80012345u, 0x477ff000u,
+                                         0x477fefffu, 0x387fc000u, 0x33000000u, 0x33000001u, 0x7f7fffffu, 0x80000000u};
+  const int64_t n = 4099;
+  auto noise = random_values(static_cast<size_t>(n), -70000.0, 70000.0, 241);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = i % 3 == 0 ? std::bit_cast<float>(special[(i / 3) % special.size()]) : static_cast<float>(noise[i]);
+  v[1] = std::bit_cast<float>(0x7fc0beefu);  // a NaN in the high half of the first pair only
+  auto fn = [](const Array& x, const Array& y) {
+    Array s = where(greater(y, 0.0f), x, y);
+    return std::make_tuple(astype(s, bfloat16), astype(s, float16));
+  };
+  auto f = compile(fn, strict(), "cuda_paired_casts");
+  Array x = on_gpu(Array(v, {n})), y = on_gpu(ones({n}, float32));
+  for (int64_t offset : {0, 1}) {  // vectors, then the element-by-element layout of a misaligned view
+    SCOPED_TRACE(offset);
+    Array xs = slice(x, {offset}, {n}), ys = slice(y, {offset}, {n});
+    auto [b, h] = f(xs, ys);
+    auto [eb, eh] = fn(xs, ys);
+    EXPECT_EQ(raw_bytes(on_cpu(b)), raw_bytes(on_cpu(eb)));
+    EXPECT_EQ(raw_bytes(on_cpu(h)), raw_bytes(on_cpu(eh)));
+  }
+  // A row kernel's epilogue (RMSNorm of bfloat16 rows, the last with NaN and infinities), as bytes.
+  auto rms = [](const Array& a, const Array& w) { return rms_norm(a, w, 1e-6); };
+  auto frms = compile(rms, strict(), "cuda_paired_rms");
+  Array a = on_gpu(concatenate({random_array({63, 4096}, bfloat16, -3, 3, 242), special_array({1, 4096}, bfloat16, -3, 3, 244)}));
+  Array w = on_gpu(random_array({4096}, bfloat16, 0.5, 2, 243));
+  EXPECT_EQ(raw_bytes(on_cpu(frms(a, w))), raw_bytes(on_cpu(rms(a, w))));
 }
 
 // A bias over rows ('r': element i % n) and a per-row value over columns ('q': element i / n) are

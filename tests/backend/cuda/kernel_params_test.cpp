@@ -141,6 +141,13 @@ TEST(CudaKernelParams, ReduceKernelsDifferInEveryField) {
   EXPECT_EQ(copy.hash(), base.hash());
   EXPECT_EQ(copy.name(), "reduce_cols|sum|float32|float32|split|v4");
   EXPECT_EQ(copy.source(), base.source());
+  // The warp replay of a row's block: its warps are in the key, the name and the source.
+  const cuda::ReduceKernelParams w8{Plan::RowsWarp, ReduceOp::Sum, bfloat16, bfloat16, false, 1, 8};
+  const cuda::ReduceKernelParams w16{Plan::RowsWarp, ReduceOp::Sum, bfloat16, bfloat16, false, 1, 16};
+  EXPECT_FALSE(w8 == w16);
+  EXPECT_NE(w8.hash(), w16.hash());
+  EXPECT_EQ(w8.name(), "reduce_rows|sum|bfloat16|bfloat16|warp8");
+  EXPECT_NE(w8.source(), w16.source());
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif

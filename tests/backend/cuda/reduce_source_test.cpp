@@ -61,6 +61,8 @@ TEST(CudaReduceSource, RowPlanKernelsCompileForEveryOperatorAndDtype) {
       const std::string what = std::string(reduce_op_name(op)) + " " + dtype_name(dt);
       expect_compiles(cuda::reduce_rows_source(op, dt, out, false), what);
       expect_compiles(cuda::reduce_rows_source(op, dt, out, true) , what + " split");
+      expect_compiles(cuda::reduce_rows_warp_source(op, dt, out, 8), what + " warp replay of 8");
+      expect_compiles(cuda::reduce_rows_warp_source(op, dt, out, 16), what + " warp replay of 16");
       expect_compiles(cuda::reduce_rows_combine_source(op, dt, out), what + " combine");
       expect_compiles(cuda::reduce_columns_source(op, dt, out, false), what + " columns");
       expect_compiles(cuda::reduce_columns_source(op, dt, out, true), what + " columns split");

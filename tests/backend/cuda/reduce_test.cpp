@@ -104,6 +104,36 @@ TEST(CudaReduce, LongReductionsAndManyOutputs) {
   EXPECT_TRUE(same_as_cpu(var(on_gpu(z), {1}), var(z, {1}), 64));
 }
 
+/// Rows of 2048 to 16383 elements take a block of 256 threads in the row order, longer ones 512;
+/// with 1024 rows or more one warp replays each row's block. The replay gives the block's bits:
+/// compared with the same rows reduced 550 at a time (the block kernel), for row lengths that
+/// leave rows unaligned (3001 two-byte elements) or a partial last vector.
+TEST(CudaReduce, WarpReplayOfLongRowsGivesTheBlockBits) {
+  SMELT_REQUIRE_GPU();
+  struct Case {
+    Dtype dt;
+    int64_t n;
+  };
+  for (const Case& c : {Case{float32, 3001}, Case{bfloat16, 3001}, Case{float16, 4096}, Case{float64, 2500},
+                        Case{int32, 5000}, Case{float32, 20000}, Case{bfloat16, 16384}}) {
+    const int64_t rows = 1100;
+    Array x = astype(random_array({rows, c.n}, float32, -2, 2, 81), c.dt);
+    Array xs = special_array({rows, c.n}, c.dt, -2, 2, 82);  // NaN and infinities for max/min
+    for (auto& r : reduce_cases()) {
+      const std::string op = r.name;
+      if (op == "prod" || op == "all" || op == "any") continue;
+      SCOPED_TRACE(op + " " + dtype_name(c.dt) + " n " + std::to_string(c.n));
+      const Array& in = op == "sum" || op == "mean" ? x : xs;
+      Array g = on_gpu(in);
+      Array whole = r.fn(g, {1});
+      Array halves = concatenate({r.fn(slice(g, {0, 0}, {550, c.n}), {1}), r.fn(slice(g, {550, 0}, {rows, c.n}), {1})});
+      EXPECT_TRUE(same_as_cpu(whole, on_cpu(halves)));
+      Array expected = r.fn(in, {1});
+      EXPECT_TRUE(reduce_matches(op, whole, expected, in, {1}));
+    }
+  }
+}
+
 TEST(CudaReduce, EmptyAndNaN) {
   SMELT_REQUIRE_GPU();
   Array e = zeros({3, 0}, float32);

@@ -198,6 +198,7 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
       u32 e1[4];
       vload<float, V>(e1, x1 + b);
       u32 o0[2] = {};
+      float h0[4] = {};
       #pragma unroll
       for (int e = 0; e < V; ++e) {
         const bf16 v0 = unpack<bf16>(w0[u], e);
@@ -206,8 +207,10 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
         const float v8 = unpack<float>(e1, e);
         const float v9 = smelt::scalar::multiply<float>(v7, v8);
         const bf16 v10 = cvt<bf16, float>(v9);
-        pack(o0, e, v10);
+        h0[e] = v9;
       }
+      #pragma unroll
+      for (int q = 0; q < 2; ++q) o0[q] = f2bf2(h0[2 * q], h0[2 * q + 1]);
       vstore<bf16, V>(y0 + b, o0);
     }
   }

@@ -180,6 +180,7 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
         if (b + e < m) pack(e1, e, x1[f1 ? b + e : roff(a, 1, b + e)]);
     }
     u32 o0[2] = {};
+    float h0[4] = {};
     #pragma unroll
     for (int e = 0; e < V; ++e) {
       if (b + e >= m) break;
@@ -189,8 +190,10 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
       const float v8 = unpack<float>(e1, e);
       const float v9 = smelt::scalar::multiply<float>(v7, v8);
       const bf16 v10 = cvt<bf16, float>(v9);
-      pack(o0, e, v10);
+      h0[e] = v9;
     }
+    #pragma unroll
+    for (int q = 0; q < 2; ++q) o0[q] = f2bf2(h0[2 * q], h0[2 * q + 1]);
     if (b + V <= m && ((u64)(y0 + b) % (V * sizeof(bf16))) == 0) vstore<bf16, V>(y0 + b, o0);
     else {
       #pragma unroll

@@ -215,6 +215,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
         u32 w1[8];
         vload<float, 8>(w1, q1 + b);
         u32 o0[4] = {};
+        float h0[8] = {};
         #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const bf16 v0 = unpack<bf16>(w0, e);
@@ -223,8 +224,10 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
           const float v8 = unpack<float>(w1, e);
           const float v9 = smelt::scalar::multiply<float>(v7, v8);
           const bf16 v10 = cvt<bf16, float>(v9);
-          pack(o0, e, v10);
+          h0[e] = v9;
         }
+        #pragma unroll
+        for (int q = 0; q < 4; ++q) o0[q] = f2bf2(h0[2 * q], h0[2 * q + 1]);
         vstore<bf16, 8>(y0 + r * n + b, o0);
       } else {
         for (i64 j = b, je = min(b + 8, n); j < je; ++j) {

@@ -20,10 +20,12 @@ else
 fi
 
 # The build without oneDNN (-DSMELT_DNNL=OFF: smelt's own convolution and GEMM kernels) must keep
-# configuring and compiling: its only difference is src/backend/cpu/dnnl.cpp's stand-ins, built here
-# (the whole OFF build takes as long as the main one).
+# configuring and compiling: its only differences are src/backend/cpu/dnnl.cpp's stand-ins and
+# the thread pool's own workers (src/core/thread_pool.cpp; with oneDNN it runs on OpenMP's team),
+# built here (the whole OFF build takes as long as the main one; the GPU machine's build, which
+# has no oneDNN, runs the tests on that pool).
 cmake -S . -B build/nodnnl -G Ninja -DCMAKE_BUILD_TYPE=Release -DSMELT_DNNL=OFF -DSMELT_CUDA=OFF >/dev/null
-cmake --build build/nodnnl --target CMakeFiles/smelt.dir/src/backend/cpu/dnnl.cpp.o
+cmake --build build/nodnnl --target CMakeFiles/smelt.dir/src/backend/cpu/dnnl.cpp.o CMakeFiles/smelt.dir/src/core/thread_pool.cpp.o
 
 # smelt as a package (issue #11): the built tree installed into a temporary prefix, and
 # examples/consumer built and run against it (find_package, pkg-config) and with the source tree

@@ -13,6 +13,7 @@
 #include "src/backend/cpu/gemm.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
+#include "src/backend/cpu/scalar_math.h"
 #include "src/core/dispatch.h"
 
 namespace smelt::cpu {
@@ -517,7 +518,7 @@ void pool_max_inside(const T* x, T* y, const Geom& g) {
         for (const int64_t off : offsets) {
           const C v = static_cast<C>(xw[off]);
           if constexpr (std::is_floating_point_v<C>)
-            a = ((v > a) | (v != v)) ? v : a;  // NaN wins and stays
+            a = scalar::select((v > a) | (v != v), v, a);  // NaN wins and stays; a mask, not a branch on data
           else
             a = v > a ? v : a;
         }

@@ -138,19 +138,21 @@ TEST(Pool, MaxOfInnerWindowsKeepsTheGeneralLoopsBits) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), want[i]) << "output " << i;
   // Against the general loop (column stride 1 over rows longer than 8): the stride-2 outputs are
-  // every second output of the stride-1 pooling, bit for bit, NaNs and signed zeros included.
-  for (Dtype d : {float32, float64, float16, int32, uint8}) {
-    SCOPED_TRACE(dtype_name(d));
-    const bool u = is_unsigned_integral(d);
-    std::vector<float> v = random_array({2, 3, 6, 21}, float32, u ? 0 : -4, 4, 21).to_vector<float>();
-    if (is_floating(d))
-      for (size_t i = 0; i < v.size(); i += 7) v[i] = i % 3 == 0 ? (i % 2 ? nan1 : nan2) : (i % 2 ? -0.0f : 0.0f);
-    const Array xs = astype(Array(v, {2, 3, 6, 21}), d);
-    const Array fast = max_pool(xs, pool_opts({2, 3}, {2, 2}));
-    const Array general = max_pool(xs, pool_opts({2, 3}, {2, 1}));
-    ASSERT_EQ(general.shape(), (Shape{2, 3, 3, 19}));
-    EXPECT_TRUE(test::bit_equal(fast, slice(general, {0, 0, 0, 0}, {2, 3, 3, 19}, {1, 1, 1, 2})));
-  }
+  // every second output of the stride-1 pooling, bit for bit, NaNs and signed zeros included;
+  // rows of 10 outputs and of 75 (more than one tile of 64 outputs).
+  for (int64_t w : {21, 151})
+    for (Dtype d : {float32, float64, float16, int32, uint8}) {
+      SCOPED_TRACE(dtype_name(d) + std::string(" width ") + std::to_string(w));
+      const bool u = is_unsigned_integral(d);
+      std::vector<float> v = random_array({2, 3, 6, w}, float32, u ? 0 : -4, 4, 21).to_vector<float>();
+      if (is_floating(d))
+        for (size_t i = 0; i < v.size(); i += 7) v[i] = i % 3 == 0 ? (i % 2 ? nan1 : nan2) : (i % 2 ? -0.0f : 0.0f);
+      const Array xs = astype(Array(v, {2, 3, 6, w}), d);
+      const Array fast = max_pool(xs, pool_opts({2, 3}, {2, 2}));
+      const Array general = max_pool(xs, pool_opts({2, 3}, {2, 1}));
+      ASSERT_EQ(general.shape(), (Shape{2, 3, 3, w - 2}));
+      EXPECT_TRUE(test::bit_equal(fast, slice(general, {0, 0, 0, 0}, {2, 3, 3, w - 2}, {1, 1, 1, 2})));
+    }
 }
 
 TEST(Pool, NanAndInfinities) {

@@ -507,22 +507,31 @@ void pool_max_inside(const T* x, T* y, const Geom& g) {
       for (int64_t l = 0; l < KW; ++l) offsets.push_back((i * H + j) * W + l);
   const int64_t rows = g.batch * g.in_ch * OD * OH;
   const int64_t work = std::max<int64_t>(1, OW * g.k_size());
+  // A row's outputs go kTile at a time, window position by window position: the outputs are
+  // independent, so their compares overlap instead of forming one chain per output (each output
+  // still compares its positions in pool()'s order).
+  constexpr int64_t kTile = 64;
+  const int64_t SW = g.stride[2];
   parallel_for(rows, std::max<int64_t>(1, kGrain / work), [&](int64_t b, int64_t e) {
+    C acc[kTile];
     for (int64_t r = b; r < e; ++r) {
       const int64_t oh = r % OH, od = (r / OH) % OD, plane = r / (OH * OD);
       const T* xr = x + plane * g.in_size() + (od * g.stride[0] * H + oh * g.stride[1]) * W;
       T* dst = y + r * OW;
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        const T* xw = xr + ow * g.stride[2];
-        C a = init;
+      for (int64_t ow0 = 0; ow0 < OW; ow0 += kTile) {
+        const int64_t n = std::min(kTile, OW - ow0);
+        const T* xt = xr + ow0 * SW;
+        for (int64_t j = 0; j < n; ++j) acc[j] = init;
         for (const int64_t off : offsets) {
-          const C v = static_cast<C>(xw[off]);
-          if constexpr (std::is_floating_point_v<C>)
-            a = scalar::select((v > a) | (v != v), v, a);  // NaN wins and stays; a mask, not a branch on data
-          else
-            a = v > a ? v : a;
+          for (int64_t j = 0; j < n; ++j) {
+            const C v = static_cast<C>(xt[j * SW + off]);
+            if constexpr (std::is_floating_point_v<C>)
+              acc[j] = scalar::select((v > acc[j]) | (v != v), v, acc[j]);  // NaN wins and stays; a mask, not a branch
+            else
+              acc[j] = v > acc[j] ? v : acc[j];
+          }
         }
-        dst[ow] = convert<T, C>(a);
+        for (int64_t j = 0; j < n; ++j) dst[ow0 + j] = convert<T, C>(acc[j]);
       }
     }
   });

@@ -216,6 +216,17 @@ bool column_block(const Shape& shape, const std::vector<int>& axes, int64_t& out
 
 }  // namespace
 
+namespace {
+
+/// What both row kernels start with: their arguments, the row order's helpers, the word and
+/// vector moves, and R, the reduction of `op` over `in`.
+std::string row_kernel_head(ReduceOp op, Dtype in) {
+  return std::string(kRowRedArgsSource) + codegen::gpu_row_order_source() + codegen::cuda_word_helpers_source() +
+         codegen::cuda_vector_moves_source() + "typedef " + codegen::gpu_red_type(op, in) + " R;\ntypedef R::Acc Acc;\n";
+}
+
+}  // namespace
+
 /// The row kernel of the rows plan (see gpu_row_order.h for the order): each thread walks its
 /// vectors of the row four at a time (ROW_VECS_FOR), those whole and 16-byte aligned
 /// loaded together, a partial or unaligned one element by element; every vector's elements are
@@ -224,9 +235,7 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
   const std::string in_t = device_type(in), out_t = device_type(out);
   const std::string vec = std::to_string(codegen::gpu_row_vector(in));
   const std::string words = std::to_string((codegen::gpu_row_vector(in) * size_of(in) + 3) / 4);
-  std::string b = std::string(kRowRedArgsSource) + codegen::gpu_row_order_source() + codegen::cuda_word_helpers_source() +
-                  codegen::cuda_vector_moves_source() + "typedef " + codegen::gpu_red_type(op, in) +
-                  " R;\ntypedef R::Acc Acc;\n";
+  std::string b = row_kernel_head(op, in);
   // Launched with up to 512 threads (the order's long rows): at most 128 registers a thread.
   b += "extern \"C\" __global__ void __launch_bounds__(512) k(RowRedArgs a) {\n"
        "  __shared__ Acc sh[33];\n"
@@ -279,9 +288,7 @@ std::string reduce_rows_warp_source(ReduceOp op, Dtype in, Dtype out, int warps)
   const std::string in_t = device_type(in), out_t = device_type(out), W = std::to_string(warps);
   const std::string vec = std::to_string(codegen::gpu_row_vector(in));
   const std::string words = std::to_string((codegen::gpu_row_vector(in) * size_of(in) + 3) / 4);
-  std::string b = std::string(kRowRedArgsSource) + codegen::gpu_row_order_source() + codegen::cuda_word_helpers_source() +
-                  codegen::cuda_vector_moves_source() + "typedef " + codegen::gpu_red_type(op, in) +
-                  " R;\ntypedef R::Acc Acc;\n";
+  std::string b = row_kernel_head(op, in);
   b += "extern \"C\" __global__ void __launch_bounds__(256) k(RowRedArgs a) {\n"
        "  const int t = threadIdx.x & 31;\n"
        "  const i64 r = bid() * (blockDim.x / 32) + threadIdx.x / 32;\n"

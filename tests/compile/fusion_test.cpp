@@ -242,6 +242,32 @@ TEST(Fusion, NonContiguousInputs) {
   EXPECT_EQ(f.stats().traces, 1u);
 }
 
+// Short rows: a per-channel operand over the channel-blocked layout ([N, C/8, H, W, 8] with a
+// [C/8, 1, 1, 8] operand: rows of 8 after collapsing) goes through the strided path's loop over
+// whole rows, from chunk starts in the middle of a row and of an axis (every thread count from 1
+// to 7 cuts the elements differently), including carries over several axes; the bits are eager's.
+TEST(Fusion, ShortRowsOfABroadcastOperandLoopOverRows) {
+  Fn fn = [](const std::vector<Array>& in) { return std::vector<Array>{maximum(in[0] + in[1], 0.0f) * in[2]}; };
+  auto f = compile_flat(fn);
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{3, 5, 7, 9, 8}, {5, 1, 1, 8}}, {{2, 3, 1, 33, 8}, {3, 1, 1, 8}}, {{4, 6, 3}, {6, 1}}, {{5, 2, 3, 3}, {2, 3, 1}}};
+  const int threads = cpu_threads();
+  uint32_t seed = 90;
+  for (auto& [sx, sb] : shapes) {
+    std::vector<Array> in = {rand(sx, seed++), rand(sb, seed++), rand(sx, seed++)};
+    // More than one grain of work, so that the elements split over the threads.
+    Shape big = sx;
+    big[0] *= 600;
+    std::vector<Array> large = {rand(big, seed++), in[1], rand(big, seed++)};
+    for (int t = 1; t <= 7; ++t) {
+      set_cpu_threads(t);
+      expect_same(f, fn, in, shape_to_string(sx) + " threads " + std::to_string(t));
+      expect_same(f, fn, large, shape_to_string(big) + " threads " + std::to_string(t));
+    }
+  }
+  set_cpu_threads(threads);
+}
+
 // More axes than the generated kernels walk (16) after collapsing: a transposed rank-18 array.
 TEST(Fusion, HighRankTransposedInput) {
   Shape shape(18, 2);

@@ -39,6 +39,41 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
   const int last = ndim - 1;
   int64_t pos = begin;
   while (pos < end) {
+    if (ndim >= 2 && idx[last] == 0) {
+      int64_t rows = shape[last - 1] - idx[last - 1];
+      if (rows > (end - pos) / shape[last]) rows = (end - pos) / shape[last];
+      if (rows >= 2) {
+        const int64_t s0 = strides[0 * ndim + last], t0 = strides[0 * ndim + last - 1];
+        const int64_t s1 = strides[1 * ndim + last], t1 = strides[1 * ndim + last - 1];
+        const int64_t s2 = strides[2 * ndim + last], t2 = strides[2 * ndim + last - 1];
+        const int64_t s3 = strides[3 * ndim + last], t3 = strides[3 * ndim + last - 1];
+        for (int64_t r = 0; r < rows; ++r) {
+#pragma GCC ivdep
+          for (int64_t j = 0; j < shape[last]; ++j) {
+            const int64_t v0 = in0[off[0] + r * t0 + j * s0];
+            const uint64_t v1 = in1[off[1] + r * t1 + j * s1];
+            const int64_t v3 = smelt::scalar::subtract<int64_t>(v0, v2);
+            const uint64_t v5 = smelt::scalar::bitwise_xor<uint64_t>(v1, v4);
+            const double v6 = smelt::convert<double, int64_t>(v3);
+            const double v7 = smelt::convert<double, uint64_t>(v5);
+            const double v8 = smelt::scalar::divide<double>(v6, v7);
+            const double v10 = smelt::scalar::add<double>(v8, v9);
+            const smelt::bfloat16_t v11 = smelt::convert<smelt::bfloat16_t, double>(v10);
+            out0[off[2] + r * t2 + j * s2].bits = v11.bits;
+            out1[off[3] + r * t3 + j * s3] = v3;
+          }
+        }
+        pos += rows * shape[last];
+        idx[last - 1] += rows;
+        for (int a = 0; a < 4; ++a) off[a] += rows * strides[a * ndim + last - 1];
+        for (int d = last - 1; d > 0 && idx[d] == shape[d]; --d) {
+          idx[d] = 0;
+          ++idx[d - 1];
+          for (int a = 0; a < 4; ++a) off[a] += strides[a * ndim + d - 1] - shape[d] * strides[a * ndim + d];
+        }
+        continue;
+      }
+    }
     int64_t run = shape[last] - idx[last];
     if (run > end - pos) run = end - pos;
     const int64_t s0 = strides[0 * ndim + last];

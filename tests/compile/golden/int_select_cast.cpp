@@ -37,6 +37,39 @@ extern "C" void smelt_fused_kernel(int64_t begin, int64_t end, int ndim, const i
   const int last = ndim - 1;
   int64_t pos = begin;
   while (pos < end) {
+    if (ndim >= 2 && idx[last] == 0) {
+      int64_t rows = shape[last - 1] - idx[last - 1];
+      if (rows > (end - pos) / shape[last]) rows = (end - pos) / shape[last];
+      if (rows >= 2) {
+        const int64_t s0 = strides[0 * ndim + last], t0 = strides[0 * ndim + last - 1];
+        const int64_t s1 = strides[1 * ndim + last], t1 = strides[1 * ndim + last - 1];
+        const int64_t s2 = strides[2 * ndim + last], t2 = strides[2 * ndim + last - 1];
+        const int64_t s3 = strides[3 * ndim + last], t3 = strides[3 * ndim + last - 1];
+        for (int64_t r = 0; r < rows; ++r) {
+#pragma GCC ivdep
+          for (int64_t j = 0; j < shape[last]; ++j) {
+            const int32_t v0 = in0[off[0] + r * t0 + j * s0];
+            const int32_t v1 = in1[off[1] + r * t1 + j * s1];
+            const int32_t v3 = smelt::scalar::bitwise_and<int32_t>(v0, v2);
+            const int32_t v5 = smelt::scalar::left_shift<int32_t>(v3, v4);
+            const bool v6 = smelt::scalar::greater<int32_t>(v5, v1);
+            const float v7 = smelt::convert<float, int32_t>(v5);
+            const float v9 = smelt::scalar::select(v6, v7, v8);
+            out0[off[2] + r * t2 + j * s2] = v5;
+            out1[off[3] + r * t3 + j * s3] = v9;
+          }
+        }
+        pos += rows * shape[last];
+        idx[last - 1] += rows;
+        for (int a = 0; a < 4; ++a) off[a] += rows * strides[a * ndim + last - 1];
+        for (int d = last - 1; d > 0 && idx[d] == shape[d]; --d) {
+          idx[d] = 0;
+          ++idx[d - 1];
+          for (int a = 0; a < 4; ++a) off[a] += strides[a * ndim + d - 1] - shape[d] * strides[a * ndim + d];
+        }
+        continue;
+      }
+    }
     int64_t run = shape[last] - idx[last];
     if (run > end - pos) run = end - pos;
     const int64_t s0 = strides[0 * ndim + last];

@@ -157,9 +157,11 @@ void keep_blocked_layouts(Tape& tape) {
       } else if (rs.prim.kind == PrimKind::Pool || rs.prim.kind == PrimKind::Unary ||
                  rs.prim.kind == PrimKind::Binary) {
         if (!kept[out]) return false;  // kept only where the step runs on blocked data
-      } else {
+      } else if (ps.prim.kind != PrimKind::Pool) {
         return false;  // any other reader wants row-major data
       }
+      // (A pooling's blocked output is given to any other reader row-major, through a copy of
+      // the pooled data, smaller than the convolution's output it saves reordering.)
     }
     return true;
   };
@@ -239,9 +241,35 @@ void keep_blocked_layouts(Tape& tape) {
     adapted.emplace(std::make_pair(v, b), id);
     return id;
   };
+  // A blocked value (a pooling's output) for a reader that wants it row-major: transposed to
+  // [N, C/b, b, spatial...] (a view) and reshaped to [N, C, spatial...] (a copy), once.
+  std::map<int, int> unblocked;
+  auto row_major = [&](int v, const Device& device) -> int {
+    if (auto it = unblocked.find(v); it != unblocked.end()) return it->second;
+    const Shape& bs = tape.values[v].shape;
+    const int rank = static_cast<int>(bs.size());
+    std::vector<int> perm{0, 1, rank - 1};
+    Shape ts{bs[0], bs[1], bs[rank - 1]};
+    for (int d = 2; d < rank - 1; ++d) {
+      perm.push_back(d);
+      ts.push_back(bs[d]);
+    }
+    const int t = tape.add_value(ts, Dtype::Float32, device);
+    steps.push_back({make_prim(PrimKind::Transpose, PermParams{perm}), {v}, {t}, device});
+    const int r = tape.add_value(plain[v], Dtype::Float32, device);
+    steps.push_back({make_prim(PrimKind::Reshape, ShapeParams{plain[v]}), {t}, {r}, device});
+    unblocked.emplace(v, r);
+    return r;
+  };
   for (size_t i = 0; i < n_steps; ++i) {
     Step s = tape.steps[i];  // a copy: adapt() reads the broadcasts of earlier steps
     const int out = s.outputs[0];
+    const bool reads_blocked = s.prim.kind == PrimKind::Conv ||
+                               ((s.prim.kind == PrimKind::Pool || s.prim.kind == PrimKind::Unary ||
+                                 s.prim.kind == PrimKind::Binary) && kept[out]);
+    if (!reads_blocked)
+      for (int& in : s.inputs)
+        if (kept[in]) in = row_major(in, s.device);
     if (s.prim.kind == PrimKind::Conv) {
       ConvParams p = s.prim.get<ConvParams>();
       p.src_block = kept[s.inputs[0]] ? block[s.inputs[0]] : 0;

@@ -223,6 +223,42 @@ TEST(ConvLayout, BlockedMaxPoolingKeepsNaNAndInfinities) {
   EXPECT_TRUE(test::bit_equal(compile_flat(fn)(inputs)[0], want));
 }
 
+// A chain that ends in a pooling read by another kind of step (the CNN's global average pool, a
+// flatten): the pooling still runs blocked, and its output is copied to row-major for that reader
+// (a transpose view and a reshape), so the last convolution writes blocked data and no pooling
+// runs row-major. Bit for bit, NaN and infinities included, max and average pooling, returned
+// and reduced.
+TEST(ConvLayout, APoolingsRowMajorReadersGetACopyOfItsOutput) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  const Array w1 = rand({16, 8, 3, 3}, 100, -0.3, 0.3), w2 = rand({32, 16, 3, 3}, 101, -0.2, 0.2);
+  PoolOptions pool;
+  pool.kernel = {2, 2};
+  pool.strides = {2, 2};
+  for (bool max : {true, false}) {
+    SCOPED_TRACE(max ? "max pooling" : "average pooling");
+    const Fn fn = [=](const std::vector<Array>& in) {
+      Array y = relu(conv2d(relu(conv2d(in[0], w1, {1, 1}, {1, 1})), w2, {1, 1}, {1, 1}));
+      Array p = max ? max_pool(y, pool) : avg_pool(y, pool);
+      return std::vector<Array>{mean(p, {2, 3}), reshape(p, {p.shape(0), -1})};
+    };
+    std::vector<float> x = rand({3, 8, 12, 12}, 102).to_vector<float>();
+    x[5] = std::numeric_limits<float>::quiet_NaN();
+    x[12 * 12 * 8 + 30] = std::numeric_limits<float>::infinity();
+    x[12 * 12 * 9 + 31] = -std::numeric_limits<float>::infinity();
+    const std::vector<Array> inputs{Array(x, Shape{3, 8, 12, 12})};
+    const compiler::Tape tape = test::optimized_tape(fn, inputs);
+    const std::string text = compiler::dump_tape(tape);
+    ASSERT_EQ(test::steps_of(tape, PrimKind::Pool).size(), 1u) << text;
+    EXPECT_NE(test::steps_of(tape, PrimKind::Pool)[0]->prim.get<PoolParams>().block, 0) << text;
+    EXPECT_EQ(layout_changes(tape), 1) << text;  // into the blocked layout at the first conv only
+    EXPECT_EQ(test::steps_of(tape, PrimKind::Transpose).size(), 1u) << text;  // one copy for both readers
+    const auto want = fn(inputs);
+    const auto got = compile_flat(fn)(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << "output " << i;
+  }
+}
+
 // What must stay row-major: a value the function returns, a value a non-element-wise step reads
 // (a reduction), channels that are not a multiple of a block, float64.
 TEST(ConvLayout, ValuesOtherStepsReadStayRowMajor) {

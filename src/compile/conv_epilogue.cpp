@@ -41,27 +41,25 @@ bool feeds_elementwise(const Tape& tape, const std::vector<int>& uses, const std
   return r.prim.kind == PrimKind::Binary && r.prim.get<BinaryParams>().op != BinaryOp::Add;
 }
 
-/// Whether channel_constant would take `v`: a float32 CPU constant of shape `to` whose values
-/// vary along axis 1 only.
-bool channel_constant_shape(const Tape& tape, int v, const Shape& to) {
+/// The constant `v` when it is what channel_constant takes (a float32 CPU constant of shape `to`
+/// whose values vary along axis 1 only), else null.
+const Array* channel_constant_array(const Tape& tape, int v, const Shape& to) {
   const Array* a = nullptr;
   for (const auto& [id, arr] : tape.constants)
     if (id == v) a = &arr;
   if (a == nullptr || a->dtype() != Dtype::Float32 || a->device().type != Device::Type::Cpu || a->shape() != to ||
       to.size() < 3)
-    return false;
+    return nullptr;
   for (size_t i = 0; i < to.size(); ++i)
-    if (i != 1 && to[i] != 1 && a->strides()[i] != 0) return false;
-  return true;
+    if (i != 1 && to[i] != 1 && a->strides()[i] != 0) return nullptr;
+  return a;
 }
 
 }  // namespace
 
 int channel_constant(Tape& tape, int v, const Shape& to) {
-  if (!channel_constant_shape(tape, v, to)) return -1;
-  const Array* a = nullptr;
-  for (const auto& [id, arr] : tape.constants)
-    if (id == v) a = &arr;
+  const Array* a = channel_constant_array(tape, v, to);
+  if (a == nullptr) return -1;
   const Strides& st = a->strides();
   const float* d = static_cast<const float*>(a->data());
   std::vector<float> values(static_cast<size_t>(to[1]));
@@ -109,7 +107,7 @@ void fuse_conv_epilogues(Tape& tape) {
       const bool bias = op >= 0 && tape.steps[op].prim.kind == PrimKind::Broadcast &&
                         per_channel(tape.values[tape.steps[op].inputs[0]].shape, out_shape) &&
                         is_cpu_f32(tape.values[tape.steps[op].inputs[0]]);
-      if ((bias || (op < 0 && channel_constant_shape(tape, other, out_shape))) &&
+      if ((bias || (op < 0 && channel_constant_array(tape, other, out_shape) != nullptr)) &&
           feeds_elementwise(tape, uses, consumer, add.outputs[0]))
         break;  // the fuse pass puts it in that step's kernel (see feeds_elementwise)
       if (bias) {

@@ -3,7 +3,7 @@
 // Usage: bench_gpu OUT.json [reps] | bench_gpu --w12 LABEL | bench_gpu --w12-w9 LABEL (print W12's
 // first-call row of W3 / of the W9 block; run them in fresh processes with an empty and with a
 // warm SMELT_CACHE_DIR) | bench_gpu --w9-host LABEL (prints the host time per call of compiled W9,
-// run with SMELT_CUDA_GRAPHS=1 and =0) | bench_gpu --rows REGEX [reps] (only the reduction rows and the W9 block
+// run with SMELT_CUDA_GRAPHS=1 and =0) | bench_gpu --rows REGEX [reps] [--compiled] (only the reduction rows and the W9 block
 // whose name matches, as JSON lines: for ncu) | bench_gpu --w9-calls N (N synchronized calls of compiled W9)
 // | bench_gpu --train [reps] (the char-GPT step with graphs on and off, graph counters, host split). Times each workload
 // with CUDA events around the call and its eval on the thread's stream, as the peers are timed
@@ -323,7 +323,7 @@ struct RowWork {
 };
 
 template <class Row>
-void bench_rows(const RowWork& w, int reps, std::vector<Row>& rows) {
+void bench_rows(const RowWork& w, int reps, std::vector<Row>& rows, bool compiled_only = false) {
   const Device g = Device::cuda(0);
   auto check = [&](const std::vector<Array>& result) {
     const int64_t k = w.all_rows ? w.inputs[0].shape()[0] : 32;
@@ -344,8 +344,11 @@ void bench_rows(const RowWork& w, int reps, std::vector<Row>& rows) {
   };
   for (const Array& a : w.inputs)
     if (!(a.device() == g)) std::exit(1);
-  double us = median_us([&] { return w.fn(w.inputs)[0]; }, g, reps);
-  rows.push_back({w.work, "smelt_eager", us, w.bytes, check(w.fn(w.inputs))});
+  double us = 0;
+  if (!compiled_only) {
+    us = median_us([&] { return w.fn(w.inputs)[0]; }, g, reps);
+    rows.push_back({w.work, "smelt_eager", us, w.bytes, check(w.fn(w.inputs))});
+  }
   try {
     CompileOptions o;
     o.fallback = CompileFallback::Raise;
@@ -570,14 +573,15 @@ int main(int argc, char** argv) {
     return w9_calls(std::atoi(argv[2]));
   }
   if (argc >= 3 && std::string(argv[1]) == "--rows") {
-    // `--rows REGEX [reps]`: only the reduction rows whose work matches, printed as JSON lines
-    // (for profiling one kernel family under ncu).
+    // `--rows REGEX [reps] [--compiled]`: only the reduction rows whose work matches, printed as
+    // JSON lines (for profiling one kernel family under ncu); --compiled leaves out the eager runs.
     if (!cuda_available()) return 1;
     std::vector<BenchRow> rows;
     const std::regex pick(argv[2]);
     const int reps = argc > 3 ? std::atoi(argv[3]) : 5;
+    const bool compiled_only = argc > 4 && std::string(argv[4]) == "--compiled";
     for (const auto& w : reduction_works())
-      if (std::regex_search(w.work, pick)) bench_rows(w, reps, rows);
+      if (std::regex_search(w.work, pick)) bench_rows(w, reps, rows, compiled_only);
     if (std::regex_search(std::string("W9_gpt2_block_8x512x768_bf16"), pick)) bench_w9_block(reps, rows);
     for (const auto& r : rows)
       std::printf("{\"work\": \"%s\", \"system\": \"%s\", \"time_us\": %.1f}\n", r.work.c_str(), r.system.c_str(), r.time_us);

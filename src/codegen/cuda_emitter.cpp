@@ -467,7 +467,8 @@ namespace {
 /// `regs` without kept values when the row alone takes more than kGpuRowRegisterWords words a
 /// thread: kept values need registers beside it. (W5's 64 words with exp(x - max) kept: ptxas
 /// held them in 128 registers and spilled, and the kernel took 441 us on the H200 against 336
-/// us recomputing exp.)
+/// us recomputing exp. Keeping exp(x - max) in x's own registers, which no later pass reads,
+/// took 443 us.)
 GpuRowRegisters kept_within(GpuRowRegisters regs, int vectors) {
   if (vectors * regs.words > kGpuRowRegisterWords) std::fill(regs.keep.begin(), regs.keep.end(), 0);
   return regs;
@@ -481,12 +482,13 @@ struct RegisterRows {
   RowPlan plan;  // with regs.keep: later passes read the kept values c<i>[u][e]
   std::vector<char> in_registers, per_element;
   std::vector<int> element_outputs, epilogue_loads;
-  int reductions = 0;
+  int reductions = 0, vectors = 0;
 
   /// Checks what both kernels require of `vectors` and `block` (gpu_row_register_block's sizes).
-  RegisterRows(const FusedProgram& program, int vectors, int block)
-      : p(program), regs(kept_within(gpu_row_registers(program), vectors)), plan(plan_row_program_keeping(program, regs.keep)) {
-    SMELT_ASSERT(vectors > 0, "row register kernel: no vectors");
+  RegisterRows(const FusedProgram& program, int vectors_, int block)
+      : p(program), regs(kept_within(gpu_row_registers(program), vectors_)), plan(plan_row_program_keeping(program, regs.keep)) {
+    SMELT_ASSERT(vectors_ > 0, "row register kernel: no vectors");
+    vectors = vectors_;
     SMELT_ASSERT(block == 256 || block == 512, "row register kernel: blocks of 256 or 512 threads");
     const size_t nin = p.input_dtypes.size();
     SMELT_ASSERT(regs.vec > 0, "row register kernel: the program's rows do not go in registers");
@@ -527,13 +529,41 @@ struct RegisterRows {
       const char* t = cuda_type_name(in.dtype);
       b << indent << "const " << t << " v" << i << " = ";
       if (in.kind == InstrKind::Input)
-        b << "unpack<" << t << ">(" << (in_registers[in.index] ? "w" : "e") << in.index << (in_registers[in.index] ? "[u]" : "")
-          << ", e)";
+        b << "unpack<" << t << ">(" << (in_registers[in.index] ? "w" : "e") << in.index << "[u], e)";
       else b << cuda_expr(p, i);
       b << ";\n";
       if (plan.keep[i]) b << indent << "c" << i << "[u][e] = v" << i << ";\n";
     }
     return b.str();
+  }
+
+  /// Whether the epilogue loads its other inputs (a norm's weight and bias) for all the thread's
+  /// vectors before computing any (epilogue_inputs), rather than each vector's as it goes: when
+  /// they take at most 16 words. W4's 16 (a float32 weight, 4 vectors of 4): 87.3 -> 78.4 us on
+  /// the H200; W6's 32 (weight and bias) took its kernel from 76 to 98 registers, two blocks an
+  /// SM instead of three, 158.9 -> 163.3 us (before the last tree instead: 173.2 us).
+  bool epilogue_loads_first() const {
+    int words = 0;
+    for (int k : epilogue_loads) words += words_for(p.input_dtypes[k], regs.vec);
+    return words * vectors <= 16;
+  }
+
+  /// The epilogue's inputs that are not in registers, e<k>[u] for each of the thread's vectors:
+  /// declared, and when epilogue_loads_first loaded (before the row's end) by
+  /// `epilogue_load(k, words, indent)`; else the epilogue loads each vector's.
+  std::string epilogue_inputs(const std::string& I,
+                              const std::function<std::string(int, const std::string&, const std::string&)>& epilogue_load) const {
+    if (epilogue_loads.empty()) return "";
+    std::ostringstream os;
+    for (int k : epilogue_loads) os << I << "u32 e" << k << "[P][" << words_for(p.input_dtypes[k], regs.vec) << "];\n";
+    if (!epilogue_loads_first()) return os.str();
+    os << I << "#pragma unroll\n"
+       << I << "for (int u = 0; u < P; ++u) {\n"
+       << I << "  const int b = lane * V + u * T * V;\n"
+       << I << "  if (b >= m) break;\n";
+    for (int k : epilogue_loads) os << epilogue_load(k, "e" + std::to_string(k) + "[u]", I + "  ");
+    os << I << "}\n";
+    return os.str();
   }
 
   /// The row's computation once w<k>[u] hold it, at `indent` (m: n as int, b: a vector's start):
@@ -599,15 +629,14 @@ struct RegisterRows {
     }
     if (!element_outputs.empty()) {
       // The epilogue over the thread's own vectors; outputs leave as vectors (when aligned).
+      os << epilogue_inputs(I, epilogue_load);
       const RowLoop& loop = plan.loops.back();
       os << I << "#pragma unroll\n"
          << I << "for (int u = 0; u < P; ++u) {\n"
          << I << "  const int b = lane * V + u * T * V;\n"
          << I << "  if (b >= m) " << (kept ? "continue" : "break") << ";\n";
-      for (int k : epilogue_loads) {
-        const std::string w = "e" + std::to_string(k);
-        os << I << "  u32 " << w << "[" << words_for(p.input_dtypes[k], regs.vec) << "];\n" << epilogue_load(k, w, I + "  ");
-      }
+      if (!epilogue_loads_first())
+        for (int k : epilogue_loads) os << epilogue_load(k, "e" + std::to_string(k) + "[u]", I + "  ");
       for (int o : element_outputs) {
         os << I << "  u32 o" << o << "[" << words_for(p.output_dtype(o), regs.vec) << "] = {};\n";
         os << paired_cast_decl(p, o, regs.vec, I + "  ");

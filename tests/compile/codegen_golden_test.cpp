@@ -214,6 +214,20 @@ TEST(CodegenGolden, RmsNormPipelinedRowKernelCuda) {
   expect_golden_text("rms_norm_pipe4_bf16.cu", codegen::emit_cuda_row_pipelined_kernel(rms_norm_rows(), 4, 256));
 }
 
+// W6's rows: float32(x + r) (x + r rounded to bfloat16) kept in registers for the variance's pass
+// and the epilogue, which loads the weight's and bias's vectors one at a time (32 words: loaded
+// all first, they took the registers of a block an SM). RMSNorm's weight (16 words) loads first.
+TEST(CodegenGolden, LayerNormResidualPipelinedRowKernelCuda) {
+  expect_golden_text("layer_norm_residual_pipe4_bf16.cu",
+                     codegen::emit_cuda_row_pipelined_kernel(layer_norm_residual_rows(), 4, 256));
+}
+
+// W5's rows ([4096, 32768] float32, 512 threads of 16 vectors of 4): three passes over the
+// registers, the division taking exp(x - max) again (64 words leave no room to keep it).
+TEST(CodegenGolden, SoftmaxWidePipelinedRowKernelCuda) {
+  expect_golden_text("softmax_pipe16x512_f32.cu", codegen::emit_cuda_row_pipelined_kernel(softmax_rows(), 16, 512));
+}
+
 TEST(CodegenGolden, Float32Chain) { expect_golden("float32_chain", float32_chain()); }
 TEST(CodegenGolden, IntegerSelectAndCasts) { expect_golden("int_select_cast", int_select_cast()); }
 TEST(CodegenGolden, Float16Constants) { expect_golden("float16_constants", float16_constants()); }

@@ -560,6 +560,22 @@ int blocks_per_sm(const Kernel& k, unsigned block, uint64_t shared) {
   return blocks;
 }
 
+void prefer_shared_memory(const DeviceState& s, const Kernel& k, int blocks, uint64_t shared) {
+  LoadedModule& m = *k.module;
+  std::lock_guard lock(m.mutex);
+  SharedInfo& info = shared_info(m);
+  if (info.carveout) return;
+  // The carveout is a percentage of the SM's shared memory (the most a block may opt in to plus
+  // the 1 KiB the system keeps per block: 228 KiB on sm_90), rounded up by the driver to a
+  // supported split; each block also takes that 1 KiB.
+  const uint64_t most = static_cast<uint64_t>(s.smem_per_block_optin) + 1024;
+  const uint64_t want = static_cast<uint64_t>(std::max(blocks, 1)) * (shared + info.static_bytes + 1024);
+  const int percent = static_cast<int>(std::min<uint64_t>(100, (want * 100 + most - 1) / most));
+  check(driver()->cuFuncSetAttribute(m.fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent), "cuFuncSetAttribute",
+        "kernel " + m.name);
+  info.carveout = true;
+}
+
 void launch(const DeviceState& s, const Kernel& k, uint64_t grid, unsigned block, void* args, const std::string& what,
             uint64_t shared) {
   SMELT_ASSERT(k.module, what + ": launch of an empty cuda::Kernel");

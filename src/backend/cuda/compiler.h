@@ -270,6 +270,13 @@ unsigned occupancy_block_size(const Kernel& k);
 /// every launch of it (persistent kernels size their grid with it).
 int blocks_per_sm(const Kernel& k, unsigned block, uint64_t shared);
 
+/// Asks (once per kernel, before its first launch) for an SM's split of on-chip memory that gives
+/// shared memory room for `blocks` blocks with `shared` bytes of dynamic shared memory each and
+/// leaves the rest to L1. Without it a kernel with dynamic shared memory prefers the most shared
+/// memory (launch), which left W6's row kernel 28 KiB of L1: its 32 KiB of weight and bias were
+/// read from L2 for every row.
+void prefer_shared_memory(const DeviceState& s, const Kernel& k, int blocks, uint64_t shared);
+
 /// Blocks of `block` threads covering n items (at least 1).
 inline uint64_t blocks_for(int64_t n, int64_t per_block) {
   return n <= 0 ? 1 : static_cast<uint64_t>((n + per_block - 1) / per_block);

@@ -187,7 +187,9 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
       return;
     }
     const uint64_t stage = codegen::gpu_row_register_stage_bytes(info.registers, vectors, block);
-    const uint64_t resident = static_cast<uint64_t>(s.sm_count) * static_cast<uint64_t>(blocks_per_sm(fn, static_cast<unsigned>(block), stage));
+    const int blocks = blocks_per_sm(fn, static_cast<unsigned>(block), stage);
+    prefer_shared_memory(s, fn, blocks, stage);
+    const uint64_t resident = static_cast<uint64_t>(s.sm_count) * static_cast<uint64_t>(blocks);
     launch(s, fn, std::min(needed, resident), static_cast<unsigned>(block), &args, what, stage);
     return;
   }

@@ -191,12 +191,17 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
     const float v3 = smelt::scalar::divide<float>(R3::finish(t3), cvt<float, double>((double)(n - 0 > 0 ? n - 0 : 0)));
     const float v5 = smelt::scalar::add<float>(v3, v4);
     const float v6 = smelt::scalar::rsqrt<float>(v5);
+    u32 e1[P][4];
     #pragma unroll
     for (int u = 0; u < P; ++u) {
       const int b = lane * V + u * T * V;
       if (b >= m) break;
-      u32 e1[4];
-      vload<float, V>(e1, x1 + b);
+      vload<float, V>(e1[u], x1 + b);
+    }
+    #pragma unroll
+    for (int u = 0; u < P; ++u) {
+      const int b = lane * V + u * T * V;
+      if (b >= m) break;
       u32 o0[2] = {};
       float h0[4] = {};
       #pragma unroll
@@ -204,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
         const bf16 v0 = unpack<bf16>(w0[u], e);
         const float v1 = cvt<float, bf16>(v0);
         const float v7 = smelt::scalar::multiply<float>(v1, v6);
-        const float v8 = unpack<float>(e1, e);
+        const float v8 = unpack<float>(e1[u], e);
         const float v9 = smelt::scalar::multiply<float>(v7, v8);
         const bf16 v10 = cvt<bf16, float>(v9);
         h0[e] = v9;

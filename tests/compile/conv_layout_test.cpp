@@ -27,12 +27,15 @@ int blocked_convs(const compiler::Tape& tape) {
   return n;
 }
 
-/// Convs whose input and output layouts differ: where a compiled call reorders an activation.
+/// Convs that read row-major data and write blocked data or the other way round: where a
+/// compiled call moves an activation into or out of the blocked layout. (A conv from one block
+/// size to another, as on AVX-512 from 16 to 32 channels, is not counted: oneDNN writes its output
+/// in the other block itself.)
 int layout_changes(const compiler::Tape& tape) {
   int n = 0;
   for (const auto* s : test::steps_of(tape, PrimKind::Conv)) {
     const auto& p = s->prim.get<ConvParams>();
-    n += p.src_block != p.dst_block;
+    n += (p.src_block == 0) != (p.dst_block == 0);
   }
   return n;
 }

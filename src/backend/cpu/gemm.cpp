@@ -42,39 +42,39 @@ int blas_int(int64_t v) {
   return static_cast<int>(v);
 }
 
+/// op(X) of `rows` x `cols` (X stored transposed when `trans`) as a pointer to row-major data
+/// with its leading dimension: X itself, or, transposed, a copy in `buffer`.
+template <class S>
+const S* row_major(bool trans, const S* x, int64_t& ld, int64_t rows, int64_t cols, std::vector<S>& buffer) {
+  if (!trans) return x;
+  buffer.resize(static_cast<size_t>(rows * cols));
+  for (int64_t p = 0; p < cols; ++p)
+    for (int64_t i = 0; i < rows; ++i) buffer[static_cast<size_t>(i * cols + p)] = x[p * ld + i];
+  ld = cols;
+  return buffer.data();
+}
+
 template <class S>
 void blas_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const S* a, int64_t lda, const S* b, int64_t ldb,
                S* c, int64_t ldc) {
-  auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
+  // Both libraries' kernels for transposed operands sum in another order than those for plain
+  // ones (oneDNN's sgemm; OpenBLAS's SkylakeX and Cooperlake dgemm), so a transposed operand is
+  // copied to row-major first and every call is a plain one: a product's bits do not depend on
+  // how its operands are stored (a transposed view or a copy; tests/ops/linalg_test.cpp).
+  thread_local std::vector<S> a_rows, b_rows;
+  a = row_major(ta, a, lda, m, k, a_rows);
+  b = row_major(tb, b, ldb, k, n, b_rows);
   if constexpr (std::is_same_v<S, float>) {
     // oneDNN's sgemm picks its kernels from the CPU's instruction set; Debian's OpenBLAS falls
-    // back to generic kernels on CPUs it does not know (docs/cpu-kernels.md). Its kernels for
-    // transposed operands sum in another order than for plain ones, so a transposed operand is
-    // copied to row-major first: a product's bits do not depend on how its operands are stored
-    // (a transposed view or a copy; tests/ops/linalg_test.cpp).
+    // back to generic kernels on CPUs it does not know (docs/cpu-kernels.md).
     if (dnnl_enabled()) {
-      thread_local std::vector<float> a_rows, b_rows;
-      if (ta) {
-        a_rows.resize(static_cast<size_t>(m * k));
-        for (int64_t p = 0; p < k; ++p)
-          for (int64_t i = 0; i < m; ++i) a_rows[static_cast<size_t>(i * k + p)] = a[p * lda + i];
-        a = a_rows.data();
-        lda = k;
-      }
-      if (tb) {
-        b_rows.resize(static_cast<size_t>(k * n));
-        for (int64_t j = 0; j < n; ++j)
-          for (int64_t p = 0; p < k; ++p) b_rows[static_cast<size_t>(p * n + j)] = b[j * ldb + p];
-        b = b_rows.data();
-        ldb = n;
-      }
       dnnl_sgemm_1thread(false, false, m, n, k, a, lda, b, ldb, c, ldc);
       return;
     }
-    cblas_sgemm(CblasRowMajor, t(ta), t(tb), blas_int(m), blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(m), blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b,
                 blas_int(ldb), 0.0f, c, blas_int(ldc));
   } else {
-    cblas_dgemm(CblasRowMajor, t(ta), t(tb), blas_int(m), blas_int(n), blas_int(k), 1.0, a, blas_int(lda), b,
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(m), blas_int(n), blas_int(k), 1.0, a, blas_int(lda), b,
                 blas_int(ldb), 0.0, c, blas_int(ldc));
   }
 }

@@ -485,10 +485,12 @@ struct RegisterRows {
   int reductions = 0, vectors = 0;
 
   /// Checks what both kernels require of `vectors` and `block` (gpu_row_register_block's sizes).
-  RegisterRows(const FusedProgram& program, int vectors_, int block)
-      : p(program), regs(kept_within(gpu_row_registers(program), vectors_)), plan(plan_row_program_keeping(program, regs.keep)) {
-    SMELT_ASSERT(vectors_ > 0, "row register kernel: no vectors");
-    vectors = vectors_;
+  RegisterRows(const FusedProgram& program, int vector_count, int block)
+      : p(program),
+        regs(kept_within(gpu_row_registers(program), vector_count)),
+        plan(plan_row_program_keeping(program, regs.keep)),
+        vectors(vector_count) {
+    SMELT_ASSERT(vectors > 0, "row register kernel: no vectors");
     SMELT_ASSERT(block == 256 || block == 512, "row register kernel: blocks of 256 or 512 threads");
     const size_t nin = p.input_dtypes.size();
     SMELT_ASSERT(regs.vec > 0, "row register kernel: the program's rows do not go in registers");
@@ -539,9 +541,10 @@ struct RegisterRows {
 
   /// Whether the epilogue loads its other inputs (a norm's weight and bias) for all the thread's
   /// vectors before computing any (epilogue_inputs), rather than each vector's as it goes: when
-  /// they take at most 16 words. W4's 16 (a float32 weight, 4 vectors of 4): 87.3 -> 78.4 us on
-  /// the H200; W6's 32 (weight and bias) took its kernel from 76 to 98 registers, two blocks an
-  /// SM instead of three, 158.9 -> 163.3 us (before the last tree instead: 173.2 us).
+  /// they take at most 16 words. W4's 16 (a float32 weight, 4 vectors of 4) on the H200, with
+  /// the weight in L1 (prefer_shared_memory): 87.3 -> 77.0-78.4 us. W6's 32 (weight and bias)
+  /// took its kernel from 76 to 98 registers, two blocks an SM instead of three: 163.3 us,
+  /// against 133.0 loading them as it goes (and 173.2 loaded before the last tree).
   bool epilogue_loads_first() const {
     int words = 0;
     for (int k : epilogue_loads) words += words_for(p.input_dtypes[k], regs.vec);

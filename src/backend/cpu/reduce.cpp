@@ -264,30 +264,18 @@ bool trailing_axes(const Shape& shape, const std::vector<int>& axes) {
   return true;
 }
 
-/// The elements of a strided array in row-major order.
+/// The elements of a strided array in row-major order, a run of the innermost axis at a time
+/// (an element-by-element walk over the axes had made the global average pool of a blocked
+/// pooling's output, a stride-16 view, 6% of the bundled CNN's compiled call on AVX-512).
 template <class In>
 std::vector<store_t<In>> gather_row_major(const In* src, const Shape& shape, const Strides& strides) {
-  const int64_t total = shape_size(shape);
-  std::vector<store_t<In>> v(static_cast<size_t>(total));
-  std::vector<AxisInfo> axes;
+  std::vector<store_t<In>> v(static_cast<size_t>(shape_size(shape)));
   const Strides rm = row_major_strides(shape);
-  for (size_t i = 0; i < shape.size(); ++i) axes.push_back({shape[i], strides[i], rm[i]});
-  // make_dims orders by the input's strides; keep the logical order instead (no sort needed
-  // for correctness: every position is visited once and written at its row-major offset).
-  Dims d;
-  for (const auto& a : axes) {
-    if (a.size == 1) continue;
-    d.shape.push_back(a.size);
-    d.in.push_back(a.in);
-    d.out.push_back(a.out);
-  }
-  if (d.shape.empty()) {
-    if (total == 1) v[0] = src[0];
-    return v;
-  }
-  parallel_for(total, kGrain, [&](int64_t b, int64_t e) {
-    Walker w(d, b);
-    for (int64_t i = b; i < e; ++i, w.next()) v[static_cast<size_t>(w.out())] = src[w.in()];
+  store_t<In>* dst = v.data();
+  parallel_strided<2>(shape, {&strides, &rm}, [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+    const In* s = src + off[0];
+    store_t<In>* d = dst + off[1];
+    for (int64_t i = 0; i < len; ++i) d[i] = s[i * st[0]];
   });
   return v;
 }

@@ -107,8 +107,9 @@ void fuse_conv_epilogues(Tape& tape) {
       const bool bias = op >= 0 && tape.steps[op].prim.kind == PrimKind::Broadcast &&
                         per_channel(tape.values[tape.steps[op].inputs[0]].shape, out_shape) &&
                         is_cpu_f32(tape.values[tape.steps[op].inputs[0]]);
-      if ((bias || (op < 0 && channel_constant_array(tape, other, out_shape) != nullptr)) &&
-          feeds_elementwise(tape, uses, consumer, add.outputs[0]))
+      // (The reader is checked first: the constant search then runs once, in channel_constant.)
+      if (feeds_elementwise(tape, uses, consumer, add.outputs[0]) &&
+          (bias || (op < 0 && channel_constant_array(tape, other, out_shape) != nullptr)))
         break;  // the fuse pass puts it in that step's kernel (see feeds_elementwise)
       if (bias) {
         params.adds.push_back(ConvAdd::Channel);

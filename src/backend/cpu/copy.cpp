@@ -1,6 +1,4 @@
 // CPU kernels that move data without arithmetic: views, copies, constants and ranges.
-#include <cstring>
-
 #include "smelt/errors.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
@@ -11,21 +9,7 @@ namespace smelt::cpu {
 /// Copies `in` (any strides) into `out`'s row-major buffer.
 void copy_strided(const Array& in, Array& out) {
   const auto& n = in.node();
-  Strides out_strides = row_major_strides(n.shape);
-  dispatch_by_size(n.dtype, [&]<class T>() {
-    const T* src = in_ptr<T>(in);
-    T* dst = out_ptr<T>(out);
-    parallel_strided<2>(n.shape, {&n.strides, &out_strides},
-                        [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
-                          const T* s = src + off[0];
-                          T* d = dst + off[1];
-                          if (st[0] == 1) {
-                            std::memcpy(d, s, static_cast<size_t>(len) * sizeof(T));
-                          } else {
-                            for (int64_t i = 0; i < len; ++i) d[i] = s[i * st[0]];
-                          }
-                        });
-  });
+  dispatch_by_size(n.dtype, [&]<class T>() { copy_to_row_major(in_ptr<T>(in), n.shape, n.strides, out_ptr<T>(out)); });
 }
 
 void eval_Copy(const NoParams&, const std::vector<Array>& inputs, std::vector<Array>& outputs) {

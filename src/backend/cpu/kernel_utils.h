@@ -3,6 +3,8 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "smelt/array.h"
@@ -124,6 +126,25 @@ void parallel_strided(const Shape& shape, const std::array<const Strides*, N>& s
                       int64_t grain = kGrain) {
   auto c = collapse<N>(shape, strides);
   parallel_for(shape_size(shape), grain, [&](int64_t b, int64_t e) { strided_runs<N>(c, b, e, body); });
+}
+
+/// Copies the elements of a strided array (`shape`, element `strides`) from `src` into `dst` in
+/// row-major order, a run of the innermost axis at a time, over the pool. `D` may differ from
+/// `T` (bool read into uint8_t storage).
+template <class T, class D>
+void copy_to_row_major(const T* src, const Shape& shape, const Strides& strides, D* dst) {
+  const Strides rm = row_major_strides(shape);
+  parallel_strided<2>(shape, {&strides, &rm}, [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+    const T* s = src + off[0];
+    D* d = dst + off[1];
+    if constexpr (std::is_same_v<T, D>) {
+      if (st[0] == 1) {
+        std::memcpy(d, s, static_cast<size_t>(len) * sizeof(T));
+        return;
+      }
+    }
+    for (int64_t i = 0; i < len; ++i) d[i] = s[i * st[0]];
+  });
 }
 
 }  // namespace smelt::cpu

@@ -210,12 +210,13 @@ std::string row_kernel_helpers() {
 }
 
 /// The start of a row kernel's body after its signature: the row r of this thread (returning
-/// when past the last), n, and x<k>, input k's row in global memory.
-std::string row_kernel_prologue(const FusedProgram& p) {
+/// when past the last), n (unless the kernel declares it: `declare_n` false), and x<k>, input
+/// k's row in global memory.
+std::string row_kernel_prologue(const FusedProgram& p, bool declare_n = true) {
   std::ostringstream os;
   os << "  const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();\n"
-        "  if (r >= a.rows) return;\n"
-        "  const i64 n = a.n;\n";
+        "  if (r >= a.rows) return;\n";
+  if (declare_n) os << "  const i64 n = a.n;\n";
   for (size_t k = 0; k < p.input_dtypes.size(); ++k) {
     const char* t = cuda_type_name(p.input_dtypes[k]);
     os << "  const " << t << "* x" << k << ";\n  { i64 o = 0, q = r;\n"
@@ -482,16 +483,20 @@ struct RegisterRows {
   RowPlan plan;  // with regs.keep: later passes read the kept values c<i>[u][e]
   std::vector<char> in_registers, per_element;
   std::vector<int> element_outputs, epilogue_loads;
-  int reductions = 0, vectors = 0;
+  int reductions = 0, vectors = 0, threads = 0, block = 0;
+  bool exact = false;
 
-  /// Checks what both kernels require of `vectors` and `block` (gpu_row_register_block's sizes).
-  RegisterRows(const FusedProgram& program, int vector_count, int block)
+  /// Checks what both kernels require of `vectors` and `threads` (GpuRowOrder's sizes).
+  RegisterRows(const FusedProgram& program, int vector_count, int row_threads, bool exact_rows)
       : p(program),
         regs(kept_within(gpu_row_registers(program), vector_count)),
         plan(plan_row_program_keeping(program, regs.keep)),
-        vectors(vector_count) {
+        vectors(vector_count),
+        threads(row_threads),
+        block(gpu_row_register_block(GpuRowOrder{row_threads})),
+        exact(exact_rows) {
     SMELT_ASSERT(vectors > 0, "row register kernel: no vectors");
-    SMELT_ASSERT(block == 256 || block == 512, "row register kernel: blocks of 256 or 512 threads");
+    SMELT_ASSERT(threads == 32 || threads == 256 || threads == 512, "row register kernel: rows of 32, 256 or 512 threads");
     const size_t nin = p.input_dtypes.size();
     SMELT_ASSERT(regs.vec > 0, "row register kernel: the program's rows do not go in registers");
     in_registers.assign(nin, 0);
@@ -505,6 +510,21 @@ struct RegisterRows {
     for (size_t k = 0; k < nin; ++k)
       if (per_element[k] && !in_registers[k]) epilogue_loads.push_back(static_cast<int>(k));
     for (const Instr& in : p.instrs) reductions += in.kind == InstrKind::Reduce ? 1 : 0;
+  }
+
+  /// The threads of a row T and this thread's lane, compile-time constants so that the address
+  /// arithmetic and the trees' loops fold (a runtime T kept about 110 of the 700 instructions a
+  /// warp spent on a row of W6).
+  std::string thread_lines() const {
+    return "  constexpr int T = " + std::to_string(threads) + ";\n  const int lane = threadIdx.x % T;\n";
+  }
+
+  /// The row's length n and m (n as int): compile-time when exact, so that every guard against
+  /// the row's end folds away.
+  std::string size_lines() const {
+    if (!exact) return "  const i64 n = a.n;\n  const int m = (int)n;\n";
+    const std::string n = std::to_string(static_cast<int64_t>(threads) * regs.vec * vectors);
+    return "  constexpr i64 n = " + n + ";\n  constexpr int m = " + n + ";\n";
   }
 
   /// A pass's per-element lines at element e of vector u: the kept values it reads from
@@ -676,8 +696,9 @@ struct RegisterRows {
 
 }  // namespace
 
-std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, int block) {
-  const RegisterRows rows(p, vectors, block);
+std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, int threads, bool exact) {
+  const RegisterRows rows(p, vectors, threads, exact);
+  const int block = rows.block;
   const GpuRowRegisters& regs = rows.regs;
   const std::vector<char>& per_element = rows.per_element;
   const size_t nin = p.input_dtypes.size();
@@ -694,11 +715,9 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, in
   const int warps = block / 32;
   os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") k(RowArgs a) {\n"
         "  __shared__ u64 shraw[" << warps * std::max(rows.reductions, 1) << "];\n"
-        "  const int T = (int)a.threads, lane = threadIdx.x % T;\n";
-  os << row_kernel_prologue(p);
+     << rows.thread_lines() << row_kernel_prologue(p, false);
   // Row positions are 32-bit (a row in registers is at most 512 * 64 * 16 elements).
-  os << "  constexpr int V = " << V << ", P = " << P << ";\n"
-        "  const int m = (int)n;\n";
+  os << "  constexpr int V = " << V << ", P = " << P << ";\n" << rows.size_lines();
   // f<k>: input k's row is consecutive and 16-byte aligned, so whole vectors load as vectors.
   for (size_t k = 0; k < nin; ++k)
     if (per_element[k])
@@ -731,8 +750,9 @@ std::string emit_cuda_row_register_kernel(const FusedProgram& p, int vectors, in
   return os.str();
 }
 
-std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, int block) {
-  const RegisterRows rows(p, vectors, block);
+std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, int threads, bool exact) {
+  const RegisterRows rows(p, vectors, threads, exact);
+  const int block = rows.block;
   const GpuRowRegisters& regs = rows.regs;
   const size_t nin = p.input_dtypes.size();
   const std::string V = std::to_string(regs.vec), P = std::to_string(vectors);
@@ -757,12 +777,9 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, i
   os << "extern \"C\" __global__ void __launch_bounds__(" << block << ") k(RowArgs a) {\n"
         "  __shared__ u64 shraw[" << 2 * warps * std::max(rows.reductions, 1) << "];\n"
         "  extern __shared__ __align__(16) unsigned char stage[];\n"
-        "  const int T = (int)a.threads, lane = threadIdx.x % T;\n"
-        "  constexpr int V = " << V << ", P = " << P << ";\n"
-        // Row positions are 32-bit (a row in registers is at most 512 * 64 * 16 elements).
-        "  const i64 n = a.n;\n"
-        "  const int m = (int)n;\n"
-        "  const i64 units = T == 32 ? (i64)gridDim.x * gridDim.y * (blockDim.x / 32) : (i64)gridDim.x * gridDim.y;\n"
+     << rows.thread_lines() << "  constexpr int V = " << V << ", P = " << P << ";\n"
+     // Row positions are 32-bit (a row in registers is at most 512 * 64 * 16 elements).
+     << rows.size_lines() << "  const i64 units = T == 32 ? (i64)gridDim.x * gridDim.y * (blockDim.x / 32) : (i64)gridDim.x * gridDim.y;\n"
         "  i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();\n"
         "  if (r >= a.rows) return;\n";
   // Input k's row r in global memory, and whether it is consecutive and 16-byte aligned (whole
@@ -1018,8 +1035,9 @@ char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64
   return 'q';
 }
 
-std::string register_row_layout(bool pipelined, int vectors, int block) {
-  return (pipelined ? "pipe" : "regs") + std::to_string(vectors) + (block == 512 ? "x512" : "");
+std::string register_row_layout(bool pipelined, int vectors, int threads, bool exact) {
+  return (pipelined ? "pipe" : "regs") + std::to_string(vectors) + (threads == 512 ? "x512" : threads == 32 ? "w" : "") +
+         (exact ? "e" : "");
 }
 
 size_t CudaFusedKernelParams::hash() const {
@@ -1040,8 +1058,13 @@ std::string CudaFusedKernelParams::source() const {
   if (regs || pipe) {
     size_t end = 0;
     const int vectors = std::stoi(layout.substr(4), &end);
-    const int block = layout.compare(4 + end, std::string::npos, "x512") == 0 ? 512 : 256;
-    return regs ? emit_cuda_row_register_kernel(*program, vectors, block) : emit_cuda_row_pipelined_kernel(*program, vectors, block);
+    std::string rest = layout.substr(4 + end);
+    const bool exact = !rest.empty() && rest.back() == 'e';
+    if (exact) rest.pop_back();
+    const int threads = rest == "x512" ? 512 : rest == "w" ? 32 : 256;
+    SMELT_ASSERT(rest.empty() || rest == "x512" || rest == "w", "register row layout: " + layout);
+    return regs ? emit_cuda_row_register_kernel(*program, vectors, threads, exact)
+                : emit_cuda_row_pipelined_kernel(*program, vectors, threads, exact);
   }
   return emit_cuda_kernel(*program, layout, vectorized);
 }

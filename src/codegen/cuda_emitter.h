@@ -48,23 +48,26 @@ char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64
 std::string emit_cuda_row_kernel(const FusedProgram& program);
 
 /// CUDA C++ of the kernel `k(RowArgs)` for a row program whose rows go in registers
-/// (gpu_row_registers): blocks of `block` threads (gpu_row_register_block: 256, or 512 for long
-/// rows), the reduction order of emit_cuda_row_kernel, and
+/// (gpu_row_registers): `threads` threads share a row (GpuRowOrder::threads, a compile-time
+/// constant: 32, 256 or 512) in blocks of gpu_row_register_block(threads), the reduction order of
+/// emit_cuda_row_kernel, and
 /// each thread's `vectors` vectors of the row (gpu_row_register_vectors) loaded once, before the
 /// first pass, and read from registers by every pass and the epilogue. Any layout; the rows must
-/// not be split (order.groups == 1).
-std::string emit_cuda_row_register_kernel(const FusedProgram& program, int vectors, int block);
+/// not be split (order.groups == 1). `exact`: every row has exactly threads * vec * vectors
+/// elements (the caller checks), a compile-time n, so no vector is past the row's end.
+std::string emit_cuda_row_register_kernel(const FusedProgram& program, int vectors, int threads, bool exact);
 
 /// The register kernel for clean rows (every per-element input's rows consecutive and 16-byte
 /// aligned, n a multiple of the vector, outputs 16-byte aligned; the caller checks): persistent
-/// blocks of `block` threads (each block, or each of its warps, takes every units-th row), the same
+/// blocks (each block, or each of its warps, takes every units-th row), the same
 /// order and registers, and the next row's vectors already copying into shared memory while a
 /// row is computed (gpu_row_register_stage_bytes of dynamic shared memory).
-std::string emit_cuda_row_pipelined_kernel(const FusedProgram& program, int vectors, int block);
+std::string emit_cuda_row_pipelined_kernel(const FusedProgram& program, int vectors, int threads, bool exact);
 
-/// The layout naming a register row kernel: "pipe<P>" (pipelined) or "regs<P>", with "x512"
-/// appended for blocks of 512; CudaFusedKernelParams::source() reads it back.
-std::string register_row_layout(bool pipelined, int vectors, int block);
+/// The layout naming a register row kernel: "pipe<P>" (pipelined) or "regs<P>", then "x512" for
+/// rows of 512 threads or "w" for warp rows (none: 256), then "e" when exact;
+/// CudaFusedKernelParams::source() reads it back.
+std::string register_row_layout(bool pipelined, int vectors, int threads, bool exact);
 
 /// One fused CUDA kernel: the program, and for an element-wise program the layout and whether it
 /// moves vectors (a row program's layout is "rows", or "regs<P>" / "pipe<P>" for its register

@@ -206,26 +206,27 @@ TEST(CodegenGolden, RmsNormRowKernelCuda) {
 // W4's rows ([16384, 4096] bfloat16) in registers: each thread loads its 4 vectors of 4 once,
 // the mean's pass and the epilogue read them there; one barrier for the mean's tree.
 TEST(CodegenGolden, RmsNormRegisterRowKernelCuda) {
-  expect_golden_text("rms_norm_regs4_bf16.cu", codegen::emit_cuda_row_register_kernel(rms_norm_rows(), 4, 256));
+  expect_golden_text("rms_norm_regs4_bf16.cu", codegen::emit_cuda_row_register_kernel(rms_norm_rows(), 4, 256, false));
 }
 // The same rows when clean: persistent blocks, the next row's vectors copied into shared memory
 // (cp.async) while this one is computed, no element-by-element path.
 TEST(CodegenGolden, RmsNormPipelinedRowKernelCuda) {
-  expect_golden_text("rms_norm_pipe4_bf16.cu", codegen::emit_cuda_row_pipelined_kernel(rms_norm_rows(), 4, 256));
+  expect_golden_text("rms_norm_pipe4_bf16.cu", codegen::emit_cuda_row_pipelined_kernel(rms_norm_rows(), 4, 256, false));
 }
 
-// W6's rows: float32(x + r) (x + r rounded to bfloat16) kept in registers for the variance's pass
+// W6's rows (exact: 4096 elements are 256 threads' 4 vectors of 4, so n is a constant and no
+// guard against the row's end is left): float32(x + r) (x + r rounded to bfloat16) kept in registers for the variance's pass
 // and the epilogue, which loads the weight's and bias's vectors one at a time (32 words: loaded
 // all first, they took the registers of a block an SM). RMSNorm's weight (16 words) loads first.
 TEST(CodegenGolden, LayerNormResidualPipelinedRowKernelCuda) {
   expect_golden_text("layer_norm_residual_pipe4_bf16.cu",
-                     codegen::emit_cuda_row_pipelined_kernel(layer_norm_residual_rows(), 4, 256));
+                     codegen::emit_cuda_row_pipelined_kernel(layer_norm_residual_rows(), 4, 256, true));
 }
 
-// W5's rows ([4096, 32768] float32, 512 threads of 16 vectors of 4): three passes over the
+// W5's rows ([4096, 32768] float32, 512 threads of 16 vectors of 4, exact): three passes over the
 // registers, the division taking exp(x - max) again (64 words leave no room to keep it).
 TEST(CodegenGolden, SoftmaxWidePipelinedRowKernelCuda) {
-  expect_golden_text("softmax_pipe16x512_f32.cu", codegen::emit_cuda_row_pipelined_kernel(softmax_rows(), 16, 512));
+  expect_golden_text("softmax_pipe16x512_f32.cu", codegen::emit_cuda_row_pipelined_kernel(softmax_rows(), 16, 512, true));
 }
 
 TEST(CodegenGolden, Float32Chain) { expect_golden("float32_chain", float32_chain()); }

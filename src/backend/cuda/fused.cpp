@@ -106,10 +106,11 @@ codegen::SharedValue<codegen::FusedProgram> program_of(const std::shared_ptr<con
 
 /// A row program's kernel layout: "rows" (the cached-row kernel) when its rows do not go in
 /// registers (vectors == 0), else the pipelined kernel's for clean rows or the register kernel's
-/// (codegen::register_row_layout) with blocks of `block` threads.
-std::string row_kernel_layout(int vectors, bool clean, int block) {
+/// (codegen::register_row_layout), exact when rows of n fill the threads' vectors.
+std::string row_kernel_layout(int vectors, bool clean, const codegen::GpuRowOrder& order, int vec, int64_t n) {
   if (vectors == 0) return "rows";
-  return codegen::register_row_layout(clean, vectors, block);
+  const bool exact = n == order.threads * vec * static_cast<int64_t>(vectors);
+  return codegen::register_row_layout(clean, vectors, static_cast<int>(order.threads), exact);
 }
 
 /// An element-wise input's flat layout letter over the output's `shape` ('c' the output's shape
@@ -181,7 +182,7 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
       for (int64_t d = 0; d < args.knd && clean; ++d) clean = (args.kst[in][d] * size) % 16 == 0;
     }
     for (size_t o = 0; o < outputs.size(); ++o) clean = clean && args.p[nin + o] % 16 == 0;
-    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), row_kernel_layout(vectors, clean, block), false}, what);
+    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), row_kernel_layout(vectors, clean, order, info.registers.vec, args.n), false}, what);
     if (!clean) {
       launch(s, fn, needed, static_cast<unsigned>(block), &args, what, 0);
       return;
@@ -324,7 +325,7 @@ void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, c
     // tile them and every row of each input read per element starts 16-byte aligned.
     bool clean = vectors > 0 && n % info->registers.vec == 0;
     for (int in : info->element_inputs) clean = clean && (n * static_cast<int64_t>(size_of(k.program.input_dtypes[in]))) % 16 == 0;
-    layout = row_kernel_layout(vectors, clean, codegen::gpu_row_register_block(order));
+    layout = row_kernel_layout(vectors, clean, order, info->registers.vec, n);
   } else {
     // The layout run_elementwise_program finds for inputs in fresh (row-major, aligned) buffers.
     const int nd = static_cast<int>(full.size());

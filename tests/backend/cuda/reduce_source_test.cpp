@@ -272,20 +272,31 @@ TEST(CudaReduceSource, RegisterRowKernelsCompileWithoutLocalMemory) {
       for (auto* p : fused_programs(tape)) {
         const codegen::GpuRowRegisters regs = codegen::gpu_row_registers(*p);
         ASSERT_GT(regs.vec, 0) << name;
-        // Blocks of 256 with every vector count; blocks of 512 (long rows: 16384 elements or more,
-        // so at least 8 vectors) with the fewest, which keep values when the program has some,
-        // and the most that fit.
-        std::vector<std::pair<int, int>> layouts;  // {vectors, block}
-        for (int vectors = 1; vectors * regs.words <= codegen::kGpuRowRegisterWords; vectors *= 2) layouts.push_back({vectors, 256});
+        // Rows of 256 threads with every vector count; rows of 512 (long rows: 16384 elements or
+        // more, so at least 8 vectors) with the fewest, which keep values when the program has
+        // some, and the most that fit; warp rows; exact rows (a compile-time n). float16 takes
+        // the fewest and the most only: its source differs from bfloat16's in the type names
+        // alone, and each NVRTC compile costs about a second on a CI core.
+        struct Layout {
+          int vectors, threads;
+          bool exact;
+        };
+        std::vector<Layout> layouts;
+        for (int vectors = 1; vectors * regs.words <= codegen::kGpuRowRegisterWords; vectors *= 2)
+          if (dt != float16 || vectors == 1 || 2 * vectors * regs.words > codegen::kGpuRowRegisterWords)
+            layouts.push_back({vectors, 256, false});
         int wide = 1;
         while (2 * wide * regs.words <= codegen::kGpuWideRowRegisterWords) wide *= 2;
-        if (wide > 8) layouts.push_back({8, 512});
-        layouts.push_back({wide, 512});
-        for (const auto& [vectors, block] : layouts)
+        if (wide > 8 && dt != float16) layouts.push_back({8, 512, false});
+        layouts.push_back({wide, 512, false});
+        layouts.push_back({wide, 512, true});
+        layouts.push_back({1, 32, true});
+        for (const Layout& l : layouts)
           for (bool pipelined : {false, true}) {
-            const std::string what = name + " " + dtype_name(dt) + " " + codegen::register_row_layout(pipelined, vectors, block);
-            const std::string source = pipelined ? codegen::emit_cuda_row_pipelined_kernel(*p, vectors, block)
-                                                 : codegen::emit_cuda_row_register_kernel(*p, vectors, block);
+            const std::string what =
+                name + " " + dtype_name(dt) + " " + codegen::register_row_layout(pipelined, l.vectors, l.threads, l.exact);
+            const std::string source = pipelined ? codegen::emit_cuda_row_pipelined_kernel(*p, l.vectors, l.threads, l.exact)
+                                                 : codegen::emit_cuda_row_register_kernel(*p, l.vectors, l.threads, l.exact);
             std::string ptx;
             try {
               ptx = cuda::nvrtc_compile(90, std::string(cuda::device_preamble()) + source, false, what);

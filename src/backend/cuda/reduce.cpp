@@ -84,56 +84,68 @@ const char* kColRedArgsSource =
 
 }  // namespace
 
-/// The columns plan's kernel: input [outer, m, inner] row-major, m reduced. Block x covers
-/// 256 * vec neighbouring inner positions (coalesced), y the outer index and the group of m; each
-/// thread combines the rows of the group in order for `vec` neighbouring columns (one vector load
-/// per row when vec > 1: inner a multiple of vec, the input 16-byte aligned), eight rows' loads in
-/// flight at a time. Each column's order is the same for every vec.
+/// The columns plan's kernel: input [outer, m, inner] row-major, m reduced. A block of eight
+/// warps covers 32 * vec neighbouring inner positions (a lane takes `vec` of them: one 16-byte
+/// load per row when vec > 1, inner a multiple of vec and the input 16-byte aligned), one outer
+/// index and one group of m's rows; the group's rows are split in eight runs, warp w combining run
+/// w in order (eight rows' loads in flight), then the warps' results are combined in order through
+/// shared memory. A column's order (runs of the group in order, then the group's runs, then the
+/// groups by the second kernel) depends on m and the group size only, so on no vec.
 std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial, int vec) {
   const std::string in_t = device_type(in), out_t = device_type(out), v = std::to_string(vec);
   const std::string words = std::to_string((vec * static_cast<int>(size_of(in)) + 3) / 4);
   std::string b = std::string(kColRedArgsSource) + codegen::cuda_word_helpers_source() + codegen::cuda_vector_moves_source() +
                   "typedef " + codegen::gpu_red_type(op, in) + " R;\ntypedef R::Acc Acc;\n";
-  // Rows q of the thread's columns: one vector (vec > 1) or one element each.
+  // Rows q of the lane's columns: one vector (vec > 1) or one element each.
   auto load = [&](const std::string& w, const std::string& q) {
     return vec > 1 ? "vload<" + in_t + ", " + v + ">(" + w + ", x + (" + q + ") * a.inner);"
                    : "{ " + w + "[0] = 0; pack(" + w + ", 0, x[(" + q + ") * a.inner]); }";
   };
-  b += "extern \"C\" __global__ void k(ColRedArgs a) {\n"
-       "  const i64 span = 256 * " + v + ";\n"
+  b += "extern \"C\" __global__ void __launch_bounds__(256) k(ColRedArgs a) {\n"
+       "  const int span = 32 * " + v + ";\n"
+       "  __shared__ Acc s[8][32 * " + v + "];\n"
+       "  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;\n"
        "  const i64 tiles = (a.inner + span - 1) / span;\n"
        "  const i64 blk = bid();\n"
        "  const i64 tile = blk % tiles, og = blk / tiles;\n"
        "  const i64 o = og / a.groups, g = og % a.groups;\n"
-       "  const i64 i = tile * span + (i64)threadIdx.x * " + v + ";\n"
-       "  if (o >= a.outer || i >= a.inner) return;\n"
-       "  const i64 lo = g * a.chunk, hi = min(a.m, lo + a.chunk);\n"
-       "  const " + in_t + "* x = (const " + in_t + "*)a.in + o * a.m * a.inner + i;\n"
+       "  const i64 lo = g * a.chunk, hi = min(a.m, lo + a.chunk), run = (a.chunk + 7) / 8;\n"
+       "  const i64 rlo = min(hi, lo + w * run), rhi = min(hi, rlo + run);\n"
+       "  const i64 i = tile * span + lane * " + v + ";\n"
        "  Acc av[" + v + "];\n"
        "  #pragma unroll\n"
        "  for (int e = 0; e < " + v + "; ++e) av[e] = R::init();\n"
-       "  i64 q = lo;\n"
-       "  for (; q + 8 <= hi; q += 8) {\n"
-       "    u32 w[8][" + words + "];\n"
-       "    #pragma unroll\n"
-       "    for (int u = 0; u < 8; ++u) " + load("w[u]", "q + u") + "\n"
-       "    #pragma unroll\n"
-       "    for (int u = 0; u < 8; ++u)\n"
+       "  if (i < a.inner) {\n"
+       "    const " + in_t + "* x = (const " + in_t + "*)a.in + o * a.m * a.inner + i;\n"
+       "    i64 q = rlo;\n"
+       "    for (; q + 8 <= rhi; q += 8) {\n"
+       "      u32 w8[8][" + words + "];\n"
        "      #pragma unroll\n"
-       "      for (int e = 0; e < " + v + "; ++e) av[e] = R::step(av[e], R::load(unpack<" + in_t + ">(w[u], e)));\n"
+       "      for (int u = 0; u < 8; ++u) " + load("w8[u]", "q + u") + "\n"
+       "      #pragma unroll\n"
+       "      for (int u = 0; u < 8; ++u)\n"
+       "        #pragma unroll\n"
+       "        for (int e = 0; e < " + v + "; ++e) av[e] = R::step(av[e], R::load(unpack<" + in_t + ">(w8[u], e)));\n"
+       "    }\n"
+       "    for (; q < rhi; ++q) {\n"
+       "      u32 w1[" + words + "];\n"
+       "      " + load("w1", "q") + "\n"
+       "      #pragma unroll\n"
+       "      for (int e = 0; e < " + v + "; ++e) av[e] = R::step(av[e], R::load(unpack<" + in_t + ">(w1, e)));\n"
+       "    }\n"
        "  }\n"
-       "  for (; q < hi; ++q) {\n"
-       "    u32 w[" + words + "];\n"
-       "    " + load("w", "q") + "\n"
-       "    #pragma unroll\n"
-       "    for (int e = 0; e < " + v + "; ++e) av[e] = R::step(av[e], R::load(unpack<" + in_t + ">(w, e)));\n"
-       "  }\n"
-       "  const i64 k = o * a.inner + i;\n"
        "  #pragma unroll\n"
-       "  for (int e = 0; e < " + v + "; ++e) {\n"
-       "    const Acc acc = av[e];\n";
-  if (partial) b += "    ((Acc*)a.partial)[g * a.outer * a.inner + k + e] = acc;\n  }\n}\n";
-  else b += "    ((" + out_t + "*)a.out)[k + e] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n  }\n}\n";
+       "  for (int e = 0; e < " + v + "; ++e) s[w][lane * " + v + " + e] = av[e];\n"
+       "  __syncthreads();\n"
+       "  // The runs that have rows, in order (an empty run's init would change -0.0 and NaN payloads).\n"
+       "  for (int c = threadIdx.x; c < span; c += 256) {\n"
+       "    const i64 col = tile * span + c;\n"
+       "    if (col >= a.inner) break;\n"
+       "    Acc acc = s[0][c];\n"
+       "    for (int j = 1; j < 8 && lo + j * run < hi; ++j) acc = R::step(acc, s[j][c]);\n"
+       "    const i64 k = o * a.inner + col;\n";
+  if (partial) b += "    ((Acc*)a.partial)[g * a.outer * a.inner + k] = acc;\n  }\n}\n";
+  else b += "    ((" + out_t + "*)a.out)[k] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n  }\n}\n";
   return b;
 }
 
@@ -189,20 +201,22 @@ void reduce_columns(const ReduceParams& p, const Array& in, Array& out, int64_t 
   args.inner = inner;
   args.divisor = std::max<int64_t>(m - p.ddof, 0);
   // The groups (so each column's order) come from the shapes and the dtype alone, counting the
-  // blocks as if a thread took 16 bytes of neighbouring columns (it does when they allow vector
-  // loads): enough blocks, each thread with at least 128 rows. Measured on the H200, sum over
-  // axis 0 of [16384, 4096] float32 / bfloat16 with the warp-parallel combine: 128 rows 73.0 /
-  // 45.1 us, 64 rows 78.6 / 47.6, 256 rows 74.8 / 55.3; 16 or 32 rows in flight per thread
-  // instead of 8 gave nothing (45.4-46.8 us in bfloat16).
-  const int64_t span = 256 * static_cast<int64_t>(16 / size_of(dt));
+  // blocks as if a lane took 16 bytes of neighbouring columns (it does when they allow vector
+  // loads): enough blocks, each warp's run with at least 128 rows. Measured on the H200, sum over
+  // axis 0 of [16384, 4096] float32 / bfloat16, each thread over all the group's rows (128
+  // groups): 128 rows 73.0 / 45.1 us, 64 rows 78.6 / 47.6, 256 rows 74.8 / 55.3; 16 or 32 rows in
+  // flight per thread instead of 8 gave nothing. ncu put the bfloat16 sum's loads at 33.3 us (84%
+  // of DRAM's peak) and the combine of its 128 groups at 5.3 us: eight warps a group cut the
+  // groups to 16, as many threads each with as many rows.
+  const int64_t span = 32 * static_cast<int64_t>(16 / size_of(dt));
   const int64_t tiles = (inner + span - 1) / span, blocks = outer * tiles;
   int64_t groups = 1;
-  if (blocks < 2048) groups = std::clamp<int64_t>(2048 / blocks, 1, std::max<int64_t>(1, m / 128));
+  if (blocks < 2048) groups = std::clamp<int64_t>(2048 / blocks, 1, std::max<int64_t>(1, m / (8 * 128)));
   args.chunk = (m + groups - 1) / groups;
   args.groups = (m + args.chunk - 1) / args.chunk;
   int vec = static_cast<int>(16 / size_of(dt));
   if (inner % vec != 0 || args.in % 16 != 0) vec = 1;
-  const int64_t vec_blocks = outer * ((inner + 256 * vec - 1) / (256 * vec));
+  const int64_t vec_blocks = outer * ((inner + 32 * vec - 1) / (32 * vec));
   const bool split = args.groups > 1;
   BufferPtr partial;
   if (split) {

@@ -104,6 +104,32 @@ TEST(CudaReduce, LongReductionsAndManyOutputs) {
   EXPECT_TRUE(same_as_cpu(var(on_gpu(z), {1}), var(z, {1}), 64));
 }
 
+/// The columns plan splits a group's rows over a block's eight warps; a column's order depends
+/// on the row count and the group size only, so the vector kernel (inner a multiple of 16 bytes)
+/// and the element kernel (inner 4099) give the same bits for the same column. Row counts that
+/// leave warps without rows (5) or a short last group (20000), NaN and infinities, and the CPU's
+/// result within the summation bound.
+TEST(CudaReduce, ColumnsGiveTheSameBitsWithAndWithoutVectorLoads) {
+  SMELT_REQUIRE_GPU();
+  for (Dtype dt : {float32, bfloat16, float16, float64, int32}) {
+    for (int64_t m : {5, 1000, 20000}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " m " + std::to_string(m));
+      Array wide = astype(random_array({m, 4099}, float32, -2, 2, 91), dt);
+      Array narrow = copy(slice(wide, {0, 0}, {m, 4096}));  // contiguous, 16-byte aligned rows
+      Array wg = on_gpu(wide), ng = on_gpu(narrow);
+      Array by_elements = slice(sum(wg, {0}), {0}, {4096});
+      EXPECT_TRUE(same_as_cpu(sum(ng, {0}), on_cpu(by_elements)));
+      EXPECT_TRUE(reduce_matches("sum", sum(ng, {0}), sum(narrow, {0}), narrow, {0}));
+      Array special = special_array({m, 4096}, dt, -2, 2, 92);
+      Array sg = on_gpu(special);
+      EXPECT_TRUE(same_as_cpu(max(sg, {0}), max(special, {0})));
+      EXPECT_TRUE(reduce_matches("sum", sum(sg, {0}), sum(special, {0}), special, {0}));
+      Array x3 = astype(random_array({3, m, 40}, float32, -2, 2, 93), dt);
+      EXPECT_TRUE(reduce_matches("sum", sum(on_gpu(x3), {1}), sum(x3, {1}), x3, {1}));
+    }
+  }
+}
+
 /// Rows of 2048 to 16383 elements take a block of 256 threads in the row order, longer ones 512;
 /// with 1024 rows or more one warp replays each row's block. The replay gives the block's bits:
 /// compared with the same rows reduced 550 at a time (the block kernel), for row lengths that

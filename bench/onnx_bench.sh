@@ -14,7 +14,8 @@
 # and inter_op_num_threads = 1 for ONNX Runtime. Each system does one untimed warm-up run, then
 # REPS timed runs of the whole model (inputs in memory, outputs materialized); the median is
 # reported, the minimum kept in the JSON. smelt runs as `smelt run --compile --repeat REPS`: its
-# eager runs and compiled calls alternate (drift hits both alike) and the first compiled call's
+# eager and compiled calls alternate in runs of 10 (drift hits both alike; each side's calls follow
+# one another, as ONNX Runtime's do) and the first compiled call's
 # outputs are checked bit for bit against the eager ones. It runs twice with SMELT_CACHE_DIR set
 # to a fresh empty folder: the first run's compile cost is cold (every fused kernel goes through
 # the C++ compiler), the second's is warm (kernels load from that disk cache); the times per
@@ -112,7 +113,7 @@ result = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu
           "smelt": smelt_bin, "load_average": os.getloadavg(),
           "reps": reps, "ort_version": ort["ort_version"],
           "method": "median of reps timed runs after one warm-up; same .npy inputs; smelt eager and compiled "
-                    "(smelt run --compile --repeat: alternating calls; compile cost with a cold and a warm kernel "
+                    "(smelt run --compile --repeat: eager and compiled calls alternating in runs of 10; compile cost with a cold and a warm kernel "
                     "cache, times per call from the warm run) vs ONNX Runtime CPU provider (intra_op = threads, "
                     "inter_op = 1), default and no graph optimizations; ratio_vs_ort = ORT median / smelt eager "
                     "median, ratio_eager_vs_compiled = eager / compiled, ratio_ort_vs_compiled = ORT / compiled "

@@ -18,7 +18,7 @@
 #
 # Method. Every system gets the same .npy inputs (seeded, made by export_models.make_inputs) and
 # THREADS threads, one call at a time. smelt runs twice in new processes, each `smelt run --compile`
-# (eager and compiled calls alternate, and the first compiled call's outputs are checked bit for bit
+# (eager and compiled calls alternate in runs of 10, and the first compiled call's outputs are checked bit for bit
 # against the eager ones): first with an empty SMELT_CACHE_DIR and no timed calls (the cold first
 # call: every fused kernel goes through the C++ compiler), then with the cache that run filled and
 # the timed calls (the warm first call: kernels load from the disk cache). ONNX Runtime runs once per

@@ -523,7 +523,7 @@ struct RegisterRows {
   /// the row's end folds away.
   std::string size_lines() const {
     if (!exact) return "  const i64 n = a.n;\n  const int m = (int)n;\n";
-    const std::string n = std::to_string(static_cast<int64_t>(threads) * regs.vec * vectors);
+    const std::string n = std::to_string(gpu_row_register_exact_n(threads, regs.vec, vectors));
     return "  constexpr i64 n = " + n + ";\n  constexpr int m = " + n + ";\n";
   }
 

@@ -83,6 +83,12 @@ inline constexpr int kGpuWideRowRegisterWords = 64;
 /// else 256 (one block row, or 8 warp rows).
 int gpu_row_register_block(const GpuRowOrder& order);
 
+/// The row length a register kernel's rows fill exactly: `threads` threads, each with `vectors`
+/// vectors of `vec` elements. Rows of this length take the exact kernel (a compile-time n).
+inline int64_t gpu_row_register_exact_n(int64_t threads, int vec, int vectors) {
+  return threads * vec * static_cast<int64_t>(vectors);
+}
+
 /// Bytes of dynamic shared memory the pipelined register kernel stages a block's next rows in
 /// (`block` threads, each with `vectors` vectors of `regs.words` words).
 inline size_t gpu_row_register_stage_bytes(const GpuRowRegisters& regs, int vectors, int block) {

@@ -109,7 +109,7 @@ codegen::SharedValue<codegen::FusedProgram> program_of(const std::shared_ptr<con
 /// (codegen::register_row_layout), exact when rows of n fill the threads' vectors.
 std::string row_kernel_layout(int vectors, bool clean, const codegen::GpuRowOrder& order, int vec, int64_t n) {
   if (vectors == 0) return "rows";
-  const bool exact = n == order.threads * vec * static_cast<int64_t>(vectors);
+  const bool exact = n == codegen::gpu_row_register_exact_n(order.threads, vec, vectors);
   return codegen::register_row_layout(clean, vectors, static_cast<int>(order.threads), exact);
 }
 

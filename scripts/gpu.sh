@@ -11,7 +11,8 @@
 #
 # Environment: SMELT_GPU_BUILD (build folder, default build/gpu), OUT (reports, default
 # $SMELT_GPU_BUILD/report), SMELT_GPU_REPS (benchmark repetitions, default 50), SMELT_GPU_TESTS
-# (a regular expression picking test binaries, default all),
+# (a regular expression picking test binaries, default all), SMELT_GPU_TEST_TIMEOUT (seconds a test
+# binary may run, default 1800),
 # SMELT_GPU_SKIP_BENCH=1 (tests only), SMELT_DEVKIT (build the ONNX layer too, see above), SMELT_NODE_SUITE
 # (the ONNX node suite to check on the GPU with the ONNX layer; SMELT_GPU_SKIP_SUITE=1 skips it),
 # SMELT_GPU_MODELS=1 (also the real-architecture benchmark: $OUT/gpu_models.txt and .json). Exit
@@ -80,7 +81,7 @@ if [ "$TESTS" = ON ]; then
   for t in "${GPU_TESTS[@]}"; do
     (
       start=$(date +%s%N)
-      if "$BUILD/tests/$t" --gtest_brief=1 >"$OUT/tests/$t.log" 2>&1; then result=ok; else result=FAILED; fi
+      if timeout "${SMELT_GPU_TEST_TIMEOUT:-1800}" "$BUILD/tests/$t" --gtest_brief=1 >"$OUT/tests/$t.log" 2>&1; then result=ok; else result=FAILED; fi
       echo "$result $((($(date +%s%N) - start) / 1000000))" >"$OUT/tests/$t.status"
     ) &
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do sleep 0.2; done

@@ -530,8 +530,8 @@ void bench_w9_block(int reps, std::vector<Row>& rows) {
   }
 }
 
-/// SUITE.md's reduction workloads (W4, W5, W6), a column reduction, bfloat16 and float32 row
-/// sums, with inputs on the GPU.
+/// SUITE.md's reduction workloads (W4, W5, W6), row and column sums in float32, bfloat16 and
+/// float16, and broadcasting element-wise ops beside the same-shape op, with inputs on the GPU.
 std::vector<RowWork> reduction_works() {
   using V = std::vector<Array>;
   const Shape big{16384, 4096};
@@ -540,6 +540,9 @@ std::vector<RowWork> reduction_works() {
   Array wb = gpu_normal({4096}, bfloat16, 23), bb = gpu_normal({4096}, bfloat16, 24);
   Array xf = gpu_normal(big, float32, 25);
   Array x5 = gpu_normal({4096, 32768}, float32, 26);
+  Array xh = gpu_normal(big, float16, 27);
+  Array colf = gpu_normal({16384, 1}, float32, 28), rowf = gpu_normal({4096}, float32, 29);
+  Array colb = gpu_normal({16384, 1}, bfloat16, 30);
   std::vector<RowWork> works = {
       {"W4_rmsnorm_16384x4096_bf16", [](const V& in) { return V{rms_norm(in[0], in[1], 1e-6)}; }, {xb, wb}, 2.0 * 2 * nb},
       {"W5_softmax_4096x32768_f32",
@@ -555,6 +558,15 @@ std::vector<RowWork> reduction_works() {
       {"sum_axis0_16384x4096_f32", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xf}, 4.0 * nb, true},
       {"sum_axis1_16384x4096_bf16", [](const V& in) { return V{sum(in[0], {1})}; }, {xb}, 2.0 * nb},
       {"sum_axis0_16384x4096_bf16", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xb}, 2.0 * nb, true},
+      {"sum_axis1_16384x4096_f16", [](const V& in) { return V{sum(in[0], {1})}; }, {xh}, 2.0 * nb},
+      {"sum_axis0_16384x4096_f16", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xh}, 2.0 * nb, true},
+      // Broadcasting element-wise ops against the same-shape op with the same traffic (x * x):
+      // issue #13 asks for them within 10% of it.
+      {"mul_self_16384x4096_f32", [](const V& in) { return V{multiply(in[0], in[0])}; }, {xf}, 2.0 * 4 * nb},
+      {"sub_col_16384x4096_f32", [](const V& in) { return V{subtract(in[0], in[1])}; }, {xf, colf}, 2.0 * 4 * nb},
+      {"add_row_16384x4096_f32", [](const V& in) { return V{add(in[0], in[1])}; }, {xf, rowf}, 2.0 * 4 * nb},
+      {"mul_self_16384x4096_bf16", [](const V& in) { return V{multiply(in[0], in[0])}; }, {xb}, 2.0 * 2 * nb},
+      {"sub_col_16384x4096_bf16", [](const V& in) { return V{subtract(in[0], in[1])}; }, {xb, colb}, 2.0 * 2 * nb},
   };
   return works;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """GPU peers for scripts/gpu.sh: PyTorch eager, torch.compile and jax.jit on SUITE.md's W1-W9,
-single reductions (row and column sums, float32 and bfloat16), the char-GPT example's training step and the copy floor, joined with smelt's rows (bench_gpu's JSON, plus W12 rows given as
+single reductions (row and column sums, float32, bfloat16 and float16), broadcasting element-wise
+ops beside the same-shape op, the char-GPT example's training step and the copy floor, joined with smelt's rows (bench_gpu's JSON, plus W12 rows given as
 extra JSON lines) into one JSON report and a table (SUITE.md's fields).
 
 Usage: peers_gpu.py SMELT_JSON OUT_JSON [reps] [TABLE_TXT] [W12_JSONL]. CUDA events around each
@@ -207,6 +208,10 @@ def main():
     bb = torch.randn(4096, device=dev).to(torch.bfloat16)
     xf = torch.randn(big, device=dev)
     x5 = torch.randn((4096, 32768), device=dev)
+    xh = torch.randn(big, device=dev).to(torch.float16)
+    colf = torch.randn((16384, 1), device=dev)
+    rowf = torch.randn(4096, device=dev)
+    colb = torch.randn((16384, 1), device=dev).to(torch.bfloat16)
 
     def rmsnorm(x, w, m=torch):
         xc = x.astype(m.float32) if m is not torch else x.float()
@@ -237,20 +242,36 @@ def main():
     def sum0(x, m=torch):
         return x.sum(0, keepdims=True) if m is not torch else x.sum(0, keepdim=True)
 
+    def mul_self(x, m=torch):
+        return x * x
+
+    def sub(x, y, m=torch):
+        return x - y
+
+    def add2(x, y, m=torch):
+        return x + y
+
     red = [("W4_rmsnorm_16384x4096_bf16", rmsnorm, [xb, wb], 2.0 * 2 * nb),
            ("W5_softmax_4096x32768_f32", softmax, [x5], 2.0 * 4 * 4096 * 32768),
            ("W6_layernorm_residual_16384x4096_bf16", layernorm, [xb, rb, wb, bb], 3.0 * 2 * nb),
            ("sum_axis1_16384x4096_f32", sum1, [xf], 4.0 * nb),
            ("sum_axis0_16384x4096_f32", sum0, [xf], 4.0 * nb),
            ("sum_axis1_16384x4096_bf16", sum1, [xb], 2.0 * nb),
-           ("sum_axis0_16384x4096_bf16", sum0, [xb], 2.0 * nb)]
+           ("sum_axis0_16384x4096_bf16", sum0, [xb], 2.0 * nb),
+           ("sum_axis1_16384x4096_f16", sum1, [xh], 2.0 * nb),
+           ("sum_axis0_16384x4096_f16", sum0, [xh], 2.0 * nb),
+           ("mul_self_16384x4096_f32", mul_self, [xf], 2.0 * 4 * nb),
+           ("sub_col_16384x4096_f32", sub, [xf, colf], 2.0 * 4 * nb),
+           ("add_row_16384x4096_f32", add2, [xf, rowf], 2.0 * 4 * nb),
+           ("mul_self_16384x4096_bf16", mul_self, [xb], 2.0 * 2 * nb),
+           ("sub_col_16384x4096_bf16", sub, [xb, colb], 2.0 * 2 * nb)]
     for work, fn, args, nbytes in red:
         add(work, "torch_eager", lambda fn=fn, args=args: fn(*args), nbytes)
         cf = torch.compile(fn)
         add(work, "torch_compile", lambda cf=cf, args=args: cf(*args), nbytes)
         if jax_ok:
             add_jax(work, lambda *a, fn=fn: fn(*a, m=jnp), args, nbytes)
-    del xb, rb, xf, x5
+    del xb, rb, xf, x5, xh, colf, rowf, colb
     rows += char_gpt_train_rows(reps)
 
     # W9: a GPT-2-small block forward, bf16, batch 8 x seq 512 x d 768, 12 heads (bench_gpu.cpp's

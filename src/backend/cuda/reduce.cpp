@@ -8,11 +8,15 @@
 //    second kernel. An input whose rows are not contiguous is copied first.
 //  - columns: the innermost axis is kept and the reduced axes form one block before it (sum
 //    over axis 0). Threads run along the kept axis (coalesced); the reduced rows split into
-//    groups across blocks when there are few outputs, combined in order by a second kernel.
+//    groups across blocks when there are few outputs, combined in order by the last block of
+//    each tile to finish (a per-stream counter a tile).
 //  - general (any other layout): a block per output (or per group of it), threads striding
 //    over the reduced positions, or one thread per output walking them in order.
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "smelt/errors.h"
 #include "src/backend/cuda/allocator.h"
@@ -75,12 +79,36 @@ bool trailing_axes(const Shape& shape, const std::vector<int>& axes) {
 
 /// Mirrors the device struct ColRedArgs.
 struct ColRedArgs {
-  uint64_t in = 0, out = 0, partial = 0;
+  uint64_t in = 0, out = 0, partial = 0, counters = 0;
   int64_t outer = 0, m = 0, inner = 0, groups = 1, chunk = 0, divisor = 0;
 };
 
 const char* kColRedArgsSource =
-    "struct ColRedArgs { u64 in, out, partial; i64 outer, m, inner, groups, chunk, divisor; };\n";
+    "struct ColRedArgs { u64 in, out, partial, counters; i64 outer, m, inner, groups, chunk, divisor; };\n";
+
+/// load_vec<R, T, N>(v, w): the N elements of type T packed in words w as R's accumulators,
+/// R::load of each. float16 into float: a vector without NaN takes the hardware conversion alone
+/// (h2f's NaN select, per element, left float16 sums issue-bound: [16384, 4096] summed over
+/// either axis 20-30% slower than bfloat16); one with a NaN takes R::load. The same values.
+const char* kLoadVecSource =
+    "template <class R, class T, int N> __device__ inline void load_vec(typename R::Acc* v, const u32* w) {\n"
+    "  if constexpr (same_t<T, f16>::v && same_t<typename R::Acc, float>::v && N % 2 == 0) {\n"
+    "    u32 nan = 0;\n"
+    "    #pragma unroll\n"
+    "    for (int j = 0; j < N / 2; ++j) nan |= ((w[j] & 0x7fff7fffu) + 0x03ff03ffu) & 0x80008000u;\n"
+    "    if (nan == 0) {\n"
+    "      #pragma unroll\n"
+    "      for (int e = 0; e < N; ++e) {\n"
+    "        float f;\n"
+    "        asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"((u16)(w[e >> 1] >> ((e & 1) * 16))));\n"
+    "        v[e] = f;\n"
+    "      }\n"
+    "      return;\n"
+    "    }\n"
+    "  }\n"
+    "  #pragma unroll\n"
+    "  for (int e = 0; e < N; ++e) v[e] = R::load(unpack<T>(w, e));\n"
+    "}\n";
 
 }  // namespace
 
@@ -89,13 +117,32 @@ const char* kColRedArgsSource =
 /// load per row when vec > 1, inner a multiple of vec and the input 16-byte aligned), one outer
 /// index and one group of m's rows; the group's rows are split in eight runs, warp w combining run
 /// w in order (eight rows' loads in flight), then the warps' results are combined in order through
-/// shared memory. A column's order (runs of the group in order, then the group's runs, then the
-/// groups by the second kernel) depends on m and the group size only, so on no vec.
+/// shared memory. With `partial` (several groups), each block writes its group's results, and the
+/// last block of a tile to finish (a counter per tile, left at zero again by that block) combines
+/// the tile's groups in order: no second kernel. A column's order (runs of the group in order,
+/// then the group's runs, then the groups in order) depends on m and the group size only, so on
+/// no vec.
 std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial, int vec) {
   const std::string in_t = device_type(in), out_t = device_type(out), v = std::to_string(vec);
   const std::string words = std::to_string((vec * static_cast<int>(size_of(in)) + 3) / 4);
   std::string b = std::string(kColRedArgsSource) + codegen::cuda_word_helpers_source() + codegen::cuda_vector_moves_source() +
-                  "typedef " + codegen::gpu_red_type(op, in) + " R;\ntypedef R::Acc Acc;\n";
+                  "typedef " + codegen::gpu_red_type(op, in) + " R;\ntypedef R::Acc Acc;\n" + kLoadVecSource;
+  // Other blocks' results are read through L2 (ld.global.cg): a line of them that this SM's L1
+  // kept from an earlier read could be stale.
+  if (partial)
+    b += "template <class A> __device__ inline A ld_cg(const A* p) {\n"
+         "  unsigned long long w;\n"
+         "  if constexpr (sizeof(A) == 8) asm volatile(\"ld.global.cg.u64 %0, [%1];\" : \"=l\"(w) : \"l\"(p));\n"
+         "  else { unsigned u;\n"
+         "    if constexpr (sizeof(A) == 4) asm volatile(\"ld.global.cg.u32 %0, [%1];\" : \"=r\"(u) : \"l\"(p));\n"
+         "    else if constexpr (sizeof(A) == 2) asm volatile(\"ld.global.cg.u16 %0, [%1];\" : \"=r\"(u) : \"l\"(p));\n"
+         "    else asm volatile(\"ld.global.cg.u8 %0, [%1];\" : \"=r\"(u) : \"l\"(p));\n"
+         "    w = u; }\n"
+         "  A v;\n"
+         "  unsigned char* b = (unsigned char*)&v;\n"
+         "  #pragma unroll\n"
+         "  for (int i = 0; i < (int)sizeof(A); ++i) b[i] = (unsigned char)(w >> (8 * i));\n"
+         "  return v;\n}\n";
   // Rows q of the lane's columns: one vector (vec > 1) or one element each.
   auto load = [&](const std::string& w, const std::string& q) {
     return vec > 1 ? "vload<" + in_t + ", " + v + ">(" + w + ", x + (" + q + ") * a.inner);"
@@ -123,9 +170,12 @@ std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial
        "      #pragma unroll\n"
        "      for (int u = 0; u < 8; ++u) " + load("w8[u]", "q + u") + "\n"
        "      #pragma unroll\n"
-       "      for (int u = 0; u < 8; ++u)\n"
+       "      for (int u = 0; u < 8; ++u) {\n"
+       "        Acc lv[" + v + "];\n"
+       "        load_vec<R, " + in_t + ", " + v + ">(lv, w8[u]);\n"
        "        #pragma unroll\n"
-       "        for (int e = 0; e < " + v + "; ++e) av[e] = R::step(av[e], R::load(unpack<" + in_t + ">(w8[u], e)));\n"
+       "        for (int e = 0; e < " + v + "; ++e) av[e] = R::step(av[e], lv[e]);\n"
+       "      }\n"
        "    }\n"
        "    for (; q < rhi; ++q) {\n"
        "      u32 w1[" + words + "];\n"
@@ -144,48 +194,82 @@ std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial
        "    Acc acc = s[0][c];\n"
        "    for (int j = 1; j < 8 && lo + j * run < hi; ++j) acc = R::step(acc, s[j][c]);\n"
        "    const i64 k = o * a.inner + col;\n";
-  if (partial) b += "    ((Acc*)a.partial)[g * a.outer * a.inner + k] = acc;\n  }\n}\n";
-  else b += "    ((" + out_t + "*)a.out)[k] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n  }\n}\n";
+  if (!partial) {
+    b += "    ((" + out_t + "*)a.out)[k] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n  }\n}\n";
+    return b;
+  }
+  // The tile's last block: its counter reaches groups - 1 after every other group's results are
+  // stored (each block fences its stores before counting), so it reads them all.
+  b += "    ((Acc*)a.partial)[g * a.outer * a.inner + k] = acc;\n"
+       "  }\n"
+       "  __shared__ int last;\n"
+       "  __threadfence();\n"
+       "  __syncthreads();\n"
+       "  if (threadIdx.x == 0) {\n"
+       "    unsigned* c = (unsigned*)a.counters + o * tiles + tile;\n"
+       "    last = atomicAdd(c, 1u) == (unsigned)(a.groups - 1);\n"
+       "    if (last) *c = 0u;\n"
+       "  }\n"
+       "  __syncthreads();\n"
+       "  if (!last) return;\n"
+       "  __threadfence();\n"
+       "  const i64 n = a.outer * a.inner;\n"
+       "  for (int c = threadIdx.x; c < span; c += 256) {\n"
+       "    const i64 col = tile * span + c;\n"
+       "    if (col >= a.inner) break;\n"
+       "    const i64 k = o * a.inner + col;\n"
+       "    const Acc* pp = (const Acc*)a.partial + k;\n"
+       "    Acc acc = ld_cg(pp);\n"
+       "    i64 q = 1;\n"
+       "    for (; q + 8 <= a.groups; q += 8) {\n"
+       "      Acc v[8];\n"
+       "      #pragma unroll\n"
+       "      for (int u = 0; u < 8; ++u) v[u] = ld_cg(pp + (q + u) * n);\n"
+       "      #pragma unroll\n"
+       "      for (int u = 0; u < 8; ++u) acc = R::step(acc, v[u]);\n"
+       "    }\n"
+       "    for (; q < a.groups; ++q) acc = R::step(acc, ld_cg(pp + q * n));\n"
+       "    ((" + out_t + "*)a.out)[k] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n"
+       "  }\n"
+       "}\n";
   return b;
 }
 
-/// The columns plan's second kernel: each output's group results combined in a fixed order. A
-/// block covers 32 neighbouring outputs (lanes, coalesced) with eight warps, warp w combining
-/// groups [w * per, (w + 1) * per) in order with eight loads in flight, then warp 0 the eight
-/// warps' results in order. The order depends only on the number of groups. (One thread per
-/// output walking all groups kept 128 dependent loads in its loop: about a sixth of a bfloat16
-/// column sum of [16384, 4096].)
-std::string reduce_columns_combine_source(ReduceOp op, Dtype in, Dtype out) {
-  const std::string out_t = device_type(out);
-  return std::string(kColRedArgsSource) + "typedef " + codegen::gpu_red_type(op, in) +
-         " R;\ntypedef R::Acc Acc;\n"
-         "extern \"C\" __global__ void __launch_bounds__(256) k(ColRedArgs a) {\n"
-         "  __shared__ Acc s[8][32];\n"
-         "  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;\n"
-         "  const i64 n = a.outer * a.inner, k = bid() * 32 + lane;\n"
-         "  const i64 per = (a.groups + 7) / 8, g0 = w * per, g1 = min(a.groups, g0 + per);\n"
-         "  if (k < n && g0 < g1) {\n"
-         "    const Acc* pp = (const Acc*)a.partial + k;\n"
-         "    Acc acc = pp[g0 * n];\n"
-         "    i64 g = g0 + 1;\n"
-         "    for (; g + 8 <= g1; g += 8) {\n"
-         "      Acc v[8];\n"
-         "      #pragma unroll\n"
-         "      for (int u = 0; u < 8; ++u) v[u] = pp[(g + u) * n];\n"
-         "      #pragma unroll\n"
-         "      for (int u = 0; u < 8; ++u) acc = R::step(acc, v[u]);\n"
-         "    }\n"
-         "    for (; g < g1; ++g) acc = R::step(acc, pp[g * n]);\n"
-         "    s[w][lane] = acc;\n"
-         "  }\n"
-         "  __syncthreads();\n"
-         "  if (w != 0 || k >= n) return;\n"
-         "  Acc acc = s[0][lane];\n"
-         "  for (int j = 1; j < 8 && j * per < a.groups; ++j) acc = R::step(acc, s[j][lane]);\n"
-         "  ((" + out_t + "*)a.out)[k] = " + store_expr(op == ReduceOp::Mean, out_t) + ";\n}\n";
-}
-
 namespace {
+
+/// `count` zeroed 32-bit counters for a split columns kernel's tiles on the thread's current
+/// stream. Each stream keeps one buffer for good (zeroed once; streams are never destroyed
+/// either): the kernel's last block of a tile sets its counter back to zero, and a stream runs its
+/// kernels one after another, so the next kernel finds them zero without a memset. A graph
+/// capture cannot share them (the graph may be launched beside other work of the capture
+/// stream's counters): it gets its own, zeroed by a memset in the graph, held in `hold`.
+uint64_t tile_counters(DeviceState& s, int64_t count, BufferPtr& hold, const std::string& what) {
+  const DriverApi& d = *driver();
+  const CUstream stream = current_stream(s);
+  const size_t words = static_cast<size_t>(count);
+  if (const ThreadCapture* c = thread_capture(); c && c->device == s.index) {
+    hold = c->allocator->allocate(words * 4);
+    const auto p = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(hold->ptr));
+    check(d.cuMemsetD32Async(p, 0u, words, stream), "cuMemsetD32Async", what);
+    return p;
+  }
+  struct Counters {
+    CUdeviceptr ptr = 0;
+    size_t words = 0;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<int, CUstream>, Counters> by_stream;
+  std::lock_guard lock(mutex);
+  Counters& c = by_stream[{s.index, stream}];
+  if (c.words < words) {
+    // A smaller buffer is left allocated: kernels queued on the stream may still count in it.
+    const size_t n = std::max<size_t>(words, std::max<size_t>(4096, 2 * c.words));
+    check(d.cuMemAlloc(&c.ptr, n * 4), "cuMemAlloc", what);
+    check(d.cuMemsetD32Async(c.ptr, 0u, n, stream), "cuMemsetD32Async", what);
+    c.words = n;
+  }
+  return static_cast<uint64_t>(c.ptr);
+}
 
 /// The columns plan: `in` row-major as [outer, m, inner], m reduced. Groups from the sizes
 /// alone: enough blocks to fill a large GPU (about 2048) when the outputs alone do not.
@@ -207,7 +291,8 @@ void reduce_columns(const ReduceParams& p, const Array& in, Array& out, int64_t 
   // groups): 128 rows 73.0 / 45.1 us, 64 rows 78.6 / 47.6, 256 rows 74.8 / 55.3; 16 or 32 rows in
   // flight per thread instead of 8 gave nothing. ncu put the bfloat16 sum's loads at 33.3 us (84%
   // of DRAM's peak) and the combine of its 128 groups at 5.3 us: eight warps a group cut the
-  // groups to 16, as many threads each with as many rows.
+  // groups to 16, as many threads each with as many rows (42.9 us), and the last block of each
+  // tile combining them instead of a second kernel gave 40.3 us.
   const int64_t span = 32 * static_cast<int64_t>(16 / size_of(dt));
   const int64_t tiles = (inner + span - 1) / span, blocks = outer * tiles;
   int64_t groups = 1;
@@ -223,12 +308,11 @@ void reduce_columns(const ReduceParams& p, const Array& in, Array& out, int64_t 
     partial = allocator(out.device()).allocate(static_cast<size_t>(outer * inner * args.groups) * 8);
     args.partial = reinterpret_cast<uint64_t>(partial->ptr);
   }
+  BufferPtr captured_counters;
+  if (split) args.counters = tile_counters(s, vec_blocks, captured_counters, what);
   using Plan = ReduceKernelParams::Plan;
   const Kernel fn = get_kernel(s.index, ReduceKernelParams{Plan::Columns, p.op, dt, out.dtype(), split, vec}, what);
   launch(s, fn, static_cast<uint64_t>(vec_blocks * args.groups), 256, &args, what);
-  if (!split) return;
-  const Kernel fin = get_kernel(s.index, ReduceKernelParams{Plan::ColumnsCombine, p.op, dt, out.dtype()}, what);
-  launch(s, fin, static_cast<uint64_t>((outer * inner + 31) / 32), 256, &args, what);
 }
 
 /// For the columns plan: the reduced axes longer than 1 form one block with a kept axis longer
@@ -261,7 +345,8 @@ namespace {
 /// vector moves, and R, the reduction of `op` over `in`.
 std::string row_kernel_head(ReduceOp op, Dtype in) {
   return std::string(kRowRedArgsSource) + codegen::gpu_row_order_source() + codegen::cuda_word_helpers_source() +
-         codegen::cuda_vector_moves_source() + "typedef " + codegen::gpu_red_type(op, in) + " R;\ntypedef R::Acc Acc;\n";
+         codegen::cuda_vector_moves_source() + "typedef " + codegen::gpu_red_type(op, in) + " R;\ntypedef R::Acc Acc;\n" +
+         kLoadVecSource;
 }
 
 }  // namespace
@@ -302,8 +387,10 @@ std::string reduce_rows_source(ReduceOp op, Dtype in, Dtype out, bool partial) {
        "      const i64 v = ROW_VECS_AT(b, u, T, " + vec + ");\n"
        "      if (v >= hi) break;\n"
        "      if (aligned && v + " + vec + " <= hi) {\n"
+       "        Acc lv[" + vec + "];\n"
+       "        load_vec<R, " + in_t + ", " + vec + ">(lv, w[u]);\n"
        "        #pragma unroll\n"
-       "        for (int e = 0; e < " + vec + "; ++e) acc = R::step(acc, R::load(unpack<" + in_t + ">(w[u], e)));\n"
+       "        for (int e = 0; e < " + vec + "; ++e) acc = R::step(acc, lv[e]);\n"
        "      } else {\n"
        "        for (i64 j = v; j < min(v + " + vec + ", hi); ++j) acc = R::step(acc, R::load(x[j]));\n"
        "      }\n"
@@ -350,8 +437,10 @@ std::string reduce_rows_warp_source(ReduceOp op, Dtype in, Dtype out, int warps)
        "      const i64 v = b + (i64)k * 32 * " + vec + ";\n"
        "      if (v >= hi) break;\n"
        "      if (aligned && v + " + vec + " <= hi) {\n"
+       "        Acc lv[" + vec + "];\n"
+       "        load_vec<R, " + in_t + ", " + vec + ">(lv, w[k]);\n"
        "        #pragma unroll\n"
-       "        for (int e = 0; e < " + vec + "; ++e) acc[k] = R::step(acc[k], R::load(unpack<" + in_t + ">(w[k], e)));\n"
+       "        for (int e = 0; e < " + vec + "; ++e) acc[k] = R::step(acc[k], lv[e]);\n"
        "      } else {\n"
        "        for (i64 j = v; j < min(v + " + vec + ", hi); ++j) acc[k] = R::step(acc[k], R::load(x[j]));\n"
        "      }\n"
@@ -394,8 +483,8 @@ size_t ReduceKernelParams::hash() const {
 }
 
 std::string ReduceKernelParams::name() const {
-  const bool columns = plan == Plan::Columns || plan == Plan::ColumnsCombine;
-  const bool combine = plan == Plan::RowsCombine || plan == Plan::ColumnsCombine;
+  const bool columns = plan == Plan::Columns;
+  const bool combine = plan == Plan::RowsCombine;
   return std::string(columns ? "reduce_cols|" : "reduce_rows|") + reduce_op_name(op) + "|" + dtype_name(in) + "|" +
          dtype_name(out) + (partial ? "|split" : "") + (columns && !combine ? "|v" + std::to_string(vec) : "") +
          (plan == Plan::RowsWarp ? "|warp" + std::to_string(warps) : "") +
@@ -408,7 +497,6 @@ std::string ReduceKernelParams::source() const {
     case Plan::RowsWarp: return reduce_rows_warp_source(op, in, out, warps);
     case Plan::RowsCombine: return reduce_rows_combine_source(op, in, out);
     case Plan::Columns: return reduce_columns_source(op, in, out, partial, vec);
-    case Plan::ColumnsCombine: return reduce_columns_combine_source(op, in, out);
   }
   return "";
 }

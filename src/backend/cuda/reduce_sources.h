@@ -21,20 +21,19 @@ std::string reduce_rows_combine_source(ReduceOp op, Dtype in, Dtype out);
 std::string reduce_rows_warp_source(ReduceOp op, Dtype in, Dtype out, int warps);
 
 /// The columns plan's kernel (input [outer, m, inner] row-major, m reduced; with `partial`,
-/// per-group accumulators; each thread takes `vec` neighbouring columns, moved as one vector per
-/// row when vec > 1: inner must be a multiple of vec and the input 16-byte aligned) and its
-/// combining kernel.
+/// groups of m's rows in separate blocks, whose accumulators the last block of each tile to finish
+/// combines in order; each thread takes `vec` neighbouring columns, moved as one vector per row
+/// when vec > 1: inner must be a multiple of vec and the input 16-byte aligned).
 std::string reduce_columns_source(ReduceOp op, Dtype in, Dtype out, bool partial, int vec = 1);
-std::string reduce_columns_combine_source(ReduceOp op, Dtype in, Dtype out);
 
 /// One kernel of the rows or columns plan: source() is the generator above for `plan` called
 /// with these fields; cuda::get_kernel keys it by the whole struct (codegen/kernel_params.h).
 struct ReduceKernelParams {
-  enum class Plan : uint8_t { Rows, RowsWarp, RowsCombine, Columns, ColumnsCombine };
+  enum class Plan : uint8_t { Rows, RowsWarp, RowsCombine, Columns };
   Plan plan;
   ReduceOp op;
   Dtype in, out;
-  bool partial = false;  // Rows and Columns: per-chunk accumulators for the combining kernel
+  bool partial = false;  // Rows and Columns: per-chunk accumulators, combined in order
   int vec = 1;           // Columns: neighbouring columns per thread
   int warps = 0;         // RowsWarp: the warps of the order's block a warp replays
 

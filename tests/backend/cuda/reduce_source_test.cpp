@@ -69,7 +69,6 @@ TEST(CudaReduceSource, RowPlanKernelsCompileForEveryOperatorAndDtype) {
       const int vec = static_cast<int>(16 / size_of(dt));
       expect_compiles(cuda::reduce_columns_source(op, dt, out, false, vec), what + " columns vectors");
       expect_compiles(cuda::reduce_columns_source(op, dt, out, true, vec), what + " columns vectors split");
-      expect_compiles(cuda::reduce_columns_combine_source(op, dt, out), what + " columns combine");
     }
 #else
   GTEST_SKIP() << "built without the CUDA backend";

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -166,9 +167,12 @@ Kernel run_claimed_build(std::promise<Kernel>& built, const std::function<Kernel
 /// The kernel `params` describe on GPU `device`, found in memory by the whole params struct (no
 /// source is built on a hit), so a field that changes the source always changes the key. A
 /// kernel another thread is building (a prebuild, prebuild_kernel) is waited for, not built
-/// twice; its build error is rethrown here.
-template <KernelParams P>
-Kernel get_kernel(int device, const P& params, const std::string& what) {
+/// twice; its build error is rethrown here. `what()` names the operation in build errors and
+/// telemetry: it is called only when the kernel is built (describing a fused program on every
+/// launch cost microseconds of host time a call).
+template <KernelParams P, class What>
+  requires std::is_invocable_r_v<std::string, const What&>
+Kernel get_kernel(int device, const P& params, const What& what) {
   using namespace kernel_cache_detail;
   using Map = std::unordered_map<Key<P>, std::weak_ptr<LoadedModule>, KeyHash<P>, KeyEqual<P>>;
   using Building = std::unordered_map<Key<P>, std::shared_future<Kernel>, KeyHash<P>, KeyEqual<P>>;
@@ -187,7 +191,7 @@ Kernel get_kernel(int device, const P& params, const std::string& what) {
   }
   if (other.valid()) return other.get();
   return run_claimed_build(
-      built, [&] { return build_kernel(device, params.name(), params.source(), what); },
+      built, [&] { return build_kernel(device, params.name(), params.source(), what()); },
       [&](const Kernel* k) {
         if (k) {
           (*kernels)[Key<P>{device, params}] = k->module;
@@ -196,6 +200,12 @@ Kernel get_kernel(int device, const P& params, const std::string& what) {
         }
         if (auto it = building->find(Ref<P>{device, &params}); it != building->end()) building->erase(it);
       });
+}
+
+/// The same, named by a string.
+template <KernelParams P>
+Kernel get_kernel(int device, const P& params, const std::string& what) {
+  return get_kernel(device, params, [&] { return what; });
 }
 
 /// Runs `job` on one of the kernel prebuild threads (half the cores, 1 to 8) and returns at

@@ -41,7 +41,7 @@ struct RowArgs {
 
 /// Collapses `shape`'s axes where every input's strides allow; throws past kMaxDims axes.
 int64_t collapse(const Shape& shape, const std::vector<Strides>& st, int64_t* out_shape, int64_t (*out_st)[kMaxDims],
-                 const std::string& what) {
+                 const std::function<std::string()>& describe) {
   int64_t cnd = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
@@ -53,7 +53,7 @@ int64_t collapse(const Shape& shape, const std::vector<Strides>& st, int64_t* ou
       continue;
     }
     if (cnd == kMaxDims)
-      throw UnsupportedError(what + ": more than " + std::to_string(kMaxDims) + " non-mergeable axes in shape " +
+      throw UnsupportedError(describe() + ": more than " + std::to_string(kMaxDims) + " non-mergeable axes in shape " +
                              shape_to_string(shape));
     out_shape[cnd] = shape[d];
     for (size_t i = 0; i < st.size(); ++i) out_st[i][cnd] = st[i][d];
@@ -134,7 +134,8 @@ bool repeats_hold_vectors(const codegen::FusedProgram& program, const std::strin
 
 /// A row program: one warp or block per row (codegen/gpu_row_order.h).
 void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, const std::vector<Array>& inputs,
-                     std::vector<Array>& outputs, const std::string& what) {
+                     std::vector<Array>& outputs, const std::function<std::string()>& describe) {
+  const std::string what = "Fused";  // launch errors; builds and layout errors describe the program
   const codegen::FusedKernel& k = *kernel;
   Shape full;
   for (const auto& in : inputs) full = broadcast_shapes(full, in.shape());
@@ -159,8 +160,8 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
     args.p[i] = dptr(inputs[i]);
   }
   for (size_t o = 0; o < outputs.size(); ++o) args.p[nin + o] = dptr(outputs[o]);
-  args.knd = collapse(kept, kst, args.kshape, args.kst, what);
-  args.rnd = collapse(red, rst, args.rshape, args.rst, what);
+  args.knd = collapse(kept, kst, args.kshape, args.kst, describe);
+  args.rnd = collapse(red, rst, args.rshape, args.rst, describe);
   const codegen::GpuRowOrder order = codegen::gpu_row_order(args.rows, args.n);
   args.groups = order.groups;
   args.chunk = order.chunk;
@@ -182,7 +183,7 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
       for (int64_t d = 0; d < args.knd && clean; ++d) clean = (args.kst[in][d] * size) % 16 == 0;
     }
     for (size_t o = 0; o < outputs.size(); ++o) clean = clean && args.p[nin + o] % 16 == 0;
-    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), row_kernel_layout(vectors, clean, order, info.registers.vec, args.n), false}, what);
+    const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), row_kernel_layout(vectors, clean, order, info.registers.vec, args.n), false}, describe);
     if (!clean) {
       launch(s, fn, needed, static_cast<unsigned>(block), &args, what, 0);
       return;
@@ -220,7 +221,7 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
   // the latency of each row's copy, tree and epilogue, not by occupancy. Two rows in flight a
   // block in the pipelined kernel, a double stage, was measured too: W4 87.7 -> 89.3 us, W6
   // 160.0 -> 166.9 us, no gain, so one row stays in flight.)
-  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "rows", false}, what);
+  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), "rows", false}, describe);
   const uint64_t grid = order.threads == 32 ? blocks_for(args.rows, rows_per_block) : static_cast<uint64_t>(args.rows);
   launch(s, fn, grid, block, &args, what, shared);
 }
@@ -298,7 +299,7 @@ bool run_elementwise_program(const std::shared_ptr<const codegen::FusedKernel>& 
   for (size_t i = 0; i < nin && vectorized; ++i)
     if (layout[i] == 'c' || layout[i] == 'r') vectorized = args.p[i] % 16 == 0;
   for (size_t o = 0; o < outputs.size() && vectorized; ++o) vectorized = args.p[nin + o] % 16 == 0;
-  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, vectorized}, describe());
+  const Kernel fn = get_kernel(s.index, codegen::CudaFusedKernelParams{program_of(kernel), layout, vectorized}, describe);
   const unsigned block = occupancy_block_size(fn);
   const int64_t per_thread = vectorized ? width : (flat ? 4 : 1);
   launch(s, fn, blocks_for(args.n, static_cast<int64_t>(block) * per_thread), block, &args, "Fused");
@@ -356,7 +357,7 @@ void eval_fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   // Error messages name the program; describing it costs more than a launch, so only on demand.
   auto describe = [&] { return "Fused(" + codegen::describe_program(k.program) + ")"; };
   if (k.device.type != Device::Type::Cuda) throw UnsupportedError(describe() + ": the kernel was made for " + k.device.str());
-  if (k.program.is_row_program()) return eval_fused_rows(p.kernel, inputs, outputs, describe());
+  if (k.program.is_row_program()) return eval_fused_rows(p.kernel, inputs, outputs, describe);
   run_elementwise_program(p.kernel, inputs, outputs, describe, false);
 }
 

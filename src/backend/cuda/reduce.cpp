@@ -240,9 +240,9 @@ namespace {
 /// `count` zeroed 32-bit counters for a split columns kernel's tiles on the thread's current
 /// stream. Each stream keeps one buffer for good (zeroed once; streams are never destroyed
 /// either): the kernel's last block of a tile sets its counter back to zero, and a stream runs its
-/// kernels one after another, so the next kernel finds them zero without a memset. A graph
-/// capture cannot share them (the graph may be launched beside other work of the capture
-/// stream's counters): it gets its own, zeroed by a memset in the graph, held in `hold`.
+/// kernels one after another, so the next kernel finds them zero without a memset. A capture
+/// gets counters of its own, zeroed by a memset node on every launch of the graph and held in
+/// `hold`: a graph may run beside other kernels that count in its capture stream's buffer.
 uint64_t tile_counters(DeviceState& s, int64_t count, BufferPtr& hold, const std::string& what) {
   const DriverApi& d = *driver();
   const CUstream stream = current_stream(s);

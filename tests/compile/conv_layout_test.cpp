@@ -8,6 +8,7 @@
 #include "compile_helpers.h"
 #include "smelt/memory.h"
 #include "src/backend/cpu/dnnl.h"
+#include "src/core/node.h"
 
 namespace smelt {
 namespace {
@@ -224,6 +225,43 @@ TEST(ConvLayout, BlockedMaxPoolingKeepsNaNAndInfinities) {
   const std::vector<float> w = want.to_vector<float>();
   ASSERT_TRUE(std::any_of(w.begin(), w.end(), [](float v) { return std::isnan(v); }));
   EXPECT_TRUE(test::bit_equal(compile_flat(fn)(inputs)[0], want));
+}
+
+// Max pooling of a channels-last activation (the blocked layout with b = C, which oneDNN picks for
+// some convolutions: the bundled CNN's last one writes b = 64) runs pool_blocked's general loop
+// unless C is one of the row kernels' blocks (4, 8, 16, 32); every block gives the row-major
+// pooling's bits, NaN and infinities included, through a Pool step made directly.
+TEST(ConvLayout, ChannelsLastMaxPoolingOfAnyBlockMatchesRowMajorPooling) {
+  struct Window {
+    std::vector<int64_t> kernel, strides, pad, dilations;
+  };
+  const std::vector<Window> windows = {{{2, 2}, {2, 2}, {0, 0}, {1, 1}},
+                                       {{3, 3}, {2, 2}, {1, 1}, {1, 1}},
+                                       {{3, 2}, {1, 2}, {1, 0}, {2, 1}}};
+  for (int64_t c : {4, 8, 12, 20, 24, 64, 72, 6}) {
+    std::vector<float> x = rand({2, c, 9, 10}, 200 + static_cast<uint32_t>(c)).to_vector<float>();
+    x[5] = std::numeric_limits<float>::quiet_NaN();
+    x[static_cast<size_t>(9 * 10 * c + 7)] = std::numeric_limits<float>::infinity();
+    x[static_cast<size_t>(9 * 10 * c + 91)] = -std::numeric_limits<float>::infinity();
+    const Array rows(x, Shape{2, c, 9, 10});
+    // [N, C, H, W] -> [N, 1, H, W, C]: the blocked layout with one block of all C channels.
+    const Array blocked = reshape(copy(transpose(rows, {0, 2, 3, 1})), {2, 1, 9, 10, c});
+    for (size_t i = 0; i < windows.size(); ++i) {
+      const Window& w = windows[i];
+      SCOPED_TRACE("C " + std::to_string(c) + ", window " + std::to_string(i));
+      PoolOptions o;
+      o.kernel = w.kernel;
+      o.strides = w.strides;
+      o.padding_lo = o.padding_hi = w.pad;
+      o.dilations = w.dilations;
+      const Array want = max_pool(rows, o);
+      PoolParams p{PoolKind::Max, w.kernel, w.strides, w.pad, w.pad, w.dilations, false};
+      p.block = c;
+      const Shape out{2, 1, want.shape()[2], want.shape()[3], c};
+      const Array got = make_array(out, float32, Device::cpu(), make_prim(PrimKind::Pool, p), {blocked});
+      EXPECT_TRUE(test::bit_equal(reshape(transpose(got, {0, 1, 4, 2, 3}), want.shape()), want));
+    }
+  }
 }
 
 // A chain that ends in a pooling read by another kind of step (the CNN's global average pool, a

@@ -118,6 +118,25 @@ void blas_single_thread() {
 #endif
 }
 
+#if defined(OPENBLAS_VERSION)
+/// OpenBLAS's pthread build starts a worker per core when it loads, and each worker spins
+/// (sched_yield in a loop) for about 2^28 clock ticks, some 0.1 s, before it sleeps. smelt runs
+/// OpenBLAS on one thread (blas_single_thread), so the workers only steal cores: on two cores a
+/// model's first calls ran beside one, and the bundled CNN's first compiled call with a warm
+/// kernel cache took 20-47 ms instead of 4-10 ms (its convolutions' OpenMP team waited at each
+/// barrier for a thread the spinning worker had pushed off its core). When smelt loads it pins
+/// OpenBLAS to one thread and stops the workers through the function OpenBLAS's own fork handler
+/// uses; a later multi-threaded call (openblas_set_num_threads by the application) starts them
+/// again. Weak: another BLAS, or an OpenBLAS without it, leaves this a no-op.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
+const bool kBlasWorkersStopped = [] {
+  blas_single_thread();
+  if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+  return true;
+}();
+#endif
+
 template <class S>
 void gemm_tile(const GemmArgs<S>& g, const GemmTiles& tiles, int64_t t) {
   const int64_t i0 = (t / tiles.cols) * tiles.tile_m, j0 = (t % tiles.cols) * tiles.tile_n;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -82,6 +83,29 @@ struct Product {
     return out;
   }
 };
+
+}  // namespace
+}  // namespace smelt
+
+// OpenBLAS's, when smelt links it (null otherwise: the portable GEMM).
+extern "C" int openblas_get_num_threads(void) __attribute__((weak));
+
+namespace smelt {
+namespace {
+
+// First in this file, so that it also runs first when the binary runs whole: OpenBLAS's pthread
+// build starts a worker per core (or per OPENBLAS_NUM_THREADS) when it loads, each spinning for
+// about 0.1 s, and smelt, loading after it, stops them (gemm.cpp). Under ctest each test is a
+// process of its own, so at this point nothing has started a thread of smelt's: the process has
+// its main thread only. (On a one-core machine OpenBLAS starts no worker: nothing to see.)
+TEST(Gemm, OpenBlasWorkersAreStoppedWhenSmeltLoads) {
+  if (openblas_get_num_threads == nullptr) GTEST_SKIP() << "built with the portable GEMM";
+  if (!std::filesystem::exists("/proc/self/task")) GTEST_SKIP() << "no /proc/self/task";
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  size_t threads = 0;
+  for ([[maybe_unused]] const auto& t : std::filesystem::directory_iterator("/proc/self/task")) ++threads;
+  EXPECT_EQ(threads, 1u) << "threads besides the main one: OpenBLAS's workers still run";
+}
 
 TEST(GemmTiles, CoverTheOutputAndFollowTheShapesOnly) {
   for (const Case& c : cases()) {

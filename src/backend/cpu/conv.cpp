@@ -693,6 +693,11 @@ inline void blocked_max_row_body(const BlockedMaxRow& r) {
   constexpr int kL = kB < kWidth ? kB : kWidth, kN = kB / kL;
   using V = typename BlockLanes<kL>::V;
   using M = typename BlockLanes<kL>::M;
+  // A 2 x 2 window wholly inside the input (the common pooling between convolutions): its four
+  // positions in pool()'s order (row-major in the window) without the loops' bounds and index
+  // arithmetic per position, which cost more than the position's comparisons.
+  const bool two_by_two = r.kd.last - r.kd.first == 1 && r.kh.first == 0 && r.kh.last == 2 && r.dil_h == 1 &&
+                          r.dil_w == 1;
   for (int64_t ow = 0; ow < r.OW; ++ow) {
     const int64_t w0 = ow * r.stride_w - r.pad_w;
     const Range kw = r.cols[ow];
@@ -700,6 +705,21 @@ inline void blocked_max_row_body(const BlockedMaxRow& r) {
 #pragma GCC unroll 4
     for (int n = 0; n < kN; ++n)
       for (int c = 0; c < kL; ++c) a[n][c] = -std::numeric_limits<float>::infinity();
+    if (two_by_two && kw.first == 0 && kw.last == 2) {
+      const float* p0 = r.xp + (((r.d0 + r.kd.first * r.dil_d) * r.H + r.h0) * r.W + w0) * kB;
+      const float* at[4] = {p0, p0 + kB, p0 + r.W * kB, p0 + r.W * kB + kB};
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q)
+#pragma GCC unroll 4
+        for (int n = 0; n < kN; ++n) {
+          V v;
+          std::memcpy(&v, at[q] + n * kL, sizeof v);
+          const M take = (v > a[n]) | (v != v);  // NaN wins and stays, as in pool()
+          a[n] = take ? v : a[n];
+        }
+      std::memcpy(r.yr + ow * kB, a, sizeof a);
+      continue;
+    }
     for (int64_t i = r.kd.first; i < r.kd.last; ++i)
       for (int64_t j = r.kh.first; j < r.kh.last; ++j)
         for (int64_t l = kw.first; l < kw.last; ++l) {

@@ -16,6 +16,9 @@
 #include "smelt/memory.h"
 #include "test_utils.h"
 
+// OpenBLAS's, when smelt links it (null otherwise: the portable GEMM).
+extern "C" int openblas_get_num_threads(void) __attribute__((weak));
+
 namespace smelt {
 namespace {
 
@@ -83,15 +86,6 @@ struct Product {
     return out;
   }
 };
-
-}  // namespace
-}  // namespace smelt
-
-// OpenBLAS's, when smelt links it (null otherwise: the portable GEMM).
-extern "C" int openblas_get_num_threads(void) __attribute__((weak));
-
-namespace smelt {
-namespace {
 
 // First in this file, so that it also runs first when the binary runs whole: OpenBLAS's pthread
 // build starts a worker per core (or per OPENBLAS_NUM_THREADS) when it loads, each spinning for

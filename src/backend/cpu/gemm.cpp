@@ -34,6 +34,10 @@ constexpr int64_t kWholeRowsN = 256;
 /// kAlign. One thread of oneDNN's sgemm does 2^18 multiply-adds in ~5-10 µs: below that a second
 /// thread's wake-up costs as much as it saves.
 constexpr int64_t kSmallWork = int64_t{1} << 18, kSmallTiles = 8, kSmallTileN = 64;
+/// Larger products that the minimum tile sides would leave in fewer tiles than this are cut into
+/// this many the same way. Four, not kSmallTiles: 128 x 64 tiles of a 128 x 256 x 256 product kept
+/// one thread's speed (64 x 64 tiles cost it 10-20%) and gave two threads 1.2-1.6x one tile's.
+constexpr int64_t kSplitTiles = 4;
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
@@ -90,20 +94,29 @@ GemmTiles gemm_tiles(int64_t m, int64_t n, int64_t k) {
   t.tile_n = n;
   // In double: m * n * k can pass 2^63 for sizes BLAS accepts.
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k1);
-  if (work >= 2.0 * kSmallWork && work <= 2.0 * kTileWork) {
-    const int64_t want = std::min<int64_t>(kSmallTiles, static_cast<int64_t>(work) / kSmallWork);
+  // About `want` tiles: columns first, in multiples of kSmallTileN, then rows in multiples of
+  // kAlign (as many row cuts as fit in `want` with at_least false, enough to reach it with true).
+  auto cut_small = [&](int64_t want, bool at_least) {
+    t.tile_m = m;
     t.tile_n = std::min(n, std::max(kSmallTileN, round_up((n + want - 1) / want, kAlign)));
     const int64_t cols = (n + t.tile_n - 1) / t.tile_n;
     if (cols < want) {
-      const int64_t rows_wanted = want / cols;
+      const int64_t rows_wanted = at_least ? (want + cols - 1) / cols : want / cols;
       t.tile_m = std::min(m, std::max(kAlign, round_up((m + rows_wanted - 1) / rows_wanted, kAlign)));
     }
+  };
+  if (work >= 2.0 * kSmallWork && work <= 2.0 * kTileWork) {
+    cut_small(std::min<int64_t>(kSmallTiles, static_cast<int64_t>(work) / kSmallWork), false);
   } else if (work > 2.0 * kTileWork) {
     t.tile_n = n <= kWholeRowsN ? n : kMinTileN;
     t.tile_m = std::min(m, std::max(kMinTileM, round_up((kTileWork + t.tile_n * k1 - 1) / (t.tile_n * k1), kAlign)));
     // Few rows (a vector-matrix product, a short sequence): wider tiles instead of tiny ones.
     if (t.tile_m == m && t.tile_n < n)
       t.tile_n = std::min(n, std::max(t.tile_n, round_up((kTileWork + m * k1 - 1) / (m * k1), kAlign)));
+    // A product the minimum tile sides leave in fewer than kSplitTiles tiles (a small model's
+    // projections: 128 x 256 x 256 and 128 x 1024 x 256 were one tile each) is cut as the small
+    // ones are, so that it does not run on one thread while the others wait.
+    if (((m + t.tile_m - 1) / t.tile_m) * ((n + t.tile_n - 1) / t.tile_n) < kSplitTiles) cut_small(kSplitTiles, true);
   }
   t.rows = (m + t.tile_m - 1) / t.tile_m;
   t.cols = (n + t.tile_n - 1) / t.tile_n;

@@ -127,6 +127,11 @@ TEST(GemmTiles, CoverTheOutputAndFollowTheShapesOnly) {
   // Products of a few hundred thousand multiply-adds (batch-1 transformer layers) are shared too.
   EXPECT_GE(cpu::gemm_tiles(32, 384, 128).count(), 4);
   EXPECT_GE(cpu::gemm_tiles(32, 128, 512).count(), 2);
+  // So are larger ones that the minimum tile sides would leave whole (a small model's
+  // projections: 128 x 256 x 256 and the MLP's 128 x 1024 x 256 were one tile each).
+  EXPECT_GE(cpu::gemm_tiles(128, 256, 256).count(), 4);
+  EXPECT_GE(cpu::gemm_tiles(128, 256, 1024).count(), 4);
+  EXPECT_GE(cpu::gemm_tiles(197, 192, 768).count(), 4);
   // Huge sizes do not overflow the work estimate.
   const GemmTiles huge = cpu::gemm_tiles(int64_t{1} << 30, int64_t{1} << 30, int64_t{1} << 30);
   EXPECT_GT(huge.count(), 1);

@@ -213,11 +213,13 @@ void run_passes(Tape& tape, const PassOptions& options) {
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_steps},
   };
-  // Both bake the traced shapes into oneDNN plans: a shapeless tape keeps plain convolutions.
+  // They bake the traced shapes in (oneDNN plans, the pooled shape): a shapeless tape keeps plain
+  // convolutions and poolings.
   if (!options.shapeless) {
     pipeline.push_back({"conv_epilogue", fuse_conv_epilogues});
     pipeline.push_back({"conv_prepack", prepack_conv_weights});
     pipeline.push_back({"conv_layout", keep_blocked_layouts});
+    pipeline.push_back({"pool_first", pool_before_monotone_steps});
   }
   pipeline.push_back({"matmul_prepack", prepack_matmul_operands});
   if (options.fuse)

@@ -50,6 +50,13 @@ void prepack_matmul_operands(Tape& tape);
 /// bit-identical to the row-major tape. See docs/cpu-kernels.md.
 void keep_blocked_layouts(Tape& tape);
 
+/// A float32 CPU max pooling (no padding, no ceil mode) whose input is made by ReLUs and adds of
+/// finite constants that do not vary over its windows (a convolution's bias and activation),
+/// each value read only by the next step, runs first, on that chain's input, and the chain then
+/// runs on the pooled values (a quarter of them for 2 x 2 windows): both steps are monotone, so
+/// the values and their bits are the same (the argument is in pool_first.cpp).
+void pool_before_monotone_steps(Tape& tape);
+
 struct PassOptions {
   std::vector<std::string> disabled;
   bool fuse = true;
@@ -66,7 +73,7 @@ struct PassOptions {
 };
 
 /// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce",
-/// "conv_epilogue", "conv_prepack", "conv_layout" (none under shapeless), "matmul_prepack", then "fuse"), verifying the tape
+/// "conv_epilogue", "conv_prepack", "conv_layout", "pool_first" (none under shapeless), "matmul_prepack", then "fuse"), verifying the tape
 /// after each.
 void run_passes(Tape& tape, const PassOptions& options);
 

@@ -531,7 +531,8 @@ void bench_w9_block(int reps, std::vector<Row>& rows) {
 }
 
 /// SUITE.md's reduction workloads (W4, W5, W6), row and column sums in float32, bfloat16 and
-/// float16, and broadcasting element-wise ops beside the same-shape op, with inputs on the GPU.
+/// float16, broadcasting element-wise ops beside the same-shape op, and W9's causal attention,
+/// with inputs on the GPU.
 std::vector<RowWork> reduction_works() {
   using V = std::vector<Array>;
   const Shape big{16384, 4096};
@@ -567,6 +568,13 @@ std::vector<RowWork> reduction_works() {
       {"add_row_16384x4096_f32", [](const V& in) { return V{add(in[0], in[1])}; }, {xf, rowf}, 2.0 * 4 * nb},
       {"mul_self_16384x4096_bf16", [](const V& in) { return V{multiply(in[0], in[0])}; }, {xb}, 2.0 * 2 * nb},
       {"sub_col_16384x4096_bf16", [](const V& in) { return V{subtract(in[0], in[1])}; }, {xb, colb}, 2.0 * 2 * nb},
+      // W9's attention alone (GPT-2 small's heads at 8 x 512): compute-bound, so no bytes, and
+      // checked on every batch (the CPU reference takes the whole of q, k and v).
+      {"attention_causal_8x12x512x64_bf16",
+       [](const V& in) { return V{causal_attention(in[0], in[1], in[2])}; },
+       {gpu_normal({8, 12, 512, 64}, bfloat16, 31), gpu_normal({8, 12, 512, 64}, bfloat16, 32),
+        gpu_normal({8, 12, 512, 64}, bfloat16, 33)},
+       0.0, true},
   };
   return works;
 }

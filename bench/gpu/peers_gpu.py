@@ -251,6 +251,13 @@ def main():
     def add2(x, y, m=torch):
         return x + y
 
+    def attn(q, k, v, m=torch):
+        if m is torch:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        t = lambda a: a.transpose(0, 2, 1, 3)  # jax.nn.dot_product_attention's [B, T, N, H]
+        return t(jax.nn.dot_product_attention(t(q), t(k), t(v), is_causal=True))
+    qkv = [torch.randn(8, 12, 512, 64, device=dev).to(torch.bfloat16) for _ in range(3)]
+
     red = [("W4_rmsnorm_16384x4096_bf16", rmsnorm, [xb, wb], 2.0 * 2 * nb),
            ("W5_softmax_4096x32768_f32", softmax, [x5], 2.0 * 4 * 4096 * 32768),
            ("W6_layernorm_residual_16384x4096_bf16", layernorm, [xb, rb, wb, bb], 3.0 * 2 * nb),
@@ -264,14 +271,15 @@ def main():
            ("sub_col_16384x4096_f32", sub, [xf, colf], 2.0 * 4 * nb),
            ("add_row_16384x4096_f32", add2, [xf, rowf], 2.0 * 4 * nb),
            ("mul_self_16384x4096_bf16", mul_self, [xb], 2.0 * 2 * nb),
-           ("sub_col_16384x4096_bf16", sub, [xb, colb], 2.0 * 2 * nb)]
+           ("sub_col_16384x4096_bf16", sub, [xb, colb], 2.0 * 2 * nb),
+           ("attention_causal_8x12x512x64_bf16", attn, qkv, 0)]
     for work, fn, args, nbytes in red:
         add(work, "torch_eager", lambda fn=fn, args=args: fn(*args), nbytes)
         cf = torch.compile(fn)
         add(work, "torch_compile", lambda cf=cf, args=args: cf(*args), nbytes)
         if jax_ok:
             add_jax(work, lambda *a, fn=fn: fn(*a, m=jnp), args, nbytes)
-    del xb, rb, xf, x5, xh, colf, rowf, colb
+    del xb, rb, xf, x5, xh, colf, rowf, colb, qkv
     rows += char_gpt_train_rows(reps)
 
     # W9: a GPT-2-small block forward, bf16, batch 8 x seq 512 x d 768, 12 heads (bench_gpu.cpp's

@@ -179,13 +179,20 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
 
 // The tensor-core kernel for float16 and bfloat16 (FlashAttention-2's layout of the work on
 // mma.sync.m16n8k16, float32 accumulators):
-//  - a block of 4 warps owns BM = 64 consecutive query rows of one (batch, head), 16 a warp; the
-//    q tile stays in shared memory, the k tile and the transposed v tile are reloaded per BN = 64
-//    keys (rows padded by 16 bytes: the fragment loads hit 32 different banks);
+//  - a block of 4 warps owns BM = 64 consecutive query rows of one (batch, head), 16 a warp; each
+//    warp keeps its q fragments in registers;
+//  - k and v come in tiles of BN = 64 keys, row-major in shared memory (rows padded by 16 bytes:
+//    ldmatrix's eight row addresses hit 32 different banks), two buffers: the next tile's copy
+//    (cp.async, when every row is 16-byte aligned; plain loads otherwise) overlaps this tile's
+//    arithmetic. k's fragments come through ldmatrix, v's through ldmatrix.trans (the B operand
+//    of P v wants v's columns: transposing the tile in shared memory cost a store per element);
 //  - S = q k^T for the warp's 16 rows x 64 keys in registers (the accumulator layout of the PTX
 //    ISA: thread (g = lane / 4, c = lane % 4) holds rows g and g + 8, keys 2c, 2c + 1 of each
-//    8-key tile); scale, softcap, mask and causal as in the scalar kernel; the row maximum and sum
-//    over the 4 threads of a row by shuffles; the running output rescaled in registers;
+//    8-key tile); a tile with every key valid for every row of the block (inside the arrays, no
+//    mask, no softcap, wholly below the causal diagonal) takes dot * scale alone, the others go
+//    through attn_score (scale, softcap, mask, causal mask). Scores are then held in base 2
+//    (times log2 e) so that each weight is one exp2; the row maximum and sum over the 4 threads of
+//    a row by shuffles; the running output rescaled in registers;
 //  - P is rounded to the input dtype and used as the A operand of O += P v straight from the
 //    registers (the accumulator layout of two 8-key tiles is the A layout of one 16-key step).
 // Each thread sums its own part of a row's denominator; the 4 parts are added at the end.
@@ -194,7 +201,7 @@ constexpr const char* kMmaBody = R"CUDA(
 #define BM 64
 #define BN 64
 #define LDQ (D + 8)
-#define LDV (BN + 8)
+#define TILE (BN * LDQ)
 
 __device__ inline u32 pack2(float lo, float hi) {
   u32 r;
@@ -216,6 +223,22 @@ __device__ inline void mma16816(float* c, const u32* a, const u32* b) {
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
+__device__ inline u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+__device__ inline void ldsm_x4(u32* r, const u16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+__device__ inline void ldsm_x4_trans(u32* r, const u16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+// 16 bytes from global to shared memory without registers; zeros when !in (nothing is read).
+__device__ inline void cp_async16(u16* dst, const u16* src, bool in) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(smem_addr(dst)), "l"(src), "r"(in ? 16 : 0) : "memory");
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
 // Eight elements of row `row` from column c (zeros when !in): one 16-byte load when aligned.
 __device__ inline uint4 load8(const u16* base, i64 row, i64 row_stride, int c, bool in) {
   if (!in) return make_uint4(0u, 0u, 0u, 0u);
@@ -228,9 +251,8 @@ __device__ inline uint4 load8(const u16* base, i64 row, i64 row_stride, int c, b
 
 extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
   extern __shared__ __align__(16) u16 smem[];
-  u16* qs = smem;             // [BM][LDQ]
-  u16* ks = qs + BM * LDQ;    // [BN][LDQ]
-  u16* vt = ks + BN * LDQ;    // [D][LDV]: v transposed, vt[d][key]
+  u16* qs = smem;               // [BM][LDQ]
+  u16* kv = qs + BM * LDQ;      // two buffers of [BN][LDQ] k then [BN][LDQ] v
   const AttnTile at = attn_tile(a, BM);
   const i64 h = at.h, b = at.b, hk = at.hk;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c4 = lane & 3;
@@ -238,53 +260,96 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
   const u16* qp = (const u16*)a.q + b * a.qst[0] + h * a.qst[1];
   const u16* kp = (const u16*)a.k + b * a.kst[0] + hk * a.kst[1];
   const u16* vp = (const u16*)a.v + b * a.vst[0] + hk * a.vst[1];
+  // cp.async moves aligned 16-byte pieces: every row of k and v must start on 16 bytes.
+  const bool async_ok = (((u64)kp | (u64)vp) & 15) == 0 && (a.kst[2] & 7) == 0 && (a.vst[2] & 7) == 0;
+  const i64 t_end = attn_key_end(a, m0, BM);
+  auto load_tile = [&](i64 n0, u16* buf) {
+    for (int idx = tid; idx < BN * (D / 8); idx += 128) {
+      const int r = idx / (D / 8), c = (idx % (D / 8)) * 8;
+      const bool in = n0 + r < a.t;
+      if (async_ok) {
+        const i64 row = in ? n0 + r : 0;  // (not read when !in; row 0 exists: the loop runs only when t > 0)
+        cp_async16(buf + r * LDQ + c, kp + row * a.kst[2] + c, in);
+        cp_async16(buf + TILE + r * LDQ + c, vp + row * a.vst[2] + c, in);
+      } else {
+        *(uint4*)(buf + r * LDQ + c) = load8(kp, n0 + r, a.kst[2], c, in);
+        *(uint4*)(buf + TILE + r * LDQ + c) = load8(vp, n0 + r, a.vst[2], c, in);
+      }
+    }
+    cp_async_commit();
+  };
+  if (t_end > 0) load_tile(0, kv);
   for (int idx = tid; idx < BM * (D / 8); idx += 128) {
     const int r = idx / (D / 8), c = (idx % (D / 8)) * 8;
     *(uint4*)(qs + r * LDQ + c) = load8(qp, m0 + r, a.qst[2], c, m0 + r < a.s);
   }
+  __syncthreads();
+  u32 qf[D / 16][4];
+  #pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const u16* qa = qs + (warp * 16 + g) * LDQ + kk * 16 + 2 * c4;
+    qf[kk][0] = *(const u32*)qa;
+    qf[kk][1] = *(const u32*)(qa + 8 * LDQ);
+    qf[kk][2] = *(const u32*)(qa + 8);
+    qf[kk][3] = *(const u32*)(qa + 8 * LDQ + 8);
+  }
   const float neg_inf = -f_inf();
-  const float scale = (float)a.scale;
+  const float log2e = 1.4426950408889634f;
+  const float scale = (float)a.scale, scale2 = scale * log2e;
   float o[D / 8][4];
   #pragma unroll
   for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m_r[2] = {neg_inf, neg_inf}, l_r[2] = {0.f, 0.f};
-  const i64 t_end = attn_key_end(a, m0, BM);
   const i64 row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
-  for (i64 n0 = 0; n0 < t_end; n0 += BN) {
-    __syncthreads();  // the previous tiles are no longer read (and, the first time, q is written)
-    for (int idx = tid; idx < BN * (D / 8); idx += 128) {
-      const int r = idx / (D / 8), c = (idx % (D / 8)) * 8;
-      const bool in = n0 + r < a.t;
-      *(uint4*)(ks + r * LDQ + c) = load8(kp, n0 + r, a.kst[2], c, in);
-      const uint4 v = load8(vp, n0 + r, a.vst[2], c, in);
-      const u32 w[4] = {v.x, v.y, v.z, v.w};
-      #pragma unroll
-      for (int i = 0; i < 8; ++i) vt[(c + i) * LDV + r] = (u16)(w[i >> 1] >> (16 * (i & 1)));
+  // ldmatrix: lane supplies row (lane & 7) of matrix (lane >> 3).
+  const int lr = lane & 7, lm = lane >> 3;
+  int it = 0;
+  for (i64 n0 = 0; n0 < t_end; n0 += BN, ++it) {
+    u16* ks = kv + (it & 1) * 2 * TILE;
+    const u16* vs = ks + TILE;
+    if (n0 + BN < t_end) {
+      load_tile(n0 + BN, kv + ((it + 1) & 1) * 2 * TILE);  // the buffer every warp left last iteration
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
     }
-    __syncthreads();
+    __syncthreads();  // this tile is in shared memory for every thread
     float sc[BN / 8][4];
     #pragma unroll
     for (int j = 0; j < BN / 8; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
     #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const u16* qa = qs + (warp * 16 + g) * LDQ + kk * 16 + 2 * c4;
-      const u32 af[4] = {*(const u32*)qa, *(const u32*)(qa + 8 * LDQ), *(const u32*)(qa + 8), *(const u32*)(qa + 8 * LDQ + 8)};
+    for (int kp2 = 0; kp2 < D / 32; ++kp2) {
       #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
-        const u16* kb = ks + (j * 8 + g) * LDQ + kk * 16 + 2 * c4;
-        const u32 bf[2] = {*(const u32*)kb, *(const u32*)(kb + 8)};
-        mma16816(sc[j], af, bf);
+        u32 bf[4];  // keys j*8.., d from kp2*32 in four 8-column matrices: two k16 steps
+        ldsm_x4(bf, ks + (j * 8 + lr) * LDQ + kp2 * 32 + lm * 8);
+        mma16816(sc[j], qf[2 * kp2], bf);
+        mma16816(sc[j], qf[2 * kp2 + 1], bf + 2);
       }
     }
+    const bool plain = MASK == 0 && !SOFTCAP && n0 + BN <= a.t && m0 + BM <= a.s &&
+                       (!CAUSAL || n0 + BN - 1 <= m0 + a.causal_offset);
     float mx[2] = {neg_inf, neg_inf};
-    #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
+    if (plain) {
       #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const i64 row = row0 + 8 * (e >> 1), key = n0 + j * 8 + 2 * c4 + (e & 1);
-        const float x = attn_score(a, sc[j][e], scale, b, h, row, key);
-        sc[j][e] = x;
-        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      for (int j = 0; j < BN / 8; ++j) {
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float x = sc[j][e] * scale2;
+          sc[j][e] = x;
+          mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        }
+      }
+    } else {
+      #pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const i64 row = row0 + 8 * (e >> 1), key = n0 + j * 8 + 2 * c4 + (e & 1);
+          const float x = attn_score(a, sc[j][e], scale, b, h, row, key) * log2e;
+          sc[j][e] = x;
+          mx[e >> 1] = fmaxf(mx[e >> 1], x);
+        }
       }
     }
     float shift[2];
@@ -294,7 +359,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
       mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(0xffffffffu, mx[rr], 2));
       const float m_new = fmaxf(m_r[rr], mx[rr]);
       shift[rr] = m_new == neg_inf ? 0.f : m_new;  // a row masked so far keeps zeros
-      const float alpha = expf(m_r[rr] - shift[rr]);
+      const float alpha = exp2f(m_r[rr] - shift[rr]);
       m_r[rr] = m_new;
       l_r[rr] *= alpha;
       #pragma unroll
@@ -307,7 +372,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
     for (int j = 0; j < BN / 8; ++j) {
       #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float p = expf(sc[j][e] - shift[e >> 1]);
+        const float p = exp2f(sc[j][e] - shift[e >> 1]);
         sc[j][e] = p;
         l_r[e >> 1] += p;
       }
@@ -317,12 +382,14 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
       const u32 pa[4] = {pack2(sc[2 * kk][0], sc[2 * kk][1]), pack2(sc[2 * kk][2], sc[2 * kk][3]),
                          pack2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]), pack2(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
       #pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        const u16* vb = vt + (n * 8 + g) * LDV + kk * 16 + 2 * c4;
-        const u32 bf[2] = {*(const u32*)vb, *(const u32*)(vb + 8)};
-        mma16816(o[n], pa, bf);
+      for (int np = 0; np < D / 16; ++np) {
+        u32 bf[4];  // keys kk*16 + (0..7 | 8..15), d columns np*16 + (0..7 | 8..15), transposed
+        ldsm_x4_trans(bf, vs + (kk * 16 + (lm & 1) * 8 + lr) * LDQ + np * 16 + (lm >> 1) * 8);
+        mma16816(o[2 * np], pa, bf);
+        mma16816(o[2 * np + 1], pa, bf + 2);
       }
     }
+    __syncthreads();  // every warp is done with this buffer before the next iteration refills it
   }
   #pragma unroll
   for (int rr = 0; rr < 2; ++rr) {
@@ -352,7 +419,7 @@ int64_t flash_attention_block_rows(const FlashAttentionConfig& c) {
 uint64_t flash_attention_shared_bytes(const FlashAttentionConfig& c) {
   if (!flash_attention_uses_tensor_cores(c)) return 0;  // static shared memory
   const uint64_t d = static_cast<uint64_t>(c.head_dim);
-  return 2 * ((64 + 64) * (d + 8) + d * (64 + 8));
+  return 2 * (64 + 2 * 2 * 64) * (d + 8);  // q, then two buffers of k and v
 }
 
 std::string attention_source(const FlashAttentionConfig& c) {

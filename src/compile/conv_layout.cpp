@@ -37,13 +37,40 @@ bool is_elementwise_f32(const Tape& tape, const Step& s) {
   return true;
 }
 
-/// True when broadcasting `from` to `to` ([N, C, spatial...]) repeats one value per channel (or
-/// one value everywhere: a scalar).
+/// True when broadcasting `from` to `to` ([N, C, spatial...]) repeats one value per channel, one
+/// per sample and channel (a squeeze-and-excitation scale, [N, C, 1, 1]), or one value everywhere
+/// (a scalar).
 bool per_channel_or_scalar(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;
   const size_t lead = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i)
-    if (from[i] != 1 && !(lead + i == 1 && from[i] == to[1])) return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] == 1 || (lead + i == 1 && from[i] == to[1])) continue;
+    // Per sample: only with the channels given too (the C values of each sample in order).
+    if (lead + i == 0 && from[i] == to[0] && from.size() > 1 && from[1] == to[1]) continue;
+    return false;
+  }
+  return true;
+}
+
+/// True when the float32 CPU step `s` reduces its input of shape `plain` ([N, C, spatial...])
+/// over exactly its spatial axes (a global pooling): it can read the blocked layout through a
+/// transposed view (see the rewrite below).
+bool reduces_spatial_axes(const Tape& tape, const Step& s, const Shape& plain) {
+  if (s.prim.kind != PrimKind::Reduce || s.device.type != Device::Type::Cpu || !is_cpu_f32(tape.values[s.outputs[0]]))
+    return false;
+  const auto& p = s.prim.get<ReduceParams>();
+  switch (p.op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean:
+    case ReduceOp::Max:
+    case ReduceOp::Min: break;
+    case ReduceOp::Prod:  // (float32 only reaches here; these keep the row-major path, untested blocked)
+    case ReduceOp::All:
+    case ReduceOp::Any: return false;
+  }
+  if (plain.size() < 3 || p.axes.size() != plain.size() - 2) return false;
+  for (size_t i = 0; i < p.axes.size(); ++i)
+    if (p.axes[i] != static_cast<int>(i) + 2) return false;
   return true;
 }
 
@@ -157,6 +184,8 @@ void keep_blocked_layouts(Tape& tape) {
       } else if (rs.prim.kind == PrimKind::Pool || rs.prim.kind == PrimKind::Unary ||
                  rs.prim.kind == PrimKind::Binary) {
         if (!kept[out]) return false;  // kept only where the step runs on blocked data
+      } else if (reduces_spatial_axes(tape, rs, tape.values[v].shape)) {
+        // A global pooling reads the blocked data; its output is reshaped back to row-major.
       } else if (ps.prim.kind != PrimKind::Pool) {
         return false;  // any other reader wants row-major data
       }
@@ -208,7 +237,8 @@ void keep_blocked_layouts(Tape& tape) {
       src = channel_constant(tape, v, plain[v]);
     if (src >= 0) {
       // A scalar or per-channel broadcast: channel c = cb * b + lane, so the C values in order,
-      // reshaped to [1, C/b, 1..., b], broadcast to the blocked shape.
+      // reshaped to [1, C/b, 1..., b] ([N, C/b, 1..., b] for per-sample values), broadcast to
+      // the blocked shape.
       const Shape from = tape.values[src].shape;
       int64_t elements = 1;
       for (int64_t d : from) elements *= d;
@@ -216,6 +246,7 @@ void keep_blocked_layouts(Tape& tape) {
         Shape compact(to.size(), 1);
         compact[1] = to[1];
         compact.back() = b;
+        if (from.size() == plain[v].size() && from[0] != 1) compact[0] = from[0];
         const int r = tape.add_value(compact, Dtype::Float32, device);
         steps.push_back({make_prim(PrimKind::Reshape, ShapeParams{compact}), {src}, {r}, device});
         src = r;
@@ -261,12 +292,53 @@ void keep_blocked_layouts(Tape& tape) {
     unblocked.emplace(v, r);
     return r;
   };
+  auto reads_blocked_data = [&](const Step& s) {
+    return s.prim.kind == PrimKind::Conv || ((s.prim.kind == PrimKind::Pool || s.prim.kind == PrimKind::Unary ||
+                                              s.prim.kind == PrimKind::Binary) && kept[s.outputs[0]]);
+  };
+  // A global pooling reads the blocked value itself unless another reader gets it row-major
+  // anyway (a pooling's output that is also flattened): then it reads that copy.
+  auto reduces_blocked = [&](const Step& s) {
+    if (s.inputs.size() != 1 || !kept[s.inputs[0]] || !reduces_spatial_axes(tape, s, plain[s.inputs[0]])) return false;
+    for (int r : g.readers[s.inputs[0]]) {
+      const Step& rs = tape.steps[r];
+      if (!reads_blocked_data(rs) && !(rs.inputs.size() == 1 && reduces_spatial_axes(tape, rs, plain[s.inputs[0]])))
+        return false;
+    }
+    return true;
+  };
   for (size_t i = 0; i < n_steps; ++i) {
     Step s = tape.steps[i];  // a copy: adapt() reads the broadcasts of earlier steps
     const int out = s.outputs[0];
-    const bool reads_blocked = s.prim.kind == PrimKind::Conv ||
-                               ((s.prim.kind == PrimKind::Pool || s.prim.kind == PrimKind::Unary ||
-                                 s.prim.kind == PrimKind::Binary) && kept[out]);
+    const bool reads_blocked = reads_blocked_data(s);
+    if (!reads_blocked && reduces_blocked(s)) {
+      // The global pooling reads the blocked data through a transposed view [N, C/b, b,
+      // spatial...]: each (n, c) is a row of the spatial values in their row-major order, so the
+      // reduction takes them in the row-major tape's order (over the blocked axes directly it
+      // summed in another order: other bits). Its [N, C/b, b, 1...] is then the [N, C, 1...] its
+      // readers want, reshaped.
+      const int in = s.inputs[0];
+      const Shape& bs = tape.values[in].shape;
+      const int rank = static_cast<int>(bs.size());
+      std::vector<int> perm{0, 1, rank - 1};
+      Shape ts{bs[0], bs[1], bs[rank - 1]}, rs{bs[0], bs[1], bs[rank - 1]};
+      ReduceParams rp = s.prim.get<ReduceParams>();
+      rp.axes.clear();
+      for (int d = 2; d < rank - 1; ++d) {
+        perm.push_back(d);
+        ts.push_back(bs[d]);
+        rs.push_back(1);
+        rp.axes.push_back(d + 1);
+      }
+      const int view = tape.add_value(ts, Dtype::Float32, s.device);
+      steps.push_back({make_prim(PrimKind::Transpose, PermParams{perm}), {in}, {view}, s.device});
+      const int reduced = tape.add_value(rs, Dtype::Float32, s.device);
+      const Shape plain_out = tape.values[out].shape;
+      const Device dev = s.device;
+      steps.push_back({make_prim(PrimKind::Reduce, std::move(rp)), {view}, {reduced}, dev});
+      steps.push_back({make_prim(PrimKind::Reshape, ShapeParams{plain_out}), {reduced}, {out}, dev});
+      continue;
+    }
     if (!reads_blocked)
       for (int& in : s.inputs)
         if (kept[in]) in = row_major(in, s.device);

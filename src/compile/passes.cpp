@@ -1,4 +1,4 @@
-// The simplify passes (identities, scalar constants, CSE, dead steps), broadcast_before_cast and the pass pipeline.
+// The simplify passes (identities, scalar constants, CSE, dead steps) and the pass pipeline.
 #include "src/compile/passes.h"
 
 #include <algorithm>
@@ -202,43 +202,6 @@ void eliminate_dead_steps(Tape& tape) {
   std::erase_if(tape.constants, [&](const auto& c) { return !live[c.first]; });
 }
 
-void broadcast_before_cast(Tape& tape) {
-  const size_t n = tape.values.size();
-  std::vector<int> producer(n, -1), uses(n, 0);
-  std::vector<std::vector<int>> readers(n);
-  for (int o : tape.outputs) uses[o] += 2;  // a returned value keeps its own step
-  for (size_t i = 0; i < tape.steps.size(); ++i) {
-    for (int in : tape.steps[i].inputs) {
-      ++uses[in];
-      readers[in].push_back(static_cast<int>(i));
-    }
-    for (int o : tape.steps[i].outputs) producer[o] = static_cast<int>(i);
-  }
-  auto elementwise = [](const Step& s) { return s.prim.kind == PrimKind::Unary || s.prim.kind == PrimKind::Binary; };
-  bool changed = false;
-  for (Step& b : tape.steps) {
-    if (b.prim.kind != PrimKind::Broadcast) continue;
-    const int c = b.inputs[0], out = b.outputs[0];
-    if (uses[c] != 1 || producer[c] < 0 || uses[out] < 1) continue;
-    Step& cast = tape.steps[producer[c]];
-    if (cast.prim.kind != PrimKind::Cast || !(cast.device == b.device) || tape.outputs.end() != std::find(tape.outputs.begin(), tape.outputs.end(), out))
-      continue;
-    bool fusible = true;
-    for (int r : readers[out]) fusible = fusible && elementwise(tape.steps[r]) && tape.steps[r].device == b.device;
-    if (!fusible) continue;
-    // Broadcast(Cast(v)) -> Cast(Broadcast(v)): the broadcast of v (a view) gets a new value, the
-    // cast takes the broadcast's output value, so the readers are unchanged; the cast is moved
-    // to the broadcast's place in the step order (after v, before every reader).
-    const int v = cast.inputs[0];
-    const int wide = tape.add_value(tape.values[out].shape, tape.values[v].dtype, tape.values[v].device);
-    Step new_cast{cast.prim, {wide}, {out}, cast.device};
-    cast = Step{b.prim, {v}, {wide}, b.device};  // where the cast was: the broadcast of v
-    b = std::move(new_cast);
-    changed = true;
-  }
-  if (changed) eliminate_dead_steps(tape);
-}
-
 void run_passes(Tape& tape, const PassOptions& options) {
   struct Pass {
     const char* name;
@@ -259,13 +222,11 @@ void run_passes(Tape& tape, const PassOptions& options) {
     pipeline.push_back({"pool_first", pool_before_monotone_steps});
   }
   pipeline.push_back({"matmul_prepack", prepack_matmul_operands});
-  if (options.fuse) {
-    pipeline.push_back({"broadcast_before_cast", broadcast_before_cast});
+  if (options.fuse)
     pipeline.push_back({"fuse", [&](Tape& t) {
                           if (options.unbuilt && options.unfused) *options.unfused = t;
                           fuse_elementwise(t, options.function, options.unbuilt);
                         }});
-  }
   verify_tape(tape, "trace");
   if (options.dump) options.dump("trace", dump_tape(tape));
   for (auto& p : pipeline) {

@@ -57,13 +57,6 @@ void keep_blocked_layouts(Tape& tape);
 /// the values and their bits are the same (the argument is in pool_first.cpp).
 void pool_before_monotone_steps(Tape& tape);
 
-/// A Cast read only by a Broadcast whose readers are element-wise steps on its device (a
-/// norm's bfloat16 weight cast to float32, then broadcast over the rows) becomes the Cast of the
-/// Broadcast: the cast then fuses with its readers instead of running as a kernel of its own
-/// (one launch per weight on the GPU). The same values per element, so the same bits. Runs only
-/// with the fuse pass (unfused, the cast would write the broadcast shape).
-void broadcast_before_cast(Tape& tape);
-
 struct PassOptions {
   std::vector<std::string> disabled;
   bool fuse = true;
@@ -80,7 +73,7 @@ struct PassOptions {
 };
 
 /// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce",
-/// "conv_epilogue", "conv_prepack", "conv_layout", "pool_first" (none under shapeless), "matmul_prepack", then "broadcast_before_cast" and "fuse"), verifying the tape
+/// "conv_epilogue", "conv_prepack", "conv_layout", "pool_first" (none under shapeless), "matmul_prepack", then "fuse"), verifying the tape
 /// after each.
 void run_passes(Tape& tape, const PassOptions& options);
 

@@ -380,38 +380,3 @@ TEST(Passes, DeepChainsDoNotOverflowTheStack) {
 
 }  // namespace
 }  // namespace smelt
-
-namespace smelt {
-namespace {
-
-// broadcast_before_cast: a norm's bfloat16 weight and bias, cast to float32 and broadcast over
-// the rows, fuse with the norm's epilogue instead of running as kernels of their own; the same
-// bits (NaN, infinities and signed zeros in the weights too). A cast whose broadcast feeds a
-// non-element-wise step (a matmul) stays where it is.
-TEST(Passes, CastsOfBroadcastOperandsFuseWithTheirReaders) {
-  const Fn norm = [](const std::vector<Array>& in) { return std::vector<Array>{layer_norm(in[0], in[1], in[2], 1e-5)}; };
-  const std::vector<Array> inputs{rand({4, 8, 64}, 1, bfloat16), test::special_array(bfloat16, 64, 2),
-                                  test::special_array(bfloat16, 64, 3)};
-  const compiler::Tape tape = test::optimized_tape(norm, inputs);
-  EXPECT_TRUE(test::steps_of(tape, PrimKind::Cast).empty()) << compiler::dump_tape(tape);
-  const auto want = norm(inputs);
-  EXPECT_TRUE(test::bit_equal(compile_flat(norm)(inputs)[0], want[0]));
-  CompileOptions off;
-  off.disabled_passes = {"broadcast_before_cast"};
-  const compiler::Tape plain = test::optimized_tape(norm, inputs, {.disabled = {"broadcast_before_cast"}});
-  EXPECT_EQ(test::steps_of(plain, PrimKind::Cast).size(), 2u) << compiler::dump_tape(plain);
-  EXPECT_TRUE(test::bit_equal(compile_flat(norm, off)(inputs)[0], want[0]));
-
-  const Fn matmul_reader = [](const std::vector<Array>& in) {
-    return std::vector<Array>{matmul(in[0], broadcast_to(astype(in[1], float32), {3, 8, 8}))};
-  };
-  const std::vector<Array> m_inputs{rand({3, 4, 8}, 4), rand({8, 8}, 5, bfloat16)};
-  const compiler::Tape kept = test::optimized_tape(matmul_reader, m_inputs);
-  EXPECT_EQ(test::steps_of(kept, PrimKind::Cast).size(), 1u) << compiler::dump_tape(kept);
-  ASSERT_EQ(test::steps_of(kept, PrimKind::Cast).size(), 1u);
-  EXPECT_EQ(kept.values[test::steps_of(kept, PrimKind::Cast)[0]->outputs[0]].shape, (Shape{8, 8}));
-  EXPECT_TRUE(test::bit_equal(compile_flat(matmul_reader)(m_inputs)[0], matmul_reader(m_inputs)[0]));
-}
-
-}  // namespace
-}  // namespace smelt

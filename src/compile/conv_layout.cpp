@@ -3,10 +3,11 @@
 // Each float32 CPU convolution that oneDNN runs reorders its input from [N, C, H, W] into the
 // blocked layout its primitive wants (nChw16c, ...) and its output back. Between two such
 // convolutions the element-wise ops and poolings do not care where a channel lives, so this pass
-// keeps their values in the blocked layout, held as the row-major array [N, C/b, H, W, b]: a
-// Conv reads and writes it directly (ConvParams::src_block, dst_block), a Pool runs its blocked
-// kernel (PoolParams::block), element-wise steps run on the 5-D arrays as they are, and their
-// per-channel and scalar operands are broadcast in the same layout. The reorders are left only
+// keeps their values in the blocked layout, held as the row-major array [N, C/b, H, W, b]: a Conv
+// reads and writes it directly (ConvParams::src_block, dst_block), a Pool runs its blocked kernel
+// (PoolParams::block), element-wise steps run on the 5-D arrays as they are, and their per-channel,
+// per-sample and scalar operands are broadcast in the same layout, and a global pooling (a
+// reduction over the spatial axes) reads it through a transposed view. The reorders are left only
 // where a chain begins (a convolution's row-major input) and ends (a convolution's row-major
 // output). The same primitives run as eagerly, and the element-wise ops and poolings compute the
 // same values from the same operands, so the results are bit-identical to the eager path.

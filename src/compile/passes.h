@@ -44,10 +44,10 @@ void prepack_conv_weights(Tape& tape);
 void prepack_matmul_operands(Tape& tape);
 
 /// With oneDNN: activations between float32 CPU convolutions stay in the channel-blocked layout
-/// their primitives want ([N, C/b, spatial..., b]) through the element-wise steps, poolings and
-/// residual adds between them (ConvParams::src_block/dst_block, PoolParams::block), so that
-/// reorders run only where a chain begins and ends. The same primitives run on the same values:
-/// bit-identical to the row-major tape. See docs/cpu-kernels.md.
+/// their primitives want ([N, C/b, spatial..., b]) through the element-wise steps, poolings, global
+/// poolings and residual adds between them (ConvParams::src_block/dst_block, PoolParams::block), so
+/// that reorders run only where a chain begins and ends. The same primitives run on the same
+/// values: bit-identical to the row-major tape. See docs/cpu-kernels.md.
 void keep_blocked_layouts(Tape& tape);
 
 /// A float32 CPU max pooling (no padding, no ceil mode) whose input is made by ReLUs and adds of

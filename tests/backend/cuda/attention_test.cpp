@@ -67,9 +67,10 @@ TEST(CudaAttention, FlashKernelMatchesCpu) {
     }
 }
 
-// Several query and key tiles of the tensor-core kernel (64 x 64), causal, and q, k, v read in
-// place as views of one packed [B, S, 3, H, D] projection (rows 3·H·D apart, as a GPT block
-// splits its qkv matmul), at an offset that is not 16-byte aligned for k and v.
+// Several query and key tiles of the tensor-core kernel (64 x 64), causal, q, k, v read in place
+// as views of one packed [B, S, 3, H, D] projection (rows 3·H·D apart, as a GPT block splits its
+// qkv matmul), and views whose rows are not 16-byte aligned (a row stride of D + 1 elements: the
+// kernel loads those k and v tiles without cp.async).
 TEST(CudaAttention, TensorCoreTilesAndPackedQkvViews) {
   SMELT_REQUIRE_GPU();
   uint32_t seed = 41;
@@ -87,6 +88,15 @@ TEST(CudaAttention, TensorCoreTilesAndPackedQkvViews) {
       Array got = scaled_dot_product_attention(part(g, 0), part(g, 1), part(g, 2), {.causal = CausalMask::UpperLeft});
       ASSERT_EQ(got.device(), gpu());
       EXPECT_LE(max_abs_diff(got, want), bound(dt, d, s)) << dtype_name(dt) << " d=" << d << " packed qkv";
+      const int64_t t = 90;
+      Array wide = random_array({1, 2, t, d + 1}, dt, -1, 1, seed += 3);
+      auto inner = [&](const Array& x) { return slice(x, {0, 0, 0, 1}, {1, 2, t, d + 1}); };
+      const AttentionOptions causal{.causal = CausalMask::UpperLeft};
+      Array want_odd = scaled_dot_product_attention(inner(wide), inner(wide), inner(wide), causal);
+      Array gw = on_gpu(wide);
+      Array got_odd = scaled_dot_product_attention(inner(gw), inner(gw), inner(gw), causal);
+      ASSERT_EQ(got_odd.device(), gpu());
+      EXPECT_LE(max_abs_diff(got_odd, want_odd), bound(dt, d, t)) << dtype_name(dt) << " d=" << d << " unaligned rows";
     }
 }
 

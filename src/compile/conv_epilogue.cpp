@@ -10,8 +10,6 @@ namespace smelt::compiler {
 
 namespace {
 
-bool is_cpu_f32(const ValueInfo& v) { return v.dtype == Dtype::Float32 && v.device.type == Device::Type::Cpu; }
-
 /// True when broadcasting a value of shape `from` to `to` ([N, C, spatial...]) repeats one
 /// value per channel: right-aligned, every axis is 1 except axis 1, which is C (or 1).
 bool per_channel(const Shape& from, const Shape& to) {
@@ -44,9 +42,7 @@ bool feeds_elementwise(const Tape& tape, const std::vector<int>& uses, const std
 /// The constant `v` when it is what channel_constant takes (a float32 CPU constant of shape `to`
 /// whose values vary along axis 1 only), else null.
 const Array* channel_constant_array(const Tape& tape, int v, const Shape& to) {
-  const Array* a = nullptr;
-  for (const auto& [id, arr] : tape.constants)
-    if (id == v) a = &arr;
+  const Array* a = find_constant(tape, v);
   if (a == nullptr || a->dtype() != Dtype::Float32 || a->device().type != Device::Type::Cpu || a->shape() != to ||
       to.size() < 3)
     return nullptr;

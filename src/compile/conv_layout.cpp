@@ -26,8 +26,6 @@ namespace smelt::compiler {
 
 namespace {
 
-bool is_cpu_f32(const ValueInfo& v) { return v.dtype == Dtype::Float32 && v.device.type == Device::Type::Cpu; }
-
 /// Element-wise steps that run on blocked data unchanged: float32 in, float32 out, one value
 /// per element (the operands of a Binary have the output's shape: broadcasts are their own steps).
 bool is_elementwise_f32(const Tape& tape, const Step& s) {
@@ -75,32 +73,10 @@ bool reduces_spatial_axes(const Tape& tape, const Step& s, const Shape& plain) {
   return true;
 }
 
-struct Graph {
-  std::vector<int> producer;               // step index per value, -1 for inputs and constants
-  std::vector<std::vector<int>> readers;   // step indices per value (a step once per input slot)
-  std::vector<char> is_output, is_constant;
-};
-
-Graph graph_of(const Tape& tape) {
-  Graph g;
-  const size_t n = tape.values.size();
-  g.producer.assign(n, -1);
-  g.readers.assign(n, {});
-  g.is_output.assign(n, 0);
-  g.is_constant.assign(n, 0);
-  for (size_t i = 0; i < tape.steps.size(); ++i) {
-    for (int in : tape.steps[i].inputs) g.readers[in].push_back(static_cast<int>(i));
-    for (int o : tape.steps[i].outputs) g.producer[o] = static_cast<int>(i);
-  }
-  for (int o : tape.outputs) g.is_output[o] = 1;
-  for (const auto& c : tape.constants) g.is_constant[c.first] = 1;
-  return g;
-}
-
 /// An operand of a blocked element-wise step that is not itself a blocked value but can be given
 /// in the layout cheaply: the broadcast of a scalar or of per-channel values (re-broadcast in
 /// the blocked layout), or a constant (copied into it once, now).
-bool adaptable(const Tape& tape, const Graph& g, int v) {
+bool adaptable(const Tape& tape, const ValueGraph& g, int v) {
   const int p = g.producer[v];
   if (p >= 0 && tape.steps[p].prim.kind == PrimKind::Broadcast)
     return per_channel_or_scalar(tape.values[tape.steps[p].inputs[0]].shape, tape.values[v].shape);
@@ -111,7 +87,7 @@ bool adaptable(const Tape& tape, const Graph& g, int v) {
 
 void keep_blocked_layouts(Tape& tape) {
   if (!cpu::dnnl_enabled()) return;
-  const Graph g = graph_of(tape);
+  const ValueGraph g = value_graph(tape);
   const size_t n_values = tape.values.size(), n_steps = tape.steps.size();
 
   // 1. The blocks each convolution's primitive wants (at the thread count compiling now; a call
@@ -256,9 +232,7 @@ void keep_blocked_layouts(Tape& tape) {
       steps.push_back({make_prim(PrimKind::Broadcast, ShapeParams{to}), {src}, {id}, device});
     } else {
       // Another constant: copied into the blocked layout once, now.
-      const Array* c = nullptr;
-      for (const auto& [cid, a] : tape.constants)
-        if (cid == v) c = &a;
+      const Array* c = find_constant(tape, v);
       SMELT_ASSERT(c != nullptr, "conv_layout: an operand to adapt is neither a broadcast nor a constant");
       Shape split{plain[v][0], plain[v][1] / b, b};
       split.insert(split.end(), plain[v].begin() + 2, plain[v].end());

@@ -1,4 +1,4 @@
-// The simplify passes (identities, scalar constants, CSE, dead steps) and the pass pipeline.
+// The simplify passes (identities, scalar constants, CSE, dead steps), the passes' shared tape queries and the pass pipeline.
 #include "src/compile/passes.h"
 
 #include <algorithm>
@@ -200,6 +200,28 @@ void eliminate_dead_steps(Tape& tape) {
     if (keep[i]) kept.push_back(std::move(tape.steps[i]));
   tape.steps = std::move(kept);
   std::erase_if(tape.constants, [&](const auto& c) { return !live[c.first]; });
+}
+
+const Array* find_constant(const Tape& tape, int v) {
+  for (const auto& [id, a] : tape.constants)
+    if (id == v) return &a;
+  return nullptr;
+}
+
+ValueGraph value_graph(const Tape& tape) {
+  ValueGraph g;
+  const size_t n = tape.values.size();
+  g.producer.assign(n, -1);
+  g.readers.assign(n, {});
+  g.is_output.assign(n, 0);
+  g.is_constant.assign(n, 0);
+  for (size_t i = 0; i < tape.steps.size(); ++i) {
+    for (int in : tape.steps[i].inputs) g.readers[in].push_back(static_cast<int>(i));
+    for (int o : tape.steps[i].outputs) g.producer[o] = static_cast<int>(i);
+  }
+  for (int o : tape.outputs) g.is_output[o] = 1;
+  for (const auto& c : tape.constants) g.is_constant[c.first] = 1;
+  return g;
 }
 
 void run_passes(Tape& tape, const PassOptions& options) {

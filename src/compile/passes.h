@@ -10,6 +10,20 @@
 
 namespace smelt::compiler {
 
+// ---- What several passes read off a tape ----
+
+/// True for a float32 value on the CPU (the values the CPU convolution and pooling passes rewrite).
+inline bool is_cpu_f32(const ValueInfo& v) { return v.dtype == Dtype::Float32 && v.device.type == Device::Type::Cpu; }
+/// The array of constant `v`, or null when `v` is not a constant of the tape.
+const Array* find_constant(const Tape& tape, int v);
+/// Who makes and who reads each value of a tape, as of when it was built.
+struct ValueGraph {
+  std::vector<int> producer;              // step index per value, -1 for inputs and constants
+  std::vector<std::vector<int>> readers;  // step indices per value (a step once per input slot)
+  std::vector<char> is_output, is_constant;
+};
+ValueGraph value_graph(const Tape& tape);
+
 /// Removes identity views (reshape/broadcast to the same shape, identity transpose or slice) and
 /// same-type casts by forwarding their input. Explicit copies stay.
 void remove_identities(Tape& tape);

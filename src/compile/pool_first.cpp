@@ -30,14 +30,6 @@ namespace smelt::compiler {
 
 namespace {
 
-bool is_cpu_f32(const ValueInfo& v) { return v.dtype == Dtype::Float32 && v.device.type == Device::Type::Cpu; }
-
-const Array* constant_of(const Tape& tape, int v) {
-  for (const auto& [id, a] : tape.constants)
-    if (id == v) return &a;
-  return nullptr;
-}
-
 /// True when every value of the float32 constant `a` is finite (inf + -inf would be a NaN that
 /// the pooled input does not have).
 bool all_finite(const Array& a) {
@@ -77,13 +69,13 @@ bool window_constant(const Tape& tape, const std::vector<int>& producer, int v, 
     while (producer[at] >= 0 && (tape.steps[producer[at]].prim.kind == PrimKind::Reshape ||
                                  tape.steps[producer[at]].prim.kind == PrimKind::Broadcast))
       at = tape.steps[producer[at]].inputs[0];
-    const Array* c = constant_of(tape, at);
+    const Array* c = find_constant(tape, at);
     if (c == nullptr || c->dtype() != Dtype::Float32 || !all_finite(*c)) return false;
     out.broadcast_source = src;
     return true;
   }
   if (p >= 0) return false;
-  const Array* c = constant_of(tape, v);
+  const Array* c = find_constant(tape, v);
   if (c == nullptr || c->dtype() != Dtype::Float32 || c->device().type != Device::Type::Cpu || c->shape() != shape)
     return false;
   // A frozen broadcast: stride 0 along every pooled axis; its distinct values are one window's.
@@ -110,13 +102,10 @@ struct Moved {
 }  // namespace
 
 void pool_before_monotone_steps(Tape& tape) {
-  const size_t n_values = tape.values.size();
-  std::vector<int> producer(n_values, -1), uses(n_values, 0);
-  for (int o : tape.outputs) uses[o] += 2;  // a function output keeps its steps
-  for (size_t i = 0; i < tape.steps.size(); ++i) {
-    for (int in : tape.steps[i].inputs) ++uses[in];
-    for (int o : tape.steps[i].outputs) producer[o] = static_cast<int>(i);
-  }
+  const ValueGraph g = value_graph(tape);
+  const std::vector<int>& producer = g.producer;
+  // Read by one step only (a function output keeps its steps).
+  auto single_use = [&](int v) { return g.readers[v].size() == 1 && !g.is_output[v]; };
   std::vector<char> removed(tape.steps.size(), 0);
   std::vector<std::vector<Step>> after(tape.steps.size());  // steps to insert after a pooling
   bool changed = false;
@@ -135,7 +124,7 @@ void pool_before_monotone_steps(Tape& tape) {
     // The chain of Relus and constant adds that only feed the pooling, last step first.
     std::vector<Moved> chain;
     int cur = pool.inputs[0];
-    while (uses[cur] == 1 && producer[cur] >= 0) {
+    while (single_use(cur) && producer[cur] >= 0) {
       const int si = producer[cur];
       const Step& s = tape.steps[si];
       if (s.device.type != Device::Type::Cpu || s.outputs.size() != 1 || !is_cpu_f32(tape.values[cur])) break;
@@ -180,7 +169,7 @@ void pool_before_monotone_steps(Tape& tape) {
           inserted.push_back({make_prim(PrimKind::Broadcast, ShapeParams{pooled.shape}),
                               {m.constant.broadcast_source}, {operand}, s.device});
         } else {
-          const Array& c = *constant_of(tape, m.constant.constant);
+          const Array& c = *find_constant(tape, m.constant.constant);
           std::vector<int64_t> lo(pooled.shape.size(), 0), hi(pooled.shape.begin(), pooled.shape.end());
           DefaultDeviceScope on_cpu(Device::cpu());
           Array sliced = slice(c, lo, hi);  // the same values: they do not vary over the pooled axes

@@ -162,6 +162,21 @@ Kernel run_claimed_build(std::promise<Kernel>& built, const std::function<Kernel
   return k;
 }
 
+/// The in-memory cache of one params type. A function of P alone: get_kernel is also a template
+/// of its `what` callable, and statics there would give each call site's lambda its own maps (a
+/// prebuild and the launch it runs ahead of would then build the same kernel twice).
+template <class P>
+struct TypedCache {
+  std::unordered_map<Key<P>, std::weak_ptr<LoadedModule>, KeyHash<P>, KeyEqual<P>> kernels;
+  std::unordered_map<Key<P>, std::shared_future<Kernel>, KeyHash<P>, KeyEqual<P>> building;
+  size_t prune_at = 64;
+};
+template <class P>
+TypedCache<P>& typed_cache() {
+  static auto* cache = new TypedCache<P>();  // never destroyed: kernels may be released during exit
+  return *cache;
+}
+
 }  // namespace kernel_cache_detail
 
 /// The kernel `params` describe on GPU `device`, found in memory by the whole params struct (no
@@ -174,11 +189,10 @@ template <KernelParams P, class What>
   requires std::is_invocable_r_v<std::string, const What&>
 Kernel get_kernel(int device, const P& params, const What& what) {
   using namespace kernel_cache_detail;
-  using Map = std::unordered_map<Key<P>, std::weak_ptr<LoadedModule>, KeyHash<P>, KeyEqual<P>>;
-  using Building = std::unordered_map<Key<P>, std::shared_future<Kernel>, KeyHash<P>, KeyEqual<P>>;
-  static auto* kernels = new Map();  // never destroyed: kernels may be released during exit
-  static auto* building = new Building();
-  static size_t prune_at = 64;
+  TypedCache<P>& cache = typed_cache<P>();
+  auto* kernels = &cache.kernels;
+  auto* building = &cache.building;
+  size_t& prune_at = cache.prune_at;
   std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
   std::promise<Kernel> built;
   std::shared_future<Kernel> other;

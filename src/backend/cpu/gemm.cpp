@@ -38,6 +38,12 @@ constexpr int64_t kSmallWork = int64_t{1} << 18, kSmallTiles = 8, kSmallTileN = 
 /// this many the same way. Four, not kSmallTiles: 128 x 64 tiles of a 128 x 256 x 256 product kept
 /// one thread's speed (64 x 64 tiles cost it 10-20%) and gave two threads 1.2-1.6x one tile's.
 constexpr int64_t kSplitTiles = 4;
+/// Products of fewer rows than this (a decode step's vector-matrix products) are bound by reading
+/// B, one weight per multiply-add, not by the multiply-adds: a thread streams B at ~1/16 of its
+/// multiply-add rate, so a product of m < kFewRows rows is cut as if it had kFewRows. A GPT-2
+/// decode step's 1 x 256 x 1024 projections (1 MiB of weights, 30-50 us on one thread) ran on one
+/// thread while the other waited.
+constexpr int64_t kFewRows = 16;
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
@@ -105,8 +111,9 @@ GemmTiles gemm_tiles(int64_t m, int64_t n, int64_t k) {
       t.tile_m = std::min(m, std::max(kAlign, round_up((m + rows_wanted - 1) / rows_wanted, kAlign)));
     }
   };
-  if (work >= 2.0 * kSmallWork && work <= 2.0 * kTileWork) {
-    cut_small(std::min<int64_t>(kSmallTiles, static_cast<int64_t>(work) / kSmallWork), false);
+  const double paced = work * static_cast<double>(std::max<int64_t>(1, kFewRows / m));
+  if (paced >= 2.0 * kSmallWork && work <= 2.0 * kTileWork) {
+    cut_small(static_cast<int64_t>(std::min<double>(kSmallTiles, paced / kSmallWork)), false);
   } else if (work > 2.0 * kTileWork) {
     t.tile_n = n <= kWholeRowsN ? n : kMinTileN;
     t.tile_m = std::min(m, std::max(kMinTileM, round_up((kTileWork + t.tile_n * k1 - 1) / (t.tile_n * k1), kAlign)));

@@ -132,6 +132,12 @@ TEST(GemmTiles, CoverTheOutputAndFollowTheShapesOnly) {
   EXPECT_GE(cpu::gemm_tiles(128, 256, 256).count(), 4);
   EXPECT_GE(cpu::gemm_tiles(128, 256, 1024).count(), 4);
   EXPECT_GE(cpu::gemm_tiles(197, 192, 768).count(), 4);
+  // Vector-matrix products (a decode step's 1 x 256 x 1024, 1 x 1024 x 256, 1 x 256 x 768) read a
+  // weight per multiply-add: cut like products of 16 rows, not left to one thread.
+  EXPECT_GE(cpu::gemm_tiles(1, 1024, 256).count(), 4);
+  EXPECT_GE(cpu::gemm_tiles(1, 256, 1024).count(), 4);
+  EXPECT_GE(cpu::gemm_tiles(1, 768, 256).count(), 4);
+  EXPECT_GE(cpu::gemm_tiles(2, 768, 256).count(), 4);
   // Huge sizes do not overflow the work estimate.
   const GemmTiles huge = cpu::gemm_tiles(int64_t{1} << 30, int64_t{1} << 30, int64_t{1} << 30);
   EXPECT_GT(huge.count(), 1);

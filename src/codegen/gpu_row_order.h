@@ -95,6 +95,18 @@ inline size_t gpu_row_register_stage_bytes(const GpuRowRegisters& regs, int vect
   return static_cast<size_t>(vectors) * static_cast<size_t>(block) * 4 * static_cast<size_t>(regs.words);
 }
 
+/// Blocks of the pipelined row kernel (persistent: block b takes units b, b + grid, ...) for
+/// `needed` units of work when `resident` blocks fit on the GPU at once: as many as fit, but no
+/// more than give every block the same count, ceil(needed / resident) units. W4's 16384 rows over
+/// 528 resident blocks were 31 rows a block for 512 blocks and 32 for 16, which ran their last
+/// row alone at the end; 512 blocks of 32 rows each end together. Which block runs a row changes
+/// no row's order, so no bits.
+inline uint64_t gpu_row_persistent_grid(uint64_t needed, uint64_t resident) {
+  if (resident == 0 || needed <= resident) return needed;
+  const uint64_t per = (needed + resident - 1) / resident;
+  return (needed + per - 1) / per;
+}
+
 /// Vectors per thread of the register kernel for rows of n elements in `order` (a power of two,
 /// its "regs<P>" layout), or 0 when the rows are split or their vectors do not fit in
 /// kGpuRowRegisterWords (kGpuWideRowRegisterWords for 512 threads).

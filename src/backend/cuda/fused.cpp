@@ -192,7 +192,7 @@ void eval_fused_rows(const std::shared_ptr<const codegen::FusedKernel>& kernel, 
     const int blocks = blocks_per_sm(fn, static_cast<unsigned>(block), stage);
     prefer_shared_memory(s, fn, blocks, stage);
     const uint64_t resident = static_cast<uint64_t>(s.sm_count) * static_cast<uint64_t>(blocks);
-    launch(s, fn, std::min(needed, resident), static_cast<unsigned>(block), &args, what, stage);
+    launch(s, fn, codegen::gpu_row_persistent_grid(needed, resident), static_cast<unsigned>(block), &args, what, stage);
     return;
   }
   // Inputs that several passes read are copied once per row into dynamic shared memory when

@@ -257,6 +257,30 @@ TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
 #endif
 }
 
+// The pipelined row kernel's persistent grid: every block takes the same number of rows, give or
+// take one, and no block more than the resident blocks alone would give it.
+TEST(CudaReduceSource, PersistentRowGridsGiveEveryBlockAsManyRows) {
+  using codegen::gpu_row_persistent_grid;
+  // W4's 16384 rows over 132 SMs x 4 blocks: 512 blocks of 32 rows, not 528 of 31 or 32.
+  EXPECT_EQ(gpu_row_persistent_grid(16384, 528), 512u);
+  // W5's 4096 rows over 132 x 2: 256 blocks of 16.
+  EXPECT_EQ(gpu_row_persistent_grid(4096, 264), 256u);
+  // Fewer units than resident blocks: one a block; none resident (unknown): every unit its block.
+  EXPECT_EQ(gpu_row_persistent_grid(100, 528), 100u);
+  EXPECT_EQ(gpu_row_persistent_grid(100, 0), 100u);
+  for (uint64_t needed : {1ull, 529ull, 1000ull, 16385ull, 123457ull})
+    for (uint64_t resident : {1ull, 7ull, 132ull, 528ull}) {
+      const uint64_t grid = gpu_row_persistent_grid(needed, resident);
+      SCOPED_TRACE(std::to_string(needed) + " over " + std::to_string(resident));
+      EXPECT_LE(grid, std::max(needed <= resident ? needed : resident, uint64_t{1}));
+      // Every block gets ceil(needed / grid) or one less, and the most any block gets is what the
+      // resident blocks alone would give.
+      const uint64_t most = (needed + grid - 1) / grid;
+      EXPECT_EQ(most, (needed + std::min(needed, resident) - 1) / std::min(needed, resident));
+      EXPECT_GT(needed, (most - 1) * grid);
+    }
+}
+
 // The register kernels (any layout, and the pipelined one for clean rows) compile for every
 // vector count the planner gives and keep their rows in registers (no local memory: the word
 // arrays are indexed by constants once unrolled); the first reads rows with vector loads, the

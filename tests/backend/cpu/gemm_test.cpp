@@ -43,7 +43,7 @@ const std::vector<Case>& cases() {
       {false, false, 512, 512, 512}, {false, false, 256, 512, 128}, {false, true, 32, 1000, 128},
       {true, false, 300, 311, 257},  {true, true, 129, 700, 65},    {false, false, 5000, 64, 64},
       {false, false, 1, 8192, 1024}, {false, false, 7, 9, 11},    {false, false, 32, 384, 128},
-      {false, true, 48, 130, 200},   {false, false, 96, 40, 300},
+      {false, true, 48, 130, 200},   {false, false, 96, 40, 300},  {false, false, 197, 768, 768},
   };
   return c;
 }
@@ -132,6 +132,14 @@ TEST(GemmTiles, CoverTheOutputAndFollowTheShapesOnly) {
   EXPECT_GE(cpu::gemm_tiles(128, 256, 256).count(), 4);
   EXPECT_GE(cpu::gemm_tiles(128, 256, 1024).count(), 4);
   EXPECT_GE(cpu::gemm_tiles(197, 192, 768).count(), 4);
+  // A little more than one minimum tile of rows (ViT-B's 197 tokens) keeps whole rows, in a
+  // multiple of four column tiles.
+  for (int64_t n : {768, 2304, 3072}) {
+    const GemmTiles t = cpu::gemm_tiles(197, n, 768);
+    EXPECT_EQ(t.tile_m, 197) << n;
+    EXPECT_EQ(t.cols % 4, 0) << n;
+    EXPECT_LE(t.tile_n, 256) << n;
+  }
   // Vector-matrix products (a decode step's 1 x 256 x 1024, 1 x 1024 x 256, 1 x 256 x 768) read a
   // weight per multiply-add: cut like products of 16 rows, not left to one thread.
   EXPECT_GE(cpu::gemm_tiles(1, 1024, 256).count(), 4);

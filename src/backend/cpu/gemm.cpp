@@ -111,7 +111,7 @@ GemmTiles gemm_tiles(int64_t m, int64_t n, int64_t k) {
       t.tile_m = std::min(m, std::max(kAlign, round_up((m + rows_wanted - 1) / rows_wanted, kAlign)));
     }
   };
-  const double paced = work * static_cast<double>(std::max<int64_t>(1, kFewRows / m));
+  const double paced = work * std::max(1.0, static_cast<double>(kFewRows) / static_cast<double>(m));
   if (paced >= 2.0 * kSmallWork && work <= 2.0 * kTileWork) {
     cut_small(static_cast<int64_t>(std::min<double>(kSmallTiles, paced / kSmallWork)), false);
   } else if (work > 2.0 * kTileWork) {

@@ -308,10 +308,8 @@ void keep_blocked_layouts(Tape& tape) {
       const int view = tape.add_value(ts, Dtype::Float32, s.device);
       steps.push_back({make_prim(PrimKind::Transpose, PermParams{perm}), {in}, {view}, s.device});
       const int reduced = tape.add_value(rs, Dtype::Float32, s.device);
-      const Shape plain_out = tape.values[out].shape;
-      const Device dev = s.device;
-      steps.push_back({make_prim(PrimKind::Reduce, std::move(rp)), {view}, {reduced}, dev});
-      steps.push_back({make_prim(PrimKind::Reshape, ShapeParams{plain_out}), {reduced}, {out}, dev});
+      steps.push_back({make_prim(PrimKind::Reduce, std::move(rp)), {view}, {reduced}, s.device});
+      steps.push_back({make_prim(PrimKind::Reshape, ShapeParams{tape.values[out].shape}), {reduced}, {out}, s.device});
       continue;
     }
     if (!reads_blocked)

@@ -99,14 +99,9 @@ struct LoadedModule {
 namespace {
 
 /// The string-keyed in-memory cache (the template one lives in compiler.h).
-struct StringCache {
-  std::unordered_map<std::string, std::weak_ptr<LoadedModule>> by_key;  // "<device>|<key>"
-  std::unordered_map<std::string, std::shared_future<Kernel>> building;  // by the same key
-  size_t prune_at = 64;
-};
-
-StringCache& string_cache() {
-  static StringCache* c = new StringCache();  // never destroyed: kernels may be released during exit
+/// The string-keyed kernels, by "<device>|<key>".
+kernel_cache_detail::KernelMaps<std::string>& string_cache() {
+  static auto* c = new kernel_cache_detail::KernelMaps<std::string>();  // never destroyed: kernels may be released during exit
   return *c;
 }
 
@@ -266,7 +261,7 @@ Kernel get_kernel(int device, const std::string& key, const std::function<std::s
   std::shared_future<Kernel> other;
   {
     std::lock_guard lock(mutex());
-    if (auto it = c.by_key.find(full_key); it != c.by_key.end())
+    if (auto it = c.kernels.find(full_key); it != c.kernels.end())
       if (Kernel k = revive(it->second, dropped)) return k;
     // Another thread builds it (a prebuild): wait for that build instead of a second one.
     if (auto it = c.building.find(full_key); it != c.building.end()) other = it->second;
@@ -275,9 +270,9 @@ Kernel get_kernel(int device, const std::string& key, const std::function<std::s
   if (other.valid()) return other.get();
   return run_claimed_build(built, [&] { return build_kernel(device, key, body(), what); }, [&](const Kernel* k) {
     if (k) {
-      c.by_key[full_key] = k->module;
+      c.kernels[full_key] = k->module;
       remember(*k, dropped);
-      prune(c.by_key, c.prune_at);
+      prune(c.kernels, c.prune_at);
     }
     c.building.erase(full_key);
   });

@@ -162,18 +162,20 @@ Kernel run_claimed_build(std::promise<Kernel>& built, const std::function<Kernel
   return k;
 }
 
-/// The in-memory cache of one params type. A function of P alone: get_kernel is also a template
-/// of its `what` callable, and statics there would give each call site's lambda its own maps (a
-/// prebuild and the launch it runs ahead of would then build the same kernel twice).
-template <class P>
-struct TypedCache {
-  std::unordered_map<Key<P>, std::weak_ptr<LoadedModule>, KeyHash<P>, KeyEqual<P>> kernels;
-  std::unordered_map<Key<P>, std::shared_future<Kernel>, KeyHash<P>, KeyEqual<P>> building;
+/// One in-memory kernel cache under mutex(): the loaded kernels by key (weak: the LRU holds
+/// them) and the builds in flight by the same key.
+template <class K, class Hash = std::hash<K>, class Equal = std::equal_to<K>>
+struct KernelMaps {
+  std::unordered_map<K, std::weak_ptr<LoadedModule>, Hash, Equal> kernels;
+  std::unordered_map<K, std::shared_future<Kernel>, Hash, Equal> building;
   size_t prune_at = 64;
 };
+/// The cache of one params type. A function of P alone: get_kernel is also a template of its
+/// `what` callable, and statics there would give each call site's lambda its own maps (a prebuild
+/// and the launch it runs ahead of would then build the same kernel twice).
 template <class P>
-TypedCache<P>& typed_cache() {
-  static auto* cache = new TypedCache<P>();  // never destroyed: kernels may be released during exit
+KernelMaps<Key<P>, KeyHash<P>, KeyEqual<P>>& typed_cache() {
+  static auto* cache = new KernelMaps<Key<P>, KeyHash<P>, KeyEqual<P>>();  // never destroyed: kernels may be released during exit
   return *cache;
 }
 
@@ -189,30 +191,27 @@ template <KernelParams P, class What>
   requires std::is_invocable_r_v<std::string, const What&>
 Kernel get_kernel(int device, const P& params, const What& what) {
   using namespace kernel_cache_detail;
-  TypedCache<P>& cache = typed_cache<P>();
-  auto* kernels = &cache.kernels;
-  auto* building = &cache.building;
-  size_t& prune_at = cache.prune_at;
+  auto& c = typed_cache<P>();
   std::vector<std::shared_ptr<LoadedModule>> dropped;  // released after the lock
   std::promise<Kernel> built;
   std::shared_future<Kernel> other;
   {
     std::lock_guard lock(mutex());
-    if (auto it = kernels->find(Ref<P>{device, &params}); it != kernels->end())
+    if (auto it = c.kernels.find(Ref<P>{device, &params}); it != c.kernels.end())
       if (Kernel k = revive(it->second, dropped)) return k;
-    if (auto it = building->find(Ref<P>{device, &params}); it != building->end()) other = it->second;
-    else building->emplace(Key<P>{device, params}, built.get_future().share());
+    if (auto it = c.building.find(Ref<P>{device, &params}); it != c.building.end()) other = it->second;
+    else c.building.emplace(Key<P>{device, params}, built.get_future().share());
   }
   if (other.valid()) return other.get();
   return run_claimed_build(
       built, [&] { return build_kernel(device, params.name(), params.source(), what()); },
       [&](const Kernel* k) {
         if (k) {
-          (*kernels)[Key<P>{device, params}] = k->module;
+          c.kernels[Key<P>{device, params}] = k->module;
           remember(*k, dropped);
-          prune(*kernels, prune_at);
+          prune(c.kernels, c.prune_at);
         }
-        if (auto it = building->find(Ref<P>{device, &params}); it != building->end()) building->erase(it);
+        if (auto it = c.building.find(Ref<P>{device, &params}); it != c.building.end()) c.building.erase(it);
       });
 }
 

@@ -245,9 +245,13 @@ void fuse_elementwise(Tape& tape, const std::string& function, std::vector<codeg
           const RowJoin rj = row_join(g, ps, r, pshape);
           if (!rj.ok) continue;
           // Computing at the group's index recomputes values of smaller shapes: allowed for
-          // broadcasts and constants (free), not for arithmetic (it could multiply the work);
-          // per-row values of a row group are computed once per row.
-          if (r == Role::Compute && pshape != g.shape && !rj.per_row) continue;
+          // broadcasts and constants (free) and for casts (one conversion per element, and the
+          // kernel then reads the narrower source: a norm's bfloat16 weight cast to float32
+          // would otherwise be a kernel launch of its own on every call), not for other
+          // arithmetic (it could multiply the work); per-row values of a row group are computed
+          // once per row.
+          const bool recomputed_cast = ps.prim.kind == PrimKind::Cast && broadcastable_to(pshape, g.shape);
+          if (r == Role::Compute && pshape != g.shape && !rj.per_row && !recomputed_cast) continue;
           if (r != Role::Compute && r != Role::Reduce && !broadcastable_to(pshape, g.shape)) continue;
           if (is_output[ps.outputs[0]] && !(arithmetic(r) && (pshape == rj.shape || rj.per_row))) continue;
           // An arithmetic value joins only when every consumer is an arithmetic step of this

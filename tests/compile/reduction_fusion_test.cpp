@@ -109,6 +109,29 @@ TEST(ReductionFusion, NormsAndSoftmaxAreOneKernel) {
   }
 }
 
+// A norm's 16-bit weight and bias are cast to float32 inside the row kernel (the casts are
+// recomputed per element, not a kernel of their own on every call); a cast whose value is also
+// an output of the function stays a step of its own, and both are bit-exact.
+TEST(ReductionFusion, ANormsWeightCastJoinsItsKernel) {
+  const std::vector<Array> in = inputs_for(workloads()[4], {6, 50}, bfloat16, 5);  // layer_norm: x, weight, bias
+  for (bool cast_is_output : {false, true}) {
+    const Fn fn = [cast_is_output](const std::vector<Array>& a) {
+      std::vector<Array> out{rms_norm(a[0], a[1], 1e-6), layer_norm(a[0], a[1], a[2], 1e-5)};
+      if (cast_is_output) out.push_back(astype(a[2], float32));
+      return out;
+    };
+    test::Dumps dumps;
+    auto compiled = compile_flat(fn, dumps.options());
+    auto got = compiled(in);
+    auto want = fn(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << "output " << i;
+    const std::string tape = dumps.final_tape();
+    EXPECT_EQ(test::Dumps::count(tape, "Cast"), cast_is_output ? 1 : 0) << tape;
+    EXPECT_EQ(test::Dumps::count(tape, "Reduce"), 0) << tape;
+  }
+}
+
 TEST(ReductionFusion, TheProgramHasReductionsAndPerRowValues) {
   auto tape = test::optimized_tape([](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; },
                                    {zeros({8, 64}, bfloat16), zeros({64}, bfloat16)});

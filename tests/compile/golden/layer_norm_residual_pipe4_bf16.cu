@@ -180,16 +180,16 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
       if (a.knd == 1) o = q * a.kst[1][0];
       else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[1][d]; q /= a.kshape[d]; }
       x1 = (const bf16*)a.p[1] + o; }
-    const float* x2;
+    const bf16* x2;
     { i64 o = 0, q = r;
       if (a.knd == 1) o = q * a.kst[2][0];
       else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[2][d]; q /= a.kshape[d]; }
-      x2 = (const float*)a.p[2] + o; }
-    const float* x3;
+      x2 = (const bf16*)a.p[2] + o; }
+    const bf16* x3;
     { i64 o = 0, q = r;
       if (a.knd == 1) o = q * a.kst[3][0];
       else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[3][d]; q /= a.kshape[d]; }
-      x3 = (const float*)a.p[3] + o; }
+      x3 = (const bf16*)a.p[3] + o; }
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
@@ -243,14 +243,19 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
     const float v7 = smelt::scalar::divide<float>(R7::finish(t7), cvt<float, double>((double)(n - 0 > 0 ? n - 0 : 0)));
     const float v9 = smelt::scalar::add<float>(v7, v8);
     const float v10 = smelt::scalar::rsqrt<float>(v9);
-    u32 e2[P][4];
-    u32 e3[P][4];
+    u32 e2[P][2];
+    u32 e3[P][2];
+    #pragma unroll
+    for (int u = 0; u < P; ++u) {
+      const int b = lane * V + u * T * V;
+      if (b >= m) break;
+      vload<bf16, V>(e2[u], x2 + b);
+      vload<bf16, V>(e3[u], x3 + b);
+    }
     #pragma unroll
     for (int u = 0; u < P; ++u) {
       const int b = lane * V + u * T * V;
       if (b >= m) continue;
-      vload<float, V>(e2[u], x2 + b);
-      vload<float, V>(e3[u], x3 + b);
       u32 o0[2] = {};
       float h0[4] = {};
       #pragma unroll
@@ -258,12 +263,14 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
         const float v3 = c3[u][e];
         const float v5 = smelt::scalar::subtract<float>(v3, v4);
         const float v11 = smelt::scalar::multiply<float>(v5, v10);
-        const float v12 = unpack<float>(e2[u], e);
-        const float v13 = smelt::scalar::multiply<float>(v11, v12);
-        const float v14 = unpack<float>(e3[u], e);
-        const float v15 = smelt::scalar::add<float>(v13, v14);
-        const bf16 v16 = cvt<bf16, float>(v15);
-        h0[e] = v15;
+        const bf16 v12 = unpack<bf16>(e2[u], e);
+        const float v13 = cvt<float, bf16>(v12);
+        const float v14 = smelt::scalar::multiply<float>(v11, v13);
+        const bf16 v15 = unpack<bf16>(e3[u], e);
+        const float v16 = cvt<float, bf16>(v15);
+        const float v17 = smelt::scalar::add<float>(v14, v16);
+        const bf16 v18 = cvt<bf16, float>(v17);
+        h0[e] = v17;
       }
       #pragma unroll
       for (int q = 0; q < 2; ++q) o0[q] = f2bf2(h0[2 * q], h0[2 * q + 1]);

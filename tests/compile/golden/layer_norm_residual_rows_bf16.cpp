@@ -1,5 +1,5 @@
 // smelt fused CPU row kernel (generated; shapes are arguments, not part of the source)
-// bfloat16(add(multiply(v11, in2), in3))
+// bfloat16(add(multiply(v11, float32(in2)), float32(in3)))
 // <embedded preamble: dtype.h, convert.h, scalar_math.h>
 
 extern "C" void smelt_fused_kernel(int64_t row_begin, int64_t row_end, const smelt::reduce_order::RowArgs* a) {
@@ -8,8 +8,8 @@ extern "C" void smelt_fused_kernel(int64_t row_begin, int64_t row_end, const sme
   const float v8 = k8;
   auto g0 = smelt::reduce_order::row_buffer<smelt::bfloat16_t>(n);
   auto g1 = smelt::reduce_order::row_buffer<smelt::bfloat16_t>(n);
-  auto g2 = smelt::reduce_order::row_buffer<float>(n);
-  auto g3 = smelt::reduce_order::row_buffer<float>(n);
+  auto g2 = smelt::reduce_order::row_buffer<smelt::bfloat16_t>(n);
+  auto g3 = smelt::reduce_order::row_buffer<smelt::bfloat16_t>(n);
   auto c3 = smelt::reduce_order::row_buffer<float>(n);
   auto c5 = smelt::reduce_order::row_buffer<float>(n);
   auto c6 = smelt::reduce_order::row_buffer<float>(n);
@@ -19,16 +19,16 @@ extern "C" void smelt_fused_kernel(int64_t row_begin, int64_t row_end, const sme
     const char* nx0 = smelt::reduce_order::next_row<smelt::bfloat16_t>(*a, 0, r, row_end, in0);
     const smelt::bfloat16_t* in1 = smelt::reduce_order::row_of<smelt::bfloat16_t>(*a, 1, r, g1.get());
     const char* nx1 = smelt::reduce_order::next_row<smelt::bfloat16_t>(*a, 1, r, row_end, in1);
-    const float* in2 = smelt::reduce_order::row_of<float>(*a, 2, r, g2.get());
-    const char* nx2 = smelt::reduce_order::next_row<float>(*a, 2, r, row_end, in2);
-    const float* in3 = smelt::reduce_order::row_of<float>(*a, 3, r, g3.get());
-    const char* nx3 = smelt::reduce_order::next_row<float>(*a, 3, r, row_end, in3);
+    const smelt::bfloat16_t* in2 = smelt::reduce_order::row_of<smelt::bfloat16_t>(*a, 2, r, g2.get());
+    const char* nx2 = smelt::reduce_order::next_row<smelt::bfloat16_t>(*a, 2, r, row_end, in2);
+    const smelt::bfloat16_t* in3 = smelt::reduce_order::row_of<smelt::bfloat16_t>(*a, 3, r, g3.get());
+    const char* nx3 = smelt::reduce_order::next_row<smelt::bfloat16_t>(*a, 3, r, row_end, in3);
     for (int64_t jb = 0; jb < n; jb += smelt::reduce_order::kPrefetchChunk) {
       const int64_t je = n - jb < smelt::reduce_order::kPrefetchChunk ? n : jb + smelt::reduce_order::kPrefetchChunk;
       smelt::reduce_order::prefetch_span(nx0, jb * 2, je * 2, false);
       smelt::reduce_order::prefetch_span(nx1, jb * 2, je * 2, false);
-      smelt::reduce_order::prefetch_span(nx2, jb * 4, je * 4, false);
-      smelt::reduce_order::prefetch_span(nx3, jb * 4, je * 4, false);
+      smelt::reduce_order::prefetch_span(nx2, jb * 2, je * 2, false);
+      smelt::reduce_order::prefetch_span(nx3, jb * 2, je * 2, false);
 #pragma GCC ivdep
     for (int64_t j = jb; j < je; ++j) {
       const smelt::bfloat16_t v0 = in0[j];
@@ -58,12 +58,14 @@ extern "C" void smelt_fused_kernel(int64_t row_begin, int64_t row_end, const sme
     for (int64_t j = 0; j < n; ++j) {
       const float v5 = c5[j];
       const float v11 = smelt::scalar::multiply<float>(v5, v10);
-      const float v12 = in2[j];
-      const float v13 = smelt::scalar::multiply<float>(v11, v12);
-      const float v14 = in3[j];
-      const float v15 = smelt::scalar::add<float>(v13, v14);
-      const smelt::bfloat16_t v16 = smelt::convert<smelt::bfloat16_t, float>(v15);
-      out0[r * n + j].bits = v16.bits;
+      const smelt::bfloat16_t v12 = in2[j];
+      const float v13 = smelt::convert<float, smelt::bfloat16_t>(v12);
+      const float v14 = smelt::scalar::multiply<float>(v11, v13);
+      const smelt::bfloat16_t v15 = in3[j];
+      const float v16 = smelt::convert<float, smelt::bfloat16_t>(v15);
+      const float v17 = smelt::scalar::add<float>(v14, v16);
+      const smelt::bfloat16_t v18 = smelt::convert<smelt::bfloat16_t, float>(v17);
+      out0[r * n + j].bits = v18.bits;
     }
   }
 }

@@ -124,11 +124,11 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
     if (a.knd == 1) o = q * a.kst[0][0];
     else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[0][d]; q /= a.kshape[d]; }
     x0 = (const bf16*)a.p[0] + o; }
-  const float* x1;
+  const bf16* x1;
   { i64 o = 0, q = r;
     if (a.knd == 1) o = q * a.kst[1][0];
     else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[1][d]; q /= a.kshape[d]; }
-    x1 = (const float*)a.p[1] + o; }
+    x1 = (const bf16*)a.p[1] + o; }
   constexpr int V = 4, P = 4;
   const i64 n = a.n;
   const int m = (int)n;
@@ -167,15 +167,15 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
   const float v3 = smelt::scalar::divide<float>(R3::finish(t3), cvt<float, double>((double)(n - 0 > 0 ? n - 0 : 0)));
   const float v5 = smelt::scalar::add<float>(v3, v4);
   const float v6 = smelt::scalar::rsqrt<float>(v5);
-  u32 e1[P][4];
+  u32 e1[P][2];
   #pragma unroll
   for (int u = 0; u < P; ++u) {
     const int b = lane * V + u * T * V;
     if (b >= m) break;
-    if (f1 && b + V <= m) vload<float, V>(e1[u], x1 + b);
+    if (f1 && b + V <= m) vload<bf16, V>(e1[u], x1 + b);
     else {
       #pragma unroll
-      for (int q = 0; q < 4; ++q) e1[u][q] = 0;
+      for (int q = 0; q < 2; ++q) e1[u][q] = 0;
       #pragma unroll
       for (int e = 0; e < V; ++e)
         if (b + e < m) pack(e1[u], e, x1[f1 ? b + e : roff(a, 1, b + e)]);
@@ -193,10 +193,11 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
       const bf16 v0 = unpack<bf16>(w0[u], e);
       const float v1 = cvt<float, bf16>(v0);
       const float v7 = smelt::scalar::multiply<float>(v1, v6);
-      const float v8 = unpack<float>(e1[u], e);
-      const float v9 = smelt::scalar::multiply<float>(v7, v8);
-      const bf16 v10 = cvt<bf16, float>(v9);
-      h0[e] = v9;
+      const bf16 v8 = unpack<bf16>(e1[u], e);
+      const float v9 = cvt<float, bf16>(v8);
+      const float v10 = smelt::scalar::multiply<float>(v7, v9);
+      const bf16 v11 = cvt<bf16, float>(v10);
+      h0[e] = v10;
     }
     #pragma unroll
     for (int q = 0; q < 2; ++q) o0[q] = f2bf2(h0[2 * q], h0[2 * q + 1]);

@@ -127,11 +127,11 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
     if (a.knd == 1) o = q * a.kst[0][0];
     else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[0][d]; q /= a.kshape[d]; }
     x0 = (const bf16*)a.p[0] + o; }
-  const float* x1;
+  const bf16* x1;
   { i64 o = 0, q = r;
     if (a.knd == 1) o = q * a.kst[1][0];
     else for (int d = (int)a.knd - 1; d >= 0; --d) { o += (q % a.kshape[d]) * a.kst[1][d]; q /= a.kshape[d]; }
-    x1 = (const float*)a.p[1] + o; }
+    x1 = (const bf16*)a.p[1] + o; }
   const bool f0 = a.rnd == 1 && a.rst[0][0] == 1 && ((u64)x0 & 15) == 0;
   const bool f1 = a.rnd == 1 && a.rst[1][0] == 1 && ((u64)x1 & 15) == 0;
   unsigned char* slot = rowc + (T == 32 ? (i64)(threadIdx.x / 32) : (i64)0) * a.cbytes;
@@ -159,7 +159,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
   }
   const bf16* q0 = a.cache ? (const bf16*)c0 : x0;
   const bool cv0 = a.cache || f0;
-  const float* q1 = x1;
+  const bf16* q1 = x1;
   const bool cv1 = f1;
   bf16* y0 = (bf16*)a.p[2];
   const float v4 = __uint_as_float(opaque32(0x358637bdu));
@@ -212,8 +212,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
       if (whole && b + 8 <= n) {
         u32 w0[4];
         vload<bf16, 8>(w0, q0 + b);
-        u32 w1[8];
-        vload<float, 8>(w1, q1 + b);
+        u32 w1[4];
+        vload<bf16, 8>(w1, q1 + b);
         u32 o0[4] = {};
         float h0[8] = {};
         #pragma unroll
@@ -221,10 +221,11 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
           const bf16 v0 = unpack<bf16>(w0, e);
           const float v1 = cvt<float, bf16>(v0);
           const float v7 = smelt::scalar::multiply<float>(v1, v6);
-          const float v8 = unpack<float>(w1, e);
-          const float v9 = smelt::scalar::multiply<float>(v7, v8);
-          const bf16 v10 = cvt<bf16, float>(v9);
-          h0[e] = v9;
+          const bf16 v8 = unpack<bf16>(w1, e);
+          const float v9 = cvt<float, bf16>(v8);
+          const float v10 = smelt::scalar::multiply<float>(v7, v9);
+          const bf16 v11 = cvt<bf16, float>(v10);
+          h0[e] = v10;
         }
         #pragma unroll
         for (int q = 0; q < 4; ++q) o0[q] = f2bf2(h0[2 * q], h0[2 * q + 1]);
@@ -234,10 +235,11 @@ extern "C" __global__ void __launch_bounds__(1024, 1) k(RowArgs a) {
           const bf16 v0 = (cv0 ? q0[j] : x0[roff(a, 0, j)]);
           const float v1 = cvt<float, bf16>(v0);
           const float v7 = smelt::scalar::multiply<float>(v1, v6);
-          const float v8 = (cv1 ? q1[j] : x1[roff(a, 1, j)]);
-          const float v9 = smelt::scalar::multiply<float>(v7, v8);
-          const bf16 v10 = cvt<bf16, float>(v9);
-          y0[r * n + j] = v10;
+          const bf16 v8 = (cv1 ? q1[j] : x1[roff(a, 1, j)]);
+          const float v9 = cvt<float, bf16>(v8);
+          const float v10 = smelt::scalar::multiply<float>(v7, v9);
+          const bf16 v11 = cvt<bf16, float>(v10);
+          y0[r * n + j] = v11;
         }
       }
     }

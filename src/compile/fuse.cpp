@@ -49,6 +49,10 @@ struct Group {
   int nred = 0;
   Shape row_shape;
   bool has_reduce = false;
+  // Casts of values no kernel computes (inputs, constants, matmul results) that this group
+  // recomputes per element without owning them: several groups may each convert one (see the
+  // join below).
+  std::unordered_set<int> recomputed;
 };
 
 // Steps that compute (one per group, counted against the size limits).
@@ -244,20 +248,26 @@ void fuse_elementwise(Tape& tape, const std::string& function, std::vector<codeg
           // A reduction or a row-shaped step makes (or keeps) this a row group.
           const RowJoin rj = row_join(g, ps, r, pshape);
           if (!rj.ok) continue;
+          // A cast of a value no kernel computes (an input, a constant, a matmul's result) is
+          // recomputed by every group that reads it, as broadcasts are, without belonging to
+          // one: a conversion per element costs less than storing the wider value and reading
+          // it back, the group reads the narrower source, and a norm's bfloat16 weight cast to
+          // float32 is no kernel launch of its own on every call (nor two groups' shared x cast
+          // a value written in full). A cast that is a function output keeps its own step.
+          const int cast_source = ps.inputs.empty() ? -1 : producer[ps.inputs[0]];
+          const bool recomputed_cast = r == Role::Compute && ps.prim.kind == PrimKind::Cast && !is_output[ps.outputs[0]] &&
+                                       broadcastable_to(pshape, g.shape) &&
+                                       (cast_source < 0 || role_of(tape, tape.steps[cast_source]) == Role::None);
           // Computing at the group's index recomputes values of smaller shapes: allowed for
-          // broadcasts and constants (free) and for casts (one conversion per element, and the
-          // kernel then reads the narrower source: a norm's bfloat16 weight cast to float32
-          // would otherwise be a kernel launch of its own on every call), not for other
-          // arithmetic (it could multiply the work); per-row values of a row group are computed
-          // once per row.
-          const bool recomputed_cast = ps.prim.kind == PrimKind::Cast && broadcastable_to(pshape, g.shape);
+          // broadcasts, constants and those casts (cheap), not for other arithmetic (it could
+          // multiply the work); per-row values of a row group are computed once per row.
           if (r == Role::Compute && pshape != g.shape && !rj.per_row && !recomputed_cast) continue;
           if (r != Role::Compute && r != Role::Reduce && !broadcastable_to(pshape, g.shape)) continue;
           if (is_output[ps.outputs[0]] && !(arithmetic(r) && (pshape == rj.shape || rj.per_row))) continue;
           // An arithmetic value joins only when every consumer is an arithmetic step of this
           // group (or a broadcast in it that only such steps read): otherwise it must still be
           // stored for the others.
-          if (arithmetic(r) && !consumed_inside(ps.outputs[0], gid, in_group)) continue;
+          if (arithmetic(r) && !recomputed_cast && !consumed_inside(ps.outputs[0], gid, in_group)) continue;
           if (arithmetic(r) && compute + 1 > kMaxFusedInstructions) continue;
           std::vector<int> fresh;
           external_reads(ps, fresh);
@@ -270,7 +280,8 @@ void fuse_elementwise(Tape& tape, const std::string& function, std::vector<codeg
           reads.erase(pout);
           reads.insert(fresh.begin(), fresh.end());
           outputs += is_output[pout] ? 1 : 0;
-          if (arithmetic(r)) group_of[p] = gid;
+          if (recomputed_cast) g.recomputed.insert(p);
+          else if (arithmetic(r)) group_of[p] = gid;
           in_group.insert(p);
           g.steps.push_back(p);
           if (arithmetic(r)) ++compute;
@@ -407,7 +418,7 @@ void fuse_elementwise(Tape& tape, const std::string& function, std::vector<codeg
     // Outputs: the root, and any arithmetic member used outside the group (function outputs).
     std::vector<int> out_values;
     for (int si : g.steps) {
-      if (!arithmetic(role_of(tape, tape.steps[si]))) continue;
+      if (!arithmetic(role_of(tape, tape.steps[si])) || g.recomputed.count(si)) continue;
       int v = tape.steps[si].outputs[0];
       bool outside = is_output[v];
       for (int c : consumers[v]) outside = outside || !members.count(c);
@@ -441,10 +452,10 @@ void fuse_elementwise(Tape& tape, const std::string& function, std::vector<codeg
     fused.device = g.device;
     fused.inputs = arg_values;
     fused.outputs = out_values;
-    // Broadcasts and constants stay: other groups or steps may read them; the DCE below drops
-    // those that nobody reads any more.
+    // Broadcasts, constants and recomputed casts stay: other groups or steps may read them; the
+    // DCE below drops those that nobody reads any more.
     for (int si : g.steps)
-      if (arithmetic(role_of(tape, tape.steps[si]))) removed[si] = 1;
+      if (arithmetic(role_of(tape, tape.steps[si])) && !g.recomputed.count(si)) removed[si] = 1;
     fused_at[g.steps.back()] = std::move(fused);
   }
   std::vector<Step> steps;

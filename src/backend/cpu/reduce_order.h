@@ -110,6 +110,44 @@ typename R::Acc minmax_contiguous(const In* p, int64_t n) {
   return r;
 }
 
+/// The pairwise sum's two sibling leaves [p, p + m0) and [p + m0, p + m0 + m1) (8 <= m0, m1 <=
+/// 128), each with reduce_run's eight lanes, tree and tail, combined as the pairwise node
+/// combines them; the lanes of both advance in one loop, as two vectors of eight (GCC's vector
+/// extension: lane-wise IEEE additions or products, the same operations as eight scalar lanes;
+/// written as arrays, GCC did not vectorize the two chains).
+template <class R, class In>
+typename R::Acc reduce_leaf_pair(const In* p, int64_t m0, int64_t m1) {
+  using Acc = typename R::Acc;
+  static_assert(std::is_same_v<Acc, In> && (R::kOp == ReduceOp::Sum || R::kOp == ReduceOp::Prod));
+  typedef Acc Lanes __attribute__((vector_size(8 * sizeof(Acc))));
+  // By reference only: a vector returned or passed by value changes the ABI with the ISA.
+  auto step = [](Lanes& acc, const In* at) {
+    Lanes x;
+    std::memcpy(&x, at, sizeof x);
+    if constexpr (R::kOp == ReduceOp::Sum) acc += x;
+    else acc *= x;
+  };
+  const In* q = p + m0;
+  Lanes a, b;
+  for (int l = 0; l < 8; ++l) a[l] = b[l] = R::init();
+  const int64_t both = std::min(m0, m1) & ~int64_t(7);
+  int64_t i = 0;
+  for (; i < both; i += 8) {
+    step(a, p + i);
+    step(b, q + i);
+  }
+  int64_t i0 = i, i1 = i;
+  for (; i0 + 8 <= m0; i0 += 8) step(a, p + i0);
+  for (; i1 + 8 <= m1; i1 += 8) step(b, q + i1);
+  auto tree = [](const Lanes& v) {
+    return R::step(R::step(R::step(v[0], v[1]), R::step(v[2], v[3])), R::step(R::step(v[4], v[5]), R::step(v[6], v[7])));
+  };
+  Acc ra = tree(a), rb = tree(b);
+  for (; i0 < m0; ++i0) ra = R::step(ra, R::load(p[i0]));
+  for (; i1 < m1; ++i1) rb = R::step(rb, R::load(q[i1]));
+  return R::step(ra, rb);
+}
+
 /// Reduces n elements at stride s. Float sums split in halves down to blocks of 128 that use
 /// eight accumulators (NumPy's pairwise scheme); the rest use eight lanes, which vectorizes.
 template <class R, class In>
@@ -123,6 +161,11 @@ typename R::Acc reduce_run(const In* p, int64_t n, int64_t s) {
   }
   if (R::kPairwise && n > kBlock) {
     int64_t h = (n / 2) & ~int64_t(7);
+    // Two halves that are both leaves: their eight-lane loops run side by side, two
+    // independent chains of additions instead of one (a leaf's adds wait on each other's
+    // latency). Each lane sees the same additions in the same order: the same bits.
+    if constexpr (std::is_same_v<Acc, In> && (R::kOp == ReduceOp::Sum || R::kOp == ReduceOp::Prod))
+      if (s == 1 && n - h <= kBlock) return reduce_leaf_pair<R>(p, h, n - h);
     Acc lo = reduce_run<R>(p, h, s);
     Acc hi = reduce_run<R>(p + h * s, n - h, s);
     return R::step(lo, hi);

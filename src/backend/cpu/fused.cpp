@@ -1,4 +1,7 @@
 // The CPU kernel of the Fused primitive: runs a generated kernel over broadcast strides in parallel.
+#include <algorithm>
+#include <memory>
+
 #include "smelt/errors.h"
 #include "src/backend/cpu/kernel_utils.h"
 #include "src/backend/cpu/kernels.h"
@@ -49,6 +52,26 @@ void run_outer_axes(const codegen::FusedKernel& k, const Shape& shape, const std
   });
 }
 
+/// n values of T on the stack when n <= N (a few arguments and axes: every call of a small row
+/// kernel), else on the heap. A row kernel's call on a small row took ten heap allocations for
+/// its strides and pointers alone, a third of its host time.
+template <class T, size_t N>
+class Scratch {
+ public:
+  explicit Scratch(size_t n, T fill = T()) : heap_(n > N ? std::make_unique<T[]>(n) : nullptr), data_(heap_ ? heap_.get() : inline_) {
+    std::fill_n(data_, n, fill);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* data() { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+
+ private:
+  T inline_[N];
+  std::unique_ptr<T[]> heap_;
+  T* data_;
+};
+
 /// A row program: the index space is the inputs' broadcast shape; its trailing reduced axes are
 /// rows, run in parallel (each row by one thread, in the order of reduce_order.h).
 void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
@@ -58,14 +81,16 @@ void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, s
   SMELT_ASSERT(nred <= nd, "Fused: a row program's reduced axes exceed the rank of " + shape_to_string(full));
   for (auto& out : outputs) alloc_contiguous(out);
   const size_t nin = inputs.size(), nargs = nin + outputs.size();
-  Shape kept_shape(full.begin(), full.end() - nred), red_shape(full.end() - nred, full.end());
-  const int64_t rows = shape_size(kept_shape), n = shape_size(red_shape);
+  // The kept axes (ks) and the row's axes (rs), each at least one axis long.
+  const int knd = std::max(1, nd - nred), rnd = std::max(1, nred);
+  Scratch<int64_t, 16> ks(static_cast<size_t>(knd), 1), rs(static_cast<size_t>(rnd), 1);
+  int64_t rows = 1, n = 1;
+  for (int d = 0; d < nd - nred; ++d) rows *= ks[static_cast<size_t>(d)] = full[static_cast<size_t>(d)];
+  for (int d = 0; d < nred; ++d) n *= rs[static_cast<size_t>(d)] = full[static_cast<size_t>(nd - nred + d)];
   if (rows == 0) return;
   // Element strides per argument: inputs broadcast (stride 0 on size-1 axes); outputs are
   // contiguous and addressed by the kernel itself (r * n + j, or r).
-  std::vector<int64_t> kst(nargs * std::max(1, nd - nred), 0), rst(nargs * std::max(1, nred), 0);
-  Shape ks = kept_shape.empty() ? Shape{1} : kept_shape, rs = red_shape.empty() ? Shape{1} : red_shape;
-  const int knd = static_cast<int>(ks.size()), rnd = static_cast<int>(rs.size());
+  Scratch<int64_t, 128> kst(nargs * static_cast<size_t>(knd), 0), rst(nargs * static_cast<size_t>(rnd), 0);
   for (size_t a = 0; a < nin; ++a) {
     const auto& node = inputs[a].node();
     const int off = nd - static_cast<int>(node.shape.size());
@@ -76,31 +101,34 @@ void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, s
       else rst[a * rnd + (fd - (nd - nred))] = st;
     }
   }
-  // Merge the row's axes where every input allows it, so the common case is one unit-stride run.
-  Shape mshape;
-  std::vector<std::vector<int64_t>> mst(nin);
+  // Merge the row's axes where every input allows it, so the common case is one unit-stride run:
+  // mshape[0, mnd) and, per input, its strides red_strides[a * rnd + d] (outputs' stay 0).
+  Scratch<int64_t, 16> mshape(static_cast<size_t>(rnd), 0);
+  Scratch<int64_t, 128> red_strides(nargs * static_cast<size_t>(rnd), 0);
+  int mnd = 0;
   for (int d = 0; d < rnd; ++d) {
     if (rs[d] == 1 && rnd > 1) continue;
-    bool merge = !mshape.empty();
-    for (size_t a = 0; a < nin && merge; ++a) merge = mst[a].back() == rst[a * rnd + d] * rs[d];
+    bool merge = mnd > 0;
+    for (size_t a = 0; a < nin && merge; ++a) merge = red_strides[a * rnd + mnd - 1] == rst[a * rnd + d] * rs[d];
     if (merge) {
-      mshape.back() *= rs[d];
-      for (size_t a = 0; a < nin; ++a) mst[a].back() = rst[a * rnd + d];
+      mshape[mnd - 1] *= rs[d];
+      for (size_t a = 0; a < nin; ++a) red_strides[a * rnd + mnd - 1] = rst[a * rnd + d];
     } else {
-      mshape.push_back(rs[d]);
-      for (size_t a = 0; a < nin; ++a) mst[a].push_back(rst[a * rnd + d]);
+      mshape[mnd] = rs[d];
+      for (size_t a = 0; a < nin; ++a) red_strides[a * rnd + mnd] = rst[a * rnd + d];
+      ++mnd;
     }
   }
-  if (mshape.empty()) {
-    mshape.push_back(1);
-    for (auto& m : mst) m.push_back(0);
+  if (mnd == 0) {
+    mshape[0] = 1;
+    mnd = 1;
   }
-  SMELT_ASSERT(static_cast<int>(mshape.size()) <= kKernelAxes, "Fused: too many row axes in " + shape_to_string(full));
-  const int mnd = static_cast<int>(mshape.size());
-  std::vector<int64_t> red_strides(nargs * mnd, 0);
-  for (size_t a = 0; a < nin; ++a)
-    for (int d = 0; d < mnd; ++d) red_strides[a * mnd + d] = mst[a][d];
-  std::vector<char*> ptrs(nargs);
+  SMELT_ASSERT(mnd <= kKernelAxes, "Fused: too many row axes in " + shape_to_string(full));
+  // The kernel reads argument a's row strides at a * mnd + d: pack them to that stride.
+  if (mnd < rnd)
+    for (size_t a = 1; a < nargs; ++a)
+      for (int d = 0; d < mnd; ++d) red_strides[a * mnd + d] = red_strides[a * rnd + d];
+  Scratch<char*, 32> ptrs(nargs, nullptr);
   for (size_t a = 0; a < nin; ++a) ptrs[a] = arg_ptr(inputs[a]);
   for (size_t o = 0; o < outputs.size(); ++o) ptrs[nin + o] = arg_ptr(outputs[o]);
   reduce_order::RowArgs args{ptrs.data(), rows, n, knd, mnd, ks.data(), kst.data(), mshape.data(), red_strides.data()};

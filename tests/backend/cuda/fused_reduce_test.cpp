@@ -81,6 +81,22 @@ TEST(CudaFusedReduce, CompiledEqualsEagerBitForBit) {
       }
 }
 
+// Two norms of one 16-bit x with one weight: each row kernel converts x and the weight itself
+// (the fuse pass recomputes a cast of an input in every kernel that reads it), bit for bit as
+// eager, on warp rows, register rows (W4's width) and long cached rows.
+TEST(CudaFusedReduce, NormsSharingTheirInputCastsCompiledEqualsEagerBitForBit) {
+  SMELT_REQUIRE_GPU();
+  const Fn two_norms = [](const std::vector<Array>& in) {
+    return std::vector<Array>{rms_norm(in[0], in[1], 1e-6), layer_norm(in[0], in[1], in[1], 1e-5)};
+  };
+  for (Dtype dt : {bfloat16, float16})
+    for (const Shape& s : std::vector<Shape>{{33, 100}, {16, 4096}, {3, 32768}}) {
+      std::vector<Array> in{on_gpu(rows_with_specials(s, dt, 5)),
+                            on_gpu(astype(Array(random_values(s.back(), 0.5, 1.5, 6), Shape{s.back()}), dt))};
+      expect_compiled_equals_eager("two_norms", two_norms, in, dtype_name(dt) + shape_to_string(s));
+    }
+}
+
 // Special values everywhere (every 7th element: NaN, ±inf, ±0, ±1).
 TEST(CudaFusedReduce, SpecialValuesCompiledEqualsEagerBitForBit) {
   SMELT_REQUIRE_GPU();

@@ -178,9 +178,12 @@ void reduce_columns(const In* src, typename R::Out* dst, store_t<typename R::Acc
   const int64_t per = (rn + groups - 1) / groups;
   constexpr int64_t kRowBlock = 64;  // rows summed in sequence before entering the cascade
   const int64_t red_inner = red.shape.back(), rs = red.in.back();
+  // A task's accumulators: a tile, or all the columns when there are fewer (a small reduction
+  // then neither clears nor copies a whole tile of scratch for each block of rows).
+  const int64_t span = std::min(tile, c);
   parallel_for(tasks * groups, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, per * tile)),
                [&](int64_t tb, int64_t te) {
-    std::vector<store_t<Acc>> block(tile), stack;
+    std::vector<store_t<Acc>> block(span), stack;
     std::vector<int> levels;
     for (int64_t t = tb; t < te; ++t) {
       int64_t g = t / tasks, task = t % tasks;
@@ -224,10 +227,10 @@ void reduce_columns(const In* src, typename R::Out* dst, store_t<typename R::Acc
         // Binary-counter merge of row blocks: pairwise over blocks.
         int level = 0;
         while (!levels.empty() && levels.back() == level) {
-          const store_t<Acc>* top = stack.data() + (levels.size() - 1) * tile;
+          const store_t<Acc>* top = stack.data() + (levels.size() - 1) * span;
           for (int64_t j = 0; j < w; ++j) block[j] = R::step(top[j], block[j]);
           levels.pop_back();
-          stack.resize(levels.size() * tile);
+          stack.resize(levels.size() * span);
           ++level;
         }
         stack.insert(stack.end(), block.begin(), block.end());
@@ -236,9 +239,9 @@ void reduce_columns(const In* src, typename R::Out* dst, store_t<typename R::Acc
       if (levels.empty()) {
         for (int64_t j = 0; j < w; ++j) block[j] = R::init();
       } else {
-        std::copy(stack.end() - tile, stack.end(), block.begin());
+        std::copy(stack.end() - span, stack.end(), block.begin());
         for (int64_t k = static_cast<int64_t>(levels.size()) - 2; k >= 0; --k) {
-          const store_t<Acc>* lo = stack.data() + k * tile;
+          const store_t<Acc>* lo = stack.data() + k * span;
           for (int64_t j = 0; j < w; ++j) block[j] = R::step(lo[j], block[j]);
         }
       }

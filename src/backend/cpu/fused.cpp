@@ -53,8 +53,8 @@ void run_outer_axes(const codegen::FusedKernel& k, const Shape& shape, const std
 }
 
 /// n values of T on the stack when n <= N (a few arguments and axes: every call of a small row
-/// kernel), else on the heap. A row kernel's call on a small row took ten heap allocations for
-/// its strides and pointers alone, a third of its host time.
+/// kernel), else on the heap. A row kernel's call took ten heap allocations for its strides and
+/// pointers alone (about a tenth of a small compiled RMSNorm's host time).
 template <class T, size_t N>
 class Scratch {
  public:

@@ -110,6 +110,13 @@ typename R::Acc minmax_contiguous(const In* p, int64_t n) {
   return r;
 }
 
+/// A leaf's eight lanes combined: ((0+1)+(2+3)) + ((4+5)+(6+7)). `V` is an array of
+/// accumulators or a vector of them (reduce_leaf_pair's).
+template <class R, class V>
+typename R::Acc lane_tree(const V& v) {
+  return R::step(R::step(R::step(v[0], v[1]), R::step(v[2], v[3])), R::step(R::step(v[4], v[5]), R::step(v[6], v[7])));
+}
+
 /// The pairwise sum's two sibling leaves [p, p + m0) and [p + m0, p + m0 + m1) (8 <= m0, m1 <=
 /// 128), each with reduce_run's eight lanes, tree and tail, combined as the pairwise node
 /// combines them; the lanes of both advance in one loop, as two vectors of eight (GCC's vector
@@ -139,10 +146,7 @@ typename R::Acc reduce_leaf_pair(const In* p, int64_t m0, int64_t m1) {
   int64_t i0 = i, i1 = i;
   for (; i0 + 8 <= m0; i0 += 8) step(a, p + i0);
   for (; i1 + 8 <= m1; i1 += 8) step(b, q + i1);
-  auto tree = [](const Lanes& v) {
-    return R::step(R::step(R::step(v[0], v[1]), R::step(v[2], v[3])), R::step(R::step(v[4], v[5]), R::step(v[6], v[7])));
-  };
-  Acc ra = tree(a), rb = tree(b);
+  Acc ra = lane_tree<R>(a), rb = lane_tree<R>(b);
   for (; i0 < m0; ++i0) ra = R::step(ra, R::load(p[i0]));
   for (; i1 < m1; ++i1) rb = R::step(rb, R::load(q[i1]));
   return R::step(ra, rb);
@@ -200,8 +204,7 @@ typename R::Acc reduce_run(const In* p, int64_t n, int64_t s) {
     for (; i + 8 <= n; i += 8)
       for (int l = 0; l < 8; ++l) lane[l] = R::step(lane[l], R::load(p[(i + l) * s]));
   }
-  Acc r = R::step(R::step(R::step(lane[0], lane[1]), R::step(lane[2], lane[3])),
-                  R::step(R::step(lane[4], lane[5]), R::step(lane[6], lane[7])));
+  Acc r = lane_tree<R>(lane);
   for (; i < n; ++i) r = R::step(r, R::load(p[i * s]));
   return r;
 }

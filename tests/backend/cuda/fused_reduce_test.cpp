@@ -98,6 +98,33 @@ TEST(CudaFusedReduce, NormsSharingTheirInputCastsCompiledEqualsEagerBitForBit) {
 }
 
 // Special values everywhere (every 7th element: NaN, ±inf, ±0, ±1).
+// The pipelined row kernel keeps a small epilogue input's words across a block's rows when its
+// rows are all one row (a norm's weight), and loads them again for each row otherwise. Rows
+// enough for every block to take several (1200 rows of 4096), kept axes that do not merge, an
+// epilogue input of full rows, and a weight that differs along one kept axis only.
+TEST(CudaFusedReduce, EpilogueInputsKeptAcrossRowsCompiledEqualsEagerBitForBit) {
+  SMELT_REQUIRE_GPU();
+  const Fn weighted = [](const std::vector<Array>& in) { return std::vector<Array>{rms_norm(in[0], in[1], 1e-6)}; };
+  const Fn scaled = [](const std::vector<Array>& in) {
+    Array ms = mean(multiply(in[0], in[0]), {-1}, true);
+    return std::vector<Array>{multiply(multiply(in[0], rsqrt(add(ms, 1e-6f))), in[1])};
+  };
+  for (Dtype dt : {bfloat16, float16}) {
+    const Shape s{2, 600, 4096};
+    const Array x = on_gpu(astype(Array(random_values(2 * 600 * 4096, -3.0, 3.0, 11), s), dt));
+    const Array w = on_gpu(astype(Array(random_values(4096, 0.5, 1.5, 12), Shape{4096}), dt));
+    const Array w_per_batch = on_gpu(astype(Array(random_values(2 * 4096, 0.5, 1.5, 13), Shape{2, 1, 4096}), dt));
+    const Array z = on_gpu(astype(Array(random_values(2 * 600 * 4096, -2.0, 2.0, 14), s), dt));
+    expect_compiled_equals_eager("rms_norm", weighted, {x, w}, std::string(dtype_name(dt)) + " one weight");
+    expect_compiled_equals_eager("scaled", scaled, {x, w}, std::string(dtype_name(dt)) + " one weight");
+    expect_compiled_equals_eager("scaled", scaled, {x, w_per_batch}, std::string(dtype_name(dt)) + " a weight per batch");
+    expect_compiled_equals_eager("scaled", scaled, {x, z}, std::string(dtype_name(dt)) + " full rows");
+    // A strided view of x: its kept axes do not merge (the weight's kept strides stay zero).
+    const Array xs = slice(on_gpu(astype(Array(random_values(2 * 601 * 4096, -3.0, 3.0, 15), Shape{2, 601, 4096}), dt)), {0, 1, 0},
+                           {2, 601, 4096});
+    expect_compiled_equals_eager("rms_norm", weighted, {xs, w}, std::string(dtype_name(dt)) + " sliced rows");
+  }
+}
 TEST(CudaFusedReduce, SpecialValuesCompiledEqualsEagerBitForBit) {
   SMELT_REQUIRE_GPU();
   for (const auto& [name, fn] : fns())

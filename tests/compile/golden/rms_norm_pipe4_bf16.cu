@@ -148,6 +148,18 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
     asm volatile("cp.async.commit_group;" ::: "memory");
 #endif
   };
+  bool i1 = true;
+  for (int d = 0; d < (int)a.knd; ++d) i1 = i1 && a.kst[1][d] == 0;
+  u32 e1[P][2];
+  if (i1) {
+    const bf16* x1 = (const bf16*)a.p[1];
+    #pragma unroll
+    for (int u = 0; u < P; ++u) {
+      const int b = lane * V + u * T * V;
+      if (b >= m) break;
+      vload<bf16, V>(e1[u], x1 + b);
+    }
+  }
   prefetch(r);
   int parity = 0;
   for (; r < a.rows; r += units, parity ^= 1) {
@@ -192,12 +204,13 @@ extern "C" __global__ void __launch_bounds__(256) k(RowArgs a) {
     const float v3 = smelt::scalar::divide<float>(R3::finish(t3), cvt<float, double>((double)(n - 0 > 0 ? n - 0 : 0)));
     const float v5 = smelt::scalar::add<float>(v3, v4);
     const float v6 = smelt::scalar::rsqrt<float>(v5);
-    u32 e1[P][2];
     #pragma unroll
     for (int u = 0; u < P; ++u) {
       const int b = lane * V + u * T * V;
       if (b >= m) break;
-      vload<bf16, V>(e1[u], x1 + b);
+      if (!i1) {
+        vload<bf16, V>(e1[u], x1 + b);
+      }
     }
     #pragma unroll
     for (int u = 0; u < P; ++u) {

@@ -478,6 +478,36 @@ TEST(Reduce, NonContiguousInputs) {
   }
 }
 
+// A reduction over trailing axes follows the row order whatever the layout: a view whose reduced
+// axes nest as row-major ones (one run at a stride, as the global average pool of a blocked
+// activation reads) is reduced in place, the others through a row-major copy; both give the bits
+// of the same reduction of a contiguous copy. Row lengths below, at and past the pairwise leaves
+// (128) and their splits, every float dtype, several operations.
+TEST(Reduce, TrailingReductionsOfViewsEqualThoseOfCopies) {
+  for (Dtype dt : {float32, float64, float16, bfloat16})
+    for (const Shape& hw : std::vector<Shape>{{3, 5}, {7, 7}, {12, 25}, {25, 40}, {56, 56}}) {
+      // [n, blocks, h, w, 16] seen as [n, blocks, 16, h, w]: h and w nest at a stride of 16.
+      Array blocked = random_array({2, 3, hw[0], hw[1], 16}, dt, -3, 3, 21);
+      Array nested = transpose(blocked, {0, 1, 4, 2, 3});
+      // h and w swapped: they do not nest, the copy is read.
+      Array crossed = transpose(blocked, {0, 1, 4, 3, 2});
+      // Every other column: the columns at stride 2, the rows at stride 2w: they nest.
+      Array stepped = slice(random_array({2, 3, hw[0], 2 * hw[1]}, dt, -3, 3, 22), {0, 0, 0, 1}, {2, 3, hw[0], 2 * hw[1]},
+                            {1, 1, 1, 2});
+      for (const Array& v : {nested, crossed, stepped}) {
+        const int nd = v.ndim();
+        const std::vector<int> axes{nd - 2, nd - 1};
+        const Array c = copy(v);
+        EXPECT_TRUE(bit_equal(sum(v, axes), sum(c, axes))) << dtype_name(dt) << shape_to_string(v.shape());
+        EXPECT_TRUE(bit_equal(mean(v, axes), mean(c, axes))) << dtype_name(dt) << shape_to_string(v.shape());
+        EXPECT_TRUE(bit_equal(max(v, axes), max(c, axes))) << dtype_name(dt) << shape_to_string(v.shape());
+        EXPECT_TRUE(bit_equal(prod(multiply(v, 0.1), axes, true), prod(multiply(c, 0.1), axes, true)))
+            << dtype_name(dt) << shape_to_string(v.shape());
+        EXPECT_TRUE(bit_equal(sum(v, {nd - 1}), sum(c, {nd - 1}))) << dtype_name(dt) << shape_to_string(v.shape());
+      }
+    }
+}
+
 TEST(Reduce, LargeFloatSumsArePairwise) {
   // 2^22 values of 0.1f: a naive float32 running sum drifts by ~10%; pairwise stays within 1e-6.
   const int64_t n = int64_t(1) << 22;

@@ -595,9 +595,10 @@ template <class T>
 inline T maximum(T a, T b) {
   if constexpr (float_v<T>) {
     const calc_t<T> x = up(a), y = up(b);
-    // `|`, not `||`: no branch, so loops over it vectorize into a compare and a blend.
-    const bool take_a = (x >= y) | (x != x);
-    return take_a ? a : b;
+    // One conditional expression with `||`: GCC 12 turns loops over it into compares and a
+    // blend. (Written as `bool take_a = (x >= y) | (x != x)`, no loop over it vectorized: the
+    // bool's type has no vector type at -O3, and a fused hardswish ran one element at a time.)
+    return (x >= y || x != x) ? a : b;
   } else {
     return a >= b ? a : b;
   }
@@ -607,8 +608,7 @@ template <class T>
 inline T minimum(T a, T b) {
   if constexpr (float_v<T>) {
     const calc_t<T> x = up(a), y = up(b);
-    const bool take_a = (x <= y) | (x != x);
-    return take_a ? a : b;
+    return (x <= y || x != x) ? a : b;
   } else {
     return a <= b ? a : b;
   }

@@ -864,8 +864,9 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, i
   // An epilogue input whose rows are all one row (a norm's weight or bias broadcast over the
   // kept axes, a.kst zero: i<k>) is loaded once, before the block's first row, and its words
   // stay in registers across the rows instead of coming again from L2 after each row's tree.
-  // W4 on the H200 (the kernel alone, CUDA events, same bits): 79.8 -> 77.0 us a call,
-  // 75.3 -> 73.0 back to back, with 63 registers instead of 48 (four blocks an SM, not five).
+  // W4 on the H200 (the kernel alone, CUDA events, same bits): 79.8-80.2 -> 78.2-78.5 us a
+  // call, 75.3-76.0 -> 74.3-74.6 back to back, with 52 registers instead of 48 (four blocks an
+  // SM, not five); W4 compiled in gpu.sh then ran at 75.3 us, 0.85 of the copy floor.
   for (int k : rows.epilogue_loads) {
     if (!rows.is_hoisted(k)) continue;
     const std::string kk = std::to_string(k);

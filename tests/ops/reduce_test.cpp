@@ -506,6 +506,21 @@ TEST(Reduce, TrailingReductionsOfViewsEqualThoseOfCopies) {
         EXPECT_TRUE(bit_equal(sum(v, {nd - 1}), sum(c, {nd - 1}))) << dtype_name(dt) << shape_to_string(v.shape());
       }
     }
+  // Zeros of both signs as the row's largest values (-0 at position 1, +0 at 4, -1 elsewhere):
+  // which one max returns depends on the order its lanes meet, so strided rows of max and min
+  // are read through the copy, as contiguous ones are.
+  for (Dtype dt : {float32, float64, float16, bfloat16}) {
+    std::vector<double> row(20, -1.0);  // 16 or more: shorter rows are combined in sequence
+    row[1] = -0.0;
+    row[4] = 0.0;
+    std::vector<double> v;
+    for (double x : row)
+      for (int c = 0; c < 16; ++c) v.push_back(x);
+    Array blocked = astype(Array(v, Shape{1, 1, 4, 5, 16}), dt);
+    Array zv = transpose(blocked, {0, 1, 4, 2, 3}), zc = copy(zv);
+    EXPECT_TRUE(bit_equal(max(zv, {3, 4}), max(zc, {3, 4}))) << dtype_name(dt) << " signed zeros";
+    EXPECT_TRUE(bit_equal(min(negative(zv), {3, 4}), min(negative(zc), {3, 4}))) << dtype_name(dt) << " signed zeros";
+  }
 }
 
 TEST(Reduce, LargeFloatSumsArePairwise) {

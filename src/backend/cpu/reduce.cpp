@@ -322,12 +322,14 @@ void run_reduce(const Array& in, Array& out, const std::vector<int>& axes) {
   // through a row-major copy (the column path would combine in another order).
   // A row whose reduced axes nest as row-major ones do (one run at a stride: a global average
   // pool of a blocked activation, a stride-16 view) is read in place instead: reduce_run walks a
-  // strided run in the order it walks a copied one, and the row path is forced.
+  // strided run in the order it walks a copied one, and the row path is forced. Not for max and
+  // min: a unit-stride run takes minmax_contiguous, whose lanes meet in another order, which
+  // decides the sign of a zero result and which NaN is returned.
   std::vector<store_t<In>> copy;
   bool rows_in_place = false;
   if (trailing_axes(n.shape, axes) && red.count() > 1 && !(red.nd() == 1 && red.in[0] == 1)) {
     int64_t stride = 0;
-    if (reduced_run_stride(n.shape, n.strides, axes, stride)) {
+    if (!R::kVectorMinMax && reduced_run_stride(n.shape, n.strides, axes, stride)) {
       red = Dims{{red.count()}, {stride}, {0}};
       rows_in_place = true;
     } else {

@@ -483,9 +483,9 @@ struct RegisterRows {
   RowPlan plan;  // with regs.keep: later passes read the kept values c<i>[u][e]
   std::vector<char> in_registers, per_element;
   std::vector<int> element_outputs, epilogue_loads;
-  // Per input: an epilogue load whose words the pipelined kernel keeps across its rows, loaded
-  // again only when the input's rows differ (emit_cuda_row_pipelined_kernel). Empty: none.
-  std::vector<char> hoisted;
+  // The pipelined kernel keeps the epilogue loads' words across its rows, loading an input again
+  // only when its rows differ (emit_cuda_row_pipelined_kernel): all of them or none.
+  bool hoisted = false;
   int reductions = 0, vectors = 0, threads = 0, block = 0;
   bool exact = false;
 
@@ -586,7 +586,7 @@ struct RegisterRows {
     if (epilogue_loads.empty()) return "";
     std::ostringstream os;
     for (int k : epilogue_loads)
-      if (!is_hoisted(k)) os << I << "u32 e" << k << "[P][" << words_for(p.input_dtypes[k], regs.vec) << "];\n";
+      if (!hoisted) os << I << "u32 e" << k << "[P][" << words_for(p.input_dtypes[k], regs.vec) << "];\n";
     if (!epilogue_loads_first()) return os.str();
     os << I << "#pragma unroll\n"
        << I << "for (int u = 0; u < P; ++u) {\n"
@@ -594,14 +594,12 @@ struct RegisterRows {
        << I << "  if (b >= m) break;\n";
     for (int k : epilogue_loads) {
       const std::string e = "e" + std::to_string(k) + "[u]";
-      if (!is_hoisted(k)) os << epilogue_load(k, e, I + "  ");
+      if (!hoisted) os << epilogue_load(k, e, I + "  ");
       else os << I << "  if (!i" << k << ") {\n" << epilogue_load(k, e, I + "    ") << I << "  }\n";
     }
     os << I << "}\n";
     return os.str();
   }
-
-  bool is_hoisted(int k) const { return !hoisted.empty() && hoisted[static_cast<size_t>(k)]; }
 
   /// The row's computation once w<k>[u] hold it, at `indent` (m: n as int, b: a vector's start):
   /// output pointers, constants, per-row values, each reduction's pass and tree (at
@@ -768,10 +766,7 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, i
   RegisterRows rows(p, vectors, threads, exact);
   // At most 8 words: W6's weight and bias (16 words) kept across rows took its kernel from 64 to
   // 80 registers, three blocks an SM instead of four.
-  if (rows.epilogue_loads_first() && rows.epilogue_words() <= 8) {
-    rows.hoisted.assign(p.input_dtypes.size(), 0);
-    for (int k : rows.epilogue_loads) rows.hoisted[static_cast<size_t>(k)] = 1;
-  }
+  rows.hoisted = rows.epilogue_loads_first() && rows.epilogue_words() <= 8;
   const int block = rows.block;
   const GpuRowRegisters& regs = rows.regs;
   const size_t nin = p.input_dtypes.size();
@@ -867,8 +862,11 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, i
   // W4 on the H200 (the kernel alone, CUDA events, same bits): 79.8-80.2 -> 78.2-78.5 us a
   // call, 75.3-76.0 -> 74.3-74.6 back to back, with 52 registers instead of 48 (four blocks an
   // SM, not five); W4 compiled in gpu.sh then ran at 75.3 us, 0.85 of the copy floor.
-  for (int k : rows.epilogue_loads) {
-    if (!rows.is_hoisted(k)) continue;
+  // Loads vector u of epilogue input k into words `w` (clean rows: whole, aligned vectors).
+  auto epilogue_load = [&](int k, const std::string& w, const std::string& indent) {
+    return indent + "vload<" + cuda_type_name(p.input_dtypes[k]) + ", V>(" + w + ", x" + std::to_string(k) + " + b);\n";
+  };
+  for (int k : rows.hoisted ? rows.epilogue_loads : std::vector<int>{}) {
     const std::string kk = std::to_string(k);
     const char* t = cuda_type_name(p.input_dtypes[k]);
     os << "  bool i" << kk << " = true;\n"
@@ -880,7 +878,7 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, i
        << "    for (int u = 0; u < P; ++u) {\n"
        << "      const int b = lane * V + u * T * V;\n"
        << "      if (b >= m) break;\n"
-       << "      vload<" << t << ", V>(e" << kk << "[u], x" << kk << " + b);\n"
+       << epilogue_load(k, "e" + kk + "[u]", "      ")
        << "    }\n"
        << "  }\n";
   }
@@ -910,9 +908,7 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, i
   os << "    }\n"
         "    if (r + units < a.rows) prefetch(r + units);\n";
   os << rows.body("    ", true, [&](int tree) { return "shraw + " + std::to_string(2 * warps * tree) + " + " + std::to_string(warps) + " * parity"; },
-                  [&](int k, const std::string& w, const std::string& indent) {
-                    return indent + "vload<" + cuda_type_name(p.input_dtypes[k]) + ", V>(" + w + ", x" + std::to_string(k) + " + b);\n";
-                  });
+                  epilogue_load);
   os << "  }\n}\n";
   return os.str();
 }

@@ -30,7 +30,7 @@ namespace smelt::cuda {
 struct DriverApi {
 #define SMELT_CU_FNS(X)                                                                            \
   X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)          \
-  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuGetErrorString)           \
+  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuGetErrorString)           \
   X(cuGetErrorName) X(cuStreamCreate) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree)            \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)                \
   X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleGetFunction)               \

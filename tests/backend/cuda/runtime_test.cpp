@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "smelt/memory.h"
 #include "smelt/telemetry.h"
+#include "src/backend/cuda/runtime.h"
 #include "tests/backend/cuda/cuda_test_utils.h"
 
 namespace smelt {
@@ -103,6 +105,27 @@ TEST(CudaRuntime, ReadsOfDeviceArrays) {
   EXPECT_EQ(g.to_string(), Array({1.5f, -2.0f, 3.25f}).to_string());
   EXPECT_EQ(transpose(on_gpu(Array({1, 2, 3, 4}, {2, 2}))).to_string(), "array([[1, 3],\n       [2, 4]], dtype=int32)");
   EXPECT_THROW_MSG(g.data(), UnsupportedError, "data: the array lives on cuda:0");
+}
+
+// device_state remembers the thread's last device and skips making its context current again;
+// other code on the thread (a user's, a library's) may make another context current, or none,
+// and the next op must still run in the device's own.
+TEST(CudaRuntime, OpsRunAfterOtherCodeChangesTheCurrentContext) {
+  SMELT_REQUIRE_GPU();
+  Array a = random_array({1000}, float32, -3, 3, 11);
+  Array g = on_gpu(a);
+  EXPECT_TRUE(same_as_cpu(multiply(g, g), multiply(a, a)));
+  const cuda::DriverApi& d = *cuda::driver();
+  ASSERT_EQ(d.cuCtxSetCurrent(nullptr), CUDA_SUCCESS);  // no context current on this thread
+  EXPECT_TRUE(same_as_cpu(max(multiply(g, g)), max(multiply(a, a))));  // a max: any order gives its bits
+  CUcontext current = nullptr;
+  ASSERT_EQ(d.cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, cuda::device_state(0).ctx);
+  // Another thread's first op makes the context current there too.
+  Array b;
+  std::thread t([&] { b = max(add(g, 1.0f)); b.eval(); });
+  t.join();
+  EXPECT_TRUE(same_as_cpu(b, max(add(a, 1.0f))));
 }
 
 TEST(CudaRuntime, MixingHostAndDeviceOperands) {

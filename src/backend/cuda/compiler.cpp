@@ -24,6 +24,7 @@
 
 #include "smelt/errors.h"
 #include "smelt/telemetry.h"
+#include "src/backend/cuda/graph.h"
 #include "src/backend/cuda/kernel_lifetime.h"
 #include "src/backend/cuda/nvrtc_process.h"
 #include "src/backend/cuda/nvrtc_program.h"
@@ -72,6 +73,34 @@ Unloads& unloads() {
 
 void retire_module(int device, CUmodule module, std::string name, std::string hash, std::vector<CUstream> streams);
 
+/// A launch of a module's kernel seen before: its stream, configuration and argument bytes, and
+/// once it has been seen twice, a one-kernel graph that replays it.
+struct RepeatedLaunch {
+  CUstream stream = nullptr;
+  uint64_t grid_x = 0, grid_y = 0, block = 0, shared = 0;
+  std::string args;            // the argument struct's bytes
+  CUgraphExec exec = nullptr;  // null: seen once
+  uint64_t used = 0;           // the module's repeat_clock at the last use
+};
+
+/// Destroys the graphs of a module's repeated launches (one still running is freed by the driver
+/// when it completes).
+void drop_repeats(int device, std::vector<RepeatedLaunch>& repeats) {
+  const DriverApi* d = driver();
+  if (!d) return;
+  bool any = false;
+  for (const RepeatedLaunch& r : repeats) any = any || r.exec;
+  if (!any) return;
+  try {
+    device_state(device);  // the graphs' context, current on this thread
+  } catch (...) {
+    return;  // the device is gone (exit)
+  }
+  for (RepeatedLaunch& r : repeats)
+    if (r.exec) d->cuGraphExecDestroy(r.exec);
+  repeats.clear();
+}
+
 }  // namespace
 
 /// One loaded module and the kernel `k` in it. The last reference (Kernel, LRU, captured graph)
@@ -89,11 +118,18 @@ struct LoadedModule {
   SharedInfo shared;
   std::atomic<unsigned> occupancy_block{0};  // 0: not asked yet
   std::atomic<int> resident_blocks{0};       // blocks_per_sm's answer; 0: not asked yet
+  // Launches that repeat, replayed as one-kernel graphs (replay_launch), under `mutex`.
+  int param_bytes = -1;  // the size of k's one parameter; 0: not replayable; -1: not asked yet
+  std::vector<RepeatedLaunch> repeats;
+  uint64_t repeat_clock = 0;
 
   LoadedModule() = default;
   LoadedModule(const LoadedModule&) = delete;
   LoadedModule& operator=(const LoadedModule&) = delete;
-  ~LoadedModule() { retire_module(device, module, std::move(name), std::move(hash), std::move(streams)); }
+  ~LoadedModule() {
+    drop_repeats(device, repeats);  // before the unload: the graphs hold the function
+    retire_module(device, module, std::move(name), std::move(hash), std::move(streams));
+  }
 };
 
 namespace {
@@ -495,6 +531,76 @@ SharedInfo& shared_info(LoadedModule& m) {
   return m.shared;
 }
 
+std::atomic<uint64_t> replayed_count{0};
+
+/// Launches `m`'s kernel through a one-kernel graph when the same launch (stream,
+/// configuration, argument bytes) came before: cuLaunchKernel took 3-5 us of host time on the
+/// H200's host, cuGraphLaunch of an instantiated graph 1-2 us, and an eager loop repeats its
+/// launches exactly (the caching allocator hands the same buffers back). A launch seen the first
+/// time is only remembered (a few per kernel, least recently used first out), the second
+/// instantiates its graph. False when the caller must launch it itself (not repeated, graphs off
+/// or missing, a kernel whose parameter cannot be read).
+bool replay_launch(LoadedModule& m, const LaunchConfig& c, uint64_t shared, CUstream stream, void* args) {
+  const DriverApi& d = *driver();
+  if (!graphs_enabled() || !d.graphs_missing.empty()) return false;
+  constexpr size_t kRepeatsPerKernel = 4;
+  std::lock_guard lock(m.mutex);
+  if (m.param_bytes < 0) {
+    // Replayable: one parameter (the argument struct), its size known.
+    size_t offset = 0, size = 0, next_offset = 0, next_size = 0;
+    const bool one = d.cuFuncGetParamInfo(m.fn, 0, &offset, &size) == CUDA_SUCCESS &&
+                     d.cuFuncGetParamInfo(m.fn, 1, &next_offset, &next_size) != CUDA_SUCCESS;
+    m.param_bytes = one && size > 0 && size <= 4096 ? static_cast<int>(size) : 0;
+  }
+  if (m.param_bytes == 0) return false;
+  const std::string_view bytes(static_cast<const char*>(args), static_cast<size_t>(m.param_bytes));
+  RepeatedLaunch* hit = nullptr;
+  for (RepeatedLaunch& r : m.repeats)
+    if (r.stream == stream && r.grid_x == c.grid_x && r.grid_y == c.grid_y && r.block == c.block &&
+        r.shared == shared && r.args == bytes)
+      hit = &r;
+  if (!hit) {
+    if (m.repeats.size() >= kRepeatsPerKernel) {
+      auto oldest = std::min_element(m.repeats.begin(), m.repeats.end(),
+                                     [](const RepeatedLaunch& a, const RepeatedLaunch& b) { return a.used < b.used; });
+      // The evicted graph may still run: the driver frees it when it completes.
+      if (oldest->exec) d.cuGraphExecDestroy(oldest->exec);
+      m.repeats.erase(oldest);
+    }
+    m.repeats.push_back({stream, c.grid_x, c.grid_y, c.block, shared, std::string(bytes), nullptr, ++m.repeat_clock});
+    return false;
+  }
+  hit->used = ++m.repeat_clock;
+  if (!hit->exec) {
+    CUgraph graph = nullptr;
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = m.fn;
+    p.gridDimX = static_cast<unsigned>(c.grid_x);
+    p.gridDimY = static_cast<unsigned>(c.grid_y);
+    p.gridDimZ = 1;
+    p.blockDimX = static_cast<unsigned>(c.block);
+    p.blockDimY = p.blockDimZ = 1;
+    p.sharedMemBytes = static_cast<unsigned>(shared);
+    void* params[] = {hit->args.data()};
+    p.kernelParams = params;
+    CUgraphNode node = nullptr;
+    CUgraphExec exec = nullptr;
+    bool made = d.cuGraphCreate(&graph, 0) == CUDA_SUCCESS &&
+                d.cuGraphAddKernelNode(&node, graph, nullptr, 0, &p) == CUDA_SUCCESS &&
+                d.cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS;
+    if (graph) d.cuGraphDestroy(graph);
+    if (!made) {
+      // Launched plainly from now on: remembered as not replayable.
+      m.param_bytes = 0;
+      return false;
+    }
+    hit->exec = exec;
+  }
+  if (d.cuGraphLaunch(hit->exec, stream) != CUDA_SUCCESS) return false;  // cuLaunchKernel reports
+  replayed_count.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 /// Notes that `k` was launched on `stream` (outside a capture): its unload waits for that stream.
 void note_stream(LoadedModule& m, CUstream stream) {
   if (m.last_stream.load(std::memory_order_relaxed) == stream) return;
@@ -622,6 +728,7 @@ void launch(const DeviceState& s, const Kernel& k, uint64_t grid, unsigned block
     if (tc->kernels) tc->kernels->push_back(k.module);
   } else {
     note_stream(m, stream);
+    if (replay_launch(m, c, shared, stream, args)) return;
   }
   const CUresult r = d.cuLaunchKernel(fn, static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.grid_y), 1, block, 1, 1,
                                       static_cast<unsigned>(shared), stream, params, nullptr);
@@ -631,5 +738,7 @@ void launch(const DeviceState& s, const Kernel& k, uint64_t grid, unsigned block
               ", block " + std::to_string(block) + ", shared " + std::to_string(shared) + " + " +
               std::to_string(c.static_shared) + " static bytes)");
 }
+
+uint64_t replayed_launches() { return replayed_count.load(std::memory_order_relaxed); }
 
 }  // namespace smelt::cuda

@@ -258,6 +258,11 @@ size_t set_kernel_cache_capacity(size_t modules);
 void launch(const DeviceState& s, const Kernel& k, uint64_t grid, unsigned block, void* args, const std::string& what,
             uint64_t shared = 0);
 
+/// Launches replayed as one-kernel graphs so far in the process (a launch outside a capture that
+/// repeats an earlier one exactly: stream, configuration and argument bytes; SMELT_CUDA_GRAPHS=0
+/// turns it off with the other graphs).
+uint64_t replayed_launches();
+
 /// A kernel launch's configuration and the limits it must respect.
 struct LaunchConfig {
   uint64_t grid_x = 1, grid_y = 1, grid_z = 1;

@@ -51,7 +51,7 @@ struct DriverApi {
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGraphGetNodes) X(cuGraphNodeGetType) \
   X(cuGraphKernelNodeGetParams) X(cuGraphExecKernelNodeSetParams) X(cuFuncGetParamInfo)            \
   X(cuGraphMemsetNodeGetParams) X(cuGraphExecMemsetNodeSetParams) X(cuGraphMemcpyNodeGetParams)       \
-  X(cuGraphExecMemcpyNodeSetParams) X(cuPointerGetAttribute)
+  X(cuGraphExecMemcpyNodeSetParams) X(cuPointerGetAttribute) X(cuGraphCreate) X(cuGraphAddKernelNode)
 #define X(name) decltype(&::name) name = nullptr;
   SMELT_CU_GRAPH_FNS(X)
 #undef X

@@ -10,6 +10,7 @@
 #include "smelt/compile.h"
 #include "smelt/stream.h"
 #include "smelt/telemetry.h"
+#include "src/backend/cuda/compiler.h"
 #include "src/backend/cuda/graph.h"
 #include "tests/backend/cuda/cuda_test_utils.h"
 
@@ -448,6 +449,32 @@ TEST_F(CudaGraph, SplitColumnSumsCountInTheirOwnCounters) {
   EXPECT_EQ(cuda::graph_counters().captures - before.captures, 2u);
   GraphsOff off;
   EXPECT_TRUE(same_bits(f(xs[0]), want[0]));
+}
+
+// Eager launches that repeat exactly (the same kernel, stream, configuration and argument
+// bytes) replay a one-kernel graph: the same bits, data written into a reused buffer is read at
+// launch time, and SMELT_CUDA_GRAPHS=0 (set_graphs_enabled(false)) launches them plainly.
+TEST_F(CudaGraph, RepeatedEagerLaunchesReplayAsGraphsWithTheSameBits) {
+  SMELT_REQUIRE_GPU();
+  Array a = random_array({4096}, float32, -3, 3, 21), b = random_array({4096}, float32, -3, 3, 22);
+  Array ga = on_gpu(a), gb = on_gpu(b);
+  Array first = sum(multiply(ga, gb), {0});
+  first.eval();
+  const uint64_t before = cuda::replayed_launches();
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(same_bits(sum(multiply(ga, gb), {0}), first)) << "call " << i;
+  // Each call frees the buffers the next one gets back: from the third call on, both kernels
+  // repeat their launches.
+  EXPECT_GE(cuda::replayed_launches() - before, 6u);
+  // New values in the same buffers on every call.
+  for (int i = 0; i < 6; ++i) {
+    Array x = random_array({4096}, float32, -3, 3, 100 + static_cast<uint32_t>(i));
+    Array gx = on_gpu(x);
+    EXPECT_TRUE(same_as_cpu(multiply(gx, gb), multiply(x, b))) << "call " << i;
+  }
+  cuda::set_graphs_enabled(false);  // TearDown restores it
+  const uint64_t off = cuda::replayed_launches();
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(same_bits(sum(multiply(ga, gb), {0}), first));
+  EXPECT_EQ(cuda::replayed_launches(), off);
 }
 
 }  // namespace

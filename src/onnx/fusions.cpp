@@ -90,6 +90,10 @@ class GraphFuser {
       if (g_.nodes[i].op_type == "Erf" && fuse_gelu(i)) ++c.gelu;
       else if (g_.nodes[i].op_type == "Tanh" && fuse_gelu_tanh(i)) ++c.gelu;
     }
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (dead_[i] || !standard(g_.nodes[i])) continue;
+      if (g_.nodes[i].op_type == "Gemm") c.gemm_weights += transpose_gemm_weight(i);
+    }
     if (c.total() > 0) finish();
     return c;
   }
@@ -632,6 +636,48 @@ class GraphFuser {
     return true;
   }
 
+  /// Whether node `i` is a Gemm that reads B (input 1) transposed: transB an int other than 0.
+  bool reads_b_transposed(size_t i) const {
+    const Node& n = g_.nodes[i];
+    const Attribute* t = n.attribute("transB");
+    return !dead_[i] && standard(n) && n.op_type == "Gemm" && n.inputs.size() >= 2 && t &&
+           t->type == Attribute::Type::Int && t->i != 0;
+  }
+
+  /// Gemm(A, B, C, transB=1) with a constant 2-d B  =>  Gemm(A, Bᵀ, C) with Bᵀ stored row-major,
+  /// made here once. The GEMM reads only row-major operands (a transposed one is summed in
+  /// another order by the BLAS kernels), so each call copied B into row-major order: 1 MB of
+  /// MobileNetV3's classifier weights, a third of its eager call. The same values reach the same
+  /// GEMM call, so the bits are the same. Only when every reader of B is such a Gemm reading it
+  /// as B (they share the one transposed copy, and B itself goes): a weight also read otherwise
+  /// (tied embeddings) is not doubled in memory.
+  /// Rewrites every reader of node `i`'s B at once; returns how many Gemms it rewrote.
+  int transpose_gemm_weight(size_t i) {
+    if (!reads_b_transposed(i)) return 0;
+    const std::string b = g_.nodes[i].inputs[1];
+    const Value* w = float_const(b);
+    if (!w || w->array().ndim() != 2 || outputs_.count(b)) return 0;
+    auto readers = consumers_.find(b);
+    if (readers == consumers_.end()) return 0;
+    for (size_t r : readers->second) {
+      const Node& n = g_.nodes[r];
+      if (!reads_b_transposed(r) || n.inputs[0] == b || (n.inputs.size() > 2 && n.inputs[2] == b)) return 0;
+    }
+    // One use per reader: no reader reads it twice, and no nested subgraph reads it.
+    if (static_cast<int>(readers->second.size()) != uses(b)) return 0;
+    Array t = copy(transpose(w->array()));
+    t.eval();
+    const std::string name = fresh_name(b + "_transposed");
+    added_.emplace_back(name, Value::tensor(t));
+    for (size_t r : readers->second) {
+      Node gemm = g_.nodes[r];
+      gemm.inputs[1] = name;
+      std::erase_if(gemm.attributes, [](const Attribute& a) { return a.name == "transB"; });
+      replace({r}, r, std::move(gemm), "gemm_wt");
+    }
+    return static_cast<int>(readers->second.size());
+  }
+
   /// Drops the dead nodes, Constant nodes and initializers only they read, and the value_info
   /// of removed tensors.
   void finish() {
@@ -728,6 +774,7 @@ FusionCounts apply_fusions(Model& model) {
     total.layer_norm += c.layer_norm;
     total.conv_bn += c.conv_bn;
     total.attention += c.attention;
+    total.gemm_weights += c.gemm_weights;
     for (auto& n : g->nodes)
       for (auto& a : n.attributes) {
         if (a.g) {

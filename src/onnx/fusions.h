@@ -1,4 +1,5 @@
-// Load-time pattern rewrites of exporter subgraphs (GELU, LayerNorm, Conv+BatchNormalization, attention) into fused ops.
+// Load-time pattern rewrites of exporter subgraphs (GELU, LayerNorm, Conv+BatchNormalization, attention) into fused ops,
+// and Gemm weights stored transposed once.
 #pragma once
 
 #include "smelt/onnx.h"
@@ -19,7 +20,9 @@ struct FusionCounts {
   // MatMul(q, Transpose k) -> [scale] -> [mask] -> Softmax -> MatMul v, GQA repeats of k/v included
   //   =>  ai.smelt::ScaledDotProductAttention (rewrite in fusions.cpp, op in ops/attention.cpp)
   int attention = 0;
-  int total() const { return gelu + layer_norm + conv_bn + attention; }
+  // Gemm(A, B, transB=1) with a constant B only such Gemms read  =>  Gemm(A, Bᵀ stored row-major)
+  int gemm_weights = 0;
+  int total() const { return gelu + layer_norm + conv_bn + attention + gemm_weights; }
 };
 
 /// Rewrites the model's main graph and its subgraphs (If/Loop/Scan bodies) in place. Only

@@ -353,6 +353,63 @@ TEST(Fusions, ConvBatchNormFolds) {
   }
 }
 
+/// Gemm(x, W, b, transB=1) twice over one constant W (and, with `w_also_read`, a Relu of W; with
+/// `w_is_input`, W also a graph input the caller may override).
+Model gemm_model(bool w_also_read, bool w_is_input) {
+  GraphBuilder b;
+  std::string x = b.input("x", ElemType::Float, 2);
+  std::string w = b.constant("w", random_array({24, 40}, float32, -1.0, 1.0, 31));  // [N, K]
+  if (w_is_input) b.input("w", ElemType::Float, 2);
+  std::string bias = b.constant("b", random_array({24}, float32, -1.0, 1.0, 32));
+  std::string y1 = b.node("Gemm", {x, w, bias}, {attr_int("transB", 1)});
+  std::string y2 = b.node("Gemm", {b.node("Relu", {x}), w}, {attr_int("transB", 1), attr_float("alpha", 0.5f)});
+  b.output(y1);
+  b.output(y2);
+  if (w_also_read) b.output(b.node("Relu", {w}));
+  return make_model(b.graph());
+}
+
+TEST(Fusions, GemmWeightsReadTransposedAreStoredTransposedOnce) {
+  Model m = gemm_model(false, false);
+  onnx::FusionCounts c;
+  Model f = fused(m, &c);
+  EXPECT_EQ(c.gemm_weights, 2);
+  ASSERT_EQ(f.graph->nodes.size(), 3u);
+  const onnx::Node& g0 = f.graph->nodes[0];
+  EXPECT_EQ(g0.name, "gemm_wt(Gemm_0)");
+  EXPECT_EQ(g0.inputs[1], "w_transposed");
+  EXPECT_EQ(g0.attribute("transB"), nullptr);
+  EXPECT_EQ(f.graph->nodes[2].inputs[1], "w_transposed");  // both Gemms share one copy
+  ASSERT_NE(f.graph->nodes[2].attribute("alpha"), nullptr);
+  // w went, its transposed copy ([K, N]) came.
+  EXPECT_EQ(f.graph->initializers.size(), 2u);
+  for (const auto& [name, v] : f.graph->initializers) {
+    if (name == "w_transposed") {
+      EXPECT_EQ(v.array().shape(), (Shape{40, 24}));
+    }
+  }
+  // The same values reach the same GEMM call: bit for bit, eager and compiled.
+  const std::vector<Value> in{rand_input({5, 40}, 33)};
+  auto want = onnx::run(m, in);
+  auto got = onnx::run(f, in);
+  auto compiled = onnx::compile(f)(in);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(bit_equal(got[i].array(), want[i].array())) << i;
+    EXPECT_TRUE(bit_equal(compiled[i].array(), want[i].array())) << i;
+  }
+}
+
+TEST(Fusions, GemmWeightsReadOtherwiseStayAsTheyAre) {
+  for (auto [also_read, is_input] : {std::pair{true, false}, std::pair{false, true}}) {
+    SCOPED_TRACE(also_read ? "w read by a Relu too" : "w a graph input");
+    Model m = gemm_model(also_read, is_input);
+    onnx::FusionCounts c;
+    Model f = fused(m, &c);
+    EXPECT_EQ(c.gemm_weights, 0);
+    expect_unchanged(m, f);
+  }
+}
+
 TEST(Fusions, ConvBatchNormNearMissesAreKept) {
   ConvBnSpec shared;
   shared.conv_out_is_output = true;

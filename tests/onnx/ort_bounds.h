@@ -157,12 +157,14 @@ inline Array cnn_probs_bound(const onnx::Model& m, const Array& input) {
   const double depth = 3 * 9 + 16 * 9 + 32 * 9 + 3 * 4 + 16 + 64 + 1 + 10 + 4;
   auto out = run_with_intermediates(m, {{"input", onnx::Value::tensor(input)}}, {"flatten_14"});
   const Array features = astype(out.at("flatten_14").array(), float64);
-  const Array w = astype(initializer(m, "fc.weight"), float64);  // [10, 64] (transB)
+  // The classifier's weight as the GEMM reads it, [64, 10]: the load stores fc.weight ([10, 64],
+  // read with transB) transposed once (fusions.h, gemm_weights).
+  const Array wt = astype(initializer(m, "fc.weight_transposed"), float64);
   const Array bias = astype(initializer(m, "fc.bias"), float64);
   const Array p = astype(out.at("probs").array(), float64);
   // Each implementation's logits are within g_depth * (|f| |W|^T + |b|) of exact; softmax
   // moves p_i by at most p_i (|dl_i| + max_j |dl_j|) to first order.
-  const Array dl = multiply(Array(gamma_tilde32(depth)), add(matmul(abs(features), transpose(abs(w))), abs(bias)));
+  const Array dl = multiply(Array(gamma_tilde32(depth)), add(matmul(abs(features), abs(wt)), abs(bias)));
   const Array per_impl = multiply(p, add(dl, max(dl, {-1}, true)));
   return multiply(Array(2.0), per_impl);
 }

@@ -23,7 +23,7 @@ namespace {
 /// nodes it replaced ("attention(MatMul_0,Transpose_1,...)"), so the names list them.
 void print_rewrites(const std::string& path) {
   onnx::Model fused = onnx::load(path, {.check_operators = false, .fuse = true});
-  static const char* kTags[] = {"attention(", "gelu(", "gelu_tanh(", "layer_norm(", "conv_bn("};
+  static const char* kTags[] = {"attention(", "gelu(", "gelu_tanh(", "layer_norm(", "conv_bn(", "gemm_wt("};
   std::map<std::string, std::vector<std::string>> by_tag;
   size_t count = 0;
   std::vector<const onnx::Graph*> work{fused.graph.get()};

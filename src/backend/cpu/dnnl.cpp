@@ -315,17 +315,35 @@ bool splits_outputs_only(const std::string& impl) {
   return impl.find("gemm:") == std::string::npos && impl.rfind("ref", 0) != 0 && impl.find(":ref") == std::string::npos;
 }
 
+/// Whether two plans run the same implementation on the same layouts. oneDNN's brgemm
+/// convolutions choose their blocking for the thread count they are planned under, and another
+/// blocking may sum in another order: on an AMD EPYC (AVX-512), a 7 x 7, 512-to-64 channel 3 x 3
+/// convolution took output-channel blocks of 64 at 1 and 4 threads and of 32 at 2 and 3, with
+/// other bits. Its layouts show the blocking (over 20 ResNet and MobileNet geometries at 2-8
+/// threads, plans with the 1-thread plan's layouts always gave its bits).
+bool same_blocking(const ConvPlan& a, const ConvPlan& b) {
+  return a.impl == b.impl && a.src == b.src && a.wei == b.wei && a.dst == b.dst;
+}
+
 /// The plan a call runs and its thread count (set on `omp`): the caller's count, or one thread
-/// where the implementation for that count could change bits with it.
+/// (and the 1-thread plan) where the plan for that count could change bits with it: an
+/// implementation that may split a reduction, or a blocking other than the 1-thread plan's.
 std::pair<std::shared_ptr<const ConvPlan>, int> choose_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds,
                                                             OmpThreads& omp) {
   int threads = call_threads();
   omp.set(threads);
   auto plan = plan_for(c, kinds, threads);
-  if (plan && threads > 1 && !splits_outputs_only(plan->impl)) {
-    threads = 1;
-    omp.set(1);
-    plan = plan_for(c, kinds, 1);
+  if (plan && threads > 1) {
+    std::shared_ptr<const ConvPlan> one;
+    {
+      OmpThreads single(1);  // planned under one thread, as a 1-thread call plans it
+      one = plan_for(c, kinds, 1);
+    }
+    if (!splits_outputs_only(plan->impl) || !one || !same_blocking(*plan, *one)) {
+      threads = 1;
+      omp.set(1);
+      plan = one;
+    }
   }
   return {plan, threads};
 }

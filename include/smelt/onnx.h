@@ -302,8 +302,9 @@ struct LoadOptions {
   bool check_operators = true;
   /// Rewrite exporter subgraphs into fused ops after loading (docs/onnx.md, "Fusions at load"):
   /// GELU chains (erf and tanh forms), decomposed LayerNorms and attention (MatMul, scale, mask,
-  /// Softmax, MatMul, with GQA repeats) into ai.smelt ops, and BatchNormalization after a
-  /// constant-weight Conv folded into the Conv. False keeps the graph exactly as in the file.
+  /// Softmax, MatMul, with GQA repeats) into ai.smelt ops, BatchNormalization after a
+  /// constant-weight Conv folded into the Conv, and a Gemm's constant B read with transB stored
+  /// transposed once. False keeps the graph exactly as in the file.
   bool fuse = true;
 };
 

@@ -646,12 +646,12 @@ class GraphFuser {
 
   /// Gemm(A, B, C, transB=1) with a constant 2-d B  =>  Gemm(A, Bᵀ, C) with Bᵀ stored row-major,
   /// made here once. The GEMM reads only row-major operands (a transposed one is summed in
-  /// another order by the BLAS kernels), so each call copied B into row-major order: 1 MB of
-  /// MobileNetV3's classifier weights, a third of its eager call. The same values reach the same
-  /// GEMM call, so the bits are the same. Only when every reader of B is such a Gemm reading it
-  /// as B (they share the one transposed copy, and B itself goes): a weight also read otherwise
-  /// (tied embeddings) is not doubled in memory.
-  /// Rewrites every reader of node `i`'s B at once; returns how many Gemms it rewrote.
+  /// another order by the BLAS kernels), so each call copied B into row-major order: for
+  /// MobileNetV3-small's classifier weights, a third of its eager call at one thread. The same
+  /// values reach the same GEMM call, so the bits are the same. Only when every reader of B is
+  /// such a Gemm reading it as B: they are rewritten together, share the one transposed copy,
+  /// and B itself goes (a weight also read otherwise, a tied embedding, is not doubled in
+  /// memory). Returns how many Gemms it rewrote.
   int transpose_gemm_weight(size_t i) {
     if (!reads_b_transposed(i)) return 0;
     const std::string b = g_.nodes[i].inputs[1];

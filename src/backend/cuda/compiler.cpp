@@ -585,7 +585,7 @@ bool replay_launch(LoadedModule& m, const LaunchConfig& c, uint64_t shared, CUst
     p.kernelParams = params;
     CUgraphNode node = nullptr;
     CUgraphExec exec = nullptr;
-    bool made = d.cuGraphCreate(&graph, 0) == CUDA_SUCCESS &&
+    const bool made = d.cuGraphCreate(&graph, 0) == CUDA_SUCCESS &&
                 d.cuGraphAddKernelNode(&node, graph, nullptr, 0, &p) == CUDA_SUCCESS &&
                 d.cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS;
     if (graph) d.cuGraphDestroy(graph);

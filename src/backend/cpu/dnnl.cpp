@@ -122,6 +122,11 @@ struct ConvPlan {
   std::optional<dnnl::reorder> src_in, wei_in, dst_in, dst_out;
   size_t scratch_bytes = 0;
   std::string impl;  // oneDNN's name of the implementation, for tests
+  // A plan made for more than one thread that could give other bits than the geometry's 1-thread
+  // plan (plan_for decides once): calls run `one_thread` on one thread instead (null: no oneDNN
+  // plan at one thread, so smelt's kernel runs, as it does at one thread).
+  bool serial = false;
+  std::shared_ptr<const ConvPlan> one_thread;
 };
 
 memory::dims dims_of(const DnnlConv& c, int64_t n, int64_t ch, const int64_t* sp) {
@@ -192,7 +197,7 @@ std::optional<dnnl::reorder> reorder_if(const memory::desc& from, const memory::
 }
 
 /// Plans a convolution; nullptr when oneDNN has no implementation for it.
-std::shared_ptr<const ConvPlan> make_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& adds) {
+std::shared_ptr<ConvPlan> make_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& adds) {
   using dt = memory::data_type;
   const memory::dims src_d = dims_of(c, c.batch, c.in_ch, c.in);
   const memory::dims dst_d = dims_of(c, c.batch, c.out_ch, c.out);
@@ -247,8 +252,27 @@ std::shared_ptr<const ConvPlan> make_plan(const DnnlConv& c, const std::vector<D
 
 std::atomic<int64_t> g_created{0};
 
+/// oneDNN's direct and brgemm convolutions split the work over outputs and never inside one
+/// output's reduction; its GEMM-based ones ("gemm:jit", an im2col and a threaded sgemm) and the
+/// reference kernels may split the reduction by the thread count (found on AVX2 with a grouped
+/// convolution: other bits at 3 threads). Those run on one thread.
+bool splits_outputs_only(const std::string& impl) {
+  return impl.find("gemm:") == std::string::npos && impl.rfind("ref", 0) != 0 && impl.find(":ref") == std::string::npos;
+}
+
+/// Whether two plans run the same implementation on the same layouts. oneDNN's brgemm
+/// convolutions choose their blocking for the thread count they are planned under, and another
+/// blocking may sum in another order: on an AMD EPYC (AVX-512), a 7 x 7, 512-to-64 channel 3 x 3
+/// convolution took output-channel blocks of 64 at 1 and 4 threads and of 32 at 2 and 3, with
+/// other bits. Its layouts show the blocking (over 20 ResNet and MobileNet geometries at 2-8
+/// threads, plans with the 1-thread plan's layouts always gave its bits).
+bool same_blocking(const ConvPlan& a, const ConvPlan& b) {
+  return a.impl == b.impl && a.src == b.src && a.wei == b.wei && a.dst == b.dst;
+}
+
 /// Plans by (geometry, add kinds, threads): a primitive's blocking is chosen for the thread
 /// count it is created under, and creating one (JIT code generation) costs far more than a call.
+/// A plan for more than one thread is checked once against the 1-thread plan (ConvPlan::serial).
 std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<DnnlAddKind>& adds, int threads) {
   std::vector<int64_t> key{c.spatial, c.batch, c.in_ch, c.out_ch, c.groups, threads, c.src_block, c.dst_block};
   for (const int64_t* a : {c.in, c.out, c.k, c.stride, c.pad_lo, c.pad_hi, c.dil}) key.insert(key.end(), a, a + 3);
@@ -268,7 +292,7 @@ std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<Dn
   }
   // Planned outside the lock (JIT compilation takes milliseconds); two threads planning the same
   // key build equal primitives and the first one stays.
-  std::shared_ptr<const ConvPlan> plan = make_plan(c, adds);
+  std::shared_ptr<ConvPlan> plan = make_plan(c, adds);
   g_created.fetch_add(1, std::memory_order_relaxed);
   // Post-ops can make oneDNN pick another implementation (a grouped convolution with a bias and a
   // residual falls to its reference kernel): then the adds would not be the separate float32
@@ -282,6 +306,11 @@ std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<Dn
     // (tests/backend/cpu/dnnl_test.cpp), so it does not apply the sum after the whole reduction.
     const bool residual = std::count(adds.begin(), adds.end(), DnnlAddKind::Tensor) > 0;
     if (plan && residual && plan->impl.rfind("brgconv", 0) != 0) plan = nullptr;
+  }
+  if (plan && threads > 1) {
+    OmpThreads single(1);  // planned under one thread, as a 1-thread call plans it
+    plan->one_thread = plan_for(c, adds, 1);
+    plan->serial = !splits_outputs_only(plan->impl) || !plan->one_thread || !same_blocking(*plan, *plan->one_thread);
   }
   std::lock_guard lock(mu);
   constexpr size_t kMaxPlans = 1024;  // a model has tens of geometries; shapeless callers more
@@ -307,23 +336,7 @@ std::vector<DnnlAddKind> kinds_of(const std::vector<DnnlAdd>& adds) {
 /// Nested in a parallel_for, the pool's threads are taken: one thread, like smelt's kernels.
 int call_threads() { return in_parallel_for() ? 1 : num_threads(); }
 
-/// oneDNN's direct and brgemm convolutions split the work over outputs and never inside one
-/// output's reduction; its GEMM-based ones ("gemm:jit", an im2col and a threaded sgemm) and the
-/// reference kernels may split the reduction by the thread count (found on AVX2 with a grouped
-/// convolution: other bits at 3 threads). Those run on one thread.
-bool splits_outputs_only(const std::string& impl) {
-  return impl.find("gemm:") == std::string::npos && impl.rfind("ref", 0) != 0 && impl.find(":ref") == std::string::npos;
-}
 
-/// Whether two plans run the same implementation on the same layouts. oneDNN's brgemm
-/// convolutions choose their blocking for the thread count they are planned under, and another
-/// blocking may sum in another order: on an AMD EPYC (AVX-512), a 7 x 7, 512-to-64 channel 3 x 3
-/// convolution took output-channel blocks of 64 at 1 and 4 threads and of 32 at 2 and 3, with
-/// other bits. Its layouts show the blocking (over 20 ResNet and MobileNet geometries at 2-8
-/// threads, plans with the 1-thread plan's layouts always gave its bits).
-bool same_blocking(const ConvPlan& a, const ConvPlan& b) {
-  return a.impl == b.impl && a.src == b.src && a.wei == b.wei && a.dst == b.dst;
-}
 
 /// The plan a call runs and its thread count (set on `omp`): the caller's count, or one thread
 /// (and the 1-thread plan) where the plan for that count could change bits with it: an
@@ -333,17 +346,10 @@ std::pair<std::shared_ptr<const ConvPlan>, int> choose_plan(const DnnlConv& c, c
   int threads = call_threads();
   omp.set(threads);
   auto plan = plan_for(c, kinds, threads);
-  if (plan && threads > 1) {
-    std::shared_ptr<const ConvPlan> one;
-    {
-      OmpThreads single(1);  // planned under one thread, as a 1-thread call plans it
-      one = plan_for(c, kinds, 1);
-    }
-    if (!splits_outputs_only(plan->impl) || !one || !same_blocking(*plan, *one)) {
-      threads = 1;
-      omp.set(1);
-      plan = one;
-    }
+  if (plan && plan->serial) {
+    threads = 1;
+    omp.set(1);
+    plan = plan->one_thread;
   }
   return {plan, threads};
 }

@@ -560,14 +560,25 @@ bool replay_launch(LoadedModule& m, const LaunchConfig& c, uint64_t shared, CUst
         r.shared == shared && r.args == bytes)
       hit = &r;
   if (!hit) {
+    RepeatedLaunch* slot = nullptr;
     if (m.repeats.size() >= kRepeatsPerKernel) {
-      auto oldest = std::min_element(m.repeats.begin(), m.repeats.end(),
-                                     [](const RepeatedLaunch& a, const RepeatedLaunch& b) { return a.used < b.used; });
+      // The least recently used entry is overwritten in place: its argument buffer is reused, so
+      // a loop that never repeats (new buffers each call) allocates nothing here once warm.
+      slot = &*std::min_element(m.repeats.begin(), m.repeats.end(),
+                                [](const RepeatedLaunch& a, const RepeatedLaunch& b) { return a.used < b.used; });
       // The evicted graph may still run: the driver frees it when it completes.
-      if (oldest->exec) d.cuGraphExecDestroy(oldest->exec);
-      m.repeats.erase(oldest);
+      if (slot->exec) d.cuGraphExecDestroy(slot->exec);
+    } else {
+      slot = &m.repeats.emplace_back();
     }
-    m.repeats.push_back({stream, c.grid_x, c.grid_y, c.block, shared, std::string(bytes), nullptr, ++m.repeat_clock});
+    slot->stream = stream;
+    slot->grid_x = c.grid_x;
+    slot->grid_y = c.grid_y;
+    slot->block = c.block;
+    slot->shared = shared;
+    slot->args.assign(bytes);
+    slot->exec = nullptr;
+    slot->used = ++m.repeat_clock;
     return false;
   }
   hit->used = ++m.repeat_clock;

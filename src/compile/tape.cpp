@@ -215,7 +215,7 @@ namespace {
 
 /// Builds step `s`'s lazy outputs from `values` into `values`.
 void replay_step(const Tape& tape, const Step& s, std::vector<Array>& values) {
-  std::vector<Array> ins;
+  std::vector<Array> ins = detail::spare_arrays();  // eval gives the list back once the node ran
   ins.reserve(s.inputs.size());
   for (int in : s.inputs) ins.push_back(values[in]);
   if (s.outputs.size() == 1) {

@@ -52,6 +52,36 @@ Node::~Node() {
   }
 }
 
+namespace {
+// Bounds: a few tens of lists (a replay holds none for long: eval gives each back once it has
+// run its node), none over 64 arrays long (a Concatenate's list is not worth keeping).
+constexpr size_t kSpareLists = 64, kSpareCapacity = 64;
+/// Set when this thread's spares are destroyed (thread exit): an eval in a later thread_local's
+/// destructor then allocates as before. Trivially destructible, so it stays readable.
+thread_local bool t_spares_gone = false;
+struct SpareLists {
+  std::vector<std::vector<Array>> lists;
+  ~SpareLists() { t_spares_gone = true; }
+};
+thread_local SpareLists t_spares;
+}  // namespace
+
+std::vector<Array> spare_arrays() {
+  if (t_spares_gone) return {};
+  auto& spares = t_spares.lists;
+  if (spares.empty()) return {};
+  std::vector<Array> v = std::move(spares.back());
+  spares.pop_back();
+  return v;
+}
+
+void recycle_arrays(std::vector<Array>&& v) {
+  v.clear();  // may destroy nodes, and through them call recycle_arrays again: fine, nothing is held
+  if (t_spares_gone || v.capacity() == 0 || v.capacity() > kSpareCapacity) return;
+  auto& spares = t_spares.lists;
+  if (spares.size() < kSpareLists) spares.push_back(std::move(v));
+}
+
 std::shared_ptr<Node> make_node(Shape shape, Dtype dtype, Device device, Primitive prim,
                                 std::vector<Array> inputs) {
   // Every op's output shape passes here: a negative dimension, an element count that overflows or

@@ -22,6 +22,8 @@ void CachingAllocator::take_all_cached_locked(std::vector<Block>& out) {
   out.insert(out.end(), lru_.begin(), lru_.end());
   lru_.clear();
   free_.clear();
+  spare_lru_.clear();
+  spare_free_.clear();
   stats_.cached_bytes = 0;
 }
 
@@ -56,8 +58,14 @@ BufferPtr CachingAllocator::allocate(size_t bytes) {
     if (it != free_.begin() && std::prev(it)->first == key) {
       --it;
       void* p = it->second->ptr;
-      lru_.erase(it->second);
-      free_.erase(it);
+      constexpr size_t kMaxSpareNodes = 4096;  // bounds what a burst of live buffers leaves behind
+      if (spare_lru_.size() < kMaxSpareNodes) {
+        spare_lru_.splice(spare_lru_.end(), lru_, it->second);
+        spare_free_.push_back(free_.extract(it));
+      } else {
+        lru_.erase(it->second);
+        free_.erase(it);
+      }
       stats_.cached_bytes -= size;
       stats_.num_cache_hits++;
       stats_.active_bytes += size;
@@ -126,8 +134,22 @@ void CachingAllocator::release(void* ptr, size_t bytes) {
     } else {
       // Make room under the cap by evicting the blocks freed longest ago.
       evict_locked(cap - bytes, to_free);
-      lru_.push_back({ptr, bytes, stream});
-      free_.emplace(std::pair<uint64_t, size_t>{stream, bytes}, std::prev(lru_.end()));
+      const std::pair<uint64_t, size_t> key{stream, bytes};
+      if (spare_lru_.empty()) {
+        lru_.push_back({ptr, bytes, stream});
+      } else {
+        lru_.splice(lru_.end(), spare_lru_, spare_lru_.begin());
+        lru_.back() = {ptr, bytes, stream};
+      }
+      if (spare_free_.empty()) {
+        free_.emplace(key, std::prev(lru_.end()));
+      } else {
+        FreeMap::node_type node = std::move(spare_free_.back());
+        spare_free_.pop_back();
+        node.key() = key;
+        node.mapped() = std::prev(lru_.end());
+        free_.insert(std::move(node));
+      }
       stats_.cached_bytes += bytes;
     }
   }

@@ -99,9 +99,14 @@ class CachingAllocator : public Allocator {
   const Device device_;
   const std::string name_;
   mutable std::mutex mutex_;
-  std::list<Block> lru_;                                   // cached blocks, least recently freed first
-  // (stream, block size) -> its place in lru_
-  std::multimap<std::pair<uint64_t, size_t>, std::list<Block>::iterator> free_;
+  using FreeMap = std::multimap<std::pair<uint64_t, size_t>, std::list<Block>::iterator>;
+  std::list<Block> lru_;  // cached blocks, least recently freed first
+  FreeMap free_;          // (stream, block size) -> its place in lru_
+  // The list and map nodes of blocks taken from the cache, kept for the next blocks released into
+  // it: a model's call allocates and frees hundreds of buffers, and each round trip would
+  // otherwise cost two node allocations and two frees in the system heap.
+  std::list<Block> spare_lru_;
+  std::vector<FreeMap::node_type> spare_free_;
   MemoryStats stats_;
 };
 

@@ -98,7 +98,7 @@ void wait_for(Node& n) {
 // Runs a claimed node's primitive and turns it (and its siblings) into evaluated leaves.
 void run_claimed(Node* n) {
   if (n->tracer) throw_tracer_eval(*n);
-  std::vector<Array> outputs;
+  std::vector<Array> outputs = detail::spare_arrays();
   std::vector<NodePtr> keep;  // stand-ins for dropped siblings
   if (n->group) {
     auto& g = *n->group;
@@ -153,6 +153,9 @@ void run_claimed(Node* n) {
     end_claim_locked(s, *n);
   }
   s.done.notify_all();
+  // The graph above is released here (outside the lock), and both lists kept for the next node.
+  detail::recycle_arrays(std::move(graveyard));
+  detail::recycle_arrays(std::move(outputs));
 }
 
 /// Evaluates `n`, which the caller holds: runs it when no other thread does, otherwise waits

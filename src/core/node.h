@@ -56,6 +56,16 @@ struct Node {
 
 uint64_t next_node_id();
 
+/// An empty vector of arrays, from this thread's spares when it has one. A compiled replay
+/// builds a node per step and eval runs it: the step's input list and eval's output list were
+/// two heap allocations and two frees per step (hundreds per call of a small model). eval gives
+/// the vectors it is done with back with recycle_arrays, and the replay takes its input lists
+/// here; both on the calling thread, so no lock.
+std::vector<Array> spare_arrays();
+/// Clears `v` (its arrays are released here) and keeps its memory for spare_arrays when it is
+/// small and this thread keeps few.
+void recycle_arrays(std::vector<Array>&& v);
+
 /// A node computed by `prim` from `inputs`.
 std::shared_ptr<Node> make_node(Shape shape, Dtype dtype, Device device, Primitive prim,
                                 std::vector<Array> inputs);

@@ -69,6 +69,38 @@ Geom make_geom(const Shape& in_shape, const Shape& out_shape, const std::vector<
   return g;
 }
 
+/// make_geom for a Conv step: x and y possibly channel-blocked ([N, C/b, spatial..., b]), the
+/// kernel's sizes from the weight's shape [O, C/groups, K...]. Reads the shapes in place: a small
+/// model's compiled call runs tens of convolutions, and the unblocked copies were heap
+/// allocations each.
+Geom conv_step_geom(const Shape& x, int64_t x_block, const Shape& y, int64_t y_block, const Shape& w,
+                    const ConvParams& p) {
+  const size_t xr = x.size() - (x_block ? 1 : 0), yr = y.size() - (y_block ? 1 : 0);
+  SMELT_ASSERT(xr >= 3 && xr <= 5 && yr == xr && w.size() == xr && (!x_block || x.back() == x_block) &&
+                   (!y_block || y.back() == y_block),
+               "conv: the input, weight and output shapes do not match");
+  Geom g;
+  g.batch = x[0];
+  g.in_ch = x_block ? x[1] * x_block : x[1];
+  g.out_ch = y_block ? y[1] * y_block : y[1];
+  g.groups = p.groups;
+  const size_t k = xr - 2;
+  g.spatial = static_cast<int>(k);
+  SMELT_ASSERT(p.strides.size() == k && p.padding_lo.size() == k && p.padding_hi.size() == k && p.dilations.size() == k,
+               "conv: parameters do not match the spatial rank");
+  for (size_t i = 0; i < k; ++i) {
+    const size_t d = 3 - k + i;
+    g.in[d] = x[i + 2];
+    g.out[d] = y[i + 2];
+    g.k[d] = w[i + 2];
+    g.stride[d] = p.strides[i];
+    g.pad[d] = p.padding_lo[i];
+    g.pad_hi[d] = p.padding_hi[i];
+    g.dil[d] = p.dilations[i];
+  }
+  return g;
+}
+
 /// The indices i in [0, count) with lo <= off + i*step < hi, as [first, last); step > 0.
 struct Range {
   int64_t first, last;
@@ -317,9 +349,7 @@ DnnlConv dnnl_geometry(const Geom& g) {
 }  // namespace
 
 DnnlConv dnnl_conv_geometry(const Shape& x, const Shape& w, const Shape& y, const ConvParams& p) {
-  DnnlConv c = dnnl_geometry(make_geom(unblocked_shape(x, p.src_block), unblocked_shape(y, p.dst_block),
-                                       Shape(w.begin() + 2, w.end()), p.strides, p.padding_lo, p.padding_hi,
-                                       p.dilations, p.groups));
+  DnnlConv c = dnnl_geometry(conv_step_geom(x, p.src_block, y, p.dst_block, w, p));
   c.src_block = p.src_block;
   c.dst_block = p.dst_block;
   return c;
@@ -867,23 +897,32 @@ namespace {
 /// order. Either way each add is one float32 addition of the convolution's float32 result, as
 /// the separate adds would compute it. A packed weight and blocked layouts exist only where
 /// oneDNN took the geometry at compile time (its choice does not depend on the thread count).
-void conv_compiled(const ConvParams& p, const std::vector<Array>& inputs, Array& out, const Geom& g,
-                   const Shape& weight_shape) {
+void conv_compiled(const ConvParams& p, const std::vector<Array>& inputs, Array& out, const Geom& g) {
   SMELT_ASSERT(out.dtype() == Dtype::Float32 && inputs.size() == 2 + p.adds.size(),
                "conv: fused adds and packed weights need float32 and one operand per add");
-  std::vector<std::vector<float>> storage(inputs.size());
+  // Copies of operands that are not row-major (rare: the compile passes feed row-major arrays).
+  std::vector<std::vector<float>> storage;
+  auto contiguous = [&](size_t i) {
+    const auto& n = inputs[i].node();
+    if (is_row_contiguous(n.shape, n.strides)) return in_ptr<float>(inputs[i]);
+    storage.resize(inputs.size());
+    return contiguous_as<float, float>(inputs[i], storage[i]);
+  };
   std::vector<DnnlAdd> adds;
+  adds.reserve(p.adds.size());
   for (size_t i = 0; i < p.adds.size(); ++i) {
     const Array& a = inputs[2 + i];
     const int64_t want = p.adds[i] == ConvAdd::Channel ? g.out_ch : out.size();
     SMELT_ASSERT(a.dtype() == Dtype::Float32 && a.size() == want, "conv: a fused add's operand has the wrong size");
-    const float* d = contiguous_as<float, float>(a, storage[2 + i]);
+    const float* d = contiguous(2 + i);
     adds.push_back({p.adds[i] == ConvAdd::Channel ? DnnlAddKind::Channel : DnnlAddKind::Tensor, d});
   }
-  const float* x = contiguous_as<float, float>(inputs[0], storage[0]);
-  const float* w = contiguous_as<float, float>(inputs[1], storage[1]);
+  const float* x = contiguous(0);
+  const float* w = contiguous(1);
   float* y = out_ptr<float>(out);
-  const DnnlConv geometry = dnnl_conv_geometry(inputs[0].shape(), weight_shape, out.shape(), p);
+  DnnlConv geometry = dnnl_geometry(g);  // g: conv_step_geom of these shapes, as dnnl_conv_geometry
+  geometry.src_block = p.src_block;
+  geometry.dst_block = p.dst_block;
   const int packed = static_cast<int>(p.packed_threads);
   if (inputs[0].size() > 0 && dnnl_conv_f32(geometry, x, w, y, adds, packed)) return;
   // The plain convolution, as eager runs it (oneDNN's plain primitive, else smelt's kernel), then
@@ -916,11 +955,10 @@ void eval_Conv(const ConvParams& p, const std::vector<Array>& inputs, std::vecto
   Array& out = outputs[0];
   alloc_contiguous(out);
   if (out.size() == 0) return;
-  const Shape ws = p.packed_weight.empty() ? wa.shape() : Shape(p.packed_weight.begin(), p.packed_weight.end());
-  Geom g = make_geom(unblocked_shape(xa.shape(), p.src_block), unblocked_shape(out.shape(), p.dst_block),
-                     Shape(ws.begin() + 2, ws.end()), p.strides, p.padding_lo, p.padding_hi, p.dilations, p.groups);
+  const Shape& ws = p.packed_weight.empty() ? wa.shape() : p.packed_weight;
+  Geom g = conv_step_geom(xa.shape(), p.src_block, out.shape(), p.dst_block, ws, p);
   if (!p.adds.empty() || !p.packed_weight.empty() || p.src_block != 0 || p.dst_block != 0) {
-    conv_compiled(p, inputs, out, g, ws);
+    conv_compiled(p, inputs, out, g);
     return;
   }
   if (xa.size() == 0) {  // no input channels, or only padding: every sum is empty

@@ -150,7 +150,7 @@ void eval_Fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
 
   // Outputs: reuse an unreferenced input of the same shape and itemsize (read and written at the
   // same index), else fresh memory.
-  std::vector<char> donated(nin, 0);
+  Scratch<char, 32> donated(nin, 0);
   for (auto& out : outputs) {
     bool done = false;
     for (size_t i = 0; i < nin && !done; ++i) {
@@ -160,44 +160,59 @@ void eval_Fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
     if (!done) alloc_contiguous(out);
   }
 
-  // Per-argument strides in the output's index space (broadcast axes get 0), then collapse.
-  std::vector<Strides> strides(nargs, Strides(nd, 0));
+  // Per-argument strides in the output's index space (broadcast axes get 0), strides[a * nd + d],
+  // then collapsed into cshape[0, cnd) and cstrides[a * nd + c]. On the stack for the common
+  // case: like run_rows, a small model's call runs hundreds of these.
+  const size_t snd = static_cast<size_t>(std::max(nd, 1));
+  Scratch<int64_t, 192> strides(nargs * snd, 0), cstrides(nargs * snd, 0);
+  Scratch<int64_t, 16> cshape(snd, 0);
   for (size_t a = 0; a < nin; ++a) {
     const auto& n = inputs[a].node();
-    int off = nd - static_cast<int>(n.shape.size());
+    const int off = nd - static_cast<int>(n.shape.size());
     for (int d = 0; d < static_cast<int>(n.shape.size()); ++d)
-      strides[a][off + d] = n.shape[d] == 1 ? 0 : n.strides[d];
+      strides[a * snd + static_cast<size_t>(off + d)] = n.shape[d] == 1 ? 0 : n.strides[d];
   }
-  for (size_t o = 0; o < outputs.size(); ++o) strides[nin + o] = row_major_strides(shape);
-  Shape cshape;
-  std::vector<Strides> cstrides(nargs);
-  for (int d = 0; d < nd; ++d) {
-    if (shape[d] == 1) continue;
-    bool merge = !cshape.empty();
-    for (size_t a = 0; a < nargs && merge; ++a) merge = cstrides[a].back() == strides[a][d] * shape[d];
-    if (merge) {
-      cshape.back() *= shape[d];
-      for (size_t a = 0; a < nargs; ++a) cstrides[a].back() = strides[a][d];
-    } else {
-      cshape.push_back(shape[d]);
-      for (size_t a = 0; a < nargs; ++a) cstrides[a].push_back(strides[a][d]);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    int64_t st = 1;
+    for (int d = nd - 1; d >= 0; --d) {
+      strides[(nin + o) * snd + static_cast<size_t>(d)] = st;
+      st *= shape[d];
     }
   }
-  if (cshape.empty()) {
-    cshape.push_back(1);
-    for (auto& s : cstrides) s.push_back(1);
+  int cnd = 0;
+  for (int d = 0; d < nd; ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = cnd > 0;
+    for (size_t a = 0; a < nargs && merge; ++a)
+      merge = cstrides[a * snd + static_cast<size_t>(cnd - 1)] == strides[a * snd + static_cast<size_t>(d)] * shape[d];
+    if (merge) {
+      cshape[static_cast<size_t>(cnd - 1)] *= shape[d];
+      for (size_t a = 0; a < nargs; ++a) cstrides[a * snd + static_cast<size_t>(cnd - 1)] = strides[a * snd + static_cast<size_t>(d)];
+    } else {
+      cshape[static_cast<size_t>(cnd)] = shape[d];
+      for (size_t a = 0; a < nargs; ++a) cstrides[a * snd + static_cast<size_t>(cnd)] = strides[a * snd + static_cast<size_t>(d)];
+      ++cnd;
+    }
   }
-  const int cnd = static_cast<int>(cshape.size());
+  if (cnd == 0) {
+    cshape[0] = 1;
+    for (size_t a = 0; a < nargs; ++a) cstrides[a * snd] = 1;
+    cnd = 1;
+  }
   if (cnd > kKernelAxes) {
-    run_outer_axes(k, cshape, cstrides, inputs, outputs);
+    Shape outer_shape(cshape.data(), cshape.data() + cnd);
+    std::vector<Strides> outer_strides(nargs);
+    for (size_t a = 0; a < nargs; ++a) outer_strides[a].assign(cstrides.data() + a * snd, cstrides.data() + a * snd + cnd);
+    run_outer_axes(k, outer_shape, outer_strides, inputs, outputs);
     return;
   }
   bool contiguous = cnd == 1;
-  for (size_t a = 0; a < nargs && contiguous; ++a) contiguous = cstrides[a][0] == 1;
-  std::vector<int64_t> flat(nargs * cnd);
+  for (size_t a = 0; a < nargs && contiguous; ++a) contiguous = cstrides[a * snd] == 1;
+  // The kernel reads argument a's strides at a * cnd + d: packed to that stride.
+  Scratch<int64_t, 192> flat(nargs * static_cast<size_t>(cnd), 0);
   for (size_t a = 0; a < nargs; ++a)
-    for (int d = 0; d < cnd; ++d) flat[a * cnd + d] = cstrides[a][d];
-  std::vector<char*> args(nargs);
+    for (int d = 0; d < cnd; ++d) flat[a * static_cast<size_t>(cnd) + static_cast<size_t>(d)] = cstrides[a * snd + static_cast<size_t>(d)];
+  Scratch<char*, 32> args(nargs, nullptr);
   for (size_t a = 0; a < nin; ++a) args[a] = arg_ptr(inputs[a]);
   for (size_t o = 0; o < outputs.size(); ++o) args[nin + o] = arg_ptr(outputs[o]);
 

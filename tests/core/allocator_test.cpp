@@ -342,6 +342,39 @@ TEST(CachingAllocator, SystemRefusalFlushesTheCacheAndRetries) {
   EXPECT_EQ(dev.in_use.load(), 5 * mib);
 }
 
+// A block taken from the cache leaves its bookkeeping (a list node, a map node) for the next
+// block released into it, whatever that block's size: after many such rounds with sizes that
+// change, each request still gets the most recently freed block of its own size, and the cap
+// still evicts the least recently freed.
+TEST(CachingAllocator, RecycledBookkeepingKeepsSizesAndRecency) {
+  const size_t mib = size_t{1} << 20;
+  FakeDevice dev(size_t{1} << 30);
+  const size_t sizes[] = {1 * mib, 2 * mib, 3 * mib};
+  for (int round = 0; round < 50; ++round) {
+    std::vector<BufferPtr> live;
+    for (int i = 0; i < 3 + round % 3; ++i) live.push_back(dev.allocate(sizes[(i + round) % 3]));
+    for (size_t i = live.size(); i-- > 0;) live[i].reset();  // freed in reverse: the first one last
+  }
+  const MemoryStats s = dev.stats();
+  EXPECT_EQ(s.active_bytes, 0u);
+  EXPECT_EQ(dev.in_use.load(), s.cached_bytes);  // every cached byte is a block the system handed out
+  // Three blocks of known sizes, freed in a known order on top of what is cached.
+  BufferPtr a = dev.allocate(sizes[0]), b = dev.allocate(sizes[1]), c = dev.allocate(sizes[2]);
+  void *ap = a->ptr, *bp = b->ptr, *cp = c->ptr;
+  b.reset();
+  c.reset();
+  a.reset();  // most recently freed
+  EXPECT_EQ(dev.allocate(sizes[0])->ptr, ap);  // the newest block of each size comes back first
+  EXPECT_EQ(dev.allocate(sizes[2])->ptr, cp);
+  EXPECT_EQ(dev.allocate(sizes[1])->ptr, bp);
+  // Each allocate above freed its block again at once, in the order a, c, b: b is the newest, and
+  // a cap of 2 MiB keeps it alone (everything older goes, oldest first).
+  dev.set_cache_limit(2 * mib);
+  EXPECT_EQ(dev.stats().cached_bytes, 2 * mib);
+  EXPECT_EQ(dev.allocate(sizes[1])->ptr, bp);
+  EXPECT_EQ(dev.in_use.load(), 2 * mib);
+}
+
 // Refused even with an empty cache: OutOfMemory naming the bytes, and nothing counted.
 TEST(CachingAllocator, RefusalAfterTheFlushRaisesOutOfMemoryNamingTheBytes) {
   const size_t mib = size_t{1} << 20;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "smelt/device.h"
 #include "smelt/io.h"
 #include "smelt/smelt.h"
 #include "onnx/ort_bounds.h"
@@ -206,6 +207,20 @@ static int64_t json_integer(const std::string& json, const std::string& key) {
   auto at = json.find("\"" + key + "\": ");
   if (at == std::string::npos) return -1;
   return std::stoll(json.substr(at + key.size() + 4));
+}
+
+// On a GPU the inputs are uploaded once, before the runs, and the output says so (every run then
+// times the model, not a copy of its inputs); on the CPU there is nothing to upload.
+TEST_F(CliRun, InputsAreUploadedOnceToTheRunsDevice) {
+  CliResult cpu = run({model("tiny_cnn"), "--compile", "--repeat", "2", "--device", "cpu"});
+  ASSERT_EQ(cpu.status, 0) << cpu.err;
+  EXPECT_FALSE(has(cpu.out, "upload")) << cpu.out;
+  if (!cuda_available()) GTEST_SKIP() << "no GPU: the upload is checked on a GPU machine";
+  CliResult gpu = run({model("tiny_cnn"), "--compile", "--repeat", "2", "--device", "cuda", "--dim", "N=2"});
+  ASSERT_EQ(gpu.status, 0) << gpu.err;
+  // tiny_cnn's input: 2 x 3 x 32 x 32 float32 = 24,576 bytes.
+  EXPECT_TRUE(has(gpu.out, "upload   inputs to cuda:0 once, before the runs: 24576 B in ")) << gpu.out;
+  EXPECT_TRUE(has(gpu.out, "compiled outputs equal eager outputs bit for bit")) << gpu.out;
 }
 
 TEST_F(CliRun, JsonReportHasTheMemoryPeaks) {

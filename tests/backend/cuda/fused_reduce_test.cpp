@@ -1,6 +1,8 @@
 // Fused reductions on the GPU (the lead runs these on the H200; they skip without a GPU):
 // compiled equals uncompiled bit for bit (the fused row kernel follows the eager Reduce's
 // order), and the GPU agrees with the CPU within the bound below.
+#include <algorithm>
+
 #include "cuda_test_utils.h"
 #include "smelt/compile.h"
 
@@ -139,9 +141,13 @@ TEST(CudaFusedReduce, SpecialValuesCompiledEqualsEagerBitForBit) {
 
 // Rows read through strides (a transposed input: the row cache's element-by-element copy and
 // the passes' element-by-element reads) and rows whose start is not 16-byte aligned (a slice
-// one element in: no vector moves from global memory).
+// one element in: no vector moves from global memory). The read paths are those of every
+// program; four of fns() cover their prologues and epilogues (one and two passes, a weight, a
+// second input and a second output) at half the NVRTC builds (each case is a program of its own:
+// the eight took most of this binary's 9 minutes on an empty kernel cache).
 TEST(CudaFusedReduce, StridedAndUnalignedRowsCompiledEqualsEagerBitForBit) {
   SMELT_REQUIRE_GPU();
+  const std::vector<std::string> picked = {"softmax", "rms_norm", "layer_norm_residual", "var"};
   for (Dtype dt : {float32, bfloat16})
     for (const Shape& s : std::vector<Shape>{{100, 33}, {1531, 7}, {4096, 3}, {32768, 2}}) {
       const Array x = on_gpu(rows_with_specials(s, dt, 8));
@@ -151,6 +157,7 @@ TEST(CudaFusedReduce, StridedAndUnalignedRowsCompiledEqualsEagerBitForBit) {
           {"sliced", slice(on_gpu(rows_with_specials(t, dt, 9)), {0, 1}, {t[0], t[1]})}};
       for (const auto& [view, a] : views)
         for (const auto& [name, fn] : fns()) {
+          if (std::find(picked.begin(), picked.end(), name) == picked.end()) continue;
           const Array w = on_gpu(astype(Array(random_values(a.shape()[1], 0.5, 1.5, 2), Shape{a.shape()[1]}), dt));
           expect_compiled_equals_eager(name, fn, {a, w, a}, view + " " + dtype_name(dt) + shape_to_string(s));
         }

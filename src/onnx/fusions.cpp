@@ -433,8 +433,14 @@ class GraphFuser {
   }
 
   /// Exporters' attention: MatMul(q, [Transpose] k) -> [Mul|Div by a scalar constant]
-  /// -> [Add mask | Where(cond, scores, -inf) | Where(cond, -inf, scores)] -> Softmax(last axis)
+  /// -> [Add mask | Where(cond, scores, fill) | Where(cond, fill, scores)] -> Softmax(last axis)
   /// -> MatMul(., v), k and v optionally behind a GQA repeat  =>  ai.smelt::ScaledDotProductAttention.
+  /// The fill is -inf, or a value at the bottom of float32's range (<= -3e38: Hugging Face's
+  /// torch.finfo(dtype).min for float32 and bfloat16 models, GPT-2's exports). Such a fill masks
+  /// exactly as -inf does: on a row that keeps a key, the softmax's max m is a kept score, and
+  /// exp(fill - m) is 0 in float32 for every m above fill + 104 (any score but the fill itself).
+  /// A row whose keys are all masked gives zeros in the op (the file's graph: NaN with -inf, the
+  /// mean of v with a finite fill).
   bool fuse_attention(size_t si) {
     const Node& smx = g_.nodes[si];
     // is() first: it guarantees the one output that out(si) reads (a Softmax without outputs was
@@ -447,10 +453,9 @@ class GraphFuser {
         g_.nodes[*pv].inputs[1] == out(si))
       return false;
     std::vector<size_t> nodes{si, *pv};
-    const double neg_inf = -std::numeric_limits<double>::infinity();
-    auto is_neg_inf = [&](const std::string& name) {
+    auto is_mask_fill = [&](const std::string& name) {
       auto v = scalar(name);
-      return v && *v == neg_inf;
+      return v && *v <= -3e38;  // -inf, or float32's lowest values (see above)
     };
     // The mask step, if any.
     std::string scores = smx.inputs[0], mask;
@@ -495,10 +500,10 @@ class GraphFuser {
       mask_kind = 1;
     } else if (is(mp, "Where") && g_.nodes[*mp].inputs.size() == 3) {
       const Node& w = g_.nodes[*mp];
-      if (is_neg_inf(w.inputs[2])) {
+      if (is_mask_fill(w.inputs[2])) {
         qk = scaled(w.inputs[1], used, scale);
         mask_kind = 2;
-      } else if (is_neg_inf(w.inputs[1])) {
+      } else if (is_mask_fill(w.inputs[1])) {
         qk = scaled(w.inputs[2], used, scale);
         mask_kind = 3;
       }

@@ -27,7 +27,9 @@ using onnx::Value;
 constexpr double kAtol = 4e-5;
 
 enum class Scale { None, Mul, MulLeft, Div, Vector };
-enum class MaskForm { None, Add, WhereKeep, WhereMasked };
+// WhereMaskedLowest: float32's lowest value as the fill (Hugging Face's torch.finfo(dtype).min);
+// WhereMaskedFinite: a fill that does not mask exactly (-1e4), which stays unfused.
+enum class MaskForm { None, Add, WhereKeep, WhereMasked, WhereMaskedLowest, WhereMaskedFinite };
 
 struct Spec {
   Scale scale = Scale::Mul;
@@ -80,6 +82,12 @@ Model attention_model(const Spec& s) {
     case MaskForm::Add: x = b.node("Add", {x, b.input("mask", ElemType::Float, 2)}); break;
     case MaskForm::WhereKeep: x = b.node("Where", {b.input("keep", ElemType::Bool, 4), x, b.float_scalar("ninf", neg_inf)}); break;
     case MaskForm::WhereMasked: x = b.node("Where", {b.input("keep", ElemType::Bool, 4), b.float_scalar("ninf", neg_inf), x}); break;
+    case MaskForm::WhereMaskedLowest:
+      x = b.node("Where", {b.input("keep", ElemType::Bool, 4), b.float_scalar("lowest", std::numeric_limits<float>::lowest()), x});
+      break;
+    case MaskForm::WhereMaskedFinite:
+      x = b.node("Where", {b.input("keep", ElemType::Bool, 4), b.float_scalar("fill", -1e4f), x});
+      break;
   }
   std::string p = b.node("Softmax", {x}, {attr_int("axis", s.softmax_axis)});
   b.output(b.node("MatMul", {p, v}));
@@ -93,7 +101,7 @@ std::vector<Value> inputs_for(const Spec& s) {
                                                     : random_array({B, kv_heads, T, D}, float32, -1, 1, 2)),
                         Value::tensor(random_array({B, kv_heads, T, D}, float32, -1, 1, 3))};
   if (s.mask == MaskForm::Add) in.push_back(Value::tensor(random_array({S, T}, float32, -2, 0, 4)));
-  if (s.mask == MaskForm::WhereKeep || s.mask == MaskForm::WhereMasked) {
+  if (s.mask != MaskForm::None && s.mask != MaskForm::Add) {
     // Every query keeps key 0 (WhereKeep) or has key 0 unmasked (WhereMasked): no fully masked row.
     Array r = random_array({B, 1, S, T}, float32, -1, 1, 5);
     Array col = reshape(arange(0, static_cast<double>(T), 1, int64), {1, 1, 1, T});
@@ -134,6 +142,7 @@ TEST(AttentionFusion, ScaleAndMaskFormsMatchUnfused) {
   expect_fused_same({.scale = Scale::MulLeft, .mask = MaskForm::None});
   expect_fused_same({.scale = Scale::Div, .mask = MaskForm::WhereKeep});
   expect_fused_same({.scale = Scale::None, .mask = MaskForm::WhereMasked, .softmax_axis = 3});
+  expect_fused_same({.scale = Scale::Mul, .mask = MaskForm::WhereMaskedLowest});
 }
 
 TEST(AttentionFusion, GroupedQueryRepeatsAndBshdKeys) {
@@ -151,7 +160,8 @@ TEST(AttentionFusion, GroupedQueryRepeatsAndBshdKeys) {
 }
 
 TEST(AttentionFusion, NearMissesStayUnfused) {
-  for (const Spec& s : {Spec{.softmax_axis = 2}, Spec{.scale = Scale::Vector}, Spec{.scores_are_output = true}}) {
+  for (const Spec& s : {Spec{.softmax_axis = 2}, Spec{.scale = Scale::Vector}, Spec{.scores_are_output = true},
+                        Spec{.mask = MaskForm::WhereMaskedFinite}}) {
     Model plain = attention_model(s);
     onnx::FusionCounts counts;
     Model fused = with_fusions(plain, counts);

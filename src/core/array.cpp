@@ -76,7 +76,7 @@ std::vector<Array> spare_arrays() {
 }
 
 void recycle_arrays(std::vector<Array>&& v) {
-  v.clear();  // may destroy nodes, and through them call recycle_arrays again: fine, nothing is held
+  v.clear();  // releases the arrays (and maybe their nodes) before the pool is touched
   if (t_spares_gone || v.capacity() == 0 || v.capacity() > kSpareCapacity) return;
   auto& spares = t_spares.lists;
   if (spares.size() < kSpareLists) spares.push_back(std::move(v));

@@ -43,23 +43,30 @@ struct Geom {
   int64_t out_per_group() const { return out_ch / groups; }
 };
 
-Geom make_geom(const Shape& in_shape, const Shape& out_shape, const std::vector<int64_t>& kernel,
-               const std::vector<int64_t>& strides, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
-               const std::vector<int64_t>& dil, int64_t groups) {
+/// The geometry of x -> y, each row-major [N, C, spatial...] or channel-blocked
+/// [N, C/b, spatial..., b] (block b; 0: row-major), read from the shapes in place: a small
+/// model's compiled call runs tens of convolutions and poolings, and unblocked copies of the
+/// shapes were heap allocations each. `kernel` holds one size per spatial axis.
+Geom make_geom(const Shape& x, int64_t x_block, const Shape& y, int64_t y_block, const int64_t* kernel,
+               size_t kernel_axes, const std::vector<int64_t>& strides, const std::vector<int64_t>& lo,
+               const std::vector<int64_t>& hi, const std::vector<int64_t>& dil, int64_t groups) {
+  const size_t xr = x.size() - (x_block ? 1 : 0), yr = y.size() - (y_block ? 1 : 0);
+  SMELT_ASSERT(xr >= 3 && yr == xr && (!x_block || x.back() == x_block) && (!y_block || y.back() == y_block),
+               "conv: the input and output shapes do not match");
   Geom g;
-  g.batch = in_shape[0];
-  g.in_ch = in_shape[1];
-  g.out_ch = out_shape[1];
+  g.batch = x[0];
+  g.in_ch = x_block ? x[1] * x_block : x[1];
+  g.out_ch = y_block ? y[1] * y_block : y[1];
   g.groups = groups;
-  const size_t k = in_shape.size() - 2;
+  const size_t k = xr - 2;
   g.spatial = static_cast<int>(k);
-  SMELT_ASSERT(k >= 1 && k <= 3 && kernel.size() == k && strides.size() == k && lo.size() == k && hi.size() == k &&
+  SMELT_ASSERT(k >= 1 && k <= 3 && kernel_axes == k && strides.size() == k && lo.size() == k && hi.size() == k &&
                    dil.size() == k,
                "conv: parameters do not match the spatial rank");
   for (size_t i = 0; i < k; ++i) {
-    size_t d = 3 - k + i;
-    g.in[d] = in_shape[i + 2];
-    g.out[d] = out_shape[i + 2];
+    const size_t d = 3 - k + i;
+    g.in[d] = x[i + 2];
+    g.out[d] = y[i + 2];
     g.k[d] = kernel[i];
     g.stride[d] = strides[i];
     g.pad[d] = lo[i];
@@ -69,36 +76,11 @@ Geom make_geom(const Shape& in_shape, const Shape& out_shape, const std::vector<
   return g;
 }
 
-/// make_geom for a Conv step: x and y possibly channel-blocked ([N, C/b, spatial..., b]), the
-/// kernel's sizes from the weight's shape [O, C/groups, K...]. Reads the shapes in place: a small
-/// model's compiled call runs tens of convolutions, and the unblocked copies were heap
-/// allocations each.
-Geom conv_step_geom(const Shape& x, int64_t x_block, const Shape& y, int64_t y_block, const Shape& w,
-                    const ConvParams& p) {
-  const size_t xr = x.size() - (x_block ? 1 : 0), yr = y.size() - (y_block ? 1 : 0);
-  SMELT_ASSERT(xr >= 3 && xr <= 5 && yr == xr && w.size() == xr && (!x_block || x.back() == x_block) &&
-                   (!y_block || y.back() == y_block),
-               "conv: the input, weight and output shapes do not match");
-  Geom g;
-  g.batch = x[0];
-  g.in_ch = x_block ? x[1] * x_block : x[1];
-  g.out_ch = y_block ? y[1] * y_block : y[1];
-  g.groups = p.groups;
-  const size_t k = xr - 2;
-  g.spatial = static_cast<int>(k);
-  SMELT_ASSERT(p.strides.size() == k && p.padding_lo.size() == k && p.padding_hi.size() == k && p.dilations.size() == k,
-               "conv: parameters do not match the spatial rank");
-  for (size_t i = 0; i < k; ++i) {
-    const size_t d = 3 - k + i;
-    g.in[d] = x[i + 2];
-    g.out[d] = y[i + 2];
-    g.k[d] = w[i + 2];
-    g.stride[d] = p.strides[i];
-    g.pad[d] = p.padding_lo[i];
-    g.pad_hi[d] = p.padding_hi[i];
-    g.dil[d] = p.dilations[i];
-  }
-  return g;
+/// A Conv step's geometry: the kernel's sizes from the weight's shape [O, C/groups, K...].
+Geom conv_step_geom(const Shape& x, const Shape& y, const Shape& w, const ConvParams& p) {
+  SMELT_ASSERT(w.size() >= 3, "conv: the weight has no spatial axes");
+  return make_geom(x, p.src_block, y, p.dst_block, w.data() + 2, w.size() - 2, p.strides, p.padding_lo,
+                   p.padding_hi, p.dilations, p.groups);
 }
 
 /// The indices i in [0, count) with lo <= off + i*step < hi, as [first, last); step > 0.
@@ -346,13 +328,18 @@ DnnlConv dnnl_geometry(const Geom& g) {
   return c;
 }
 
-}  // namespace
-
-DnnlConv dnnl_conv_geometry(const Shape& x, const Shape& w, const Shape& y, const ConvParams& p) {
-  DnnlConv c = dnnl_geometry(conv_step_geom(x, p.src_block, y, p.dst_block, w, p));
+/// oneDNN's geometry of a Conv step whose Geom is `g`, with the step's layouts.
+DnnlConv dnnl_step_geometry(const Geom& g, const ConvParams& p) {
+  DnnlConv c = dnnl_geometry(g);
   c.src_block = p.src_block;
   c.dst_block = p.dst_block;
   return c;
+}
+
+}  // namespace
+
+DnnlConv dnnl_conv_geometry(const Shape& x, const Shape& w, const Shape& y, const ConvParams& p) {
+  return dnnl_step_geometry(conv_step_geom(x, y, w, p), p);
 }
 
 namespace {
@@ -920,9 +907,7 @@ void conv_compiled(const ConvParams& p, const std::vector<Array>& inputs, Array&
   const float* x = contiguous(0);
   const float* w = contiguous(1);
   float* y = out_ptr<float>(out);
-  DnnlConv geometry = dnnl_geometry(g);  // g: conv_step_geom of these shapes, as dnnl_conv_geometry
-  geometry.src_block = p.src_block;
-  geometry.dst_block = p.dst_block;
+  const DnnlConv geometry = dnnl_step_geometry(g, p);
   const int packed = static_cast<int>(p.packed_threads);
   if (inputs[0].size() > 0 && dnnl_conv_f32(geometry, x, w, y, adds, packed)) return;
   // The plain convolution, as eager runs it (oneDNN's plain primitive, else smelt's kernel), then
@@ -956,7 +941,7 @@ void eval_Conv(const ConvParams& p, const std::vector<Array>& inputs, std::vecto
   alloc_contiguous(out);
   if (out.size() == 0) return;
   const Shape& ws = p.packed_weight.empty() ? wa.shape() : p.packed_weight;
-  Geom g = conv_step_geom(xa.shape(), p.src_block, out.shape(), p.dst_block, ws, p);
+  Geom g = conv_step_geom(xa.shape(), out.shape(), ws, p);
   if (!p.adds.empty() || !p.packed_weight.empty() || p.src_block != 0 || p.dst_block != 0) {
     conv_compiled(p, inputs, out, g);
     return;
@@ -983,8 +968,8 @@ void eval_ConvTranspose(const ConvTransposeParams& p, const std::vector<Array>& 
     return;
   }
   const Shape& ws = wa.shape();
-  Geom g = make_geom(xa.shape(), out.shape(), Shape(ws.begin() + 2, ws.end()), p.strides, p.padding_lo, p.padding_hi,
-                     p.dilations, p.groups);
+  Geom g = make_geom(xa.shape(), 0, out.shape(), 0, ws.data() + 2, ws.size() - 2, p.strides, p.padding_lo,
+                     p.padding_hi, p.dilations, p.groups);
   dispatch_all(out.dtype(), [&]<class T>() {
     run_typed<T>(
         xa, wa, out, g,
@@ -998,7 +983,7 @@ void eval_Pool(const PoolParams& p, const std::vector<Array>& inputs, std::vecto
   Array& out = outputs[0];
   alloc_contiguous(out);
   if (out.size() == 0) return;
-  Geom g = make_geom(unblocked_shape(xa.shape(), p.block), unblocked_shape(out.shape(), p.block), p.kernel, p.strides,
+  Geom g = make_geom(xa.shape(), p.block, out.shape(), p.block, p.kernel.data(), p.kernel.size(), p.strides,
                      p.padding_lo, p.padding_hi, p.dilations, 1);
   if (p.block != 0) {  // float32 only (the compile pass conv_layout)
     SMELT_ASSERT(out.dtype() == Dtype::Float32 && xa.size() > 0, "pool: a blocked layout needs float32 data");

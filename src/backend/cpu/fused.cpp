@@ -208,10 +208,12 @@ void eval_Fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   }
   bool contiguous = cnd == 1;
   for (size_t a = 0; a < nargs && contiguous; ++a) contiguous = cstrides[a * snd] == 1;
-  // The kernel reads argument a's strides at a * cnd + d: packed to that stride.
-  Scratch<int64_t, 192> flat(nargs * static_cast<size_t>(cnd), 0);
-  for (size_t a = 0; a < nargs; ++a)
-    for (int d = 0; d < cnd; ++d) flat[a * static_cast<size_t>(cnd) + static_cast<size_t>(d)] = cstrides[a * snd + static_cast<size_t>(d)];
+  // The kernel reads argument a's strides at a * cnd + d: packed to that stride in place (as
+  // run_rows does; cnd <= snd, so no entry is overwritten before it is read).
+  if (static_cast<size_t>(cnd) < snd)
+    for (size_t a = 1; a < nargs; ++a)
+      for (int d = 0; d < cnd; ++d)
+        cstrides[a * static_cast<size_t>(cnd) + static_cast<size_t>(d)] = cstrides[a * snd + static_cast<size_t>(d)];
   Scratch<char*, 32> args(nargs, nullptr);
   for (size_t a = 0; a < nin; ++a) args[a] = arg_ptr(inputs[a]);
   for (size_t o = 0; o < outputs.size(); ++o) args[nin + o] = arg_ptr(outputs[o]);
@@ -220,7 +222,7 @@ void eval_Fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   // Bigger programs do more work per element: split them sooner.
   int64_t grain = std::max<int64_t>(kGrain / std::max<int64_t>(1, static_cast<int64_t>(k.program.instrs.size()) / 4), 1024);
   parallel_for(total, grain, [&](int64_t b, int64_t e) {
-    k.cpu(b, e, cnd, cshape.data(), args.data(), flat.data(), contiguous ? 1 : 0);
+    k.cpu(b, e, cnd, cshape.data(), args.data(), cstrides.data(), contiguous ? 1 : 0);
   });
 }
 

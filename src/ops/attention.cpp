@@ -6,6 +6,7 @@
 #include <string>
 
 #include "smelt/attention.h"
+#include "smelt/compile.h"
 #include "smelt/device.h"
 #include "smelt/errors.h"
 #include "smelt/ops.h"
@@ -70,6 +71,27 @@ std::string qkv_text(const Array& q, const Array& k, const Array& v) {
   return "q " + describe(q) + ", k " + describe(k) + ", v " + describe(v);
 }
 
+/// True when `mask` is a boolean mask known while a function is traced (a constant, not a traced
+/// value) that says exactly what the lower-right causal mask says for S queries and T >= S keys:
+/// key j attends to query i when j <= i + T - S, the same for every batch and head. Exporters
+/// write causal attention that way (GPT-2's slice of its lower-triangular `bias` buffer); as the
+/// causal flag the kernels skip the masked half of the keys instead of reading the mask for every
+/// score, with the same bits (masked keys add exactly nothing either way). Read once per trace.
+bool constant_causal_mask(const Array& q, const Array& mask, int64_t s, int64_t t) {
+  constexpr int64_t kMaxRead = int64_t{1} << 24;  // a larger mask is read for every score instead
+  if (!mask.valid() || mask.dtype() != bool_ || !detail::is_tracer(q) || detail::is_tracer(mask)) return false;
+  const int nd = mask.ndim();
+  if (nd < 2 || nd > 4 || t < s || mask.shape()[nd - 2] != s || mask.shape()[nd - 1] != t || s * t > kMaxRead)
+    return false;
+  for (int d = 0; d < nd - 2; ++d)
+    if (mask.shape()[d] != 1) return false;
+  const std::vector<uint8_t> m = astype(mask, uint8).to_vector<uint8_t>();
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t j = 0; j < t; ++j)
+      if ((m[static_cast<size_t>(i * t + j)] != 0) != (j <= i + t - s)) return false;
+  return true;
+}
+
 }  // namespace
 
 Array scaled_dot_product_attention(const Array& q, const Array& k, const Array& v, const AttentionOptions& options) {
@@ -104,7 +126,9 @@ Array scaled_dot_product_attention(const Array& q, const Array& k, const Array& 
   AttentionParams p{options.scale, options.softcap, options.causal, AttentionMaskKind::None};
   std::vector<Array> inputs{q, k, v};
   const Shape scores{b, hq, s, t};
-  if (options.mask.valid()) {
+  const bool causal_mask = options.causal == CausalMask::None && constant_causal_mask(q, options.mask, s, t);
+  if (causal_mask) p.causal = CausalMask::LowerRight;
+  if (options.mask.valid() && !causal_mask) {
     const Array& m = options.mask;
     if (m.dtype() != bool_ && !is_floating(m.dtype()))
       throw DtypeError(std::string(kOp) + ": the mask must be bool (true = attend) or floating point (added to the "

@@ -274,6 +274,34 @@ TEST(Attention, CompiledEqualsUncompiledBitForBit) {
   EXPECT_TRUE(test::bit_equal(cf(q, k, v, m), f(q, k, v, m)));  // a replay from the cache
 }
 
+TEST(Attention, ConstantCausalBoolMaskBecomesTheCausalFlagWhenTraced) {
+  // A boolean mask known at trace time that equals the lower-right causal mask (as GPT-2's
+  // exports slice their tril buffer) is traced as the causal flag, with the same bits as the
+  // eager mask; any other constant mask stays a mask.
+  for (auto [s, t] : {std::pair<int64_t, int64_t>{5, 5}, {3, 7}, {1, 6}}) {
+    Array q = random_array({2, 4, s, 8}, float32, -1, 1, 1), k = random_array({2, 2, t, 8}, float32, -1, 1, 2);
+    Array v = random_array({2, 2, t, 8}, float32, -1, 1, 3);
+    std::vector<uint8_t> bits(static_cast<size_t>(s * t));
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t j = 0; j < t; ++j) bits[static_cast<size_t>(i * t + j)] = j <= i + t - s;
+    Array causal = astype(Array(bits, {1, 1, s, t}), bool_);
+    std::vector<uint8_t> flipped = bits;
+    flipped[static_cast<size_t>(s * t - 1)] ^= 1;  // the last query may no longer see the last key
+    Array other = astype(Array(flipped, {s, t}), bool_);
+    for (const bool is_causal : {true, false}) {
+      const Array mask = is_causal ? causal : other;
+      auto f = [mask](const Array& q, const Array& k, const Array& v) {
+        return scaled_dot_product_attention(q, k, v, {.mask = mask});
+      };
+      std::string tapes;
+      auto cf = compile(f, {.dump = [&](const std::string& pass, const std::string& text) { tapes += pass + "\n" + text; }});
+      EXPECT_TRUE(test::bit_equal(cf(q, k, v), f(q, k, v))) << s << "x" << t;
+      EXPECT_EQ(tapes.find("causal=lower_right, mask=none") != std::string::npos, is_causal) << tapes;
+      EXPECT_EQ(tapes.find("mask=boolean") != std::string::npos, !is_causal) << tapes;
+    }
+  }
+}
+
 TEST(Attention, ShapeRuleAndShapelessReplay) {
   Array q = random_array({1, 4, 3, 8}, float32, -1, 1, 1), k = random_array({1, 2, 5, 8}, float32, -1, 1, 2);
   Array v = random_array({1, 2, 5, 6}, float32, -1, 1, 3);

@@ -34,7 +34,12 @@ struct AttnArgs {
   i64 ost[3];
   double scale, softcap;
 };
-__device__ inline float attn_score(const AttnArgs& a, float dot, float scale, i64 b, i64 h, i64 row, i64 key) {
+// `mrow`: the mask's element offset of (b, h, row), key 0 (attn_mask_row), so that a score's
+// mask read is one multiply-add from it.
+__device__ inline i64 attn_mask_row(const AttnArgs& a, i64 b, i64 h, i64 row) {
+  return b * a.mst[0] + h * a.mst[1] + row * a.mst[2];
+}
+__device__ inline float attn_score(const AttnArgs& a, float dot, float scale, i64 mrow, i64 row, i64 key) {
   const float neg_inf = -f_inf();
   float x = dot * scale;
 #if SOFTCAP
@@ -42,9 +47,9 @@ __device__ inline float attn_score(const AttnArgs& a, float dot, float scale, i6
 #endif
   const bool valid = key < a.t && row < a.s;
 #if MASK == 1
-  if (valid) x += ((const float*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]];
+  if (valid) x += ((const float*)a.mask)[mrow + key * a.mst[3]];
 #elif MASK == 2
-  if (valid && !((const u8*)a.mask)[b * a.mst[0] + h * a.mst[1] + row * a.mst[2] + key * a.mst[3]]) x = neg_inf;
+  if (valid && !((const u8*)a.mask)[mrow + key * a.mst[3]]) x = neg_inf;
 #endif
 #if CAUSAL
   if (key > row + a.causal_offset) x = neg_inf;
@@ -149,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
     float p[ROWS];
     for (int r = 0; r < ROWS; ++r) {
       const i64 row = m0 + warp * ROWS + r;
-      const float x = attn_score(a, sc[r], scale, b, h, row, key);
+      const float x = attn_score(a, sc[r], scale, attn_mask_row(a, b, h, row), row, key);
       const float m_new = fmaxf(m_i[r], warp_max(x));
       const float shift = m_new == neg_inf ? 0.f : m_new;  // a row masked so far keeps zeros
       p[r] = expf(x - shift);
@@ -190,7 +195,9 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
 //    ISA: thread (g = lane / 4, c = lane % 4) holds rows g and g + 8, keys 2c, 2c + 1 of each
 //    8-key tile); a tile with every key valid for every row of the block (inside the arrays, no
 //    mask, no softcap, wholly below the causal diagonal) takes dot * scale alone, the others go
-//    through attn_score (scale, softcap, mask, causal mask). Scores are then held in base 2
+//    through attn_score (scale, softcap, mask, causal mask), with the same roundings (so the
+//    causal flag and a boolean mask that says the same give the same bits, and a tile skipped
+//    as wholly masked adds exactly nothing). Scores are then held in base 2
 //    (times log2 e) so that each weight is one exp2; the row maximum and sum over the 4 threads of
 //    a row by shuffles; the running output rescaled in registers;
 //  - P is rounded to the input dtype and used as the A operand of O += P v straight from the
@@ -295,12 +302,13 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
   }
   const float neg_inf = -f_inf();
   const float log2e = 1.4426950408889634f;
-  const float scale = (float)a.scale, scale2 = scale * log2e;
+  const float scale = (float)a.scale;
   float o[D / 8][4];
   #pragma unroll
   for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m_r[2] = {neg_inf, neg_inf}, l_r[2] = {0.f, 0.f};
   const i64 row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
+  const i64 mrow[2] = {attn_mask_row(a, b, h, row0), attn_mask_row(a, b, h, row0 + 8)};
   // ldmatrix: lane supplies row (lane & 7) of matrix (lane >> 3).
   const int lr = lane & 7, lm = lane >> 3;
   int it = 0;
@@ -335,7 +343,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
       for (int j = 0; j < BN / 8; ++j) {
         #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float x = sc[j][e] * scale2;
+          const float x = sc[j][e] * scale * log2e;  // attn_score's rounding: (dot * scale) * log2e
           sc[j][e] = x;
           mx[e >> 1] = fmaxf(mx[e >> 1], x);
         }
@@ -346,7 +354,7 @@ extern "C" __global__ void __launch_bounds__(128) k(AttnArgs a) {
         #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const i64 row = row0 + 8 * (e >> 1), key = n0 + j * 8 + 2 * c4 + (e & 1);
-          const float x = attn_score(a, sc[j][e], scale, b, h, row, key) * log2e;
+          const float x = attn_score(a, sc[j][e], scale, mrow[e >> 1], row, key) * log2e;
           sc[j][e] = x;
           mx[e >> 1] = fmaxf(mx[e >> 1], x);
         }

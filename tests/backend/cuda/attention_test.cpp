@@ -136,5 +136,29 @@ TEST(CudaAttention, CompiledEqualsEagerBitForBit) {
   EXPECT_TRUE(bit_equal(compile(f)(q, k), f(q, k)));
 }
 
+TEST(CudaAttention, CausalFlagAndAnEqualBoolMaskGiveTheSameBits) {
+  // compile turns a constant boolean mask equal to the causal mask into the causal flag
+  // (tests/ops/attention_test.cpp): on the GPU too the two are bit for bit the same (masked keys
+  // add exactly nothing; tiles past the diagonal are skipped), in every flash kernel, over several
+  // key and query tiles and ragged edges.
+  SMELT_REQUIRE_GPU();
+  for (Dtype dt : {bfloat16, float16, float32})
+    for (auto [s, t] : {std::pair<int64_t, int64_t>{150, 150}, {70, 200}, {1, 77}}) {
+      Array q = on_gpu(random_array({2, 4, s, 64}, dt, -1, 1, 41)), k = on_gpu(random_array({2, 2, t, 64}, dt, -1, 1, 42));
+      Array v = on_gpu(random_array({2, 2, t, 64}, dt, -1, 1, 43));
+      std::vector<uint8_t> bits(static_cast<size_t>(s * t));
+      for (int64_t i = 0; i < s; ++i)
+        for (int64_t j = 0; j < t; ++j) bits[static_cast<size_t>(i * t + j)] = j <= i + t - s;
+      Array mask = on_gpu(astype(Array(bits, {1, 1, s, t}), bool_));
+      Array flag = scaled_dot_product_attention(q, k, v, {.causal = CausalMask::LowerRight});
+      Array masked = scaled_dot_product_attention(q, k, v, {.mask = mask});
+      EXPECT_TRUE(bit_equal(flag, masked)) << dtype_name(dt) << " " << s << "x" << t;
+      auto f = [mask](const Array& q, const Array& k, const Array& v) {
+        return scaled_dot_product_attention(q, k, v, {.mask = mask});
+      };
+      EXPECT_TRUE(bit_equal(compile(f)(q, k, v), masked)) << dtype_name(dt) << " " << s << "x" << t;
+    }
+}
+
 }  // namespace
 }  // namespace smelt

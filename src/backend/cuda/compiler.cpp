@@ -14,6 +14,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -375,6 +377,21 @@ size_t set_kernel_cache_capacity(size_t modules) {
   return old;
 }
 
+/// With SMELT_CUDA_DUMP_DIR set (created when missing), every kernel built in the process is
+/// written there as <hash>.cu (its key on the first line) and the shared preamble as preamble.cu,
+/// for reading and profiling generated code; failures to write are ignored.
+static void dump_kernel_source(const std::string& name, const std::string& hash, const std::string& body) {
+  static const char* dir = std::getenv("SMELT_CUDA_DUMP_DIR");
+  if (!dir || !*dir) return;
+  static std::once_flag preamble_once;
+  std::call_once(preamble_once, [] {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::ofstream(std::string(dir) + "/preamble.cu") << device_preamble();
+  });
+  std::ofstream(std::string(dir) + "/" + hash + ".cu") << "// " << name << "\n" << body;
+}
+
 Kernel build_kernel(int device, const std::string& name, const std::string& body, const std::string& what) {
   DeviceState& s = device_state(device);
   const DriverApi& d = *driver();
@@ -383,6 +400,7 @@ Kernel build_kernel(int device, const std::string& name, const std::string& body
   const std::string source = std::string(device_preamble()) + body;
   const codegen::CacheEntry entry = cubin_cache_entry(device, s.cc_major * 10 + s.cc_minor, source, nvrtc_version());
   const std::string& hex = entry.hash;
+  dump_kernel_source(name, hex, body);
   CUmodule module = nullptr;
   bool on_disk = false;
   if (auto image = codegen::read_cache_entry(entry)) {  // verified: header, key and checksum

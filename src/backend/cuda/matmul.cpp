@@ -3,6 +3,7 @@
 // bool is an or of ands, float64 accumulates in float64).
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
 #include "src/backend/cuda/matmul_plan.h"
+#include "src/core/node.h"
 #include "src/core/stream_state.h"
 
 namespace smelt::cuda {
@@ -85,7 +87,8 @@ cudaDataType_t lt_type(Dtype dt) {
 /// Row-major C = A B through cuBLASLt with no copy of a broadcast or transposed operand: swapped
 /// matrix axes become transpose flags, broadcast batch axes stride 0 (matmul_plan.h), and batch
 /// axes that one stride cannot describe become a loop of calls over views.
-void lt_matmul(const Array& a0, const Array& b0, Array& out, int64_t m, int64_t n, int64_t k) {
+void lt_matmul(const Array& a0, const Array& b0, Array& out, uint64_t c_ptr, int64_t ldc, int64_t m, int64_t n,
+               int64_t k) {
   const CublasLtApi& lt = cublaslt();
   DeviceState& s = state_of(out);
   const LtCall h = lt_handle(out.device());
@@ -97,7 +100,7 @@ void lt_matmul(const Array& a0, const Array& b0, Array& out, int64_t m, int64_t 
   SMELT_ASSERT(ga.ok && gb.ok, "matmul: an operand copy is still not readable by cuBLASLt");
   const Shape bshape(out.shape().begin(), out.shape().end() - 2);
   Strides sc(bshape.size());
-  for (int64_t d = static_cast<int64_t>(bshape.size()) - 1, step = m * n; d >= 0; --d) {
+  for (int64_t d = static_cast<int64_t>(bshape.size()) - 1, step = m * ldc; d >= 0; --d) {
     sc[d] = step;
     step *= bshape[d];
   }
@@ -138,7 +141,7 @@ void lt_matmul(const Array& a0, const Array& b0, Array& out, int64_t m, int64_t 
   };
   if (gb.trans) layout(&la, k, n, gb.ld); else layout(&la, n, k, gb.ld);
   if (ga.trans) layout(&lb, m, k, ga.ld); else layout(&lb, k, m, ga.ld);
-  layout(&lc, n, m, n);
+  layout(&lc, n, m, ldc);
   if (plan.count > 1) {
     SMELT_ASSERT(plan.count <= INT32_MAX, "matmul: a strided batch longer than cuBLASLt's batch count");
     const int32_t count = static_cast<int32_t>(plan.count);
@@ -158,7 +161,7 @@ void lt_matmul(const Array& a0, const Array& b0, Array& out, int64_t m, int64_t 
   for (const auto& off : plan.offsets) {
     a_addrs.push_back(dptr(a) + static_cast<uint64_t>(off[0]) * es);
     b_addrs.push_back(dptr(b) + static_cast<uint64_t>(off[1]) * es);
-    c_addrs.push_back(dptr(out) + static_cast<uint64_t>(off[2]) * es);
+    c_addrs.push_back(c_ptr + static_cast<uint64_t>(off[2]) * es);
   }
   if (plan.count > 1) {
     a_addrs.push_back(static_cast<uint64_t>(plan.stride[0]) * es);
@@ -195,6 +198,75 @@ void lt_matmul(const Array& a0, const Array& b0, Array& out, int64_t m, int64_t 
                  "cublasLtMatmul", what);
   }
   // A copy made by readable() is released here; the stream orders the reuse of its memory.
+}
+
+/// Mirrors the device struct PitchArgs.
+struct PitchArgs {
+  uint64_t src, dst;
+  int64_t rows, cols, src_ld, dst_ld, end;
+};
+
+/// Copies `rows` rows of `cols` elements between row pitches (elements), zeroing the rest of each
+/// destination row up to `dst_ld` when `zero_tail`: one block a row, its threads across the row,
+/// so both sides are read and written in order.
+void pitch_copy(DeviceState& s, uint64_t src, int64_t src_ld, uint64_t dst, int64_t dst_ld, int64_t rows, int64_t cols,
+                bool zero_tail, Dtype dt) {
+  if (rows <= 0 || cols <= 0) return;
+  PitchArgs args{src, dst, rows, cols, src_ld, dst_ld, zero_tail ? dst_ld : cols};
+  const std::string t = bits_type(dt);
+  const Kernel fn = get_kernel(s.index, "pitch_copy|" + t, [&] {
+    return "struct PitchArgs { u64 src, dst; i64 rows, cols, src_ld, dst_ld, end; };\n"
+           "extern \"C\" __global__ void k(PitchArgs a) {\n"
+           "  const i64 r = bid();\n  if (r >= a.rows) return;\n"
+           "  const " + t + "* s = (const " + t + "*)a.src + r * a.src_ld;\n"
+           "  " + t + "* d = (" + t + "*)a.dst + r * a.dst_ld;\n"
+           "  for (i64 c = threadIdx.x; c < a.end; c += blockDim.x) d[c] = c < a.cols ? s[c] : (" + t + ")0;\n}\n";
+  }, "matmul");
+  launch(s, fn, static_cast<uint64_t>(rows), 256, &args, "matmul");
+}
+
+/// Whether large products with unaligned rows are padded (SMELT_CUDA_GEMM_PAD=0 turns it off, to
+/// measure against; read once).
+bool gemm_padding() {
+  static const bool on = [] {
+    const char* v = std::getenv("SMELT_CUDA_GEMM_PAD");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
+/// cuBLASLt's fast kernels need the rows of every matrix 16-byte aligned and their lengths a
+/// multiple of the vector they load: with N = 50257 (GPT-2's logits, [4096x768] @ [768x50257] in
+/// bfloat16) it ran CUTLASS's align-1 kernel, 3.6 ms on the H200, even with every row padded
+/// (the length alone forbids the vector kernels). A large product pays for copies instead: b's one
+/// matrix (read in place, not transposed) into rows of N rounded up to 16 bytes, the padding
+/// zeroed, the product into rows as wide, and their first N columns copied into the output (the
+/// pitch copies move every element once each way). False when the product is small or aligned
+/// already, or b is not of that form: lt_matmul then runs as it is.
+bool padded_lt_matmul(const Array& a, const Array& b, Array& out, int64_t m, int64_t n, int64_t k) {
+  const int64_t es = out.itemsize();
+  const int64_t rows = out.size() / n;  // m over the whole batch
+  if (!gemm_padding() || (n * es) % 16 == 0 || rows < 256 || n < 256 || k < 64) return false;
+  const auto& nb = b.node();
+  const int nd = out.ndim();  // the operands have the output's rank (eval_matmul)
+  if (nb.strides[nd - 1] != 1 || nb.strides[nd - 2] != n) return false;  // b's rows as they are (ld n)
+  for (int d = 0; d < nd - 2; ++d)
+    if (nb.strides[d] != 0 && b.shape()[d] != 1) return false;  // one matrix of b for the whole batch
+  DeviceState& s = state_of(out);
+  const int64_t step = 16 / es, npad = (n + step - 1) / step * step;
+  BufferPtr bbuf = allocator(out.device()).allocate(static_cast<size_t>(k * npad * es));
+  pitch_copy(s, dptr(b), n, reinterpret_cast<uint64_t>(bbuf->ptr), npad, k, n, true, out.dtype());
+  Shape bshape = b.shape();
+  bshape[nd - 1] = npad;
+  Strides bst(nd, 0);
+  bst[nd - 2] = npad;
+  bst[nd - 1] = 1;
+  const Array bp = detail::make_leaf(bshape, b.dtype(), b.device(), bbuf, bst);
+  BufferPtr cbuf = allocator(out.device()).allocate(static_cast<size_t>(rows * npad * es));
+  const uint64_t c = reinterpret_cast<uint64_t>(cbuf->ptr);
+  lt_matmul(a, bp, out, c, npad, m, npad, k);
+  pitch_copy(s, c, npad, dptr(out), n, rows, n, false, out.dtype());
+  return true;  // the scratch buffers are released in stream order
 }
 
 /// Mirrors the device struct MmArgs.
@@ -266,7 +338,9 @@ void eval_matmul(const std::vector<Array>& inputs, Array& out) {
   switch (out.dtype()) {
     case Dtype::Float32:
     case Dtype::Float16:
-    case Dtype::BFloat16: lt_matmul(a, b, out, m, n, k); return;
+    case Dtype::BFloat16:
+      if (!padded_lt_matmul(a, b, out, m, n, k)) lt_matmul(a, b, out, dptr(out), n, m, n, k);
+      return;
     case Dtype::Bool:
     case Dtype::Int8:
     case Dtype::Int16:

@@ -127,6 +127,25 @@ TEST(CudaMatmul, MisalignedViewsAreReadInPlace) {
   }
 }
 
+// Rows that are not a multiple of 16 bytes long (an odd vocabulary: GPT-2's 50257 logits) in a
+// large product: b's matrix and the product go through padded copies (matmul.cpp), b shared by a
+// batch; transposed and small products keep the direct call. All match the CPU.
+TEST(CudaMatmul, UnalignedRowsOfLargeProducts) {
+  SMELT_REQUIRE_GPU();
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const double tol = dt == float32 ? 1e-5 : (dt == float16 ? 2e-3 : 1e-2);
+    Array a = random_array({2, 150, 96}, dt, -1, 1, 140), b = random_array({96, 301}, dt, -1, 1, 141);
+    Array got = matmul(on_gpu(a), on_gpu(b));
+    EXPECT_EQ(got.shape(), (Shape{2, 150, 301}));
+    EXPECT_LT(rel_error(got, matmul(a, b)), tol);
+    Array bt = random_array({301, 96}, dt, -1, 1, 142);  // read transposed: b's rows are aligned
+    EXPECT_LT(rel_error(matmul(on_gpu(a), transpose(on_gpu(bt))), matmul(a, transpose(bt))), tol);
+    Array small = random_array({5, 96}, dt, -1, 1, 143);  // too small to pay for copies
+    EXPECT_LT(rel_error(matmul(on_gpu(small), on_gpu(b)), matmul(small, b)), tol);
+  }
+}
+
 // An operand cuBLASLt cannot read (both matrix strides past 1) is copied, but only its distinct
 // matrices: a broadcast batch axis stays broadcast in the copy.
 TEST(CudaMatmul, UnreadableOperandCopiesOnlyItsDistinctMatrices) {

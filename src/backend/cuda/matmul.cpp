@@ -86,7 +86,8 @@ cudaDataType_t lt_type(Dtype dt) {
 
 /// Row-major C = A B through cuBLASLt with no copy of a broadcast or transposed operand: swapped
 /// matrix axes become transpose flags, broadcast batch axes stride 0 (matmul_plan.h), and batch
-/// axes that one stride cannot describe become a loop of calls over views.
+/// axes that one stride cannot describe become a loop of calls over views. The product goes to
+/// `c_ptr` in rows of `ldc` elements (the output's own buffer and n, or a padded scratch).
 void lt_matmul(const Array& a0, const Array& b0, Array& out, uint64_t c_ptr, int64_t ldc, int64_t m, int64_t n,
                int64_t k) {
   const CublasLtApi& lt = cublaslt();

@@ -544,6 +544,9 @@ std::vector<RowWork> reduction_works() {
   Array xh = gpu_normal(big, float16, 27);
   Array colf = gpu_normal({16384, 1}, float32, 28), rowf = gpu_normal({4096}, float32, 29);
   Array colb = gpu_normal({16384, 1}, bfloat16, 30);
+  const double ns = 4096.0 * 768;
+  Array xs = gpu_normal({4096, 768}, bfloat16, 34), rs = gpu_normal({4096, 768}, bfloat16, 35);
+  Array bs = gpu_normal({768}, bfloat16, 36), ws = gpu_normal({768}, bfloat16, 37), cs = gpu_normal({768}, bfloat16, 38);
   std::vector<RowWork> works = {
       {"W4_rmsnorm_16384x4096_bf16", [](const V& in) { return V{rms_norm(in[0], in[1], 1e-6)}; }, {xb, wb}, 2.0 * 2 * nb},
       {"W5_softmax_4096x32768_f32",
@@ -555,6 +558,13 @@ std::vector<RowWork> reduction_works() {
        {x5}, 2.0 * 4 * 4096 * 32768},
       {"W6_layernorm_residual_16384x4096_bf16",
        [](const V& in) { return V{layer_norm(add(in[0], in[1]), in[2], in[3], 1e-5)}; }, {xb, rb, wb, bb}, 3.0 * 2 * nb},
+      // The row programs of the model benchmarks (onnx_models_gpu.py): BERT-base's bias +
+      // residual + LayerNorm and GPT-2 small's LayerNorm at 8 x 512 tokens of 768.
+      {"bert_bias_residual_layernorm_4096x768_bf16",
+       [](const V& in) { return V{layer_norm(add(add(in[0], in[1]), in[2]), in[3], in[4], 1e-12)}; },
+       {xs, bs, rs, ws, cs}, 3.0 * 2 * ns},
+      {"gpt2_layernorm_4096x768_bf16", [](const V& in) { return V{layer_norm(in[0], in[1], in[2], 1e-5)}; },
+       {xs, ws, cs}, 2.0 * 2 * ns},
       {"sum_axis1_16384x4096_f32", [](const V& in) { return V{sum(in[0], {1})}; }, {xf}, 4.0 * nb},
       {"sum_axis0_16384x4096_f32", [](const V& in) { return V{sum(in[0], {0}, true)}; }, {xf}, 4.0 * nb, true},
       {"sum_axis1_16384x4096_bf16", [](const V& in) { return V{sum(in[0], {1})}; }, {xb}, 2.0 * nb},

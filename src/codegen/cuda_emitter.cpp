@@ -465,13 +465,13 @@ std::string emit_cuda_row_kernel(const FusedProgram& p) {
 
 namespace {
 
-/// `regs` without kept values when the row alone takes more than kGpuRowRegisterWords words a
+/// `regs` without kept values when the row alone takes more than kGpuRowKeepWords words a
 /// thread: kept values need registers beside it. (W5's 64 words with exp(x - max) kept: ptxas
 /// held them in 128 registers and spilled, and the kernel took 441 us on the H200 against 336
 /// us recomputing exp. Keeping exp(x - max) in x's own registers, which no later pass reads,
 /// took 443 us.)
 GpuRowRegisters kept_within(GpuRowRegisters regs, int vectors) {
-  if (vectors * regs.words > kGpuRowRegisterWords) std::fill(regs.keep.begin(), regs.keep.end(), 0);
+  if (vectors * regs.words > kGpuRowKeepWords) std::fill(regs.keep.begin(), regs.keep.end(), 0);
   return regs;
 }
 

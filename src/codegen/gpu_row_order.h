@@ -57,7 +57,7 @@ inline constexpr int64_t kGpuWarpRowCacheMaxBytes = 64 * 1024;
 /// x + r for the variance and the epilogue, softmax's exp(x - max) for the division), kept only
 /// when the values live at each pass boundary take no more words than the inputs do (else none
 /// is kept). The register kernels keep none when the row alone takes more than
-/// kGpuRowRegisterWords words a thread (W5's 64: ptxas spilled at 128 registers).
+/// kGpuRowKeepWords words a thread (W5's 64: ptxas spilled at 128 registers).
 struct GpuRowRegisters {
   int vec = 0;
   int words = 0;
@@ -71,10 +71,17 @@ struct RowPlan;
 /// false)), before the register check.
 std::vector<char> gpu_row_kept_values(const FusedProgram& p, const RowPlan& plan);
 
-/// At most this many 32-bit words of row data a thread of a block of 256 holds in registers (the
-/// rest of a 64-register budget goes to addresses, accumulators and the epilogue's values, so
-/// that several blocks fit an SM).
-inline constexpr int kGpuRowRegisterWords = 32;
+/// At most this many 32-bit words of row data a thread of a block of 256 (a block row or 8 warp
+/// rows) holds in registers; the rest of the thread's registers go to addresses, accumulators
+/// and the epilogue's values. 48, measured on the H200 against 32: BERT-base's bias + residual +
+/// LayerNorm in bfloat16 (4096 warp rows of 768, 3 inputs of 6 vectors: 36 words) took 38 us in
+/// the row-cache kernel and 13.8 us in registers (14.2 us with a limit of 40); W4 and W6 (16
+/// words) did not move, and 64 with power-of-two vector counts made GPT-2's LayerNorm slower
+/// (8.0 -> 9.1 us).
+inline constexpr int kGpuRowRegisterWords = 48;
+/// Values are kept across passes (GpuRowRegisters::keep) only when the row takes at most this
+/// many words a thread: kept values need registers beside it.
+inline constexpr int kGpuRowKeepWords = 32;
 /// The same for the 512 threads of a long row (one block an SM: 128 registers a thread), so
 /// that a float32 row of 32768 (W5's softmax) stays in registers.
 inline constexpr int kGpuWideRowRegisterWords = 64;
@@ -107,8 +114,8 @@ inline uint64_t gpu_row_persistent_grid(uint64_t needed, uint64_t resident) {
   return (needed + per - 1) / per;
 }
 
-/// Vectors per thread of the register kernel for rows of n elements in `order` (a power of two,
-/// its "regs<P>" layout), or 0 when the rows are split or their vectors do not fit in
+/// Vectors per thread of the register kernel for rows of n elements in `order` (as many as the
+/// row needs, its "regs<P>" layout), or 0 when the rows are split or their vectors do not fit in
 /// kGpuRowRegisterWords (kGpuWideRowRegisterWords for 512 threads).
 int gpu_row_register_vectors(const GpuRowRegisters& regs, const GpuRowOrder& order, int64_t n);
 

@@ -189,9 +189,10 @@ TEST(CudaReduceSource, FusedRowKernelsUseNoLocalMemory) {
 
 // Which row programs hold their rows in registers, and with how many vectors a thread: the
 // normalizations of W4/W6 ([16384, 4096] bfloat16, float32 statistics: 4 vectors of 4) and the
-// 768-wide rows of GPT-2 (warp rows: 6 vectors, rounded up to 8) and W5's 32768-wide float32
-// softmax rows (512 threads a row, 16 vectors of 4 words: 64 words) do; longer rows, split rows
-// and a sum of squares (no input read twice) do not.
+// 768-wide rows of GPT-2 and BERT (warp rows: 6 vectors, as many as the row needs; BERT's bias +
+// residual + LayerNorm reads 3 bfloat16 inputs, 36 words) and W5's 32768-wide float32 softmax
+// rows (512 threads a row, 16 vectors of 4 words: 64 words) do; longer rows, split rows and a sum
+// of squares (no input read twice) do not.
 TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
 #if SMELT_HAS_CUDA
   auto program = [](auto fn, Dtype dt) {
@@ -245,7 +246,16 @@ TEST(CudaReduceSource, RegisterRowsArePlannedFromTheProgramAndTheSizes) {
   };
   EXPECT_EQ(vectors(r, 16384, 4096), 4);
   EXPECT_EQ(vectors(l, 16384, 4096), 4);
-  EXPECT_EQ(vectors(l, 4096, 768), 8);
+  EXPECT_EQ(vectors(l, 4096, 768), 6);
+  const auto bias_ln = program([](const std::vector<Array>& in) {
+    return std::vector<Array>{layer_norm(add(add(in[0], in[1]), in[2]), in[1], in[1], 1e-12)};
+  }, bfloat16);
+  const codegen::GpuRowRegisters b = codegen::gpu_row_registers(bias_ln);
+  EXPECT_EQ(b.words, 6);
+  EXPECT_EQ(vectors(b, 4096, 768), 6);
+  EXPECT_EQ(vectors(b, 4096, 1024), 8);
+  EXPECT_EQ(vectors(b, 4096, 1100), 0);  // 9 vectors: 54 words
+  EXPECT_EQ(kept(bias_ln, b), std::vector<std::string>{"cast to float32"}) << "as W6: float32(x + b + r)";
   EXPECT_EQ(vectors(s, 4096, 32768), 16);
   EXPECT_EQ(codegen::gpu_row_register_block(codegen::gpu_row_order(4096, 32768)), 512);
   EXPECT_EQ(codegen::gpu_row_register_block(codegen::gpu_row_order(16384, 4096)), 256);
@@ -305,15 +315,18 @@ TEST(CudaReduceSource, RegisterRowKernelsCompileWithoutLocalMemory) {
           bool exact;
         };
         std::vector<Layout> layouts;
-        for (int vectors = 1; vectors * regs.words <= codegen::kGpuRowRegisterWords; vectors *= 2)
-          if (dt != float16 || vectors == 1 || 2 * vectors * regs.words > codegen::kGpuRowRegisterWords)
-            layouts.push_back({vectors, 256, false});
+        // Vector counts of 256-thread rows: the powers of two and the most that fit (any count
+        // is planned: gpu_row_register_vectors).
+        const int most = codegen::kGpuRowRegisterWords / regs.words;
+        for (int vectors = 1; vectors <= most; vectors = vectors * 2 > most && vectors < most ? most : vectors * 2)
+          if (dt != float16 || vectors == 1 || vectors == most) layouts.push_back({vectors, 256, false});
         int wide = 1;
         while (2 * wide * regs.words <= codegen::kGpuWideRowRegisterWords) wide *= 2;
         if (wide > 8 && dt != float16) layouts.push_back({8, 512, false});
         layouts.push_back({wide, 512, false});
         layouts.push_back({wide, 512, true});
         layouts.push_back({1, 32, true});
+        if (dt == bfloat16) layouts.push_back({6, 32, true});  // GPT-2 and BERT's rows of 768
         for (const Layout& l : layouts)
           for (bool pipelined : {false, true}) {
             const std::string what =

@@ -13,9 +13,11 @@
 namespace smelt {
 namespace {
 
-// Each test starts from an empty cache and leaves no limit and the default cache cap behind.
+// Each test starts from an empty cache and leaves no limit and the default cache cap behind. It
+// runs on the CPU's allocator: with a GPU present the default device would be the GPU.
 class AllocatorTest : public ::testing::Test {
  protected:
+  DefaultDeviceScope on_cpu{Device::cpu()};
   size_t cache_cap = 0;
   void SetUp() override {
     set_memory_limit(0);

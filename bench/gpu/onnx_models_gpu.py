@@ -9,9 +9,10 @@ scripts/gpu.sh runs it with SMELT_GPU_MODELS=1 and writes $OUT/gpu_models.txt an
 Workloads (issue 16 item 4; the modules and exports of bench/models/export_models.py, base sizes):
 GPT-2 small prefill at batch 8 x 512 tokens and one decode step (batch 8, one new token, a KV cache
 of 511), BERT-base at 32 x 128, ViT-B/16 at batch 32, ResNet-50 at batch 32, the Whisper-base
-encoder at batch 8 x 3000 frames (30 s). Each in float32 and bfloat16: smelt runs the ONNX file
-exported in that dtype (bfloat16 only for the models without convolutions: ONNX's Conv has no
-bfloat16 before opset 22, and the TorchScript exporter stops at opset 20); PyTorch runs the same
+encoder at batch 8 x 3000 frames (30 s). Each in float32 and in half precision (--dtypes half:
+bfloat16 for the models without convolutions, float16 for those with them: ONNX's Conv has no
+bfloat16 before opset 22, and the TorchScript exporter stops at opset 20): smelt runs the ONNX file
+exported in that dtype; PyTorch runs the same
 module (the one exported) cast to that dtype, eagerly and through torch.compile (default mode).
 float32 means float32 arithmetic for everyone: smelt never uses TF32, so PyTorch's TF32 is off
 too (torch.backends.cuda.matmul.allow_tf32, off by default, and torch.backends.cudnn.allow_tf32,
@@ -192,7 +193,8 @@ def main():
     p.add_argument("--out", required=True, help="folder for gpu_models.txt and gpu_models.json")
     p.add_argument("--device", default=None, help="cuda (default) or cpu")
     p.add_argument("--reps", type=int, default=None, help="timed calls per system (default 10; at least 10)")
-    p.add_argument("--dtypes", default="float32,bfloat16")
+    p.add_argument("--dtypes", default="float32,half",
+                   help="float32, bfloat16, float16, or half: bfloat16 where the model has no convolution, else float16")
     p.add_argument("--models", default=",".join(w[0] for w in WORKLOADS))
     p.add_argument("--budget-s", type=float, default=None,
                    help="seconds for the whole run (default 280; with --dry-run 3600: a CPU compiles slowly)")
@@ -239,7 +241,8 @@ def main():
     def export(model, dtype):
         key = (model, dtype)
         if key not in exports:
-            entry = export_models.export(model, size, work, getattr(torch, dtype), check=(dtype == "float32" and have_ort))
+            entry = export_models.export(model, size, work, getattr(torch, dtype), check=(dtype == "float32" and have_ort),
+                                         device=device if dtype == "float16" else "cpu")
             exports[key] = os.path.join(work, entry["file"])
         return exports[key]
 
@@ -273,8 +276,10 @@ def main():
     def shape_of(model, batch, sizes):
         return {"batch": batch, **sizes}
 
-    for dtype in dtypes:
+    for requested in dtypes:
         for model, batch, sizes in workloads:
+            # half: bfloat16, or float16 for the models with convolutions (the same dtype for every system)
+            dtype = ("float16" if model in HAS_CONV else "bfloat16") if requested == "half" else requested
             row = {"model": model, "size": size, "dtype": dtype, "shape": shape_of(model, batch, sizes)}
             label = f"{model} {dtype}"
             onnx_ok = not (dtype == "bfloat16" and model in HAS_CONV)

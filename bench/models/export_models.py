@@ -587,14 +587,15 @@ def check_export(path, module, model, size, seed=1):
     return worst
 
 
-def export(model, size, out_dir=OUT, dtype=torch.float32, check=True, quiet=False):
-    """Exports one model and size to out_dir/MODEL_SIZE[_bf16].onnx and returns its manifest entry."""
+def export(model, size, out_dir=OUT, dtype=torch.float32, check=True, quiet=False, device="cpu"):
+    """Exports one model and size to out_dir/MODEL_SIZE[_bf16|_float16].onnx and returns its manifest entry.
+    `device`: where the exporter traces the module (float16 convolutions want the GPU on older torches)."""
     os.makedirs(out_dir, exist_ok=True)
     tag = "" if dtype == torch.float32 else "_" + str(dtype).replace("torch.", "").replace("bfloat16", "bf16")
     path = os.path.join(out_dir, f"{model}_{size}{tag}.onnx")
     t0 = time.perf_counter()
-    module = build_module(model, size, dtype)
-    example = to_torch(make_inputs(model, size, **export_sizes(model)), dtype)
+    module = build_module(model, size, dtype, device)
+    example = to_torch(make_inputs(model, size, **export_sizes(model)), dtype, device)
     names = [s[0] for s in input_specs(model, size)]
     with torch.no_grad(), warnings.catch_warnings():
         # The TorchScript exporter is deprecated from torch 2.9 on; it is the one that needs no onnxscript.
@@ -607,7 +608,7 @@ def export(model, size, out_dir=OUT, dtype=torch.float32, check=True, quiet=Fals
         torch.onnx.export(module, example, path, **kwargs)
     export_s = time.perf_counter() - t0
     # bfloat16 files are not checked here: ONNX Runtime's CPU provider has no bfloat16 MatMul/Conv.
-    err = check_export(path, module, model, size) if check and dtype == torch.float32 else None
+    err = check_export(path, module.cpu(), model, size) if check and dtype == torch.float32 else None
     entry = {"model": model, "size": size, "dtype": str(dtype).replace("torch.", ""), "file": os.path.basename(path),
              "config": CONFIGS[arch_of(model)][size], "bytes": os.path.getsize(path),
              "params": sum(p.numel() for p in module.parameters()),
@@ -638,7 +639,7 @@ def main():
     p.add_argument("--out", default=OUT, help="output folder (default bench/models/out)")
     p.add_argument("--only", default=",".join(MODELS), help="comma-separated model names")
     p.add_argument("--sizes", default="small,base", help="comma-separated: small, base")
-    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
     p.add_argument("--no-check", action="store_true", help="skip the ONNX Runtime check")
     p.add_argument("--force", action="store_true", help="export again when the file exists")
     p.add_argument("--list", action="store_true", help="print the configurations and exit")

@@ -103,6 +103,17 @@ Array int64_vector(const std::vector<int64_t>& v, Shape shape) {
 
 UniqueResult unique(const Array& a, std::optional<int> axis, bool sorted) {
   check_valid(a, "unique");
+  if (a.device().type != Device::Type::Cpu) {
+    // The result's shape depends on the values: a GPU array is read back once, unique runs on the
+    // host, and the four results go back to the array's device.
+    UniqueResult r;
+    {
+      DefaultDeviceScope host(Device::cpu());
+      r = unique(to_device(a, Device::cpu()), axis, sorted);
+    }
+    return {to_device(r.values, a.device()), to_device(r.indices, a.device()), to_device(r.inverse, a.device()),
+            to_device(r.counts, a.device())};
+  }
   std::optional<int> ax;
   if (axis) ax = normalize_axis(*axis, a.ndim(), "unique", a.shape());
   // The result's shape depends on the values: compute on the host from a contiguous copy.

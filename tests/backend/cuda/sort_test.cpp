@@ -2,6 +2,7 @@
 // (stable order, lower index first), NaN payloads and signed zeros in input order, short rows
 // (block bitonic sort) and long ones (radix sort, row passes), non-contiguous and empty inputs.
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "tests/backend/cuda/cuda_test_utils.h"
@@ -182,6 +183,24 @@ TEST(CudaSort, BroadcastInputsAreAllTies) {
   check_all(x, g, 1);
   Array col = tied_array({5000, 1}, uint16, 401);  // long broadcast rows: radix
   check_all(broadcast_to(col, {5000, 2}), broadcast_to(on_gpu(col), {5000, 2}), 0);
+}
+
+// unique on a GPU array (ONNX Unique on cuda): computed on the host from one read-back, its four
+// results on the array's device and equal to the CPU's, with and without an axis, sorted or not.
+TEST(CudaSort, UniqueOfAGpuArrayMatchesTheCpu) {
+  SMELT_REQUIRE_GPU();
+  Array x = tied_array({6, 4}, float32, 402);
+  Array g = on_gpu(x);
+  for (std::optional<int> axis : {std::optional<int>{}, std::optional<int>{0}, std::optional<int>{-1}})
+    for (bool sorted : {true, false}) {
+      SCOPED_TRACE(std::string(axis ? "axis " + std::to_string(*axis) : "no axis") + (sorted ? " sorted" : ""));
+      const UniqueResult gr = unique(g, axis, sorted), cr = unique(x, axis, sorted);
+      for (const Array* a : {&gr.values, &gr.indices, &gr.inverse, &gr.counts}) EXPECT_EQ(a->device(), g.device());
+      EXPECT_TRUE(exact(gr.values, cr.values));
+      EXPECT_TRUE(exact(gr.indices, cr.indices));
+      EXPECT_TRUE(exact(gr.inverse, cr.inverse));
+      EXPECT_TRUE(exact(gr.counts, cr.counts));
+    }
 }
 
 TEST(CudaSort, EmptyArraysAndZeroK) {

@@ -964,7 +964,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     auto words = [&](Dtype d) { return w * static_cast<int>(size_of(d)) / 4; };
     // 'r' inputs: the vector at base % inner (inner is a multiple of w: whole and aligned);
     // 'q' inputs: one value for the thread's w elements, at base / inner (they share a row).
-    auto scalar = [&](size_t i) { return layout[i] == 's' || layout[i] == 'q'; };
+    auto scalar = [&](size_t i) { return layout[i] == 's' || layout[i] == 'q' || layout[i] == 'm'; };
     auto at = [&](size_t i, const std::string& e) {
       const std::string inner = "a.st[" + std::to_string(i) + "][0]";
       if (layout[i] == 'r') return "(" + e + ") % " + inner;
@@ -974,7 +974,10 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     for (size_t i = 0; i < nin; ++i) {
       if (scalar(i)) {
         os << "  const " << cuda_type_name(p.input_dtypes[i]) << " s" << i << " = x" << i << "["
-           << (layout[i] == 'q' ? "base / a.st[" + std::to_string(i) + "][0]" : std::string("0")) << "];\n";
+           << (layout[i] == 'q'   ? "base / a.st[" + std::to_string(i) + "][0]"
+               : layout[i] == 'm' ? "(base / a.st[" + std::to_string(i) + "][0]) % a.st[" + std::to_string(i) + "][1]"
+                                  : std::string("0"))
+           << "];\n";
         continue;
       }
       os << "  u32 w" << i << "[" << words(p.input_dtypes[i]) << "] = {};\n";
@@ -1023,7 +1026,12 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
           "    if (i < a.n) {\n";
     for (size_t i = 0; i < nin; ++i) {
       const std::string inner = "a.st[" + std::to_string(i) + "][0]";
-      const std::string idx = layout[i] == 'c' ? "i" : layout[i] == 'r' ? "i % " + inner : layout[i] == 'q' ? "i / " + inner : "0";
+      const std::string count = "a.st[" + std::to_string(i) + "][1]";
+      const std::string idx = layout[i] == 'c'   ? "i"
+                              : layout[i] == 'r' ? "i % " + inner
+                              : layout[i] == 'q' ? "i / " + inner
+                              : layout[i] == 'm' ? "(i / " + inner + ") % " + count
+                                                 : "0";
       os << "      l" << i << "[j] = x" << i << "[" << idx << "];\n";
     }
     os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
@@ -1043,7 +1051,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
   return os.str();
 }
 
-char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& st, int64_t& inner) {
+char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& st, int64_t& inner, int64_t* count) {
   const int nd = static_cast<int>(shape.size());
   // 'r': from the last axis, strides are row-major over the suffix, then 0 on every axis before.
   int64_t expected = 1;
@@ -1066,12 +1074,18 @@ char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64
   expected = 1;
   for (; d >= 0; --d) {
     if (shape[d] == 1) continue;
-    if (st[d] != expected) return 0;
+    if (st[d] != expected) break;
     expected *= shape[d];
   }
   if (repeat <= 1 || expected <= 1) return 0;
   inner = repeat;
-  return 'q';
+  if (d < 0) return 'q';
+  // 'm': the row-major block is in the middle, 0 strides (broadcast) on every axis before it.
+  for (; d >= 0; --d)
+    if (shape[d] != 1 && st[d] != 0) return 0;
+  if (count == nullptr) return 0;
+  *count = expected;
+  return 'm';
 }
 
 std::string register_row_layout(bool pipelined, int vectors, int threads, bool exact) {

@@ -36,9 +36,12 @@ std::string emit_cuda_kernel(const FusedProgram& program, const std::string& lay
 /// `st` (0 along broadcast axes; the input is neither the output's shape nor one value): 'r'
 /// when it is a contiguous suffix of the axes repeated along the leading ones (element
 /// i % inner: a bias over rows), 'q' when it is a contiguous prefix repeated along the trailing
-/// ones (element i / inner: a per-row value over columns), else 0 (the strided layout).
-/// `inner` gets the product of the suffix's axes ('r') or of the broadcast trailing axes ('q').
-char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& st, int64_t& inner);
+/// ones (element i / inner: a per-row value over columns), 'm' when that block is in the middle,
+/// broadcast along the leading axes too (element (i / inner) % count: a per-channel scale over
+/// [N, C, H, W]; only with `count`, which gets the block's size), else 0 (the strided layout).
+/// `inner` gets the product of the suffix's axes ('r') or of the broadcast trailing axes ('q', 'm').
+char cuda_flat_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& st, int64_t& inner,
+                      int64_t* count = nullptr);
 
 /// CUDA C++ of the kernel `k(RowArgs)` for a row program (program.reduced_axes > 0): a warp or a
 /// block per row (codegen/gpu_row_order.h, the eager Reduce's order), one pass over the row per

@@ -114,13 +114,15 @@ std::string row_kernel_layout(int vectors, bool clean, const codegen::GpuRowOrde
 }
 
 /// An element-wise input's flat layout letter over the output's `shape` ('c' the output's shape
-/// and row-major, 's' one value, 'r'/'q' a contiguous suffix/prefix broadcast along the other
-/// axes, codegen::cuda_flat_layout, with its repeat in `inner`), or 0: the strided layout.
-/// `st` holds the input's strides broadcast to the output's axes.
-char flat_layout_letter(const Shape& shape, const Shape& in, const Strides& st, bool row_major, int64_t& inner) {
+/// and row-major, 's' one value, 'r'/'q'/'m' a contiguous suffix/prefix/middle block broadcast
+/// along the other axes, codegen::cuda_flat_layout, with its repeat in `inner` and a middle
+/// block's size in `count`), or 0: the strided layout. `st` holds the input's strides broadcast
+/// to the output's axes.
+char flat_layout_letter(const Shape& shape, const Shape& in, const Strides& st, bool row_major, int64_t& inner,
+                        int64_t& count) {
   if (in == shape && row_major) return 'c';
   if (shape_size(in) == 1) return 's';
-  return codegen::cuda_flat_layout(shape, st, inner);
+  return codegen::cuda_flat_layout(shape, st, inner, &count);
 }
 
 /// Whether a thread's vector lies in one repeat of every 'r' and 'q' input (inner a multiple of
@@ -128,7 +130,7 @@ char flat_layout_letter(const Shape& shape, const Shape& in, const Strides& st, 
 bool repeats_hold_vectors(const codegen::FusedProgram& program, const std::string& layout, const std::vector<int64_t>& inner) {
   const int width = codegen::cuda_vector_width(program, layout);
   for (size_t i = 0; i < layout.size(); ++i)
-    if ((layout[i] == 'r' || layout[i] == 'q') && inner[i] % width != 0) return false;
+    if ((layout[i] == 'r' || layout[i] == 'q' || layout[i] == 'm') && inner[i] % width != 0) return false;
   return true;
 }
 
@@ -237,23 +239,28 @@ bool run_elementwise_program(const std::shared_ptr<const codegen::FusedKernel>& 
   const size_t nin = inputs.size();
   FusedArgs args;
   // Layout: flat when every input is the output's shape and contiguous, a single value, or a
-  // contiguous suffix or prefix of the output's axes broadcast along the others ('r', 'q':
-  // codegen::cuda_flat_layout); else strided.
+  // contiguous suffix, prefix or middle block of the output's axes broadcast along the others
+  // ('r', 'q', 'm': codegen::cuda_flat_layout; 'm' is a per-channel value over [N, C, H, W],
+  // which the strided layout indexed with a 64-bit division per axis and element: ResNet-50's
+  // batch-norm and ReLU kernels ran at 0.1 of the copy rate); else strided.
   std::string layout;
   bool flat = true;
   std::vector<Strides> strides(nin, Strides(nd, 0));
-  std::vector<int64_t> inner(nin, 0);
+  std::vector<int64_t> inner(nin, 0), count(nin, 0);
   for (size_t i = 0; i < nin; ++i) {  // every input's strides: the strided path needs them all
     const auto& n = inputs[i].node();
     const int off = nd - static_cast<int>(n.shape.size());
     for (int d = 0; d < static_cast<int>(n.shape.size()); ++d) strides[i][off + d] = n.shape[d] == 1 ? 0 : n.strides[d];
-    if (char l = flat_layout_letter(shape, n.shape, strides[i], is_row_contiguous(n.shape, n.strides), inner[i])) layout += l;
+    if (char l = flat_layout_letter(shape, n.shape, strides[i], is_row_contiguous(n.shape, n.strides), inner[i], count[i]))
+      layout += l;
     else flat = false;
   }
   if (!flat && flat_only) return false;
   if (!flat) layout = "strided";
-  for (size_t i = 0; i < nin && flat; ++i)
-    if (layout[i] == 'r' || layout[i] == 'q') args.st[i][0] = inner[i];
+  for (size_t i = 0; i < nin && flat; ++i) {
+    if (layout[i] == 'r' || layout[i] == 'q' || layout[i] == 'm') args.st[i][0] = inner[i];
+    if (layout[i] == 'm') args.st[i][1] = count[i];
+  }
   // Outputs reuse an unreferenced input of the same shape and itemsize (same index read, then
   // written, by one thread), else fresh memory.
   std::vector<char> donated(nin, 0);
@@ -331,7 +338,7 @@ void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, c
     // The layout run_elementwise_program finds for inputs in fresh (row-major, aligned) buffers.
     const int nd = static_cast<int>(full.size());
     bool flat = true;
-    std::vector<int64_t> inner(input_shapes.size(), 0);
+    std::vector<int64_t> inner(input_shapes.size(), 0), count(input_shapes.size(), 0);
     for (size_t i = 0; i < input_shapes.size(); ++i) {
       const Shape& in = input_shapes[i];
       Strides st(nd, 0);
@@ -340,7 +347,7 @@ void prebuild_fused(const std::shared_ptr<const codegen::FusedKernel>& kernel, c
         st[nd - static_cast<int>(in.size()) + d] = in[d] == 1 ? 0 : stride;
         stride *= in[d];
       }
-      if (char l = flat_layout_letter(full, in, st, true, inner[i])) layout += l;
+      if (char l = flat_layout_letter(full, in, st, true, inner[i], count[i])) layout += l;
       else flat = false;
     }
     vectorized = flat && repeats_hold_vectors(k.program, layout, inner);

@@ -187,5 +187,36 @@ TEST(CudaFused, RowAndColumnBroadcastsReadTheFlatLayout) {
   EXPECT_TRUE(built('q', -1)) << "no kernel reading a column broadcast";
 }
 
+// A per-channel scale and shift over [N, C, H, W] (a batch norm folded to an affine, then ReLU,
+// as ResNet's) reads its channel values in the flat 'm' layout: as vectors when H * W holds whole
+// vectors, element by element when not, bit-equal to the CPU.
+TEST(CudaFused, PerChannelOperandsReadTheMiddleLayout) {
+  SMELT_REQUIRE_GPU();
+  std::vector<std::string> layouts;
+  telemetry::Subscription sub("compile.kernel.build", [&](const telemetry::Event& e) {
+    if (e.field("program").rfind("fused|", 0) == 0) layouts.push_back(e.field("program"));
+  });
+  auto affine_relu = [](const Array& x, const Array& s, const Array& b) { return relu(add(multiply(x, s), b)); };
+  auto f = compile(affine_relu, strict(), "cuda_channel_affine");
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    for (int64_t hw : {7, 16}) {  // 49 and 256 elements a channel
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(hw));
+      Array x = on_gpu(special_array({3, 5, hw, hw}, dt, -4, 4, 241));
+      Array s = on_gpu(special_array({5, 1, 1}, dt, -2, 2, 242)), b = on_gpu(special_array({5, 1, 1}, dt, -1, 1, 243));
+      EXPECT_TRUE(same_as_cpu(f(x, s, b), on_cpu(affine_relu(x, s, b))));
+    }
+  }
+  bool middle = false, middle_vectors = false;
+  for (const auto& name : layouts) {
+    const size_t a = name.find('|', 6);
+    if (a == std::string::npos || name.find('m', a) == std::string::npos || name.find("strided", a) != std::string::npos)
+      continue;
+    middle = true;
+    middle_vectors = middle_vectors || name.compare(name.size() - 2, 2, "|v") == 0;
+  }
+  EXPECT_TRUE(middle) << "no kernel read the per-channel operands in the 'm' layout";
+  EXPECT_TRUE(middle_vectors) << "no vectorized 'm' kernel";
+}
+
 }  // namespace
 }  // namespace smelt

@@ -49,7 +49,7 @@ TEST(CudaKernelSource, FusedKernelsCompileInEveryLayout) {
 #if SMELT_HAS_CUDA
   for (Dtype narrow : {bfloat16, float16, uint8, bool_, float64, float32}) {
     const codegen::FusedProgram p = mixed_program(narrow);
-    for (const std::string layout : {"cc", "cs", "sc", "cr", "rc", "cq", "qr", "strided"}) {
+    for (const std::string layout : {"cc", "cs", "sc", "cr", "rc", "cq", "qr", "cm", "mr", "strided"}) {
       for (bool vectorized : {false, true}) {
         SCOPED_TRACE(std::string(dtype_name(narrow)) + " " + layout + (vectorized ? " vectorized" : ""));
         expect_compiles(codegen::emit_cuda_kernel(p, layout, vectorized));
@@ -111,7 +111,22 @@ TEST(CudaKernelSource, FlatLayoutsOfRowAndColumnBroadcasts) {
   // [2, 3, 1, 1] over [2, 3, 5, 7]; axes of one element anywhere do not matter.
   EXPECT_EQ(codegen::cuda_flat_layout({2, 3, 1, 5, 7}, {3, 1, 0, 0, 0}, inner), 'q');
   EXPECT_EQ(inner, 35);
-  // Neither: a middle axis broadcast, a transpose, a column of a wider buffer.
+  // A per-channel value [64, 1, 1] over [32, 64, 112, 112]: the middle block, broadcast on both
+  // sides ('m', element (i / inner) % count), only when the caller takes the count.
+  int64_t count = 0;
+  EXPECT_EQ(codegen::cuda_flat_layout({32, 64, 112, 112}, {0, 1, 0, 0}, inner, &count), 'm');
+  EXPECT_EQ(inner, 112 * 112);
+  EXPECT_EQ(count, 64);
+  EXPECT_EQ(codegen::cuda_flat_layout({32, 64, 112, 112}, {0, 1, 0, 0}, inner), 0);
+  // A two-axis middle block [3, 4] over [2, 3, 4, 5], and unit axes around it.
+  EXPECT_EQ(codegen::cuda_flat_layout({2, 1, 3, 4, 1, 5}, {0, 0, 4, 1, 0, 0}, inner, &count), 'm');
+  EXPECT_EQ(inner, 5);
+  EXPECT_EQ(count, 12);
+  // Neither: a middle axis broadcast, a transpose, a column of a wider buffer, a middle block
+  // with a gap, and a middle block whose leading axes are not broadcast.
+  EXPECT_EQ(codegen::cuda_flat_layout({4, 5, 6}, {6, 0, 1}, inner, &count), 0);
+  EXPECT_EQ(codegen::cuda_flat_layout({2, 3, 4, 5}, {0, 8, 1, 0}, inner, &count), 0);
+  EXPECT_EQ(codegen::cuda_flat_layout({2, 3, 4, 5}, {1, 2, 0, 0}, inner, &count), 0);
   EXPECT_EQ(codegen::cuda_flat_layout({4, 5, 6}, {6, 0, 1}, inner), 0);
   EXPECT_EQ(codegen::cuda_flat_layout({4, 5}, {1, 4}, inner), 0);
   EXPECT_EQ(codegen::cuda_flat_layout({4, 5}, {2, 0}, inner), 0);

@@ -53,7 +53,9 @@ struct CliResult {
 
 /// Runs `smelt ARGS...` with one thread; stdout and stderr go through files in `dir`.
 inline CliResult run_cli(const std::vector<std::string>& args, const std::filesystem::path& dir) {
-  std::string cmd = "SMELT_NUM_THREADS=1 " + quote(cli_path());
+  // The CPU unless a test passes --device: with a GPU present the default would be the GPU, and
+  // the tests' tiers, transfers and timings are the CPU's.
+  std::string cmd = "SMELT_NUM_THREADS=1 SMELT_DEFAULT_DEVICE=cpu " + quote(cli_path());
   for (const auto& a : args) cmd += " " + quote(a);
   cmd += " >" + quote((dir / "stdout").string()) + " 2>" + quote((dir / "stderr").string());
   int raw = std::system(cmd.c_str());

@@ -85,7 +85,9 @@ bool constant_causal_mask(const Array& q, const Array& mask, int64_t s, int64_t 
     return false;
   for (int d = 0; d < nd - 2; ++d)
     if (mask.shape()[d] != 1) return false;
-  const std::vector<uint8_t> m = astype(mask, uint8).to_vector<uint8_t>();
+  // Read on the host: a GPU mask is copied as it is (no cast kernel to build while tracing).
+  const Array host = mask.device().type == Device::Type::Cpu ? mask : to_device(mask, Device::cpu());
+  const std::vector<uint8_t> m = astype(host, uint8).to_vector<uint8_t>();
   for (int64_t i = 0; i < s; ++i)
     for (int64_t j = 0; j < t; ++j)
       if ((m[static_cast<size_t>(i * t + j)] != 0) != (j <= i + t - s)) return false;

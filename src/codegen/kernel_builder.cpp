@@ -600,6 +600,11 @@ std::shared_ptr<KernelBatch> build_cpu_kernels_in_background(std::vector<FusedPr
 
 void wait_for_background_builds() { background_builder().wait_idle(); }
 
+size_t background_compilers_running() {
+  std::lock_guard lock(g_children_mutex);
+  return g_children.size();
+}
+
 BackgroundBuildsPaused::BackgroundBuildsPaused() {
   BackgroundBuilder& b = background_builder();
   std::lock_guard lock(b.mutex);

@@ -73,6 +73,9 @@ std::shared_ptr<KernelBatch> build_cpu_kernels_in_background(std::vector<FusedPr
 /// Blocks until the background builder has no kernel queued or building (not while paused).
 void wait_for_background_builds();
 
+/// Compiler processes the background builder is running now (each takes a core).
+size_t background_compilers_running();
+
 /// While alive, the background builder starts no kernel (those running finish): tests use it to
 /// make "the first call ran on the interpreter tier" independent of how fast a build is.
 struct BackgroundBuildsPaused {

@@ -1,8 +1,10 @@
 // Tiered execution: the interpreter tier while kernels build, and the switch to the fused tier.
 #include "src/compile/tiered.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "smelt/errors.h"
@@ -20,6 +22,13 @@ const char* tier_name(Tier tier) {
     case Tier::Fused: return "fused";
   }
   return "?";
+}
+
+int threads_beside_compilers() {
+  const size_t busy = codegen::background_compilers_running();
+  if (busy == 0) return 0;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores - static_cast<int>(busy));
 }
 
 bool tiered_enabled(bool option) {

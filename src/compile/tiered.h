@@ -40,6 +40,14 @@ struct Program {
   Tier tier = Tier::Fused;
 };
 
+/// For ThreadCapScope around a call on the interpreter tier: while the background builder's
+/// compiler processes run, the cores they do not take (at least one), else 0 (no limit), asked
+/// again by every kernel of the call, since compilers start and end during it. A call that keeps
+/// its usual team beside a compiler on a small machine waits at every barrier for the team's
+/// descheduled thread: MobileNetV3-small's cold first call at 2 threads on 2 cores took 25-185
+/// ms, at 1 thread 16-25 ms. Results do not depend on the thread count.
+int threads_beside_compilers();
+
 /// An entry's optimized program over time. Thread-safe: calls acquire concurrently; the switch
 /// publishes the fused program with one atomic store, so a call sees either program whole.
 class TieredProgram {

@@ -246,6 +246,7 @@ ThreadPool& pool() {
 }
 
 thread_local bool in_parallel_region = false;
+thread_local int (*thread_cap)() = nullptr;  // ThreadCapScope's limit on this thread (null: none)
 
 // Marks the thread as running a chunk, and unmarks it even when the chunk throws (a flag left
 // set would make every later parallel_for on this thread run inline, silently serial).
@@ -262,7 +263,15 @@ class RegionGuard {
 
 }  // namespace
 
-int num_threads() { return pool().size(); }
+int num_threads() {
+  const int n = pool().size();
+  if (thread_cap == nullptr) return n;
+  const int cap = thread_cap();
+  return cap > 0 ? std::min(n, cap) : n;
+}
+
+ThreadCapScope::ThreadCapScope(int (*cap)()) : saved_(thread_cap) { thread_cap = cap; }
+ThreadCapScope::~ThreadCapScope() { thread_cap = saved_; }
 
 bool in_parallel_for() { return in_parallel_region; }
 
@@ -275,7 +284,7 @@ void set_num_threads(int n) {
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int threads = pool().size();
+  int threads = num_threads();
   grain = std::max<int64_t>(grain, 1);
   int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
   // Nested parallel_for (a kernel called from a kernel) runs inline.

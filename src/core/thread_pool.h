@@ -10,6 +10,21 @@ namespace smelt {
 int num_threads();
 /// Changes the thread count for later kernels (1 = run on the calling thread).
 void set_num_threads(int n);
+/// Limits the calling thread's kernels while it lives: each num_threads() (so each parallel_for
+/// and each oneDNN call) on this thread asks `cap` for the most threads it may use now (0: no
+/// limit), so the limit follows a changing load; other threads do not see it. Results do not
+/// depend on the thread count, so a capped call gives the same bits. Scopes nest (the innermost
+/// applies).
+class ThreadCapScope {
+ public:
+  explicit ThreadCapScope(int (*cap)());
+  ~ThreadCapScope();
+  ThreadCapScope(const ThreadCapScope&) = delete;
+  ThreadCapScope& operator=(const ThreadCapScope&) = delete;
+
+ private:
+  int (*saved_)();
+};
 /// True on a thread that runs a chunk of a parallel_for (a nested parallel_for runs inline there).
 bool in_parallel_for();
 

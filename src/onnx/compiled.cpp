@@ -17,6 +17,7 @@
 #include "src/compile/tape.h"
 #include "src/compile/tiered.h"
 #include "src/core/node.h"
+#include "src/core/thread_pool.h"
 #include "src/onnx/device_constants.h"
 #include "src/onnx/executor.h"
 #include "src/onnx/host_inputs.h"
@@ -943,6 +944,8 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
         try {
           const std::shared_ptr<const compiler::Program> program = e->program->acquire();
           tier = program->tier;
+          std::optional<ThreadCapScope> cap;  // the interpreter tier beside running compilers
+          if (tier == compiler::Tier::Interpreter) cap.emplace(&compiler::threads_beside_compilers);
           outs = compiler::replay_tape(program->tape, args);
           // Evaluate inside the segment, so that a kernel or allocation failure names its nodes.
           std::vector<Array> ready;

@@ -182,6 +182,39 @@ TEST_F(ThreadPoolTest, ConcurrentCallersAreSerializedCorrectly) {
   EXPECT_EQ(total.load(), 200);
 }
 
+// ThreadCapScope: the calling thread's kernels keep to what the cap says at each call (0: no
+// limit), other threads keep the pool's count, scopes nest, and the count comes back after.
+std::atomic<int> g_cap{0};
+int current_cap() { return g_cap.load(); }
+int cap_of_two() { return 2; }
+
+TEST_F(ThreadPoolTest, ThreadCapScopeLimitsTheCallingThreadAsTheCapChanges) {
+  set_num_threads(4);
+  {
+    ThreadCapScope scope(&current_cap);
+    g_cap = 1;
+    EXPECT_EQ(num_threads(), 1);
+    EXPECT_EQ(chunks_of(100, 1).size(), 1u);  // one chunk: the calling thread alone
+    int other = 0;
+    std::thread([&] { other = num_threads(); }).join();
+    EXPECT_EQ(other, 4);
+    g_cap = 3;  // asked again by each call
+    EXPECT_EQ(num_threads(), 3);
+    EXPECT_EQ(chunks_of(100, 1).size(), 3u);
+    g_cap = 0;  // no limit
+    EXPECT_EQ(num_threads(), 4);
+    g_cap = 9;  // never more than the pool
+    EXPECT_EQ(num_threads(), 4);
+    {
+      ThreadCapScope inner(&cap_of_two);
+      EXPECT_EQ(num_threads(), 2);
+    }
+    EXPECT_EQ(num_threads(), 4);
+  }
+  EXPECT_EQ(num_threads(), 4);
+  g_cap = 0;
+}
+
 TEST_F(ThreadPoolTest, SetNumThreads) {
   set_num_threads(3);
   EXPECT_EQ(num_threads(), 3);

@@ -913,6 +913,22 @@ std::string emit_cuda_row_pipelined_kernel(const FusedProgram& p, int vectors, i
   return os.str();
 }
 
+namespace {
+
+/// The element of flat-layout input `i` (letter `l`) that output element `e` reads: `e` itself
+/// ('c'), within the suffix repeat ('r'), the row of the prefix ('q'), the middle block's entry
+/// ('m'), or the one value ('s').
+std::string flat_element(char l, size_t i, const std::string& e) {
+  const std::string inner = "a.st[" + std::to_string(i) + "][0]", count = "a.st[" + std::to_string(i) + "][1]";
+  if (l == 'r') return "(" + e + ") % " + inner;
+  if (l == 'q') return "(" + e + ") / " + inner;
+  if (l == 'm') return "((" + e + ") / " + inner + ") % " + count;
+  if (l == 's') return "0";
+  return "(" + e + ")";
+}
+
+}  // namespace
+
 std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, bool vectorized) {
   if (p.is_row_program()) return emit_cuda_row_kernel(p);
   const bool flat = layout != "strided";
@@ -963,20 +979,13 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     const int w = vector_width;
     auto words = [&](Dtype d) { return w * static_cast<int>(size_of(d)) / 4; };
     // 'r' inputs: the vector at base % inner (inner is a multiple of w: whole and aligned);
-    // 'q' inputs: one value for the thread's w elements, at base / inner (they share a row).
+    // 'q' and 'm' inputs: one value for the thread's w elements (they share a row or a channel).
     auto scalar = [&](size_t i) { return layout[i] == 's' || layout[i] == 'q' || layout[i] == 'm'; };
-    auto at = [&](size_t i, const std::string& e) {
-      const std::string inner = "a.st[" + std::to_string(i) + "][0]";
-      if (layout[i] == 'r') return "(" + e + ") % " + inner;
-      return "(" + e + ")";
-    };
+    auto at = [&](size_t i, const std::string& e) { return flat_element(layout[i], i, e); };
     os << "  const i64 base = gid() * " << w << ";\n  if (base >= a.n) return;\n";
     for (size_t i = 0; i < nin; ++i) {
       if (scalar(i)) {
-        os << "  const " << cuda_type_name(p.input_dtypes[i]) << " s" << i << " = x" << i << "["
-           << (layout[i] == 'q'   ? "base / a.st[" + std::to_string(i) + "][0]"
-               : layout[i] == 'm' ? "(base / a.st[" + std::to_string(i) + "][0]) % a.st[" + std::to_string(i) + "][1]"
-                                  : std::string("0"))
+        os << "  const " << cuda_type_name(p.input_dtypes[i]) << " s" << i << " = x" << i << "[" << at(i, "base")
            << "];\n";
         continue;
       }
@@ -1024,16 +1033,7 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     for (size_t i = 0; i < nin; ++i) os << "  " << cuda_type_name(p.input_dtypes[i]) << " l" << i << "[4];\n";
     os << "  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
           "    if (i < a.n) {\n";
-    for (size_t i = 0; i < nin; ++i) {
-      const std::string inner = "a.st[" + std::to_string(i) + "][0]";
-      const std::string count = "a.st[" + std::to_string(i) + "][1]";
-      const std::string idx = layout[i] == 'c'   ? "i"
-                              : layout[i] == 'r' ? "i % " + inner
-                              : layout[i] == 'q' ? "i / " + inner
-                              : layout[i] == 'm' ? "(i / " + inner + ") % " + count
-                                                 : "0";
-      os << "      l" << i << "[j] = x" << i << "[" << idx << "];\n";
-    }
+    for (size_t i = 0; i < nin; ++i) os << "      l" << i << "[j] = x" << i << "[" << flat_element(layout[i], i, "i") << "];\n";
     os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
           "    if (i >= a.n) break;\n";
     for (size_t i = 0; i < nin; ++i) os << "    const " << cuda_type_name(p.input_dtypes[i]) << " in" << i << " = l" << i << "[j];\n";

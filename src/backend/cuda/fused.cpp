@@ -125,12 +125,15 @@ char flat_layout_letter(const Shape& shape, const Shape& in, const Strides& st, 
   return codegen::cuda_flat_layout(shape, st, inner, &count);
 }
 
-/// Whether a thread's vector lies in one repeat of every 'r' and 'q' input (inner a multiple of
-/// the program's vector width on `layout`).
+/// Whether a flat layout letter reads its input through a repeat (`inner` in args.st[i][0]).
+bool repeats(char letter) { return letter == 'r' || letter == 'q' || letter == 'm'; }
+
+/// Whether a thread's vector lies in one repeat of every 'r', 'q' and 'm' input (inner a multiple
+/// of the program's vector width on `layout`).
 bool repeats_hold_vectors(const codegen::FusedProgram& program, const std::string& layout, const std::vector<int64_t>& inner) {
   const int width = codegen::cuda_vector_width(program, layout);
   for (size_t i = 0; i < layout.size(); ++i)
-    if ((layout[i] == 'r' || layout[i] == 'q' || layout[i] == 'm') && inner[i] % width != 0) return false;
+    if (repeats(layout[i]) && inner[i] % width != 0) return false;
   return true;
 }
 
@@ -258,7 +261,7 @@ bool run_elementwise_program(const std::shared_ptr<const codegen::FusedKernel>& 
   if (!flat && flat_only) return false;
   if (!flat) layout = "strided";
   for (size_t i = 0; i < nin && flat; ++i) {
-    if (layout[i] == 'r' || layout[i] == 'q' || layout[i] == 'm') args.st[i][0] = inner[i];
+    if (repeats(layout[i])) args.st[i][0] = inner[i];
     if (layout[i] == 'm') args.st[i][1] = count[i];
   }
   // Outputs reuse an unreferenced input of the same shape and itemsize (same index read, then

@@ -40,13 +40,13 @@ std::string hex(uint64_t v, int digits) {
   return buf;
 }
 
-std::string literal(const Instr& in) {
+std::string literal(const Instr& in, bool fast = false) {
   uint64_t bits = 0;
   in.value.cast(in.dtype).store(&bits);
   switch (in.dtype) {
     case Dtype::Bool: return bits & 1 ? "true" : "false";
-    case Dtype::Float16: return "f16{(u16)" + hex(bits & 0xffff, 4) + "}";
-    case Dtype::BFloat16: return "bf16{(u16)" + hex(bits & 0xffff, 4) + "}";
+    case Dtype::Float16: return std::string(fast ? "f16q" : "f16") + "{(u16)" + hex(bits & 0xffff, 4) + "}";
+    case Dtype::BFloat16: return std::string(fast ? "bf16q" : "bf16") + "{(u16)" + hex(bits & 0xffff, 4) + "}";
     case Dtype::Float32: return "__uint_as_float(opaque32(" + hex(bits & 0xffffffffu, 8) + "u))";
     case Dtype::Float64: return "__longlong_as_double((long long)opaque64(" + hex(bits, 16) + "ull))";
     case Dtype::Int8:
@@ -71,13 +71,13 @@ std::string literal(const Instr& in) {
 // types).
 const char* cuda_word_helpers_source() {
   return "template <class T> __device__ inline u64 to_bits(T v) {\n"
-         "  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return v.b;\n"
+         "  if constexpr (tr<T>::is_half) return v.b;\n"
          "  else if constexpr (same_t<T, float>::v) return __float_as_uint(v);\n"
          "  else if constexpr (same_t<T, double>::v) return (u64)__double_as_longlong(v);\n"
          "  else if constexpr (same_t<T, bool>::v) return v ? 1u : 0u;\n"
          "  else return (u64)(typename tr<T>::unsig)v;\n}\n"
          "template <class T> __device__ inline T from_bits(u64 b) {\n"
-         "  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return T{(u16)b};\n"
+         "  if constexpr (tr<T>::is_half) return T{(u16)b};\n"
          "  else if constexpr (same_t<T, float>::v) return __uint_as_float((u32)b);\n"
          "  else if constexpr (same_t<T, double>::v) return __longlong_as_double((long long)b);\n"
          "  else if constexpr (same_t<T, bool>::v) return (b & 0xffu) != 0;\n"
@@ -92,7 +92,11 @@ const char* cuda_word_helpers_source() {
          "  if constexpr (sizeof(T) == 8) { w[2 * j] = (u32)b; w[2 * j + 1] = (u32)(b >> 32); }\n"
          "  else if constexpr (sizeof(T) == 4) w[j] = (u32)b;\n"
          "  else if constexpr (sizeof(T) == 2) w[j >> 1] |= (u32)b << ((j & 1) * 16);\n"
-         "  else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);\n}\n";
+         "  else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);\n}\n"
+         // Index arithmetic of non-negative values in 32 bits when both fit (a 64-bit division
+         // is a software loop of about 70 instructions, a 32-bit one about 20).
+         "__device__ inline i64 udiv(i64 e, i64 d) { return ((u64)e | (u64)d) >> 32 ? e / d : (i64)((u32)e / (u32)d); }\n"
+         "__device__ inline i64 umod(i64 e, i64 d) { return ((u64)e | (u64)d) >> 32 ? e % d : (i64)((u32)e % (u32)d); }\n";
 }
 
 int cuda_vector_width(const FusedProgram& p, const std::string& layout) {
@@ -106,21 +110,35 @@ int cuda_vector_width(const FusedProgram& p, const std::string& layout) {
 
 namespace {
 
-// One instruction's right-hand side (inputs, constants and reductions are emitted elsewhere).
-std::string cuda_expr(const FusedProgram& p, int i) {
+/// The device type of a value: with `fast`, the 16-bit floats are the preamble's f16q/bf16q
+/// (hardware conversions, NaN bits not the CPU's; see emit_cuda_kernel's NaN-optimistic pass).
+const char* cuda_value_type(Dtype d, bool fast) {
+  if (fast && d == Dtype::Float16) return "f16q";
+  if (fast && d == Dtype::BFloat16) return "bf16q";
+  return cuda_type_name(d);
+}
+
+// One instruction's right-hand side (inputs, constants and reductions are emitted elsewhere);
+// values are named <prefix><index>.
+std::string cuda_expr(const FusedProgram& p, int i, bool fast = false, const char* v = "v") {
   const Instr& in = p.instrs[i];
-  auto opt = [&](size_t k) { return cuda_type_name(p.instrs[in.operands[k]].dtype); };
+  auto opt = [&](size_t k) { return cuda_value_type(p.instrs[in.operands[k]].dtype, fast); };
   std::ostringstream b;
   switch (in.kind) {
     case InstrKind::Input:
     case InstrKind::Constant:
     case InstrKind::Reduce: break;
-    case InstrKind::Unary: b << "smelt::scalar::" << scalar_fn_name(in.unary) << "<" << opt(0) << ">(v" << in.operands[0] << ")"; break;
+    case InstrKind::Unary: b << "smelt::scalar::" << scalar_fn_name(in.unary) << "<" << opt(0) << ">(" << v << in.operands[0] << ")"; break;
     case InstrKind::Binary:
-      b << "smelt::scalar::" << scalar_fn_name(in.binary) << "<" << opt(0) << ">(v" << in.operands[0] << ", v" << in.operands[1] << ")";
+      b << "smelt::scalar::" << scalar_fn_name(in.binary) << "<" << opt(0) << ">(" << v << in.operands[0] << ", " << v
+        << in.operands[1] << ")";
       break;
-    case InstrKind::Select: b << "(v" << in.operands[0] << " ? v" << in.operands[1] << " : v" << in.operands[2] << ")"; break;
-    case InstrKind::Cast: b << "cvt<" << cuda_type_name(in.dtype) << ", " << opt(0) << ">(v" << in.operands[0] << ")"; break;
+    case InstrKind::Select:
+      b << "(" << v << in.operands[0] << " ? " << v << in.operands[1] << " : " << v << in.operands[2] << ")";
+      break;
+    case InstrKind::Cast:
+      b << "cvt<" << cuda_value_type(in.dtype, fast) << ", " << opt(0) << ">(" << v << in.operands[0] << ")";
+      break;
   }
   return b.str();
 }
@@ -920,20 +938,75 @@ namespace {
 /// ('m'), or the one value ('s').
 std::string flat_element(char l, size_t i, const std::string& e) {
   const std::string inner = "a.st[" + std::to_string(i) + "][0]", count = "a.st[" + std::to_string(i) + "][1]";
-  if (l == 'r') return "(" + e + ") % " + inner;
-  if (l == 'q') return "(" + e + ") / " + inner;
-  if (l == 'm') return "((" + e + ") / " + inner + ") % " + count;
+  if (l == 'r') return "umod(" + e + ", " + inner + ")";
+  if (l == 'q') return "udiv(" + e + ", " + inner + ")";
+  if (l == 'm') return "umod(udiv(" + e + ", " + inner + "), " + count + ")";
   if (l == 's') return "0";
   return "(" + e + ")";
 }
 
 }  // namespace
 
+namespace {
+
+/// Whether the NaN-optimistic pass applies: an element-wise program that touches a 16-bit float.
+/// Its values then pass through f16q/bf16q, whose conversions are one instruction each (the
+/// CPU's NaN rule costs a select and several integer operations at every conversion, which made
+/// half-precision chains such as GELU compute-bound at several times their memory time).
+bool nan_optimistic(const FusedProgram& p) {
+  auto half = [](Dtype d) { return d == Dtype::Float16 || d == Dtype::BFloat16; };
+  bool any = false;
+  for (const Instr& in : p.instrs) {
+    if (in.kind == InstrKind::Reduce) return false;
+    any = any || half(in.dtype);
+  }
+  for (Dtype d : p.input_dtypes) any = any || half(d);
+  return any;
+}
+
+/// A NaN test of value `v` of dtype `d` held as its fast type (false for integers and bool).
+std::string is_nan_expr(Dtype d, const std::string& v) {
+  switch (d) {
+    case Dtype::Float16: return "((" + v + ".b & 0x7fffu) > 0x7c00u)";
+    case Dtype::BFloat16: return "((" + v + ".b & 0x7fffu) > 0x7f80u)";
+    case Dtype::Float32:
+    case Dtype::Float64: return "(" + v + " != " + v + ")";
+    case Dtype::Bool:
+    case Dtype::Int8:
+    case Dtype::Int16:
+    case Dtype::Int32:
+    case Dtype::Int64:
+    case Dtype::UInt8:
+    case Dtype::UInt16:
+    case Dtype::UInt32:
+    case Dtype::UInt64: return "false";
+  }
+  return "false";
+}
+
+/// `v` (a value of dtype `d`) from the exact type to the fast one or back: the same bits.
+std::string retype(Dtype d, const std::string& v, bool to_fast) {
+  if (d != Dtype::Float16 && d != Dtype::BFloat16) return v;
+  return std::string(cuda_value_type(d, to_fast)) + "{(" + v + ").b}";
+}
+
+}  // namespace
+
+// The NaN-optimistic pass (programs that touch float16/bfloat16): each thread first computes its
+// elements with f16q/bf16q, whose conversions are the hardware's alone. They give the CPU's bits
+// for every value but a NaN (the CPU keeps a NaN's sign and payload by its own rule), and the
+// scalar functions are the same templates, so every value that is not NaN is the same. A NaN
+// changes an element's other values only through NaN-blind operations (comparisons, isnan,
+// select, casts to integers), which see any NaN alike. So when none of the thread's outputs is
+// NaN its results are the exact ones; when one is, the thread computes its elements again with
+// f16/bf16 (the exact pass, as before). The same bits either way, at one conversion instruction
+// where the exact conversion takes about eight.
 std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, bool vectorized) {
   if (p.is_row_program()) return emit_cuda_row_kernel(p);
   const bool flat = layout != "strided";
   const int vector_width = flat && vectorized ? cuda_vector_width(p, layout) : 1;
   const size_t nin = p.input_dtypes.size(), nout = p.outputs.size();
+  const bool optimistic = nan_optimistic(p);
   std::ostringstream os;
   // Elements of any dtype in and out of arrays of 32-bit words (the vectorized layout).
   os << cuda_word_helpers_source();
@@ -948,24 +1021,46 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
   for (size_t o = 0; o < nout; ++o)
     os << "  " << cuda_type_name(p.output_dtype(o)) << "* y" << o << " = (" << cuda_type_name(p.output_dtype(o)) << "*)a.p["
        << nin + o << "];\n";
-  // Constants once, before the loops.
+  // Constants once, before the loops (v<i> exact, q<i> for the optimistic pass).
   for (size_t i = 0; i < p.instrs.size(); ++i)
-    if (p.instrs[i].kind == InstrKind::Constant)
+    if (p.instrs[i].kind == InstrKind::Constant) {
       os << "  const " << cuda_type_name(p.instrs[i].dtype) << " v" << i << " = " << literal(p.instrs[i]) << ";\n";
-  // The program's lines for one element: inputs read as in<k>, outputs assigned through
-  // `store(o, value)`, which the layouts define (none without it).
-  auto body = [&](const std::string& indent, const std::function<std::string(size_t, const std::string&)>& store) {
+      if (optimistic)
+        os << "  const " << cuda_value_type(p.instrs[i].dtype, true) << " q" << i << " = " << literal(p.instrs[i], true)
+           << ";\n";
+    }
+  // The program's lines for one element: inputs read as in<k> (fast: fin<k>), outputs assigned
+  // through `store(o, value)`, which the layouts define (none without it).
+  auto body = [&](const std::string& indent, const std::function<std::string(size_t, const std::string&)>& store,
+                  bool fast = false) {
+    const char* v = fast ? "q" : "v";
     std::ostringstream b;
     for (size_t i = 0; i < p.instrs.size(); ++i) {
       const Instr& in = p.instrs[i];
       if (in.kind == InstrKind::Constant) continue;
       // Reductions only occur in row programs (emit_cuda_row_kernel); cuda_expr gives nothing for them.
-      b << indent << "const " << cuda_type_name(in.dtype) << " v" << i << " = "
-        << (in.kind == InstrKind::Input ? "in" + std::to_string(in.index) : cuda_expr(p, static_cast<int>(i))) << ";\n";
+      b << indent << "const " << cuda_value_type(in.dtype, fast) << " " << v << i << " = "
+        << (in.kind == InstrKind::Input ? std::string(fast ? "fin" : "in") + std::to_string(in.index)
+                                        : cuda_expr(p, static_cast<int>(i), fast, v))
+        << ";\n";
     }
     if (store)
-      for (size_t o = 0; o < nout; ++o) b << indent << store(o, "v" + std::to_string(p.outputs[o])) << ";\n";
+      for (size_t o = 0; o < nout; ++o) b << indent << store(o, v + std::to_string(p.outputs[o])) << ";\n";
     return b.str();
+  };
+  // Fast values in<k> -> fin<k>, and whether any output of the optimistic pass is NaN.
+  auto fast_inputs = [&](const std::string& indent) {
+    std::string t;
+    for (size_t i = 0; i < nin; ++i)
+      t += indent + "const " + cuda_value_type(p.input_dtypes[i], true) + " fin" + std::to_string(i) + " = " +
+           retype(p.input_dtypes[i], "in" + std::to_string(i), true) + ";\n";
+    return t;
+  };
+  auto any_nan = [&]() {
+    std::string t;
+    for (size_t o = 0; o < nout; ++o)
+      t += (o ? " || " : "") + is_nan_expr(p.output_dtype(o), "q" + std::to_string(p.outputs[o]));
+    return t;
   };
   auto store_direct = [](size_t o, const std::string& v) { return "y" + std::to_string(o) + "[i] = " + v; };
   if (flat && vector_width > 1) {
@@ -1006,17 +1101,38 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     for (size_t i = 0; i < nin; ++i)
       if (!scalar(i)) os << "      pack(w" << i << ", j, x" << i << "[" << at(i, "base + j") << "]);\n";
     os << "    }\n  }\n";
-    for (size_t o = 0; o < nout; ++o) os << paired_cast_decl(p, o, w, "  ");
-    os << "  #pragma unroll\n  for (int j = 0; j < " << w << "; ++j) {\n";
-    for (size_t i = 0; i < nin; ++i) {
-      const char* t = cuda_type_name(p.input_dtypes[i]);
-      if (scalar(i)) os << "    const " << t << " in" << i << " = s" << i << ";\n";
-      else os << "    const " << t << " in" << i << " = unpack<" << t << ">(w" << i << ", j);\n";
+    auto read_inputs = [&](const std::string& indent) {
+      std::string t;
+      for (size_t i = 0; i < nin; ++i) {
+        const char* ty = cuda_type_name(p.input_dtypes[i]);
+        t += indent + "const " + ty + " in" + std::to_string(i) + " = " +
+             (scalar(i) ? "s" + std::to_string(i) : "unpack<" + std::string(ty) + ">(w" + std::to_string(i) + ", j)") + ";\n";
+      }
+      return t;
+    };
+    // The exact pass over the thread's elements (`indent` deep).
+    auto exact_pass = [&](const std::string& I) {
+      std::string t;
+      for (size_t o = 0; o < nout; ++o) t += paired_cast_decl(p, o, w, I);
+      t += I + "#pragma unroll\n" + I + "for (int j = 0; j < " + std::to_string(w) + "; ++j) {\n";
+      t += read_inputs(I + "  ");
+      t += body(I + "  ", nullptr);
+      for (size_t o = 0; o < nout; ++o) t += paired_cast_pack(p, o, w, "r" + std::to_string(o), "j", I + "  ");
+      t += I + "}\n";
+      for (size_t o = 0; o < nout; ++o) t += paired_cast_finish(p, o, w, "r" + std::to_string(o), I);
+      return t;
+    };
+    if (optimistic) {
+      os << "  bool nan_out = false;\n  #pragma unroll\n  for (int j = 0; j < " << w << "; ++j) {\n"
+         << read_inputs("    ") << fast_inputs("    ") << body("    ", nullptr, true);
+      for (size_t o = 0; o < nout; ++o) os << "    pack(r" << o << ", j, q" << p.outputs[o] << ");\n";
+      os << "    nan_out = nan_out || " << any_nan() << ";\n  }\n  if (nan_out) {\n";
+      for (size_t o = 0; o < nout; ++o)
+        os << "    #pragma unroll\n    for (int q = 0; q < " << words(p.output_dtype(o)) << "; ++q) r" << o << "[q] = 0u;\n";
+      os << exact_pass("    ") << "  }\n";
+    } else {
+      os << exact_pass("  ");
     }
-    os << body("    ", nullptr);
-    for (size_t o = 0; o < nout; ++o) os << paired_cast_pack(p, o, w, "r" + std::to_string(o), "j", "    ");
-    os << "  }\n";
-    for (size_t o = 0; o < nout; ++o) os << paired_cast_finish(p, o, w, "r" + std::to_string(o), "  ");
     os << "  if (whole) {\n";
     for (size_t o = 0; o < nout; ++o)
       os << "    #pragma unroll\n    for (int q = 0; q < " << words(p.output_dtype(o)) / 4 << "; ++q)\n"
@@ -1026,7 +1142,17 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     for (size_t o = 0; o < nout; ++o)
       os << "      y" << o << "[base + j] = unpack<" << cuda_type_name(p.output_dtype(o)) << ">(r" << o << ", j);\n";
     os << "    }\n  }\n}\n";
-  } else if (flat) {
+    return os.str();
+  }
+  // One element: the optimistic pass stores its outputs unless one is NaN, then the exact pass.
+  auto element = [&](const std::string& I) {
+    if (!optimistic) return body(I, store_direct);
+    std::string t = fast_inputs(I) + body(I, nullptr, true) + I + "if (!(" + any_nan() + ")) {\n";
+    for (size_t o = 0; o < nout; ++o)
+      t += I + "  y" + std::to_string(o) + "[i] = " + retype(p.output_dtype(o), "q" + std::to_string(p.outputs[o]), false) + ";\n";
+    return t + I + "} else {\n" + body(I + "  ", store_direct) + I + "}\n";
+  };
+  if (flat) {
     // Four elements a thread, blockDim apart (coalesced); every load before any store, so an
     // output that reuses an input's buffer is safe and the loads are in flight together.
     os << "  const i64 base = bid() * (i64)(blockDim.x * 4) + threadIdx.x;\n";
@@ -1037,16 +1163,16 @@ std::string emit_cuda_kernel(const FusedProgram& p, const std::string& layout, b
     os << "    }\n  }\n  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n    const i64 i = base + (i64)j * blockDim.x;\n"
           "    if (i >= a.n) break;\n";
     for (size_t i = 0; i < nin; ++i) os << "    const " << cuda_type_name(p.input_dtypes[i]) << " in" << i << " = l" << i << "[j];\n";
-    os << body("    ", store_direct) << "  }\n}\n";
+    os << element("    ") << "  }\n}\n";
   } else {
     os << "  const i64 i = gid();\n  if (i >= a.n) return;\n  i64 r = i";
     for (size_t k = 0; k < nin; ++k) os << ", o" << k << " = 0";
-    os << ";\n  for (int d = (int)a.nd - 1; d >= 0; --d) {\n    const i64 c = r % a.shape[d];\n    r /= a.shape[d];\n";
+    os << ";\n  for (int d = (int)a.nd - 1; d >= 0; --d) {\n    const i64 c = umod(r, a.shape[d]);\n    r = udiv(r, a.shape[d]);\n";
     for (size_t k = 0; k < nin; ++k) os << "    o" << k << " += c * a.st[" << k << "][d];\n";
     os << "  }\n  {\n";
     for (size_t k = 0; k < nin; ++k)
       os << "    const " << cuda_type_name(p.input_dtypes[k]) << " in" << k << " = x" << k << "[o" << k << "];\n";
-    os << body("    ", store_direct) << "  }\n}\n";
+    os << element("    ") << "  }\n}\n";
   }
   return os.str();
 }

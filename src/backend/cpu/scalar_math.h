@@ -48,7 +48,11 @@ namespace smelt::scalar {
 // ---- Type helpers -----------------------------------------------------------------------------
 
 template <class T>
-inline constexpr bool half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+inline constexpr bool half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>
+#ifdef __CUDACC_RTC__
+                                || std::is_same_v<T, float16q_t> || std::is_same_v<T, bfloat16q_t>
+#endif
+    ;
 template <class T>
 inline constexpr bool bool_v = std::is_same_v<T, bool>;
 /// A float element type (float16, bfloat16, float32, float64).
@@ -73,6 +77,8 @@ inline calc_t<T> up(T x) {
 #ifdef __CUDACC_RTC__
   if constexpr (std::is_same_v<T, float16_t>) return h2f(x.b);
   else if constexpr (std::is_same_v<T, bfloat16_t>) return bf2f(x.b);
+  else if constexpr (std::is_same_v<T, float16q_t>) return h2f_q(x.b);
+  else if constexpr (std::is_same_v<T, bfloat16q_t>) return bf2f(x.b);
   else return x;
 #else
   return static_cast<calc_t<T>>(x);
@@ -84,6 +90,8 @@ inline T down(calc_t<T> x) {
 #ifdef __CUDACC_RTC__
   if constexpr (std::is_same_v<T, float16_t>) return T{f2h(x)};
   else if constexpr (std::is_same_v<T, bfloat16_t>) return T{f2bf(x)};
+  else if constexpr (std::is_same_v<T, float16q_t>) return T{f2h_q(x)};
+  else if constexpr (std::is_same_v<T, bfloat16q_t>) return T{f2bf_q(x)};
   else return static_cast<T>(x);
 #else
   return static_cast<T>(x);

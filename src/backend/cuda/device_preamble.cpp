@@ -26,9 +26,16 @@ typedef signed char i8; typedef short i16; typedef int i32; typedef long long i6
 typedef unsigned char u8; typedef unsigned short u16; typedef unsigned int u32; typedef unsigned long long u64;
 struct f16 { u16 b; };
 struct bf16 { u16 b; };
+// The same floats computed with the hardware's conversions alone: equal values, but a NaN's bits
+// are not the CPU's. A fused kernel computes with these first and recomputes with f16/bf16 when
+// an output is NaN (cuda_emitter.cpp, "NaN-optimistic").
+struct f16q { u16 b; };
+struct bf16q { u16 b; };
 // The names scalar_math.h gives the 16-bit float storage types.
 typedef f16 float16_t;
 typedef bf16 bfloat16_t;
+typedef f16q float16q_t;
+typedef bf16q bfloat16q_t;
 
 #define MAXD 10
 struct Layout { i64 nd; i64 shape[MAXD]; i64 st[4][MAXD]; };
@@ -57,6 +64,8 @@ SMELT_TR(u32, true, false, false, false, u32, u32, 0u, 0xffffffffu)
 SMELT_TR(u64, true, false, false, false, u64, u64, 0ull, 0xffffffffffffffffull)
 SMELT_TR(f16, false, true, true, false, u32, u16, f16{0xfbffu}, f16{0x7bffu})
 SMELT_TR(bf16, false, true, true, false, u32, u16, bf16{0xff7fu}, bf16{0x7f7fu})
+SMELT_TR(f16q, false, true, true, false, u32, u16, f16q{0xfbffu}, f16q{0x7bffu})
+SMELT_TR(bf16q, false, true, true, false, u32, u16, bf16q{0xff7fu}, bf16q{0x7f7fu})
 SMELT_TR(float, false, true, false, true, u32, u32, -__int_as_float(0x7f800000), __int_as_float(0x7f800000))
 SMELT_TR(double, false, true, false, true, u64, u64, -__longlong_as_double(0x7ff0000000000000ll), __longlong_as_double(0x7ff0000000000000ll))
 template <> struct tr<bool> {
@@ -158,6 +167,28 @@ __device__ inline u32 f2h2(float lo, float hi) {
   return f2h2_slow(lo, hi);
 #endif
 }
+// The hardware conversions alone (f16q/bf16q): the CPU's bits for every value but NaN.
+__device__ inline float h2f_q(u16 h) {
+#if __CUDA_ARCH__ >= 530
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+#else
+  return h2f(h);
+#endif
+}
+__device__ inline u16 f2h_q(float f) {
+#if __CUDA_ARCH__ >= 530
+  u16 r; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f)); return r;
+#else
+  return f2h(f);
+#endif
+}
+__device__ inline u16 f2bf_q(float f) {
+#if __CUDA_ARCH__ >= 800
+  u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(0.0f), "f"(f)); return (u16)r;
+#else
+  return f2bf(f);
+#endif
+}
 // A double rounded once to a 16-bit float (not through float): scale by the target's spacing.
 __device__ inline u16 d2small(double d, double min_normal, int mant_bits, bool half) {
   if (d != d || fabs(d) == d_inf() || d == 0.0) return half ? f2h((float)d) : f2bf((float)d);
@@ -184,7 +215,9 @@ __device__ inline u64 to_u64(double x) {
 }
 // A 16-bit float widened to float (scalar_math.h's up(), which comes after this).
 template <class T> __device__ inline float half_up(T x) {
-  if constexpr (same_t<T, f16>::v) return h2f(x.b); else return bf2f(x.b);
+  if constexpr (same_t<T, f16>::v) return h2f(x.b);
+  else if constexpr (same_t<T, f16q>::v) return h2f_q(x.b);
+  else return bf2f(x.b);
 }
 template <class To, class From> __device__ inline To cvt(From v) {
   if constexpr (same_t<To, From>::v) return v;
@@ -198,6 +231,12 @@ template <class To, class From> __device__ inline To cvt(From v) {
   } else if constexpr (same_t<To, bf16>::v) {
     if constexpr (same_t<From, float>::v) return bf16{f2bf(v)};
     else return bf16{d2small((double)v, 1.1754943508222875e-38, 7, false)};
+  } else if constexpr (same_t<To, f16q>::v) {
+    if constexpr (same_t<From, float>::v) return f16q{f2h_q(v)};
+    else return f16q{d2small((double)v, 6.103515625e-05, 10, true)};
+  } else if constexpr (same_t<To, bf16q>::v) {
+    if constexpr (same_t<From, float>::v) return bf16q{f2bf_q(v)};
+    else return bf16q{d2small((double)v, 1.1754943508222875e-38, 7, false)};
   } else if constexpr (tr<From>::is_fp && tr<To>::is_int) {
     double x = (double)v;
     if constexpr (same_t<To, i64>::v) return to_i64(x);

@@ -132,6 +132,48 @@ TEST(CudaFused, PairedHalfCastsKeepEveryBit) {
   EXPECT_EQ(raw_bytes(on_cpu(frms(a, w))), raw_bytes(on_cpu(rms(a, w))));
 }
 
+// Programs on 16-bit floats compute each thread's elements with the hardware conversions alone
+// (NaN bits not the CPU's) and again exactly when an output is NaN: the outputs equal the unfused
+// kernels' as bytes, NaN signs and payloads included, whether a NaN comes in (payloads of both
+// signs, sparse, so most threads stay on the fast pass) or is made inside (inf - inf), and also
+// where a NaN meets only NaN-blind operations (a comparison, a select). Vectors, the elements of
+// a misaligned view, and a transposed input (the strided layout).
+TEST(CudaFused, NanOptimisticPassKeepsEveryNanBit) {
+  SMELT_REQUIRE_GPU();
+  const std::vector<uint32_t> specials = {0x7fc00001u, 0xffc12345u, 0x7fd0beefu, 0xffe00000u, 0x7f800000u, 0xff800000u};
+  const int64_t rows = 67, cols = 129;
+  const int64_t n = rows * cols;
+  auto noise = random_values(static_cast<size_t>(n), -4.0, 4.0, 251);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = i % 97 == 5 ? std::bit_cast<float>(specials[(i / 97) % specials.size()]) : static_cast<float>(noise[i]);
+  auto fn = [](const Array& x, const Array& y) {
+    Array g = gelu(add(x, y), false);
+    Array d = subtract(multiply(x, y), multiply(y, x));  // inf * y - y * inf: NaN made inside
+    Array s = where(greater(x, y), y, g);                  // x's NaN only reaches a comparison
+    return std::make_tuple(g, add(d, s), astype(g, float32), less(g, y));
+  };
+  auto f = compile(fn, strict(), "cuda_nan_optimistic");
+  for (Dtype dt : {float16, bfloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Array x = on_gpu(astype(Array(v, {rows, cols}), dt));
+    Array y = on_gpu(random_array({rows, cols}, dt, -2, 2, 252));
+    const std::vector<std::pair<Array, Array>> cases = {
+        {x, y},
+        {slice(x, {0, 1}, {rows, cols}), slice(y, {0, 1}, {rows, cols})},
+        {transpose(x, {1, 0}), transpose(y, {1, 0})}};
+    for (size_t c = 0; c < cases.size(); ++c) {
+      SCOPED_TRACE(c);
+      auto got = f(cases[c].first, cases[c].second);
+      auto want = fn(cases[c].first, cases[c].second);
+      EXPECT_EQ(raw_bytes(on_cpu(std::get<0>(got))), raw_bytes(on_cpu(std::get<0>(want))));
+      EXPECT_EQ(raw_bytes(on_cpu(std::get<1>(got))), raw_bytes(on_cpu(std::get<1>(want))));
+      EXPECT_EQ(raw_bytes(on_cpu(std::get<2>(got))), raw_bytes(on_cpu(std::get<2>(want))));
+      EXPECT_EQ(raw_bytes(on_cpu(std::get<3>(got))), raw_bytes(on_cpu(std::get<3>(want))));
+    }
+  }
+}
+
 // A bias over rows ('r': element i % n) and a per-row value over columns ('q': element i / n) are
 // read in the flat layout, as 16-byte vectors when the row length is a multiple of the vector
 // width (else element by element): GELU(x + bias) and (x - column) * scale, bit-equal to the

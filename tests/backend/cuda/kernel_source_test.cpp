@@ -83,6 +83,60 @@ TEST(CudaKernelSource, FloatUnaryOpsCompileForEveryFloatType) {
 #endif
 }
 
+// A program on a 16-bit float runs a NaN-optimistic pass first (f16q/bf16q: the hardware
+// conversions alone) and the exact one when an output is NaN: every scalar function must
+// instantiate for the fast types too. Float32 programs have no such pass.
+TEST(CudaKernelSource, EveryFloatOpCompilesOnTheNanOptimisticPass) {
+#if SMELT_HAS_CUDA
+  using codegen::Instr;
+  using codegen::InstrKind;
+  for (Dtype dt : {float16, bfloat16, float32}) {
+    codegen::FusedProgram p;
+    p.input_dtypes = {dt, dt};
+    p.instrs = {Instr{InstrKind::Input, dt, {}, 0}, Instr{InstrKind::Input, dt, {}, 1}};
+    auto last = [&] { return static_cast<int>(p.instrs.size()) - 1; };
+    for (UnaryOp op : {UnaryOp::Abs, UnaryOp::Negative, UnaryOp::Sign, UnaryOp::Square, UnaryOp::Reciprocal,
+                       UnaryOp::Sqrt, UnaryOp::Rsqrt, UnaryOp::Exp, UnaryOp::Exp2, UnaryOp::Expm1, UnaryOp::Log,
+                       UnaryOp::Log2, UnaryOp::Log10, UnaryOp::Log1p, UnaryOp::Sin, UnaryOp::Cos, UnaryOp::Tan,
+                       UnaryOp::Asin, UnaryOp::Acos, UnaryOp::Atan, UnaryOp::Sinh, UnaryOp::Cosh, UnaryOp::Tanh,
+                       UnaryOp::Asinh, UnaryOp::Acosh, UnaryOp::Atanh, UnaryOp::Erf, UnaryOp::ErfInv,
+                       UnaryOp::Sigmoid, UnaryOp::Relu, UnaryOp::Floor, UnaryOp::Ceil, UnaryOp::Round}) {
+      Instr u{InstrKind::Unary, dt, {last()}};
+      u.unary = op;
+      p.instrs.push_back(u);
+    }
+    for (BinaryOp op : {BinaryOp::Add, BinaryOp::Subtract, BinaryOp::Multiply, BinaryOp::Divide, BinaryOp::FloorDivide,
+                        BinaryOp::Remainder, BinaryOp::Fmod, BinaryOp::Power, BinaryOp::Maximum, BinaryOp::Minimum,
+                        BinaryOp::Atan2}) {
+      Instr b{InstrKind::Binary, dt, {last(), 1}};
+      b.binary = op;
+      p.instrs.push_back(b);
+    }
+    const int value = last();
+    Instr less{InstrKind::Binary, bool_, {value, 0}};
+    less.binary = BinaryOp::Less;
+    p.instrs.push_back(less);
+    Instr nan{InstrKind::Unary, bool_, {value}};
+    nan.unary = UnaryOp::IsNan;
+    p.instrs.push_back(nan);
+    p.instrs.push_back(Instr{InstrKind::Select, dt, {last() - 1, value, 0}});
+    const int selected = last();
+    p.instrs.push_back(Instr{InstrKind::Cast, int32, {selected}});
+    const int as_int = last();
+    p.instrs.push_back(Instr{InstrKind::Cast, dt == float16 ? bfloat16 : dt == bfloat16 ? float16 : float64, {selected}});
+    p.outputs = {selected, as_int, last(), last() - 3};
+    SCOPED_TRACE(dtype_name(dt));
+    // One element a thread keeps the compile short (the other layouts emit the same passes
+    // around the same body; FusedKernelsCompileInEveryLayout compiles them on 16-bit floats).
+    const std::string src = codegen::emit_cuda_kernel(p, "strided", false);
+    EXPECT_EQ(src.find("fin0") != std::string::npos, dt != float32);
+    if (dt != float32) expect_compiles(src);
+  }
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
 TEST(CudaKernelSource, VectorWidthMovesSixteenBytesOfTheNarrowestOperand) {
 #if SMELT_HAS_CUDA
   EXPECT_EQ(codegen::cuda_vector_width(mixed_program(bfloat16), "cc"), 8);

@@ -55,14 +55,14 @@ template <class R> __device__ typename R::Acc row_tree_once(typename R::Acc a, i
   for (i64 b0 = (lo) + (i64)(lane) * (vec); b0 < (hi); b0 += (i64)(per) * (i64)(threads) * (vec))
 #define ROW_VECS_AT(b0, u, threads, vec) ((b0) + (i64)(u) * (i64)(threads) * (vec))
 template <class T> __device__ inline u64 to_bits(T v) {
-  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return v.b;
+  if constexpr (tr<T>::is_half) return v.b;
   else if constexpr (same_t<T, float>::v) return __float_as_uint(v);
   else if constexpr (same_t<T, double>::v) return (u64)__double_as_longlong(v);
   else if constexpr (same_t<T, bool>::v) return v ? 1u : 0u;
   else return (u64)(typename tr<T>::unsig)v;
 }
 template <class T> __device__ inline T from_bits(u64 b) {
-  if constexpr (same_t<T, f16>::v || same_t<T, bf16>::v) return T{(u16)b};
+  if constexpr (tr<T>::is_half) return T{(u16)b};
   else if constexpr (same_t<T, float>::v) return __uint_as_float((u32)b);
   else if constexpr (same_t<T, double>::v) return __longlong_as_double((long long)b);
   else if constexpr (same_t<T, bool>::v) return (b & 0xffu) != 0;
@@ -81,6 +81,8 @@ template <class T> __device__ inline void pack(u32* w, int j, T v) {
   else if constexpr (sizeof(T) == 2) w[j >> 1] |= (u32)b << ((j & 1) * 16);
   else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);
 }
+__device__ inline i64 udiv(i64 e, i64 d) { return ((u64)e | (u64)d) >> 32 ? e / d : (i64)((u32)e / (u32)d); }
+__device__ inline i64 umod(i64 e, i64 d) { return ((u64)e | (u64)d) >> 32 ? e % d : (i64)((u32)e % (u32)d); }
 template <class T, int V> __device__ inline void vload(u32* w, const T* p) {
   constexpr int B = V * (int)sizeof(T);
   if constexpr (B >= 16) {

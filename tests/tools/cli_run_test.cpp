@@ -322,6 +322,24 @@ TEST_F(CliRun, UnreadableInputFiles) {
                "input 'input': cannot read '" + path("junk.npy") + "': ");
 }
 
+// Without --device, run follows the default-device rule, SMELT_DEFAULT_DEVICE included (the
+// other tests set it to cpu): cuda runs there on a GPU machine and says why not elsewhere.
+TEST_F(CliRun, DefaultDeviceFollowsTheEnvironment) {
+  const std::string cmd = "SMELT_NUM_THREADS=1 SMELT_DEFAULT_DEVICE=cuda " + quote(cli_path()) + " run " +
+                          quote(fixture("cli_fixture.onnx")) + " --dim height=3 >" + quote(path("out")) + " 2>" +
+                          quote(path("err"));
+  const int raw = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(raw));
+  if (cuda_available()) {
+    EXPECT_EQ(WEXITSTATUS(raw), 0) << read_text(path("err"));
+    EXPECT_TRUE(has(read_text(path("out")), "device   cuda:0\n")) << read_text(path("out"));
+  } else {
+    EXPECT_EQ(WEXITSTATUS(raw), 1);
+    EXPECT_TRUE(has(read_text(path("err")), "smelt run: SMELT_DEFAULT_DEVICE=cuda: cuda:0 is not available"))
+        << read_text(path("err"));
+  }
+}
+
 TEST_F(CliRun, DimErrors) {
   // height has no default: the message names the input, the axis and the flag to pass.
   expect_error({fixture("cli_fixture.onnx")}, 1,

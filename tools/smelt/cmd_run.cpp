@@ -31,6 +31,7 @@
 #include "smelt/random.h"
 #include "smelt/compile.h"
 #include "smelt/smelt.h"
+#include "smelt/telemetry.h"
 #endif
 
 namespace fs = std::filesystem;
@@ -770,6 +771,11 @@ struct CompileReport {
   double build_ms = 0;
   uint64_t traces = 0;
   std::vector<std::string> mismatches;  // "output 'y': ..."
+  // CUDA graphs (telemetry cuda.graph.*): captures, calls replayed kernel by kernel, and the
+  // first reason a segment got no graph or a call ran without it.
+  uint64_t graph_captures = 0;
+  uint64_t graph_plain = 0;
+  std::string graph_why;
 };
 
 /// Highest bytes held by live arrays on the run's device in each phase (memory_info().peak_bytes).
@@ -881,7 +887,7 @@ int run_model(const std::vector<std::string>& args) {
   double load_ms = ms_since(t_load);
   const onnx::Graph& g = *model.graph;
 
-  const Device device = parse_device(o.device, "--device");
+  const Device device = o.device.empty() ? default_device() : parse_device(o.device, "--device");
   ModelInputs prepared = make_model_inputs(model, o.inputs, o.statics, o.dims, o.seed);
   const std::vector<BoundInput>& bound = prepared.bound;
   const std::map<std::string, Value>& statics = prepared.statics;
@@ -947,6 +953,7 @@ int run_model(const std::vector<std::string>& args) {
   std::optional<onnx::CompiledModel> compiled;
   std::map<std::string, Value> dynamic_feed;
   CompileReport report;
+  std::optional<telemetry::Subscription> graph_events;
   if (o.compile) {
     onnx::CompileModelOptions co;
     co.static_inputs = statics;
@@ -956,6 +963,12 @@ int run_model(const std::vector<std::string>& args) {
     for (const auto& [name, v] : feed)
       if (!statics.count(name)) dynamic_feed[name] = v;
     reset_peak_memory(device);
+    // Whether the compiled segments run as CUDA graphs (one launch a call) and why not.
+    graph_events.emplace("cuda.graph.*", [&report](const telemetry::Event& e) {
+      if (e.name == "cuda.graph.capture") ++report.graph_captures;
+      else if (e.name == "cuda.graph.plain" || e.name == "cuda.graph.fallback") ++report.graph_plain;
+      if (e.name != "cuda.graph.capture" && report.graph_why.empty()) report.graph_why = e.field("reason");
+    });
     auto t0 = std::chrono::steady_clock::now();
     compiled = onnx::compile(model, {}, co);
     std::map<std::string, Value> compiled_outputs;
@@ -1092,6 +1105,11 @@ int run_model(const std::vector<std::string>& args) {
       std::printf(" (the first call ran unfused; its kernels were ready %s after it, loaded from the disk cache or built in the background)",
                   ms_text(report.kernels_wait_ms).c_str());
     std::printf("\n");
+    if (device.type == Device::Type::Cuda)
+      std::printf("graphs   %llu captured, %llu call%s replayed kernel by kernel%s%s\n",
+                  static_cast<unsigned long long>(report.graph_captures),
+                  static_cast<unsigned long long>(report.graph_plain), report.graph_plain == 1 ? "" : "s",
+                  report.graph_why.empty() ? "" : "; why: ", report.graph_why.c_str());
     if (!report.times.empty()) {
       payoff = pays_off_after(compile_ms, median, compiled_median);
       if (payoff)

@@ -78,6 +78,15 @@ class CaptureAllocator final : public Allocator {
  public:
   explicit CaptureAllocator(Allocator& real) : real_(real) {}
   BufferPtr allocate(size_t bytes) override {
+    // A block that only this list still holds was last used by work already queued on the
+    // capture's one stream, so a later step may take it (stream order), as the caching allocator
+    // reuses freed blocks in a plain replay: the graph then holds about the plain replay's peak,
+    // not every intermediate of the tape. The smallest block that fits, wasting at most half.
+    BufferPtr* best = nullptr;
+    for (BufferPtr& b : blocks)
+      if (b.use_count() == 1 && b->bytes >= bytes && b->bytes / 2 <= bytes && (!best || b->bytes < (*best)->bytes))
+        best = &b;
+    if (best) return *best;
     BufferPtr b = real_.allocate(bytes);
     blocks.push_back(b);
     return b;
@@ -471,6 +480,13 @@ class TapeGraph final : public compiler::GraphReplay {
           values = compiler::replay_tape_values(tape, inputs);
           std::vector<Array> outs;
           for (int o : tape.outputs) outs.push_back(values[static_cast<size_t>(o)]);
+          // Only the outputs (and inputs) stay referenced here: an intermediate's buffer goes
+          // back to `keep` once the steps that read it have run, for later steps to reuse.
+          std::vector<char> needed(values.size(), 0);
+          for (int o : tape.outputs) needed[static_cast<size_t>(o)] = 1;
+          for (int i = 0; i < tape.num_inputs && static_cast<size_t>(i) < values.size(); ++i) needed[static_cast<size_t>(i)] = 1;
+          for (size_t i = 0; i < values.size(); ++i)
+            if (!needed[i]) values[i] = Array();
           eval(outs);
         } catch (const std::exception& e) {
           why = e.what();  // a synchronization or host read inside the replay, most often

@@ -30,8 +30,8 @@ bool dnnl_enabled() { return false; }
 bool dnnl_conv_f32(const DnnlConv&, const float*, const float*, float*, const std::vector<DnnlAdd>&, int) {
   return false;
 }
-std::vector<float> dnnl_pack_conv_weights(const DnnlConv&, const float*, int*) {
-  return {};
+bool dnnl_pack_conv_weights(const DnnlConv&, const float*, const std::function<float*(size_t)>&, int*) {
+  return false;
 }
 bool dnnl_sgemm_1thread(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float*,
                         int64_t) {
@@ -113,13 +113,42 @@ Scratch& scratch(Buf b) {
   return s[b];
 }
 
+/// A reorder between two layouts, made when first executed: creating one generates code.
+class LazyReorder {
+ public:
+  void set(const memory::desc& from, const memory::desc& to) {
+    from_ = from;
+    to_ = to;
+    needed_ = from != to;
+  }
+  explicit operator bool() const { return needed_; }
+  const dnnl::reorder* operator->() const {
+    std::call_once(made_, [&] { r_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from_, engine(), to_)); });
+    return &r_;
+  }
+
+ private:
+  memory::desc from_, to_;
+  bool needed_ = false;
+  mutable std::once_flag made_;
+  mutable dnnl::reorder r_;
+};
+
 /// Everything a convolution of one geometry, add list and thread count needs: the primitive
 /// (its layouts chosen by oneDNN: `any`), and reorders between smelt's row-major layout and
-/// the primitive's where they differ.
+/// the primitive's where they differ. The primitive and the reorders are created when first
+/// executed (oneDNN generates their code then, about a millisecond each): a plan made only to be
+/// compared (the 1-thread plan beside a 2-thread one, the plain plan beside one with post-ops)
+/// or to pack weights costs its primitive descriptor alone. ResNet-18's compile spent 78 ms
+/// creating primitives, most of them never run.
 struct ConvPlan {
-  dnnl::convolution_forward conv;
+  dnnl::convolution_forward::primitive_desc pd;
+  const dnnl::convolution_forward& conv() const {
+    std::call_once(conv_made_, [&] { conv_ = dnnl::convolution_forward(pd); });
+    return conv_;
+  }
   memory::desc src_user, wei_user, dst_user, src, wei, dst, bias, scratchpad;
-  std::optional<dnnl::reorder> src_in, wei_in, dst_in, dst_out;
+  LazyReorder src_in, wei_in, dst_in, dst_out;
   size_t scratch_bytes = 0;
   std::string impl;  // oneDNN's name of the implementation, for tests
   // A plan made for more than one thread that could give other bits than the geometry's 1-thread
@@ -127,6 +156,10 @@ struct ConvPlan {
   // plan at one thread, so smelt's kernel runs, as it does at one thread).
   bool serial = false;
   std::shared_ptr<const ConvPlan> one_thread;
+
+ private:
+  mutable std::once_flag conv_made_;
+  mutable dnnl::convolution_forward conv_;
 };
 
 memory::dims dims_of(const DnnlConv& c, int64_t n, int64_t ch, const int64_t* sp) {
@@ -191,11 +224,6 @@ int64_t block_of(const memory::desc& md) {
 
 std::atomic<int64_t> g_reorders{0};
 
-std::optional<dnnl::reorder> reorder_if(const memory::desc& from, const memory::desc& to) {
-  if (from == to) return std::nullopt;
-  return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
-}
-
 /// Plans a convolution; nullptr when oneDNN has no implementation for it.
 std::shared_ptr<ConvPlan> make_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& adds) {
   using dt = memory::data_type;
@@ -232,18 +260,18 @@ std::shared_ptr<ConvPlan> make_plan(const DnnlConv& c, const std::vector<DnnlAdd
                                          any(src_d), any(wei_d), any(dst_d), spatial_of(c, c.stride, 0),
                                          spatial_of(c, c.dil, 1), spatial_of(c, c.pad_lo, 0),
                                          spatial_of(c, c.pad_hi, 0));
-    dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+    plan->pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine());
+    const auto& pd = plan->pd;
     plan->src = pd.src_desc();
     plan->wei = pd.weights_desc();
     plan->dst = pd.dst_desc();
     plan->impl = pd.impl_info_str();
     plan->scratchpad = pd.scratchpad_desc();
     plan->scratch_bytes = plan->scratchpad.get_size();
-    plan->conv = dnnl::convolution_forward(pd);
-    plan->src_in = reorder_if(plan->src_user, plan->src);
-    plan->wei_in = reorder_if(plan->wei_user, plan->wei);
-    plan->dst_in = reorder_if(plan->dst_user, plan->dst);
-    plan->dst_out = reorder_if(plan->dst, plan->dst_user);
+    plan->src_in.set(plan->src_user, plan->src);
+    plan->wei_in.set(plan->wei_user, plan->wei);
+    plan->dst_in.set(plan->dst_user, plan->dst);
+    plan->dst_out.set(plan->dst, plan->dst_user);
   } catch (const dnnl::error&) {
     return nullptr;  // no implementation (or a geometry oneDNN rejects): smelt's kernel runs
   }
@@ -435,7 +463,7 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
       }
       if (plan.dst_out) b.out.set_data_handle(scratch(kDst).get(plan.dst.get_size()));
       if (plan.scratch_bytes > 0) b.scratchpad.set_data_handle(scratch(kScratchpad).get(plan.scratchpad.get_size()));
-      plan.conv.execute(st, b.args);
+      plan.conv().execute(st, b.args);
       if (plan.dst_out) {
         g_reorders.fetch_add(1, std::memory_order_relaxed);
         plan.dst_out->execute(st, b.out, b.dst);
@@ -498,7 +526,7 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
         break;
     }
   }
-  plan->conv.execute(st, args);
+  plan->conv().execute(st, args);
   if (plan->dst_out) {
     g_reorders.fetch_add(1, std::memory_order_relaxed);
     plan->dst_out->execute(st, out, dst);
@@ -581,20 +609,20 @@ std::string dnnl_conv_impl(const DnnlConv& c, const std::vector<DnnlAdd>& adds) 
   return plan ? plan->impl : "";
 }
 
-std::vector<float> dnnl_pack_conv_weights(const DnnlConv& c, const float* w, int* threads) {
-  if (!supported(c, {})) return {};
+bool dnnl_pack_conv_weights(const DnnlConv& c, const float* w, const std::function<float*(size_t)>& alloc, int* threads) {
+  if (!supported(c, {})) return false;
   OmpThreads omp(call_threads());
   const auto [plan, plan_threads] = choose_plan(c, {}, omp);
-  if (!plan) return {};
+  if (!plan) return false;
   *threads = plan_threads;
-  std::vector<float> packed((plan->wei.get_size() + sizeof(float) - 1) / sizeof(float));
-  memory from(plan->wei_user, engine(), const_cast<float*>(w)), to(plan->wei, engine(), packed.data());
+  float* packed = alloc((plan->wei.get_size() + sizeof(float) - 1) / sizeof(float));
+  memory from(plan->wei_user, engine(), const_cast<float*>(w)), to(plan->wei, engine(), packed);
   if (plan->wei_in)
     plan->wei_in->execute(thread_stream(), from, to);
   else
-    std::memcpy(packed.data(), w, plan->wei_user.get_size());
+    std::memcpy(packed, w, plan->wei_user.get_size());
   thread_stream().wait();
-  return packed;
+  return true;
 }
 
 #endif

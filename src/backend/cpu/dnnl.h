@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,10 +55,11 @@ struct DnnlAdd {
 bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, const std::vector<DnnlAdd>& adds = {},
                    int packed_threads = 0);
 
-/// The weights of `c` in the layout that oneDNN's primitive for `c` without adds at the current
-/// thread count wants (as float32 words), and that thread count; empty when oneDNN does not take
-/// the convolution. A call with adds whose primitive wants another layout reorders them.
-std::vector<float> dnnl_pack_conv_weights(const DnnlConv& c, const float* w, int* threads);
+/// Writes the weights `w` of `c` in the layout that oneDNN's primitive for `c` without adds at the
+/// current thread count wants into the buffer `alloc(n)` returns for their n float32 words, and
+/// sets that thread count; false (alloc not called) when oneDNN does not take the convolution. A
+/// call with adds whose primitive wants another layout reorders them.
+bool dnnl_pack_conv_weights(const DnnlConv& c, const float* w, const std::function<float*(size_t)>& alloc, int* threads);
 
 /// The geometry of a Conv step: input, logical weight and output shapes with its parameters
 /// (src/backend/cpu/conv.cpp, so that compile passes plan exactly what the kernel runs).

@@ -317,8 +317,14 @@ TEST(DnnlConv, ARepeatedCallReadsAndWritesItsOwnBuffers) {
       const auto bias_a = random_floats(static_cast<size_t>(cs.c.out_ch), seed + 1, -3, 3);
       const auto bias_b = random_floats(static_cast<size_t>(cs.c.out_ch), seed + 2, -3, 3);
       int threads_a = 0, threads_b = 0;
-      const std::vector<float> wa = packed ? cpu::dnnl_pack_conv_weights(cs.c, a.w.data(), &threads_a) : a.w;
-      const std::vector<float> wb = packed ? cpu::dnnl_pack_conv_weights(cs.c, b.w.data(), &threads_b) : b.w;
+      auto pack = [&](const std::vector<float>& w, int* threads) {
+        std::vector<float> out;
+        const bool ok = cpu::dnnl_pack_conv_weights(cs.c, w.data(), [&](size_t n) { out.resize(n); return out.data(); }, threads);
+        EXPECT_EQ(ok, !out.empty());
+        return out;
+      };
+      const std::vector<float> wa = packed ? pack(a.w, &threads_a) : a.w;
+      const std::vector<float> wb = packed ? pack(b.w, &threads_b) : b.w;
       ASSERT_FALSE(wa.empty());
       auto run = [&](const Data& d, const std::vector<float>& w, int threads, const std::vector<float>& bias) {
         std::vector<float> y(static_cast<size_t>(numel(cs.c, true)), -7.0f);

@@ -92,11 +92,7 @@ const char* cuda_word_helpers_source() {
          "  if constexpr (sizeof(T) == 8) { w[2 * j] = (u32)b; w[2 * j + 1] = (u32)(b >> 32); }\n"
          "  else if constexpr (sizeof(T) == 4) w[j] = (u32)b;\n"
          "  else if constexpr (sizeof(T) == 2) w[j >> 1] |= (u32)b << ((j & 1) * 16);\n"
-         "  else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);\n}\n"
-         // Index arithmetic of non-negative values in 32 bits when both fit (a 64-bit division
-         // is a software loop of about 70 instructions, a 32-bit one about 20).
-         "__device__ inline i64 udiv(i64 e, i64 d) { return ((u64)e | (u64)d) >> 32 ? e / d : (i64)((u32)e / (u32)d); }\n"
-         "__device__ inline i64 umod(i64 e, i64 d) { return ((u64)e | (u64)d) >> 32 ? e % d : (i64)((u32)e % (u32)d); }\n";
+         "  else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);\n}\n";
 }
 
 int cuda_vector_width(const FusedProgram& p, const std::string& layout) {
@@ -944,10 +940,6 @@ std::string flat_element(char l, size_t i, const std::string& e) {
   if (l == 's') return "0";
   return "(" + e + ")";
 }
-
-}  // namespace
-
-namespace {
 
 /// Whether the NaN-optimistic pass applies: an element-wise program that touches a 16-bit float.
 /// Its values then pass through f16q/bf16q, whose conversions are one instruction each (the

@@ -37,10 +37,9 @@ std::string pool_source(Dtype dtype, PoolKind kind, bool count_include_pad) {
     b += "__device__ inline i64 window_count(i64 p0, i64 dil, i64 k, i64 lo, i64 hi) {\n"
          "  const i64 first = at_least(p0, dil, k, lo), last = at_least(p0, dil, k, hi);\n"
          "  return last > first ? last - first : 0;\n}\n";
-  // The output's coordinates in 32 bits when they fit (a 64-bit division is a software loop of
-  // about 70 instructions: eight of them bound a 3 x 3 max pool at a tenth of memory speed).
-  b += "__device__ inline i64 udiv(i64 e, i64 d) { return ((u64)e | (u64)d) >> 32 ? e / d : (i64)((u32)e / (u32)d); }\n"
-       "extern \"C\" __global__ void k(PoolArgs a) {\n"
+  // The output's coordinates through the preamble's udiv (32 bits when they fit: eight 64-bit
+  // divisions bound a 3 x 3 max pool at a tenth of memory speed).
+  b += "extern \"C\" __global__ void k(PoolArgs a) {\n"
        "  const i64 idx = gid();\n"
        "  if (idx >= a.total) return;\n"
        "  i64 r = idx, q;\n"

@@ -81,8 +81,6 @@ template <class T> __device__ inline void pack(u32* w, int j, T v) {
   else if constexpr (sizeof(T) == 2) w[j >> 1] |= (u32)b << ((j & 1) * 16);
   else w[j >> 2] |= (u32)(b & 0xffu) << ((j & 3) * 8);
 }
-__device__ inline i64 udiv(i64 e, i64 d) { return ((u64)e | (u64)d) >> 32 ? e / d : (i64)((u32)e / (u32)d); }
-__device__ inline i64 umod(i64 e, i64 d) { return ((u64)e | (u64)d) >> 32 ? e % d : (i64)((u32)e % (u32)d); }
 template <class T, int V> __device__ inline void vload(u32* w, const T* p) {
   constexpr int B = V * (int)sizeof(T);
   if constexpr (B >= 16) {

@@ -958,22 +958,9 @@ bool nan_optimistic(const FusedProgram& p) {
 
 /// A NaN test of value `v` of dtype `d` held as its fast type (false for integers and bool).
 std::string is_nan_expr(Dtype d, const std::string& v) {
-  switch (d) {
-    case Dtype::Float16: return "((" + v + ".b & 0x7fffu) > 0x7c00u)";
-    case Dtype::BFloat16: return "((" + v + ".b & 0x7fffu) > 0x7f80u)";
-    case Dtype::Float32:
-    case Dtype::Float64: return "(" + v + " != " + v + ")";
-    case Dtype::Bool:
-    case Dtype::Int8:
-    case Dtype::Int16:
-    case Dtype::Int32:
-    case Dtype::Int64:
-    case Dtype::UInt8:
-    case Dtype::UInt16:
-    case Dtype::UInt32:
-    case Dtype::UInt64: return "false";
-  }
-  return "false";
+  if (d == Dtype::Float16) return "((" + v + ".b & 0x7fffu) > 0x7c00u)";
+  if (d == Dtype::BFloat16) return "((" + v + ".b & 0x7fffu) > 0x7f80u)";
+  return is_floating(d) ? "(" + v + " != " + v + ")" : "false";
 }
 
 /// `v` (a value of dtype `d`) from the exact type to the fast one or back: the same bits.

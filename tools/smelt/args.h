@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "smelt/device.h"
+
 namespace smelt::cli {
 
 /// One option a command accepts. `name` is the long form ("--repeat"); `short_name` ("-O") may be
@@ -37,6 +39,12 @@ ParsedArgs parse_command_line(const std::vector<std::string>& args, const std::v
 std::string closest_match(const std::string& text, const std::vector<std::string>& candidates);
 
 /// The exit statuses every command shares; `smelt help` documents them.
+/// The device a command's `--device` value names; empty (not given): the default device, so that
+/// SMELT_DEFAULT_DEVICE and the first-GPU rule apply as everywhere else.
+inline Device device_option(const std::string& value) {
+  return value.empty() ? default_device() : parse_device(value, "--device");
+}
+
 constexpr int kExitFailure = 1;  // the command ran and failed (a model error, an unreadable file, a failed check)
 constexpr int kExitUsage = 2;    // the command line is malformed (nothing was run)
 

@@ -351,7 +351,7 @@ double largest_input(const onnx::Model& model, const std::vector<Value>& given) 
 std::string run_case(const fs::path& dir, const CaseRequest& request, bool& compiled_equal) {
   compiled_equal = false;
   onnx::RunOptions options;
-  options.device = request.device.empty() ? default_device() : parse_device(request.device, "--device");
+  options.device = device_option(request.device);
   onnx::Model model = onnx::load((dir / "model.onnx").string());
   std::vector<const onnx::ValueInfo*> inputs;
   std::set<std::string> init;
@@ -418,7 +418,7 @@ std::string run_case(const fs::path& dir, const CaseRequest& request, bool& comp
 /// The skip list's line for this case on the run's device type, or null.
 const Skip* device_skip(const CaseRequest& request) {
   if (request.device_skips.empty()) return nullptr;
-  const Device d = request.device.empty() ? default_device() : parse_device(request.device, "--device");
+  const Device d = device_option(request.device);
   const char* type = d.type == Device::Type::Cpu ? "cpu" : "cuda";
   for (const auto& s : request.device_skips)
     if (s.device == type) return &s;

@@ -887,7 +887,7 @@ int run_model(const std::vector<std::string>& args) {
   double load_ms = ms_since(t_load);
   const onnx::Graph& g = *model.graph;
 
-  const Device device = o.device.empty() ? default_device() : parse_device(o.device, "--device");
+  const Device device = device_option(o.device);
   ModelInputs prepared = make_model_inputs(model, o.inputs, o.statics, o.dims, o.seed);
   const std::vector<BoundInput>& bound = prepared.bound;
   const std::map<std::string, Value>& statics = prepared.statics;

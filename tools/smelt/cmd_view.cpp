@@ -149,7 +149,7 @@ int run_view(const std::vector<std::string>& args) {
   view::GraphViewOptions vo{o.title, ""};
   if (o.compile) {
     // As `smelt run --device` does: the same default and the same error for a GPU it cannot use.
-    const Device device = o.device.empty() ? default_device() : parse_device(o.device, "--device");
+    const Device device = device_option(o.device);
     vo.device = device.str();
     ModelInputs in = make_model_inputs(model, o.inputs, o.statics, o.dims, o.seed);
     onnx::CompileModelOptions co;

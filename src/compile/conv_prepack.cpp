@@ -34,8 +34,10 @@ void prepack_conv_weights(Tape& tape) {
     {
       DefaultDeviceScope on_cpu(Device::cpu());
       weight.eval();
-      if (!is_row_contiguous(weight.shape(), weight.node().strides)) weight = copy(weight);
-      weight.eval();
+      if (!is_row_contiguous(weight.shape(), weight.node().strides)) {
+        weight = copy(weight);
+        weight.eval();
+      }
     }
     int threads = 0;
     BufferPtr buffer;

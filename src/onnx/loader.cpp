@@ -5,7 +5,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <exception>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -23,11 +25,13 @@
 #include "smelt/onnx.h"
 #include "src/core/allocator.h"
 #include "src/core/node.h"
+#include "src/core/thread_pool.h"
 #include "src/onnx/device_constants.h"
 #include "src/onnx/fusions.h"
 #include "src/onnx/mapped_file.h"
 #include "src/onnx/proto/onnx.pb.h"
 #include "src/onnx/registry.h"
+#include "src/onnx/wire_split.h"
 
 namespace smelt::onnx {
 
@@ -92,17 +96,37 @@ class Loader {
   TypeInfo type(const pb::TypeProto& t) const;
   Attribute attribute(const pb::AttributeProto& a, const std::string& where) const;
   std::shared_ptr<const Graph> graph(const pb::GraphProto& g) const;
+  /// g's initializers into out.initializers, in order.
+  void initializers(const pb::GraphProto& g, Graph& out) const;
   Node node(const pb::NodeProto& n) const;
   Value sequence(const pb::SequenceProto& s, const TypeInfo& type, const std::string& what) const;
   Value optional(const pb::OptionalProto& o, const TypeInfo& type, const std::string& what) const;
   Value map(const pb::MapProto& m, const TypeInfo& type, const std::string& what) const;
+  /// The raw bytes of `g`'s initializers that split_initializer_bytes lifted out of the parse, in
+  /// `file` (the model file, mapped). False when an index does not name an initializer.
+  bool lift(const pb::GraphProto& g, const std::shared_ptr<const detail::MappedFile>& file,
+            const std::vector<detail::LiftedBytes>& lifted);
 
  private:
   RawBytes external_bytes(const pb::TensorProto& t, const std::string& what) const;
   std::string base_dir_;
+  std::unordered_map<const pb::TensorProto*, RawBytes> lifted_;
   /// External data files mapped so far (by resolved path): one map per file, shared by its tensors.
   mutable std::map<std::string, std::shared_ptr<const detail::MappedFile>> maps_;
+  mutable std::mutex maps_mutex_;
 };
+
+bool Loader::lift(const pb::GraphProto& g, const std::shared_ptr<const detail::MappedFile>& file,
+                  const std::vector<detail::LiftedBytes>& lifted) {
+  for (const auto& l : lifted) {
+    if (l.initializer >= static_cast<size_t>(g.initializer_size()) || l.offset > file->size() ||
+        l.size > file->size() - l.offset)
+      return false;
+    lifted_[&g.initializer(static_cast<int>(l.initializer))] =
+        RawBytes{file->data() + l.offset, l.size, detail::mapped_buffer(file, l.offset, l.size)};
+  }
+  return true;
+}
 
 /// Closes a file descriptor when it goes out of scope.
 struct FdCloser {
@@ -177,9 +201,14 @@ RawBytes Loader::external_bytes(const pb::TensorProto& t, const std::string& wha
                     " bytes; offset " + std::to_string(offset) + " + length " + std::to_string(length) +
                     " is past its end");
   // Mapped: the tensors use the file's pages in place (loaded when first touched), with no copy.
-  auto& mapped = maps_[real.string()];
-  if (!mapped || mapped->size() != static_cast<size_t>(file_size))
-    mapped = detail::MappedFile::map(fd, static_cast<size_t>(file_size), detail::MappedFile::Use::Alias);
+  std::shared_ptr<const detail::MappedFile> mapped;
+  {
+    std::lock_guard lock(maps_mutex_);  // initializers load in parallel (Loader::graph)
+    auto& entry = maps_[real.string()];
+    if (!entry || entry->size() != static_cast<size_t>(file_size))
+      entry = detail::MappedFile::map(fd, static_cast<size_t>(file_size), detail::MappedFile::Use::Alias);
+    mapped = entry;
+  }
   if (mapped) {
     RawBytes r{mapped->data() + offset, static_cast<size_t>(length), nullptr};
     if (r.size >= kInPlaceMinBytes) r.in_place = detail::mapped_buffer(mapped, static_cast<size_t>(offset), r.size);
@@ -221,6 +250,9 @@ Value Loader::tensor(const pb::TensorProto& t, const std::string& what_in) const
   const RawBytes* raw = nullptr;
   if (t.data_location() == pb::TensorProto::EXTERNAL || t.external_data_size() > 0) {
     raw_bytes = external_bytes(t, what);
+    raw = &raw_bytes;
+  } else if (auto it = lifted_.find(&t); it != lifted_.end()) {
+    raw_bytes = it->second;
     raw = &raw_bytes;
   } else if (t.has_raw_data()) {
     raw_bytes = RawBytes{t.raw_data().data(), t.raw_data().size(), nullptr};
@@ -544,6 +576,41 @@ void check_opsets(const std::vector<OpsetImport>& opsets, const std::string& whe
   }
 }
 
+void Loader::initializers(const pb::GraphProto& g, Graph& out) const {
+  const int n = g.initializer_size();
+  std::vector<Value> values(static_cast<size_t>(n));
+  // Bytes the tensors copy: inline raw data that is not used in place, lifted bytes that are
+  // misaligned, typed fields. Counted as every raw byte not mapped: an upper bound is enough here.
+  size_t copied = 0;
+  for (const auto& t : g.initializer()) {
+    auto it = lifted_.find(&t);
+    copied += it != lifted_.end() ? it->second.size : t.raw_data().size();
+  }
+  // Copying into fresh memory costs a page fault per 4 KiB (~2 us each on a VM: 190 ms for 360 MB
+  // on one thread); faults on different pages proceed in parallel, so large models load their
+  // initializers on every CPU thread. Small ones stay on the calling thread (a pool wake-up would
+  // cost more than the copies).
+  constexpr size_t kParallelMinBytes = size_t{16} << 20;
+  if (copied >= kParallelMinBytes && n > 1 && !in_parallel_for()) {
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+    parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        try {
+          values[static_cast<size_t>(i)] = tensor(g.initializer(static_cast<int>(i)), "initializer");
+        } catch (...) {
+          errors[static_cast<size_t>(i)] = std::current_exception();
+        }
+      }
+    });
+    // The first failing initializer's error, as a sequential load would report it.
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  } else {
+    for (int i = 0; i < n; ++i) values[static_cast<size_t>(i)] = tensor(g.initializer(i), "initializer");
+  }
+  for (int i = 0; i < n; ++i) out.initializers.emplace_back(g.initializer(i).name(), std::move(values[static_cast<size_t>(i)]));
+}
+
 std::shared_ptr<const Graph> Loader::graph(const pb::GraphProto& g) const {
   auto out = std::make_shared<Graph>();
   out->device_constants = detail::make_device_constants();
@@ -552,7 +619,7 @@ std::shared_ptr<const Graph> Loader::graph(const pb::GraphProto& g) const {
   for (const auto& v : g.input()) out->inputs.push_back(info(v));
   for (const auto& v : g.output()) out->outputs.push_back(info(v));
   for (const auto& v : g.value_info()) out->value_info.push_back(info(v));
-  for (const auto& t : g.initializer()) out->initializers.emplace_back(t.name(), tensor(t, "initializer"));
+  initializers(g, *out);
   for (const auto& s : g.sparse_initializer())
     out->initializers.emplace_back(s.values().name(), sparse_tensor(s, "sparse initializer '" + s.values().name() + "'"));
   for (const auto& n : g.node()) out->nodes.push_back(node(n));
@@ -682,11 +749,11 @@ void check_function_cycles(const Model& m) {
 
 }  // namespace
 
-Model load_from_memory(const void* data, size_t size, const std::string& base_dir, const LoadOptions& options) {
-  pb::ModelProto mp;
-  if (!parse_message(mp, data, size))
-    throw OnnxError("load: not a valid ONNX model (the protobuf data is malformed or truncated, " +
-                    std::to_string(size) + " bytes)");
+namespace {
+
+/// The model `mp` holds, its tensors read by `loader`.
+Model model_of(const pb::ModelProto& mp, const Loader& loader, const std::string& base_dir,
+               const LoadOptions& options) {
   if (!mp.has_ir_version())
     throw OnnxError("load: the model has no IR version (an empty file or not an ONNX model)");
   if (mp.ir_version() < kMinIrVersion || mp.ir_version() > kMaxIrVersion)
@@ -695,7 +762,6 @@ Model load_from_memory(const void* data, size_t size, const std::string& base_di
   if (!mp.has_graph()) throw OnnxError("load: the model has no graph");
   if (mp.opset_import_size() == 0) throw OnnxError("load: the model imports no operator set");
 
-  Loader loader(base_dir);
   Model m;
   m.ir_version = mp.ir_version();
   m.producer_name = mp.producer_name();
@@ -750,11 +816,32 @@ Model load_from_memory(const void* data, size_t size, const std::string& base_di
   return m;
 }
 
+}  // namespace
+
+Model load_from_memory(const void* data, size_t size, const std::string& base_dir, const LoadOptions& options) {
+  pb::ModelProto mp;
+  if (!parse_message(mp, data, size))
+    throw OnnxError("load: not a valid ONNX model (the protobuf data is malformed or truncated, " +
+                    std::to_string(size) + " bytes)");
+  return model_of(mp, Loader(base_dir), base_dir, options);
+}
+
 Model load(const std::string& path, const LoadOptions& options) {
-  const detail::FileBytes bytes = detail::read_model_file(path, "load");
+  const detail::FileBytes bytes = detail::read_model_file(path, "load", detail::MappedFile::Use::Alias);
   std::string base = std::filesystem::path(path).parent_path().string();
   if (base.empty()) base = ".";
   try {
+    // Weights inline: their bytes stay in the mapped file, the parse copies the rest (wire_split.h).
+    if (bytes.mapped)
+      if (auto split = detail::split_initializer_bytes(bytes.data(), bytes.size(), kInPlaceMinBytes)) {
+        pb::ModelProto mp;
+        Loader loader(base);
+        if (parse_message(mp, split->rest.data(), split->rest.size()) &&
+            loader.lift(mp.graph(), bytes.mapped, split->lifted))
+          return model_of(mp, loader, base, options);
+      }
+    // Everything else (and anything the split declined) parses whole, as load_from_memory does.
+    if (bytes.mapped) bytes.mapped->populate();
     return load_from_memory(bytes.data(), bytes.size(), base, options);
   } catch (const OnnxError& e) {
     std::string msg = e.what();
@@ -837,7 +924,7 @@ Value parse_value(const void* data, size_t size, const TypeInfo& type, const std
 }
 
 Value load_value(const std::string& path, const TypeInfo& type) {
-  const detail::FileBytes bytes = detail::read_model_file(path, "load_value");
+  const detail::FileBytes bytes = detail::read_model_file(path, "load_value", detail::MappedFile::Use::Parse);
   Loader loader(std::filesystem::path(path).parent_path().string());
   return parse_value(bytes.data(), bytes.size(), type, "'" + path + "'");
 }

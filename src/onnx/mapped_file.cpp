@@ -23,14 +23,22 @@ std::shared_ptr<const MappedFile> MappedFile::map(int fd, size_t size, Use use) 
   return std::shared_ptr<const MappedFile>(new MappedFile(p, size));
 }
 
+void MappedFile::populate() const {
+#ifdef MADV_POPULATE_READ
+  ::madvise(base_, size_, MADV_POPULATE_READ);
+#else
+  ::madvise(base_, size_, MADV_WILLNEED);
+#endif
+}
+
 MappedFile::~MappedFile() { ::munmap(base_, size_); }
 
-FileBytes read_model_file(const std::string& path, const char* what) {
+FileBytes read_model_file(const std::string& path, const char* what, MappedFile::Use use) {
   FileBytes out;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw OnnxError(std::string(what) + ": cannot open '" + path + "'");
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) out.mapped = MappedFile::map(fd, static_cast<size_t>(st.st_size), MappedFile::Use::Parse);
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) out.mapped = MappedFile::map(fd, static_cast<size_t>(st.st_size), use);
   ::close(fd);
   if (out.mapped) return out;
   // Not mappable (empty, a pipe, a file system without mmap): read it.

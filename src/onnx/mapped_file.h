@@ -27,6 +27,9 @@ class MappedFile {
   };
   /// Maps `size` bytes of the open file `fd`; null when mmap fails (the caller reads instead).
   static std::shared_ptr<const MappedFile> map(int fd, size_t size, Use use);
+  /// Loads every page now (a parse of the whole file is about to read them; one call instead of a
+  /// fault per few pages). Best effort: nothing happens where the kernel cannot.
+  void populate() const;
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -40,7 +43,7 @@ class MappedFile {
   size_t size_;
 };
 
-/// The bytes of a model file: mapped, or read into memory when it cannot be mapped (an empty
+/// The bytes of a model file: mapped for `use`, or read into memory when it cannot be mapped (an empty
 /// file, a file system without mmap). Throws OnnxError "`what`: cannot open 'path'".
 struct FileBytes {
   std::shared_ptr<const MappedFile> mapped;
@@ -48,7 +51,7 @@ struct FileBytes {
   const char* data() const { return mapped ? mapped->data() : read.data(); }
   size_t size() const { return mapped ? mapped->size() : read.size(); }
 };
-FileBytes read_model_file(const std::string& path, const char* what);
+FileBytes read_model_file(const std::string& path, const char* what, MappedFile::Use use);
 
 /// A CPU buffer over `bytes` bytes at `offset` in `file`, which it keeps mapped.
 BufferPtr mapped_buffer(std::shared_ptr<const MappedFile> file, size_t offset, size_t bytes);

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "onnx/onnx_test_helpers.h"
+#include "smelt/memory.h"
 #include "src/core/node.h"
 
 namespace smelt {
@@ -112,6 +113,159 @@ TEST(OnnxLoadInPlace, InlineRawDataMovesOutOfTheProtobuf) {
   EXPECT_FALSE(in_place(f));
   const auto fv = f.to_vector<bool>();
   for (size_t i = 0; i < fv.size(); ++i) ASSERT_EQ(fv[i], i % 3 == 0) << i;
+}
+
+/// `m` written to `dir`/`name`; the path.
+std::string write_model(const pb::ModelProto& m, const std::string& dir, const std::string& name) {
+  const std::string path = dir + "/" + name;
+  std::ofstream out(path, std::ios::binary);
+  m.SerializeToOstream(&out);
+  return path;
+}
+
+TEST(OnnxLoadInPlace, InlineRawDataOfAFileStaysInTheMappedFile) {
+  // onnx::load splits the large raw_data fields out before the parse (src/onnx/wire_split.h):
+  // whole-byte tensors whose bytes are aligned in the file alias it, misaligned ones and bools are
+  // copied. Names of 1 to 8 letters put the tensors' bytes at offsets of each residue mod 4.
+  const std::string dir = temp_dir("in_place_inline");
+  constexpr int kFloatTensors = 8;
+  pb::GraphProto g;
+  g.set_name("g");
+  std::vector<std::vector<float>> values;
+  for (int i = 0; i < kFloatTensors; ++i) {
+    values.push_back(iota_floats(1500, static_cast<float>(10000 * i)));
+    const std::string name(static_cast<size_t>(i + 1), static_cast<char>('a' + i));
+    *g.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {1500}, values.back(), name);
+    *g.add_node() = make_node("Neg", {name}, {name + "_y"});
+    *g.add_output() = tensor_info(name + "_y", pb::TensorProto::FLOAT, {1500});
+  }
+  std::vector<uint8_t> flags(5000);
+  for (size_t i = 0; i < flags.size(); ++i) flags[i] = static_cast<uint8_t>(i % 5 == 0 ? 9 : 0);
+  *g.add_initializer() = raw_tensor<uint8_t>(pb::TensorProto::BOOL, {5000}, flags, "flags");
+  *g.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {3}, {1, 2, 3}, "small");
+  const std::string path = write_model(make_model(g), dir, "m.onnx");
+  std::vector<Array> arrays;
+  std::vector<onnx::Value> outputs;
+  {
+    onnx::Model model = onnx::load(path);
+    ASSERT_EQ(model.graph->initializers.size(), kFloatTensors + 2u);
+    for (const auto& [name, v] : model.graph->initializers) arrays.push_back(v.array());
+    outputs = onnx::run(model, {});
+  }
+  std::string file_bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    file_bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  int aliased = 0;
+  for (size_t i = 0; i < kFloatTensors; ++i) {
+    const size_t at = file_bytes.find(std::string(reinterpret_cast<const char*>(values[i].data()), 1500 * 4));
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(in_place(arrays[i]), at % 4 == 0) << i << " at " << at;  // the map starts on a page
+    aliased += in_place(arrays[i]);
+    EXPECT_EQ(arrays[i].to_vector<float>(), values[i]) << i;
+    std::vector<float> neg = values[i];
+    for (auto& x : neg) x = -x;
+    EXPECT_EQ(outputs[i].array().to_vector<float>(), neg) << i;
+  }
+  EXPECT_GT(aliased, 0);
+  EXPECT_LT(aliased, kFloatTensors);
+  const Array& flags_array = arrays[kFloatTensors];
+  const Array& small_array = arrays[kFloatTensors + 1];
+  EXPECT_FALSE(in_place(flags_array));  // bool bytes are normalized: copied
+  const auto fv = flags_array.to_vector<bool>();
+  for (size_t i = 0; i < fv.size(); ++i) ASSERT_EQ(fv[i], i % 5 == 0) << i;
+  EXPECT_FALSE(in_place(small_array));
+  EXPECT_EQ(small_array.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+  // The model is gone; the arrays still read the file, which the runs did not change.
+  arrays.resize(kFloatTensors);
+  for (auto& a : arrays) a = -a;
+  eval(arrays);
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), file_bytes);
+}
+
+TEST(OnnxLoadInPlace, AFileLoadsAsItsBytesLoadFromMemory) {
+  // The same model through both entry points: initializers (inline large and small, a subgraph's
+  // own), nodes, attributes, metadata. The split covers only the top-level graph's initializers.
+  const std::string dir = temp_dir("in_place_same");
+  pb::GraphProto branch;
+  branch.set_name("then");
+  *branch.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {2048}, iota_floats(2048, 5.0f), "inner");
+  *branch.add_node() = make_node("Identity", {"inner"}, {"t"});
+  *branch.add_output() = tensor_info("t", pb::TensorProto::FLOAT, {2048});
+  pb::GraphProto other = branch;
+  other.set_name("else");
+  *other.mutable_initializer(0) = raw_tensor<float>(pb::TensorProto::FLOAT, {2048}, iota_floats(2048, -5.0f), "inner");
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {2048}, iota_floats(2048, 0.5f), "w");
+  *g.add_initializer() = raw_tensor<uint8_t>(pb::TensorProto::BOOL, {1}, {1}, "c");
+  pb::NodeProto n = make_node("If", {"c"}, {"b"}, "if");
+  auto* a = n.add_attribute();
+  a->set_name("then_branch");
+  a->set_type(pb::AttributeProto::GRAPH);
+  *a->mutable_g() = branch;
+  a = n.add_attribute();
+  a->set_name("else_branch");
+  a->set_type(pb::AttributeProto::GRAPH);
+  *a->mutable_g() = other;
+  *g.add_node() = n;
+  *g.add_node() = make_node("Add", {"b", "w"}, {"y"});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {2048});
+  pb::ModelProto m = make_model(g);
+  auto* kv = m.add_metadata_props();
+  kv->set_key("author");
+  kv->set_value("test");
+  const std::string path = write_model(m, dir, "m.onnx");
+  onnx::Model from_file = onnx::load(path);
+  onnx::Model from_memory = load_proto(m);
+  EXPECT_EQ(from_file.metadata, from_memory.metadata);
+  EXPECT_EQ(from_file.graph->nodes.size(), from_memory.graph->nodes.size());
+  const auto y_file = onnx::run(from_file, {})[0].array().to_vector<float>();
+  EXPECT_EQ(y_file, onnx::run(from_memory, {})[0].array().to_vector<float>());
+  std::vector<float> expected = iota_floats(2048, 0.5f);
+  const std::vector<float> inner = iota_floats(2048, 5.0f);
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] += inner[i];
+  EXPECT_EQ(y_file, expected);
+}
+
+TEST(OnnxLoadInPlace, LargeModelsLoadTheirInitializersInParallelInOrder) {
+  // Past 16 MiB of bytes to copy, initializers load on every CPU thread (Loader::initializers):
+  // the values and their order are the file's, and a bad tensor's error is the first in file
+  // order, as a sequential load reports it. 9 tensors of 2 MiB, inline (loaded from memory: copied).
+  pb::GraphProto g;
+  g.set_name("g");
+  std::vector<std::vector<float>> values;
+  for (int i = 0; i < 9; ++i) {
+    values.push_back(iota_floats(size_t{1} << 19, static_cast<float>(i) * 1e6f));
+    *g.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {512, 1024}, values.back(), "w" + std::to_string(i));
+  }
+  *g.add_node() = make_node("Identity", {"w0"}, {"y"});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {512, 1024});
+  pb::ModelProto m = make_model(g);
+  const int saved_threads = cpu_threads();
+  for (int threads : {1, 3}) {
+    set_cpu_threads(threads);
+    onnx::Model model = load_proto(m);
+    ASSERT_EQ(model.graph->initializers.size(), 9u);
+    for (size_t i = 0; i < 9; ++i) {
+      EXPECT_EQ(model.graph->initializers[i].first, "w" + std::to_string(i));
+      EXPECT_EQ(model.graph->initializers[i].second.array().to_vector<float>(), values[i]) << i;
+    }
+  }
+  // Two tensors whose dims do not match their bytes: the error names the first of them.
+  m.mutable_graph()->mutable_initializer(6)->set_dims(0, 500);
+  m.mutable_graph()->mutable_initializer(3)->set_dims(0, 511);
+  try {
+    load_proto(m);
+    ADD_FAILURE() << "no error";
+  } catch (const OnnxError& e) {
+    EXPECT_NE(std::string(e.what()).find("initializer 'w3': raw data has 2097152 bytes; tensor(float)[511,1024] needs 2093056"),
+              std::string::npos)
+        << e.what();
+  }
+  set_cpu_threads(saved_threads);
 }
 
 TEST(OnnxLoadInPlace, EmptyAndMissingFiles) {

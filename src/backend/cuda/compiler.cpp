@@ -81,7 +81,8 @@ struct RepeatedLaunch {
   CUstream stream = nullptr;
   uint64_t grid_x = 0, grid_y = 0, block = 0, shared = 0;
   std::string args;            // the argument struct's bytes
-  CUgraphExec exec = nullptr;  // null: seen once
+  CUgraphExec exec = nullptr;  // null: not instantiated yet
+  int seen = 1;                // sightings so far
   uint64_t used = 0;           // the module's repeat_clock at the last use
 };
 
@@ -124,6 +125,7 @@ struct LoadedModule {
   int param_bytes = -1;  // the size of k's one parameter; 0: not replayable; -1: not asked yet
   std::vector<RepeatedLaunch> repeats;
   uint64_t repeat_clock = 0;
+  uint64_t graphs_made = 0, graph_launches = 0;  // whether instantiating pays off for this kernel
 
   LoadedModule() = default;
   LoadedModule(const LoadedModule&) = delete;
@@ -556,8 +558,12 @@ std::atomic<uint64_t> replayed_count{0};
 /// H200's host, cuGraphLaunch of an instantiated graph 1-2 us, and an eager loop repeats its
 /// launches exactly (the caching allocator hands the same buffers back). A launch seen the first
 /// time is only remembered (a few per kernel, least recently used first out), the second
-/// instantiates its graph. False when the caller must launch it itself (not repeated, graphs off
-/// or missing, a kernel whose parameter cannot be read).
+/// instantiates its graph on the third sighting. A kernel whose graphs are mostly launched once or
+/// twice before their launch stops repeating (W11: a new box count each call, so new sizes and
+/// buffers) launches plainly from then on: instantiating (and destroying) a graph costs several
+/// launches' host time, and W11 on the H200 ran 1.95 ms a call with them against 1.39 without.
+/// False when the caller must launch it itself (not repeated, graphs off or missing, a kernel whose
+/// parameter cannot be read or whose graphs do not pay).
 bool replay_launch(LoadedModule& m, const LaunchConfig& c, uint64_t shared, CUstream stream, void* args) {
   const DriverApi& d = *driver();
   if (!graphs_enabled() || !d.graphs_missing.empty()) return false;
@@ -596,11 +602,20 @@ bool replay_launch(LoadedModule& m, const LaunchConfig& c, uint64_t shared, CUst
     slot->shared = shared;
     slot->args.assign(bytes);
     slot->exec = nullptr;
+    slot->seen = 1;
     slot->used = ++m.repeat_clock;
     return false;
   }
   hit->used = ++m.repeat_clock;
+  constexpr int kSightingsBeforeGraph = 3;
+  if (!hit->exec && ++hit->seen < kSightingsBeforeGraph) return false;
   if (!hit->exec) {
+    // Judged once enough graphs were made: fewer than 4 launches a graph means churn.
+    constexpr uint64_t kJudgeAfter = 16, kLaunchesPerGraph = 4;
+    if (m.graphs_made >= kJudgeAfter && m.graph_launches < kLaunchesPerGraph * m.graphs_made) {
+      m.param_bytes = 0;  // plainly from now on; the graphs made stay until the module goes
+      return false;
+    }
     CUgraph graph = nullptr;
     CUDA_KERNEL_NODE_PARAMS p{};
     p.func = m.fn;
@@ -624,8 +639,10 @@ bool replay_launch(LoadedModule& m, const LaunchConfig& c, uint64_t shared, CUst
       return false;
     }
     hit->exec = exec;
+    ++m.graphs_made;
   }
   if (d.cuGraphLaunch(hit->exec, stream) != CUDA_SUCCESS) return false;  // cuLaunchKernel reports
+  ++m.graph_launches;
   replayed_count.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -2,11 +2,12 @@
 //
 // The sources are pure functions of the dtype and mode (no GPU needed), so that
 // tests/backend/cuda/conv_source_test.cpp compiles every variant with NVRTC on machines without
-// a GPU. Each argument struct is mirrored by a device struct in its source (all fields 8 bytes:
-// identical layouts on both sides).
+// a GPU. Each argument struct is mirrored by a device struct in its source (the same field types
+// in the same order: identical layouts on both sides).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,19 @@ struct PoolKernelArgs {
   int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
   int64_t xs[5] = {};
 };
+
+/// The 2-D max pool's arguments: every count and element offset fits 32 bits (max_pool2d_args).
+struct MaxPool2dArgs {
+  uint64_t x = 0, y = 0;
+  uint32_t total = 0, channels = 0, out_h = 0, out_w = 0, in_h = 0, in_w = 0;
+  uint32_t k_h = 0, k_w = 0, stride_h = 0, stride_w = 0, pad_h = 0, pad_w = 0;
+  uint32_t xs_n = 0, xs_c = 0, xs_h = 0, xs_w = 0;
+};
+
+/// `a` (for input shape `x`) as a 2-D max pool of a float16, bfloat16 or float32 input, when it is
+/// one: no depth axis, no dilation, non-negative strides, and 32 bits hold every count,
+/// coordinate and offset (addresses left 0).
+std::optional<MaxPool2dArgs> max_pool2d_args(const PoolKernelArgs& a, const Shape& x, Dtype dtype);
 
 /// A copy of a 5-d window: dst (row-major, dshape) at index i reads src at i + off per axis
 /// (src strides `sst`, shape `sshape`), zero outside src. Pads inputs and crops outputs around
@@ -69,6 +83,9 @@ std::string conv_direct_source(Dtype dtype, bool transpose);
 /// compares in float for halves (NaN wins and stays), average sums in double (integers in
 /// wrapping 64-bit) and divides once by the window count (with or without the padding).
 std::string pool_source(Dtype dtype, PoolKind kind, bool count_include_pad);
+/// The 2-D max pool of float16, bfloat16 and float32 in 32-bit indexing (no depth axis, no
+/// dilation): the same bits as pool_source's, NaN windows computed again exactly.
+std::string max_pool2d_source(Dtype dtype);
 
 /// WindowCopyArgs's kernel for elements of `itemsize` bytes (1, 2, 4 or 8).
 std::string window_copy_source(size_t itemsize);

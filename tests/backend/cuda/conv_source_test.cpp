@@ -100,6 +100,8 @@ TEST(CudaConvSource, PoolCompilesForEveryDtypeAndMode) {
   SMELT_REQUIRE_NVRTC();
   expect_compiles(cuda::pool_source(float16, PoolKind::Avg, true), "avg_pool float16");  // as built, to SASS
   expect_compiles(cuda::pool_source(int64, PoolKind::Max, false), "max_pool int64");
+  for (Dtype dt : {float16, bfloat16, float32})
+    expect_compiles(cuda::max_pool2d_source(dt), std::string("2-D max_pool ") + dtype_name(dt));  // to SASS
   std::string all;
   for (Dtype dt : non_bool_dtypes()) {
     all += in_namespace(std::string("max_") + dtype_name(dt), cuda::pool_source(dt, PoolKind::Max, false));
@@ -403,6 +405,7 @@ const char* kHostShim = R"(
 #define SMELT_DEVICE_STD_FROM_HOST 1
 #define __device__
 #define __global__
+#define __noinline__ __attribute__((noinline))
 #define __expf(x) expf(x)
 #define __fdividef(a, b) ((a) / (b))
 struct smelt_dim3 { unsigned x, y, z; };
@@ -411,6 +414,7 @@ static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f
 static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
 static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
+static inline int min(int a, int b) { return a < b ? a : b; }
 )";
 
 struct HostKernel {
@@ -504,6 +508,8 @@ const HostKernels& host_kernels() {
       ks.push_back({"avg_" + ident(dt), cuda::pool_source(dt, PoolKind::Avg, false), "PoolArgs"});
       ks.push_back({"avgpad_" + ident(dt), cuda::pool_source(dt, PoolKind::Avg, true), "PoolArgs"});
     }
+    for (Dtype dt : {float16, bfloat16, float32})
+      ks.push_back({"max2d_" + ident(dt), cuda::max_pool2d_source(dt), "Pool2Args"});
     for (size_t isz : {2, 4}) ks.push_back({"win" + std::to_string(isz), cuda::window_copy_source(isz), "WinArgs"});
     return new HostKernels(ks);
   }();
@@ -655,6 +661,8 @@ TEST(CudaConvHost, DirectTransposedConvolutionMatchesTheCpu) {
 }
 
 #if SMELT_HAS_CUDA
+int max_pool2d_runs = 0;  // emulate_pool's runs of the 2-D max pool kernel
+
 Array emulate_pool(const Array& x, const Shape& out_shape, const PoolOptions& o, PoolKind kind) {
   x.eval();
   const size_t k = x.ndim() - 2;
@@ -668,7 +676,19 @@ Array emulate_pool(const Array& x, const Shape& out_shape, const PoolOptions& o,
   const std::string name = (kind == PoolKind::Max ? "max_" : p.count_include_pad ? "avgpad_" : "avg_") + ident(x.dtype());
   run_host(name, &a, a.total);
   EXPECT_EQ(y.back(), 0xAB) << "the kernel wrote past the output";
-  return Array(y.data(), out_shape, x.dtype());
+  Array general(y.data(), out_shape, x.dtype());
+  // The 2-D max pool, where it applies, gives the general kernel's bits.
+  if (kind == PoolKind::Max)
+    if (auto m = cuda::max_pool2d_args(a, x.shape(), x.dtype())) {
+      std::vector<uint8_t> y2(y.size(), 0xAB);
+      m->x = host_addr(x);
+      m->y = reinterpret_cast<uint64_t>(y2.data());
+      run_host("max2d_" + ident(x.dtype()), &*m, a.total);
+      EXPECT_EQ(y2.back(), 0xAB) << "the 2-D kernel wrote past the output";
+      EXPECT_TRUE(bit_equal(Array(y2.data(), out_shape, x.dtype()), general)) << "2-D max pool";
+      ++max_pool2d_runs;
+    }
+  return general;
 }
 
 /// Random values with NaN, ±inf and ±0 sprinkled in for floats (integers: whole numbers).
@@ -694,6 +714,8 @@ TEST(CudaConvHost, PoolIsBitExactWithTheCpu) {
       {{1, 2, 7, 8}, {{3, 3}, {2, 2}, {1, 1}, {2, 2}, {2, 1}, true, true}},
       {{2, 2, 4, 5, 3}, {{2, 3, 2}, {1, 2, 2}, {1, 1, 0}, {0, 1, 1}, {2, 1, 1}, true, true}},
       {{1, 1, 3, 3}, {{2, 2}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, false}},     // a window of only padding
+      {{2, 3, 9, 11}, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, false, false}},    // ResNet's stem pool
+      {{1, 2, 6, 7}, {{2, 3}, {1, 2}, {0, 1}, {1, 2}, {1, 1}, true, false}},     // ceil_mode, wide padding
   };
   uint32_t seed = 500;
   for (Dtype dt : emulated_pool_dtypes())
@@ -719,6 +741,7 @@ TEST(CudaConvHost, PoolIsBitExactWithTheCpu) {
           Array ref_t = kind == PoolKind::Max ? max_pool(xt, oo) : avg_pool(xt, oo);
           EXPECT_TRUE(bit_equal(emulate_pool(xt, ref_t.shape(), oo, kind), ref_t));
         }
+  EXPECT_GT(max_pool2d_runs, 20);  // the 2-D kernel was checked on the cases it takes
   // An empty input whose windows are only padding: -inf / lowest for max, NaN / 0 / the count for avg.
   for (Dtype dt : {float32, int16}) {
     Array x = zeros({2, 2, 0}, dt);

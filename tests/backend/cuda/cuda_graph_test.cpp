@@ -462,8 +462,8 @@ TEST_F(CudaGraph, RepeatedEagerLaunchesReplayAsGraphsWithTheSameBits) {
   first.eval();
   const uint64_t before = cuda::replayed_launches();
   for (int i = 0; i < 6; ++i) EXPECT_TRUE(same_bits(sum(multiply(ga, gb), {0}), first)) << "call " << i;
-  // Each call frees the buffers the next one gets back: from the third call on, both kernels
-  // repeat their launches.
+  // Each call frees the buffers the next one gets back: from the second call on, both kernels
+  // repeat their launches, and the third sighting of a launch replays it.
   EXPECT_GE(cuda::replayed_launches() - before, 6u);
   // New values in the same buffers on every call.
   for (int i = 0; i < 6; ++i) {
@@ -475,6 +475,27 @@ TEST_F(CudaGraph, RepeatedEagerLaunchesReplayAsGraphsWithTheSameBits) {
   const uint64_t off = cuda::replayed_launches();
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(same_bits(sum(multiply(ga, gb), {0}), first));
   EXPECT_EQ(cuda::replayed_launches(), off);
+}
+
+// A kernel whose repeated launches stop repeating soon after their graph is made (W11: each call a
+// new box count, so new sizes) stops making graphs: after 16 graphs launched fewer than 4 times
+// each, its launches are plain, even ones that then repeat for good. Same bits either way.
+TEST_F(CudaGraph, LaunchesThatRepeatOnlyBrieflyStopBeingGraphed) {
+  SMELT_REQUIRE_GPU();
+  for (int size = 0; size < 40; ++size) {
+    // Three identical launches (the third is graphed), then never again: a new size (whole
+    // vectors each, so that every size takes the same kernel).
+    Array x = random_array({1024 + 64 * size}, float32, -3, 3, 40 + static_cast<uint32_t>(size));
+    Array gx = on_gpu(x);
+    for (int r = 0; r < 3; ++r) EXPECT_TRUE(same_as_cpu(negative(gx), negative(x))) << size;
+  }
+  Array x = random_array({4096 + 64}, float32, -3, 3, 99);
+  Array gx = on_gpu(x);
+  const Array want = negative(gx);
+  want.eval();
+  const uint64_t before = cuda::replayed_launches();
+  for (int r = 0; r < 10; ++r) EXPECT_TRUE(same_bits(negative(gx), want)) << r;
+  EXPECT_EQ(cuda::replayed_launches(), before);
 }
 
 }  // namespace

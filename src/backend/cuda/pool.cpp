@@ -192,6 +192,8 @@ void eval_pool(const PoolParams& p, const std::vector<Array>& inputs, Array& out
   a.y = dptr(out);
   if (p.kind == PoolKind::Max)
     if (auto m = max_pool2d_args(a, x.shape(), x.dtype())) {
+      m->x = a.x;
+      m->y = a.y;
       const std::string key = std::string("pool|max2d|") + device_type(x.dtype());
       const Kernel fn = get_kernel(s.index, key, [&] { return max_pool2d_source(x.dtype()); }, what);
       launch(s, fn, blocks_for(a.total, 256), 256, &*m, what);

@@ -3,9 +3,9 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
-#include <exception>
 #include <map>
 #include <mutex>
 #include <set>
@@ -203,7 +203,7 @@ RawBytes Loader::external_bytes(const pb::TensorProto& t, const std::string& wha
   // Mapped: the tensors use the file's pages in place (loaded when first touched), with no copy.
   std::shared_ptr<const detail::MappedFile> mapped;
   {
-    std::lock_guard lock(maps_mutex_);  // initializers load in parallel (Loader::graph)
+    std::lock_guard lock(maps_mutex_);  // initializers may load in parallel (Loader::initializers)
     auto& entry = maps_[real.string()];
     if (!entry || entry->size() != static_cast<size_t>(file_size))
       entry = detail::MappedFile::map(fd, static_cast<size_t>(file_size), detail::MappedFile::Use::Alias);

@@ -49,10 +49,7 @@ pb::ModelProto loop_model(int64_t trip, int64_t n) {
   if (trip >= 0) *g.add_initializer() = raw_tensor<int64_t>(pb::TensorProto::INT64, {}, {trip}, "M");
   *g.add_initializer() = raw_tensor<uint8_t>(pb::TensorProto::BOOL, {}, {1}, "cond");
   auto loop = make_node("Loop", {trip >= 0 ? "M" : "", "cond", "x"}, {"y", "ys"}, "loop");
-  auto* a = loop.add_attribute();
-  a->set_name("body");
-  a->set_type(pb::AttributeProto::GRAPH);
-  *a->mutable_g() = body;
+  add_graph_attr(loop, "body", body);
   *g.add_node() = loop;
   *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {n});
   pb::ValueInfoProto ys;
@@ -88,14 +85,8 @@ pb::FunctionProto calling_function(const std::string& name, const std::string& c
     v->set_type(pb::AttributeProto::TENSOR);
     *v->mutable_t() = raw_tensor<uint8_t>(pb::TensorProto::BOOL, {}, {1}, "t");
     auto n_if = make_node("If", {"t"}, {"b"}, "branch");
-    auto* tb = n_if.add_attribute();
-    tb->set_name("then_branch");
-    tb->set_type(pb::AttributeProto::GRAPH);
-    *tb->mutable_g() = then_branch;
-    auto* eb = n_if.add_attribute();
-    eb->set_name("else_branch");
-    eb->set_type(pb::AttributeProto::GRAPH);
-    *eb->mutable_g() = else_branch;
+    add_graph_attr(n_if, "then_branch", then_branch);
+    add_graph_attr(n_if, "else_branch", else_branch);
     *f.add_node() = n_if;
   } else {
     *f.add_node() = call;

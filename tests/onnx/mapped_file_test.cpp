@@ -202,14 +202,8 @@ TEST(OnnxLoadInPlace, AFileLoadsAsItsBytesLoadFromMemory) {
   *g.add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {2048}, iota_floats(2048, 0.5f), "w");
   *g.add_initializer() = raw_tensor<uint8_t>(pb::TensorProto::BOOL, {1}, {1}, "c");
   pb::NodeProto n = make_node("If", {"c"}, {"b"}, "if");
-  auto* a = n.add_attribute();
-  a->set_name("then_branch");
-  a->set_type(pb::AttributeProto::GRAPH);
-  *a->mutable_g() = branch;
-  a = n.add_attribute();
-  a->set_name("else_branch");
-  a->set_type(pb::AttributeProto::GRAPH);
-  *a->mutable_g() = other;
+  add_graph_attr(n, "then_branch", branch);
+  add_graph_attr(n, "else_branch", other);
   *g.add_node() = n;
   *g.add_node() = make_node("Add", {"b", "w"}, {"y"});
   *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {2048});

@@ -56,7 +56,14 @@ inline void add_ints_attr(pb::NodeProto& n, const std::string& name, const std::
   for (auto x : v) a->add_ints(x);
 }
 
-/// A model around one graph, importing the default domain at `opset`.
+/// A graph attribute `name` (If's branches, Loop's and Scan's body) holding `g`.
+inline void add_graph_attr(pb::NodeProto& n, const std::string& name, const pb::GraphProto& g) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+
 /// A float [n] initializer `name` stored as external data at `location`, with the optional
 /// "offset" and "length" entries (empty: left out).
 inline pb::TensorProto external_float_tensor(const std::string& name, int64_t n, const std::string& location,
@@ -77,6 +84,7 @@ inline pb::TensorProto external_float_tensor(const std::string& name, int64_t n,
   return w;
 }
 
+/// A model around one graph, importing the default domain at `opset`.
 inline pb::ModelProto make_model(const pb::GraphProto& g, int64_t opset = 18, int64_t ir = 9) {
   pb::ModelProto m;
   m.set_ir_version(ir);

@@ -104,14 +104,8 @@ TEST(OnnxRunner, NodesRunInTopologicalOrder) {
 /// If 'if' on input "c", writing "y", with the two branches given.
 pb::NodeProto if_node(const pb::GraphProto& then_branch, const pb::GraphProto& else_branch) {
   auto n = make_node("If", {"c"}, {"y"}, "if");
-  auto* then_a = n.add_attribute();
-  then_a->set_name("then_branch");
-  then_a->set_type(pb::AttributeProto::GRAPH);
-  *then_a->mutable_g() = then_branch;
-  auto* else_a = n.add_attribute();
-  else_a->set_name("else_branch");
-  else_a->set_type(pb::AttributeProto::GRAPH);
-  *else_a->mutable_g() = else_branch;
+  add_graph_attr(n, "then_branch", then_branch);
+  add_graph_attr(n, "else_branch", else_branch);
   return n;
 }
 
@@ -173,10 +167,7 @@ TEST(OnnxRunner, LoopCarriesStateAndStacksScanOutputs) {
   pb::GraphProto g;
   g.set_name("g");
   auto n = make_node("Loop", {"M", "", "s0"}, {"s", "all"});
-  auto* a = n.add_attribute();
-  a->set_name("body");
-  a->set_type(pb::AttributeProto::GRAPH);
-  *a->mutable_g() = body;
+  add_graph_attr(n, "body", body);
   *g.add_node() = n;
   *g.add_input() = tensor_info("M", pb::TensorProto::INT64, {});
   *g.add_input() = tensor_info("s0", pb::TensorProto::INT64, {});

@@ -557,8 +557,8 @@ std::atomic<uint64_t> replayed_count{0};
 /// configuration, argument bytes) came before: cuLaunchKernel took 3-5 us of host time on the
 /// H200's host, cuGraphLaunch of an instantiated graph 1-2 us, and an eager loop repeats its
 /// launches exactly (the caching allocator hands the same buffers back). A launch seen the first
-/// time is only remembered (a few per kernel, least recently used first out), the second
-/// instantiates its graph on the third sighting. A kernel whose graphs are mostly launched once or
+/// time is only remembered (a few per kernel, least recently used first out); its third sighting
+/// instantiates its graph. A kernel whose graphs are mostly launched once or
 /// twice before their launch stops repeating (W11: a new box count each call, so new sizes and
 /// buffers) launches plainly from then on: instantiating (and destroying) a graph costs several
 /// launches' host time, and W11 on the H200 ran 1.95 ms a call with them against 1.39 without.

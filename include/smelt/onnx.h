@@ -306,6 +306,12 @@ struct LoadOptions {
   /// constant-weight Conv folded into the Conv, and a Gemm's constant B read with transB stored
   /// transposed once. False keeps the graph exactly as in the file.
   bool fuse = true;
+  /// Initializers of 4 KiB or more keep their bytes where they lie in the mapped model file and
+  /// external data files when aligned (no copy; docs/onnx.md, "Loading large models"). A mapped
+  /// file rewritten or truncated while the model is loaded shows the process its new bytes or
+  /// faults (SIGBUS) on the next read: replace files by renaming a new one over them. False
+  /// copies every initializer into memory the process owns, and the files may then change freely.
+  bool map_weights = true;
 };
 
 /// Reads an .onnx file. Malformed or truncated files, unsupported IR versions or element types

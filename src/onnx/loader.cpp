@@ -89,7 +89,9 @@ constexpr size_t kInPlaceMinBytes = 4096;
 
 class Loader {
  public:
-  explicit Loader(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+  /// `map_weights`: external data used in place where it suits (LoadOptions::map_weights).
+  explicit Loader(std::string base_dir, bool map_weights = true)
+      : base_dir_(std::move(base_dir)), map_weights_(map_weights) {}
 
   Value tensor(const pb::TensorProto& t, const std::string& what) const;
   Value sparse_tensor(const pb::SparseTensorProto& t, const std::string& what) const;
@@ -110,6 +112,7 @@ class Loader {
  private:
   RawBytes external_bytes(const pb::TensorProto& t, const std::string& what) const;
   std::string base_dir_;
+  bool map_weights_ = true;
   std::unordered_map<const pb::TensorProto*, RawBytes> lifted_;
   /// External data files mapped so far (by resolved path): one map per file, shared by its tensors.
   mutable std::map<std::string, std::shared_ptr<const detail::MappedFile>> maps_;
@@ -202,7 +205,7 @@ RawBytes Loader::external_bytes(const pb::TensorProto& t, const std::string& wha
                     " is past its end");
   // Mapped: the tensors use the file's pages in place (loaded when first touched), with no copy.
   std::shared_ptr<const detail::MappedFile> mapped;
-  {
+  if (map_weights_) {
     std::lock_guard lock(maps_mutex_);  // initializers may load in parallel (Loader::initializers)
     auto& entry = maps_[real.string()];
     if (!entry || entry->size() != static_cast<size_t>(file_size))
@@ -823,7 +826,7 @@ Model load_from_memory(const void* data, size_t size, const std::string& base_di
   if (!parse_message(mp, data, size))
     throw OnnxError("load: not a valid ONNX model (the protobuf data is malformed or truncated, " +
                     std::to_string(size) + " bytes)");
-  return model_of(mp, Loader(base_dir), base_dir, options);
+  return model_of(mp, Loader(base_dir, options.map_weights), base_dir, options);
 }
 
 Model load(const std::string& path, const LoadOptions& options) {
@@ -832,7 +835,7 @@ Model load(const std::string& path, const LoadOptions& options) {
   if (base.empty()) base = ".";
   try {
     // Weights inline: their bytes stay in the mapped file, the parse copies the rest (wire_split.h).
-    if (bytes.mapped)
+    if (bytes.mapped && options.map_weights)
       if (auto split = detail::split_initializer_bytes(bytes.data(), bytes.size(), kInPlaceMinBytes)) {
         pb::ModelProto mp;
         Loader loader(base);

@@ -2,6 +2,7 @@
 // inline raw data moves out of the parsed protobuf; the values are the file's in every case.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 
@@ -260,6 +261,31 @@ TEST(OnnxLoadInPlace, LargeModelsLoadTheirInitializersInParallelInOrder) {
         << e.what();
   }
   set_cpu_threads(saved_threads);
+}
+
+TEST(OnnxLoadInPlace, CopiedWeightsOutliveTheirFiles) {
+  // LoadOptions::map_weights = false: inline and external initializers are copied, so the files
+  // may be truncated (a mapped page would then fault) or rewritten while the model is loaded.
+  const std::string dir = temp_dir("copied_weights");
+  const std::vector<float> ext = iota_floats(4096, 2.5f), inl = iota_floats(3000, -9.0f);
+  write_bytes(dir + "/w.bin", ext.data(), ext.size() * 4);
+  pb::ModelProto m = external_floats("w.bin", {{0, 4096}});
+  *m.mutable_graph()->add_initializer() = raw_tensor<float>(pb::TensorProto::FLOAT, {3000}, inl, "inline");
+  const std::string path = write_model(m, dir, "m.onnx");
+  for (bool map : {true, false}) {
+    onnx::Model model = onnx::load(path, {.map_weights = map});
+    ASSERT_EQ(model.graph->initializers.size(), 2u);
+    const Array e = model.graph->initializers[0].second.array(), i = model.graph->initializers[1].second.array();
+    if (map) {
+      EXPECT_TRUE(in_place(e));
+      continue;  // a truncated mapped file would fault: not tried
+    }
+    std::filesystem::resize_file(dir + "/w.bin", 0);
+    std::filesystem::resize_file(path, 0);
+    EXPECT_EQ(e.to_vector<float>(), ext);
+    EXPECT_EQ(i.to_vector<float>(), inl);
+    EXPECT_EQ((e * 2.0f).to_vector<float>()[4095], ext[4095] * 2.0f);
+  }
 }
 
 TEST(OnnxLoadInPlace, EmptyAndMissingFiles) {

@@ -128,7 +128,6 @@ std::optional<MaxPool2dArgs> max_pool2d_args(const PoolKernelArgs& a, const Shap
   return m;
 }
 
-
 std::string max_pool2d_source(Dtype dtype) {
   // The general kernel's order and rule (window positions ascending; v wins when v > acc or v is
   // NaN) in 32-bit index arithmetic and with the hardware's widening of 16-bit floats, which is

@@ -174,8 +174,8 @@ void copy_transposed_tiles(const T* src, const Collapsed<2>& c, T* dst) {
 template <class T, class D>
 void copy_to_row_major(const T* src, const Shape& shape, const Strides& strides, D* dst) {
   const Strides rm = row_major_strides(shape);
+  const Collapsed<2> c = collapse<2>(shape, {&strides, &rm});  // once, for either path
   if constexpr (std::is_same_v<T, D>) {
-    const Collapsed<2> c = collapse<2>(shape, {&strides, &rm});
     const size_t nd = c.shape.size();
     if (nd >= 2 && c.strides[0][nd - 2] == 1 && c.strides[0][nd - 1] != 1 && c.shape[nd - 2] >= 8 &&
         c.shape[nd - 1] >= 8) {
@@ -183,7 +183,7 @@ void copy_to_row_major(const T* src, const Shape& shape, const Strides& strides,
       return;
     }
   }
-  parallel_strided<2>(shape, {&strides, &rm}, [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+  auto run = [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
     const T* s = src + off[0];
     D* d = dst + off[1];
     if constexpr (std::is_same_v<T, D>) {
@@ -193,7 +193,8 @@ void copy_to_row_major(const T* src, const Shape& shape, const Strides& strides,
       }
     }
     for (int64_t i = 0; i < len; ++i) d[i] = s[i * st[0]];
-  });
+  };
+  parallel_for(shape_size(shape), kGrain, [&](int64_t b, int64_t e) { strided_runs<2>(c, b, e, run); });
 }
 
 }  // namespace smelt::cpu

@@ -1,4 +1,4 @@
-// The conv_layout pass: activations stay in oneDNN's channel-blocked layout across chains of CPU convolutions.
+// The conv_layout pass: activations stay in the layout their convolutions want (oneDNN's channel blocks on the CPU, channels-last on a GPU) across chains of convolutions.
 //
 // Each float32 CPU convolution that oneDNN runs reorders its input from [N, C, H, W] into the
 // blocked layout its primitive wants (nChw16c, ...) and its output back. Between two such
@@ -11,6 +11,11 @@
 // where a chain begins (a convolution's row-major input) and ends (a convolution's row-major
 // output). The same primitives run as eagerly, and the element-wise ops and poolings compute the
 // same values from the same operands, so the results are bit-identical to the eager path.
+//
+// On a GPU the same rewrite keeps float16/bfloat16 activations channels-last (b = C, the array
+// [N, 1, H, W, C]) between the convolutions the CUDA Conv runs in NHWC through cuDNN
+// (src/backend/cuda/channels_last.h), through the element-wise steps of any dtype, the 2-D max
+// poolings and the global poolings: cuDNN's transposes around each convolution go away.
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -20,20 +25,44 @@
 #include "smelt/errors.h"
 #include "smelt/ops.h"
 #include "src/backend/cpu/dnnl.h"
+#include "src/backend/cuda/channels_last.h"
 #include "src/compile/passes.h"
 
 namespace smelt::compiler {
 
 namespace {
 
-/// Element-wise steps that run on blocked data unchanged: float32 in, float32 out, one value
-/// per element (the operands of a Binary have the output's shape: broadcasts are their own steps).
-bool is_elementwise_f32(const Tape& tape, const Step& s) {
-  if (s.prim.kind != PrimKind::Unary && s.prim.kind != PrimKind::Binary) return false;
-  if (s.device.type != Device::Type::Cpu || !is_cpu_f32(tape.values[s.outputs[0]])) return false;
+/// True when value `v` may be held in a layout of step `s`'s device: on the CPU float32 values
+/// (the dtype oneDNN's layouts are chosen for), on a GPU any value on that GPU.
+bool layout_value(const Tape& tape, const Step& s, int v) {
+  const ValueInfo& info = tape.values[v];
+  if (s.device.type == Device::Type::Cpu) return is_cpu_f32(info);
+  return info.device == s.device;
+}
+
+/// Element-wise primitives: one value per element, whatever the layout.
+bool elementwise_kind(PrimKind k) { return k == PrimKind::Unary || k == PrimKind::Binary || k == PrimKind::Cast; }
+
+/// Element-wise steps that run on blocked data unchanged: one value per element (the operands
+/// of a Binary have the output's shape: broadcasts are their own steps), on values layout_value
+/// takes (a Cast, such as a float16 global mean's float32 sum, only on a GPU).
+bool is_elementwise_step(const Tape& tape, const Step& s) {
+  if (!elementwise_kind(s.prim.kind)) return false;
+  if (!layout_value(tape, s, s.outputs[0])) return false;
   for (int in : s.inputs)
-    if (!is_cpu_f32(tape.values[in]) || tape.values[in].shape != tape.values[s.outputs[0]].shape) return false;
+    if (!layout_value(tape, s, in) || tape.values[in].shape != tape.values[s.outputs[0]].shape) return false;
   return true;
+}
+
+/// The block a pooling step's output may keep when its input has block `b` (0: none): the CPU's
+/// blocked kernels take any block of float32 data, the CUDA 2-D max pool channels-last (b = C).
+int64_t pool_block(const Tape& tape, const Step& s, int64_t b) {
+  if (b == 0 || s.prim.get<PoolParams>().block != 0 || !layout_value(tape, s, s.outputs[0])) return 0;
+  if (s.device.type == Device::Type::Cpu) return b;
+  const ValueInfo& x = tape.values[s.inputs[0]];
+  return x.shape.size() == 4 && b == x.shape[1] && cuda::pool_runs_channels_last(x.dtype, x.shape, s.prim.get<PoolParams>())
+             ? b
+             : 0;
 }
 
 /// True when broadcasting `from` to `to` ([N, C, spatial...]) repeats one value per channel, one
@@ -55,7 +84,7 @@ bool per_channel_or_scalar(const Shape& from, const Shape& to) {
 /// over exactly its spatial axes (a global pooling): it can read the blocked layout through a
 /// transposed view (see the rewrite below).
 bool reduces_spatial_axes(const Tape& tape, const Step& s, const Shape& plain) {
-  if (s.prim.kind != PrimKind::Reduce || s.device.type != Device::Type::Cpu || !is_cpu_f32(tape.values[s.outputs[0]]))
+  if (s.prim.kind != PrimKind::Reduce || !layout_value(tape, s, s.outputs[0]) || !layout_value(tape, s, s.inputs[0]))
     return false;
   const auto& p = s.prim.get<ReduceParams>();
   switch (p.op) {
@@ -63,7 +92,7 @@ bool reduces_spatial_axes(const Tape& tape, const Step& s, const Shape& plain) {
     case ReduceOp::Mean:
     case ReduceOp::Max:
     case ReduceOp::Min: break;
-    case ReduceOp::Prod:  // (float32 only reaches here; these keep the row-major path, untested blocked)
+    case ReduceOp::Prod:  // (these keep the row-major path, untested blocked)
     case ReduceOp::All:
     case ReduceOp::Any: return false;
   }
@@ -83,29 +112,61 @@ bool adaptable(const Tape& tape, const ValueGraph& g, int v) {
   return g.is_constant[v] != 0;
 }
 
+/// channel_constant on a GPU: the C values of a constant of shape `to` ([N, C, ...]) that
+/// repeats one value per channel (a bias broadcast frozen when the tape was traced; strides 0
+/// on every other axis), as a new [C] constant on its device and in its dtype; -1 otherwise.
+/// (Copied whole into the layout, such a constant would take an activation's memory.)
+int device_channel_constant(Tape& tape, int v, const Shape& to) {
+  const Array* a = find_constant(tape, v);
+  if (a == nullptr || a->shape() != to || to.size() < 3) return -1;
+  for (size_t i = 0; i < to.size(); ++i)
+    if (i != 1 && to[i] != 1 && a->strides()[i] != 0) return -1;
+  std::vector<int64_t> start(to.size(), 0), stop(to.size(), 1);
+  stop[1] = to[1];
+  Array line = reshape(copy(slice(*a, start, stop)), {to[1]});
+  line.eval();
+  const int id = tape.add_value({to[1]}, a->dtype(), a->device());
+  tape.constants.emplace_back(id, line);
+  return id;
+}
+
 }  // namespace
 
 void keep_blocked_layouts(Tape& tape) {
-  if (!cpu::dnnl_enabled()) return;
   const ValueGraph g = value_graph(tape);
   const size_t n_values = tape.values.size(), n_steps = tape.steps.size();
 
-  // 1. The blocks each convolution's primitive wants (at the thread count compiling now; a call
-  // at another count whose primitive wants other layouts reorders inside the Conv).
+  // 1. The blocks each convolution's primitive wants: on the CPU oneDNN's (at the thread count
+  // compiling now; a call at another count whose primitive wants other layouts reorders inside
+  // the Conv), on a GPU channels-last (b = C) where the CUDA Conv runs it so.
   std::vector<int64_t> want_src(n_steps, 0), want_dst(n_steps, 0);
+  bool any_want = false;
   for (size_t i = 0; i < n_steps; ++i) {
     const Step& s = tape.steps[i];
-    if (s.prim.kind != PrimKind::Conv || s.device.type != Device::Type::Cpu) continue;
+    if (s.prim.kind != PrimKind::Conv) continue;
     const auto& p = s.prim.get<ConvParams>();
     const ValueInfo &x = tape.values[s.inputs[0]], &y = tape.values[s.outputs[0]];
-    if (p.src_block != 0 || p.dst_block != 0 || !is_cpu_f32(x) || !is_cpu_f32(y)) continue;
+    if (p.src_block != 0 || p.dst_block != 0) continue;
+    if (s.device.type == Device::Type::Cuda) {
+      const Shape w = p.packed_weight.empty() ? tape.values[s.inputs[1]].shape : Shape(p.packed_weight);
+      if (x.device != s.device || y.device != s.device || x.dtype != y.dtype ||
+          !cuda::conv_runs_channels_last(y.dtype, x.shape, w, p))
+        continue;
+      want_src[i] = x.shape[1];
+      want_dst[i] = y.shape[1];
+      any_want = true;
+      continue;
+    }
+    if (!cpu::dnnl_enabled() || !is_cpu_f32(x) || !is_cpu_f32(y)) continue;
     if (!is_cpu_f32(tape.values[s.inputs[1]])) continue;
     const Shape w = p.packed_weight.empty() ? tape.values[s.inputs[1]].shape : Shape(p.packed_weight);
     std::vector<cpu::DnnlAddKind> kinds;
     for (ConvAdd a : p.adds)
       kinds.push_back(a == ConvAdd::Channel ? cpu::DnnlAddKind::Channel : cpu::DnnlAddKind::Tensor);
     cpu::dnnl_conv_blocks(cpu::dnnl_conv_geometry(x.shape, w, y.shape, p), kinds, &want_src[i], &want_dst[i]);
+    any_want = any_want || want_src[i] > 0 || want_dst[i] > 0;
   }
+  if (!any_want) return;
 
   // 2. The block each value would have, forward in step order: a convolution's output gets its
   // primitive's, a pooling's and an element-wise step's their blocked inputs' (all equal).
@@ -117,9 +178,8 @@ void keep_blocked_layouts(Tape& tape) {
     if (s.prim.kind == PrimKind::Conv) {
       b = want_dst[i];
     } else if (s.prim.kind == PrimKind::Pool) {
-      if (s.device.type == Device::Type::Cpu && is_cpu_f32(tape.values[out]) && s.prim.get<PoolParams>().block == 0)
-        b = block[s.inputs[0]];
-    } else if (is_elementwise_f32(tape, s)) {
+      b = pool_block(tape, s, block[s.inputs[0]]);
+    } else if (is_elementwise_step(tape, s)) {
       for (int in : s.inputs) {
         if (block[in] == 0 && adaptable(tape, g, in)) continue;
         b = (block[in] == 0 || (b != 0 && b != block[in])) ? -1 : block[in];
@@ -144,7 +204,7 @@ void keep_blocked_layouts(Tape& tape) {
       for (size_t k = 2; k < ps.inputs.size(); ++k)
         if (cp.adds[k - 2] == ConvAdd::Tensor && (!kept[ps.inputs[k]] || block[ps.inputs[k]] != block[v])) return false;
     }
-    if (ps.prim.kind == PrimKind::Unary || ps.prim.kind == PrimKind::Binary)
+    if (elementwise_kind(ps.prim.kind))
       for (int in : ps.inputs)
         if (!kept[in] && !(block[in] == 0 && adaptable(tape, g, in))) return false;
     for (int r : g.readers[v]) {
@@ -158,8 +218,7 @@ void keep_blocked_layouts(Tape& tape) {
           const bool residual = k >= 2 && cp.adds[k - 2] == ConvAdd::Tensor && kept[out] && block[out] == block[v];
           if (!src && !residual) return false;
         }
-      } else if (rs.prim.kind == PrimKind::Pool || rs.prim.kind == PrimKind::Unary ||
-                 rs.prim.kind == PrimKind::Binary) {
+      } else if (rs.prim.kind == PrimKind::Pool || elementwise_kind(rs.prim.kind)) {
         if (!kept[out]) return false;  // kept only where the step runs on blocked data
       } else if (reduces_spatial_axes(tape, rs, tape.values[v].shape)) {
         // A global pooling reads the blocked data; its output is reshaped back to row-major.
@@ -211,7 +270,8 @@ void keep_blocked_layouts(Tape& tape) {
     if (p >= 0 && tape.steps[p].prim.kind == PrimKind::Broadcast)
       src = tape.steps[p].inputs[0];
     else if (p < 0)
-      src = channel_constant(tape, v, plain[v]);
+      src = device.type == Device::Type::Cpu ? channel_constant(tape, v, plain[v])
+                                             : device_channel_constant(tape, v, plain[v]);
     if (src >= 0) {
       // A scalar or per-channel broadcast: channel c = cb * b + lane, so the C values in order,
       // reshaped to [1, C/b, 1..., b] ([N, C/b, 1..., b] for per-sample values), broadcast to
@@ -224,11 +284,11 @@ void keep_blocked_layouts(Tape& tape) {
         compact[1] = to[1];
         compact.back() = b;
         if (from.size() == plain[v].size() && from[0] != 1) compact[0] = from[0];
-        const int r = tape.add_value(compact, Dtype::Float32, device);
+        const int r = tape.add_value(compact, tape.values[src].dtype, device);
         steps.push_back({make_prim(PrimKind::Reshape, ShapeParams{compact}), {src}, {r}, device});
         src = r;
       }
-      id = tape.add_value(to, Dtype::Float32, device);
+      id = tape.add_value(to, tape.values[v].dtype, device);
       steps.push_back({make_prim(PrimKind::Broadcast, ShapeParams{to}), {src}, {id}, device});
     } else {
       // Another constant: copied into the blocked layout once, now.
@@ -241,7 +301,7 @@ void keep_blocked_layouts(Tape& tape) {
       perm.push_back(2);
       Array blocked = copy(transpose(reshape(*c, split), perm));
       blocked.eval();
-      id = tape.add_value(to, Dtype::Float32, c->device());
+      id = tape.add_value(to, c->dtype(), c->device());
       tape.constants.emplace_back(id, blocked);
     }
     adapted.emplace(std::make_pair(v, b), id);
@@ -260,16 +320,16 @@ void keep_blocked_layouts(Tape& tape) {
       perm.push_back(d);
       ts.push_back(bs[d]);
     }
-    const int t = tape.add_value(ts, Dtype::Float32, device);
+    const int t = tape.add_value(ts, tape.values[v].dtype, device);
     steps.push_back({make_prim(PrimKind::Transpose, PermParams{perm}), {v}, {t}, device});
-    const int r = tape.add_value(plain[v], Dtype::Float32, device);
+    const int r = tape.add_value(plain[v], tape.values[v].dtype, device);
     steps.push_back({make_prim(PrimKind::Reshape, ShapeParams{plain[v]}), {t}, {r}, device});
     unblocked.emplace(v, r);
     return r;
   };
   auto reads_blocked_data = [&](const Step& s) {
-    return s.prim.kind == PrimKind::Conv || ((s.prim.kind == PrimKind::Pool || s.prim.kind == PrimKind::Unary ||
-                                              s.prim.kind == PrimKind::Binary) && kept[s.outputs[0]]);
+    return s.prim.kind == PrimKind::Conv ||
+           ((s.prim.kind == PrimKind::Pool || elementwise_kind(s.prim.kind)) && kept[s.outputs[0]]);
   };
   // A global pooling reads the blocked value itself unless another reader gets it row-major
   // anyway (a pooling's output that is also flattened): then it reads that copy.
@@ -305,9 +365,9 @@ void keep_blocked_layouts(Tape& tape) {
         rs.push_back(1);
         rp.axes.push_back(d + 1);
       }
-      const int view = tape.add_value(ts, Dtype::Float32, s.device);
+      const int view = tape.add_value(ts, tape.values[in].dtype, s.device);
       steps.push_back({make_prim(PrimKind::Transpose, PermParams{perm}), {in}, {view}, s.device});
-      const int reduced = tape.add_value(rs, Dtype::Float32, s.device);
+      const int reduced = tape.add_value(rs, tape.values[out].dtype, s.device);
       steps.push_back({make_prim(PrimKind::Reduce, std::move(rp)), {view}, {reduced}, s.device});
       steps.push_back({make_prim(PrimKind::Reshape, ShapeParams{tape.values[out].shape}), {reduced}, {out}, s.device});
       continue;

@@ -1,4 +1,4 @@
-// The conv_prepack pass: constant float32 CPU Conv weights are reordered into oneDNN's layout once, at compile time.
+// The conv_prepack pass: constant Conv weights are reordered once, at compile time, into the layout their library wants (oneDNN's on the CPU, cuDNN's OHWI on the GPU).
 #include <unordered_map>
 #include <vector>
 
@@ -7,17 +7,50 @@
 #include "src/core/allocator.h"
 #include "src/core/node.h"
 #include "src/backend/cpu/dnnl.h"
+#include "src/backend/cuda/channels_last.h"
 #include "src/compile/passes.h"
 
 namespace smelt::compiler {
 
+namespace {
+
+/// A CUDA Conv that runs channels-last (src/backend/cuda/channels_last.h) with a constant
+/// weight: the weight is transposed to OHWI now, on its device (an exact copy), and the Conv
+/// reads it as it is (ConvParams::packed_weight); otherwise every call transposed it.
+bool prepack_cuda_conv_weight(Tape& tape, Step& s, const std::unordered_map<int, size_t>& constant_at) {
+  const auto& params = s.prim.get<ConvParams>();
+  const ValueInfo& x = tape.values[s.inputs[0]];
+  const ValueInfo& w = tape.values[s.inputs[1]];
+  const ValueInfo& y = tape.values[s.outputs[0]];
+  if (!params.packed_weight.empty() || params.src_block != 0 || w.device != s.device || w.dtype != y.dtype) return false;
+  if (!cuda::conv_runs_channels_last(y.dtype, x.shape, w.shape, params)) return false;
+  const auto c = constant_at.find(s.inputs[1]);
+  if (c == constant_at.end()) return false;
+  const Array& weight = tape.constants[c->second].second;
+  if (weight.device() != s.device) return false;
+  Array packed = copy(transpose(weight, {0, 2, 3, 1}));
+  packed.eval();
+  const int id = tape.add_value(packed.shape(), packed.dtype(), s.device);
+  tape.constants.emplace_back(id, packed);
+  ConvParams p = params;
+  p.packed_weight = w.shape;
+  s.prim = make_prim(PrimKind::Conv, std::move(p));
+  s.inputs[1] = id;
+  return true;
+}
+
+}  // namespace
+
 void prepack_conv_weights(Tape& tape) {
-  if (!cpu::dnnl_enabled()) return;
   std::unordered_map<int, size_t> constant_at;  // value id -> index in tape.constants
   for (size_t i = 0; i < tape.constants.size(); ++i) constant_at[tape.constants[i].first] = i;
   bool changed = false;
   for (Step& s : tape.steps) {
-    if (s.prim.kind != PrimKind::Conv || s.device.type != Device::Type::Cpu) continue;
+    if (s.prim.kind == PrimKind::Conv && s.device.type == Device::Type::Cuda) {
+      changed = prepack_cuda_conv_weight(tape, s, constant_at) || changed;
+      continue;
+    }
+    if (s.prim.kind != PrimKind::Conv || s.device.type != Device::Type::Cpu || !cpu::dnnl_enabled()) continue;
     const auto& params = s.prim.get<ConvParams>();
     if (!params.packed_weight.empty()) continue;
     const ValueInfo& x = tape.values[s.inputs[0]];

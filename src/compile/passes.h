@@ -49,7 +49,8 @@ int channel_constant(Tape& tape, int v, const Shape& to);
 /// With oneDNN: the weight of a float32 CPU Conv that is a constant of the tape (an ONNX
 /// initializer, a captured array) is reordered now into the layout oneDNN's primitive wants, and
 /// the Conv reads that packed constant (ConvParams::packed_weight): calls skip the weight reorder.
-/// The same primitive runs either way, so the bits do not change.
+/// The same primitive runs either way, so the bits do not change. On a GPU: the constant weight
+/// of a Conv that runs channels-last is transposed now to OHWI, cuDNN's NHWC filter layout.
 void prepack_conv_weights(Tape& tape);
 /// With oneDNN: a float32 CPU Matmul operand that is a constant stored transposed (an ONNX
 /// Transpose of an initializer, a tied embedding) is replaced by a row-major copy made now: the
@@ -61,7 +62,9 @@ void prepack_matmul_operands(Tape& tape);
 /// their primitives want ([N, C/b, spatial..., b]) through the element-wise steps, poolings, global
 /// poolings and residual adds between them (ConvParams::src_block/dst_block, PoolParams::block), so
 /// that reorders run only where a chain begins and ends. The same primitives run on the same
-/// values: bit-identical to the row-major tape. See docs/cpu-kernels.md.
+/// values: bit-identical to the row-major tape. See docs/cpu-kernels.md. On a GPU: float16 and
+/// bfloat16 activations stay channels-last between the convolutions the CUDA Conv runs in NHWC
+/// (src/backend/cuda/channels_last.h; docs/cuda.md).
 void keep_blocked_layouts(Tape& tape);
 
 /// A float32 CPU max pooling (no padding, no ceil mode) whose input is made by ReLUs and adds of

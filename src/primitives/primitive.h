@@ -160,16 +160,17 @@ struct ConvParams {
   /// weight), each one IEEE addition: bit-identical to the separate adds it replaces. Only the
   /// CPU compile pass conv_epilogue (src/compile/conv_epilogue.cpp) makes them; ops never do.
   std::vector<ConvAdd> adds = {};
-  /// Non-empty when the weight input is already in oneDNN's layout (the compile pass
-  /// conv_prepack, src/compile/conv_prepack.cpp): the weight's logical shape [O, C/groups, K...];
-  /// `packed_threads` is the thread count whose plan chose that layout.
+  /// Non-empty when the weight input is already in the layout of the device's library (the
+  /// compile pass conv_prepack, src/compile/conv_prepack.cpp): the weight's logical shape
+  /// [O, C/groups, K...]. On the CPU oneDNN's layout, `packed_threads` the thread count whose
+  /// plan chose it; on a GPU OHWI ([O, KH, KW, C] row-major) for a Conv that runs channels-last.
   std::vector<int64_t> packed_weight = {};
   int64_t packed_threads = 0;
   /// Channel blocks of the input and of the output (and of a residual add's operand): 0 for
   /// row-major [N, C, spatial...]; b > 0 for oneDNN's layout nC(d)(h)w{b}c, held as the
   /// row-major array [N, C/b, spatial..., b] (C a multiple of b; b = C is channels-last). Only
-  /// the CPU compile pass conv_layout (src/compile/conv_layout.cpp) sets them, on convolutions
-  /// oneDNN takes.
+  /// the compile pass conv_layout (src/compile/conv_layout.cpp) sets them: on CPU convolutions
+  /// oneDNN takes, and b = C on GPU convolutions that run channels-last.
   int64_t src_block = 0, dst_block = 0;
   bool operator==(const ConvParams&) const = default;
 };
@@ -184,7 +185,8 @@ struct PoolParams {
   bool count_include_pad;
   bool ceil_mode = false;  // output sizes round up (the kernel reads them from the node's shape)
   /// 0: row-major input and output; b > 0: both in the blocked layout [N, C/b, spatial..., b]
-  /// (ConvParams::src_block; only the compile pass conv_layout sets it, float32 on the CPU).
+  /// (ConvParams::src_block; only the compile pass conv_layout sets it: float32 on the CPU, and
+  /// b = C for a 2-D max pool on a GPU).
   int64_t block = 0;
   bool operator==(const PoolParams&) const = default;
 };

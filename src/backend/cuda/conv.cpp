@@ -21,7 +21,13 @@
 //    cuDNN's int descriptors (a dimension or a tensor of 2^31 elements or more).
 //  - Operands that are not row-major (transposed, sliced, broadcast views) are copied first;
 //    workspace and scratch come from smelt's caching allocator (freed in stream order).
-// Direct path: conv_direct_source (conv_sources.h), one thread per output, the CPU's order.
+//  - float16/bfloat16 2-D convolutions that channels_last.h picks run channels-last: NHWC tensors
+//    and an OHWI filter, cuDNN's native layout for its tensor-core kernels (given NCHW, cuDNN
+//    transposed all three around each call). Operands that are NCHW are transposed here (a
+//    tiled kernel); the compile passes hand over NHWC activations and OHWI weights instead, and
+//    the same cuDNN problem runs either way: compiled == eager bit for bit.
+// Direct path: conv_direct_source (conv_sources.h), one thread per output, the CPU's order
+// (reading NHWC operands through their strides: the same order, the same bits).
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -35,6 +41,7 @@
 #include "smelt/errors.h"
 #include "smelt/ops.h"
 #include "src/backend/cuda/allocator.h"
+#include "src/backend/cuda/channels_last.h"
 #include "src/backend/cuda/conv_sources.h"
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/cudnn.h"
@@ -163,6 +170,36 @@ std::string window_copy_source(size_t itemsize) {
          "  }\n"
          "  ((B*)a.dst)[idx] = inside ? ((const B*)a.src)[o] : (B)0;\n"
          "}\n";
+}
+
+std::string channels_transpose_source(size_t itemsize) {
+  const char* bits = itemsize == 1 ? "u8" : itemsize == 2 ? "u16" : itemsize == 4 ? "u32" : "u64";
+  return std::string(
+             "struct ChTArgs { u64 src, dst; i64 batches, rows, cols, tiles_r, tiles_c; };\n"
+             "typedef ") +
+         bits + R"CUDA( B;
+extern "C" __global__ void k(ChTArgs a) {
+  __shared__ B tile[32][33];  // one column of padding: the transposed reads hit 32 banks
+  const i64 t = bid();
+  const i64 tc = t % a.tiles_c, rest = t / a.tiles_c;
+  const i64 tr = rest % a.tiles_r, b = rest / a.tiles_r;
+  const i64 r0 = tr * 32, c0 = tc * 32;
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const B* src = (const B*)a.src + b * a.rows * a.cols;
+  B* dst = (B*)a.dst + b * a.rows * a.cols;
+  #pragma unroll
+  for (int j = 0; j < 32; j += 8) {
+    const i64 r = r0 + ty + j, c = c0 + tx;
+    if (r < a.rows && c < a.cols) tile[ty + j][tx] = src[r * a.cols + c];
+  }
+  __syncthreads();
+  #pragma unroll
+  for (int j = 0; j < 32; j += 8) {
+    const i64 c = c0 + ty + j, r = r0 + tx;
+    if (r < a.rows && c < a.cols) dst[c * a.rows + r] = tile[tx][ty + j];
+  }
+}
+)CUDA";
 }
 
 TransposeLayout cudnn_transpose_layout(const Shape& x, const Shape& w, const Shape& out, const ConvTransposeParams& p) {
@@ -302,20 +339,40 @@ void window_copy(const DeviceState& s, const Array& src, uint64_t dst, const Sha
 
 // ---- Direct kernel -----------------------------------------------------------------------------
 
+/// Runs the direct kernel on `a` (addresses set): outputs row-major [N, O, spatial...].
+void run_direct(const DeviceState& s, ConvKernelArgs& a, Dtype dt, bool transpose, const std::string& what) {
+  const Kernel fn = get_kernel(s.index, std::string("conv_direct|") + (transpose ? "t|" : "f|") + device_type(dt),
+                               [&] { return conv_direct_source(dt, transpose); }, what);
+  launch(s, fn, blocks_for(a.total, kBlock), kBlock, &a, what);
+  g_direct_runs.fetch_add(1, std::memory_order_relaxed);
+}
+
 void run_direct(const Array& x, const Array& w, Array& out, const std::vector<int64_t>& strides,
                 const std::vector<int64_t>& pad_lo, const std::vector<int64_t>& dil, int64_t groups, bool transpose,
                 const std::string& what) {
-  DeviceState& s = state_of(out);
   ConvKernelArgs a = conv_kernel_args(x.shape(), x.node().strides, w.shape(), w.node().strides, out.shape(), strides,
                                       pad_lo, dil, groups);
   a.x = dptr(x);
   a.w = dptr(w);
   a.y = dptr(out);
-  const std::string t = device_type(out.dtype());
-  const Kernel fn = get_kernel(s.index, std::string("conv_direct|") + (transpose ? "t|" : "f|") + t,
-                               [&] { return conv_direct_source(out.dtype(), transpose); }, what);
-  launch(s, fn, blocks_for(a.total, kBlock), kBlock, &a, what);
-  g_direct_runs.fetch_add(1, std::memory_order_relaxed);
+  run_direct(state_of(out), a, out.dtype(), transpose, what);
+}
+
+/// dst[b][c][r] = src[b][r][c] for row-major [batches, rows, cols] device buffers.
+void transpose_batched(const DeviceState& s, uint64_t src, uint64_t dst, int64_t batches, int64_t rows, int64_t cols,
+                       size_t itemsize, const std::string& what) {
+  if (batches == 0 || rows == 0 || cols == 0) return;
+  ChannelsTransposeArgs a;
+  a.src = src;
+  a.dst = dst;
+  a.batches = batches;
+  a.rows = rows;
+  a.cols = cols;
+  a.tiles_r = (rows + 31) / 32;
+  a.tiles_c = (cols + 31) / 32;
+  const Kernel fn = get_kernel(s.index, "conv_channels_transpose|" + std::to_string(itemsize),
+                               [&] { return channels_transpose_source(itemsize); }, what);
+  launch(s, fn, static_cast<uint64_t>(batches * a.tiles_r * a.tiles_c), 256, &a, what);
 }
 
 // ---- cuDNN -------------------------------------------------------------------------------------
@@ -345,6 +402,7 @@ DnnHandle& dnn_handle(const DeviceState& s) {
 /// convolution is its backward data: fy is smelt's input and fx smelt's output.
 struct DnnProblem {
   bool backward = false;
+  bool nhwc = false;  // tensors NHWC and the filter OHWI (channels_last.h), else NCHW and OIHW
   Dtype dtype = Dtype::Float32;
   int nd = 4;  // tensor rank: 4 or 5
   int fx[5] = {}, fw[5] = {}, fy[5] = {};
@@ -352,7 +410,8 @@ struct DnnProblem {
   int groups = 1;
 
   std::string key(int device) const {
-    std::string k = std::to_string(device) + (backward ? "|bwd|" : "|fwd|") + dtype_name(dtype) + "|";
+    std::string k = std::to_string(device) + (backward ? "|bwd|" : "|fwd|") + (nhwc ? "nhwc|" : "") +
+                    dtype_name(dtype) + "|";
     auto add = [&](const int* v, int n) {
       for (int i = 0; i < n; ++i) k += std::to_string(v[i]) + ",";
       k += "|";
@@ -395,10 +454,18 @@ dnn::DataType dnn_type(Dtype dt) {
 
 bool is_half(Dtype dt) { return dt == Dtype::Float16 || dt == Dtype::BFloat16; }
 
-bool set_tensor(const CudnnApi& api, dnn::TensorDesc d, dnn::DataType type, int nd, const int* dims) {
+/// A tensor of dims [N, C, spatial...] stored row-major, or channels-last ([N, spatial..., C]).
+bool set_tensor(const CudnnApi& api, dnn::TensorDesc d, dnn::DataType type, int nd, const int* dims, bool nhwc) {
   int st[5];
-  st[nd - 1] = 1;
-  for (int i = nd - 2; i >= 0; --i) st[i] = st[i + 1] * dims[i + 1];
+  if (nhwc) {
+    st[1] = 1;
+    st[nd - 1] = dims[1];
+    for (int i = nd - 2; i >= 2; --i) st[i] = st[i + 1] * dims[i + 1];
+    st[0] = st[2] * dims[2];
+  } else {
+    st[nd - 1] = 1;
+    for (int i = nd - 2; i >= 0; --i) st[i] = st[i + 1] * dims[i + 1];
+  }
   return api.cudnnSetTensorNdDescriptor(d, type, nd, dims, st) == dnn::CUDNN_STATUS_SUCCESS;
 }
 
@@ -437,8 +504,9 @@ std::unique_ptr<DnnPlan> build_plan(const CudnnApi& api, dnn::Handle h, const Dn
   if (!ok(api.cudnnCreateTensorDescriptor(&plan->x)) || !ok(api.cudnnCreateTensorDescriptor(&plan->y)) ||
       !ok(api.cudnnCreateFilterDescriptor(&plan->w)) || !ok(api.cudnnCreateConvolutionDescriptor(&plan->conv)))
     return plan;
-  if (!set_tensor(api, plan->x, type, p.nd, p.fx) || !set_tensor(api, plan->y, type, p.nd, p.fy) ||
-      !ok(api.cudnnSetFilterNdDescriptor(plan->w, type, dnn::CUDNN_TENSOR_NCHW, p.nd, p.fw)) ||
+  if (!set_tensor(api, plan->x, type, p.nd, p.fx, p.nhwc) || !set_tensor(api, plan->y, type, p.nd, p.fy, p.nhwc) ||
+      !ok(api.cudnnSetFilterNdDescriptor(plan->w, type, p.nhwc ? dnn::CUDNN_TENSOR_NHWC : dnn::CUDNN_TENSOR_NCHW,
+                                         p.nd, p.fw)) ||
       !ok(api.cudnnSetConvolutionNdDescriptor(plan->conv, p.nd - 2, p.pad, p.stride, p.dil,
                                               dnn::CUDNN_CROSS_CORRELATION, compute)) ||
       !ok(api.cudnnSetConvolutionGroupCount(plan->conv, p.groups)) ||
@@ -728,6 +796,64 @@ bool cudnn_conv_transpose(const ConvTransposeParams& cp, const Array& x, const A
   return true;
 }
 
+/// A Conv that runs channels-last (conv_runs_channels_last): cuDNN on NHWC tensors and an OHWI
+/// filter, or when cuDNN is off, missing or declines, the direct kernel reading them through
+/// their strides (its order does not depend on the layout: the same bits as on NCHW operands).
+/// Operands not already in that layout (src_block / dst_block 0, packed_weight empty) are
+/// transposed into scratch; xs, ws, ys are the logical [N, C, H, W], [O, C, KH, KW], [N, O, OH, OW].
+void conv_channels_last(const ConvParams& cp, const Array& x, const Array& w, Array& out, const Shape& xs,
+                        const Shape& ws, const Shape& ys) {
+  const Dtype dt = out.dtype();
+  const DeviceState& s = state_of(out);
+  const std::string what = "conv";
+  const size_t item = out.itemsize();
+  const int64_t n = xs[0], c = xs[1], hw = xs[2] * xs[3], o = ys[1], ohw = ys[2] * ys[3], khw = ws[2] * ws[3];
+  auto scratch = [&](BufferPtr& keep, int64_t elements) {
+    keep = allocator(out.device()).allocate(static_cast<size_t>(elements) * item);
+    return reinterpret_cast<uint64_t>(keep->ptr);
+  };
+  DnnProblem p;
+  p.nhwc = true;
+  p.dtype = dt;
+  set_geometry(p, 2, cp.strides, cp.padding_lo, cp.dilations);
+  bool dnn = cudnn_enabled() && cudnn() && params_fit_int({cp.strides, cp.padding_lo, cp.dilations}) &&
+             dnn_dims(xs, p.fx) && dnn_dims(ws, p.fw) && dnn_dims(ys, p.fy);
+  if (dnn) {
+    const CudnnApi& api = *cudnn();
+    DnnHandle& h = dnn_handle(s);
+    std::lock_guard lock(h.mutex);
+    dnn::Handle handle = handle_locked(api, h, s);
+    dnn = handle && plan_for(api, handle, p, s.index)->usable;
+  }
+  BufferPtr xkeep, wkeep, xt, wt, yt;
+  uint64_t fx = contiguous_ptr(s, x, xkeep, what);
+  if (cp.src_block == 0) {
+    const uint64_t t = scratch(xt, n * c * hw);
+    transpose_batched(s, fx, t, n, c, hw, item, what);
+    fx = t;
+  }
+  uint64_t fw = contiguous_ptr(s, w, wkeep, what);
+  if (cp.packed_weight.empty()) {
+    const uint64_t t = scratch(wt, o * c * khw);
+    transpose_batched(s, fw, t, o, c, khw, item, what);
+    fw = t;
+  }
+  if (dnn) {
+    const uint64_t fy = cp.dst_block != 0 ? dptr(out) : scratch(yt, n * ohw * o);
+    if (run_cudnn(s, p, fx, fw, fy, what)) {
+      if (cp.dst_block == 0) transpose_batched(s, fy, dptr(out), n, ohw, o, item, what);
+      return;
+    }
+  }
+  const Strides x_nhwc{hw * c, 1, xs[3] * c, c}, w_ohwi{khw * c, 1, ws[3] * c, c};
+  ConvKernelArgs a = conv_kernel_args(xs, x_nhwc, ws, w_ohwi, ys, cp.strides, cp.padding_lo, cp.dilations, 1);
+  a.x = fx;
+  a.w = fw;
+  a.y = cp.dst_block == 0 ? dptr(out) : scratch(yt, n * o * ohw);  // the kernel writes NCHW
+  run_direct(s, a, dt, false, what);
+  if (cp.dst_block != 0) transpose_batched(s, a.y, dptr(out), n, o, ohw, item, what);
+}
+
 }  // namespace
 
 namespace {
@@ -745,13 +871,25 @@ Array on_device(const Array& a, Device d) {
 }  // namespace
 
 void eval_conv(const ConvParams& p, const std::vector<Array>& inputs, Array& out) {
-  SMELT_ASSERT(p.adds.empty() && p.packed_weight.empty(), "conv: fused adds and packed weights are made for CPU steps only");
+  SMELT_ASSERT(p.adds.empty(), "conv: fused adds are made for CPU steps only");
   const Array x = on_device(inputs[0], out.device()), w = on_device(inputs[1], out.device());
   if (out.dtype() == Dtype::Bool) throw DtypeError("conv: bool is not supported");
   alloc_output(out);
   if (out.size() == 0) return;
+  // Logical shapes: the compile passes may give NHWC activations ([N, 1, H, W, C], blocks of C)
+  // and an OHWI weight to a convolution that runs channels-last.
+  const Shape xs = unblocked_shape(x.shape(), p.src_block), ys = unblocked_shape(out.shape(), p.dst_block);
+  const Shape ws = p.packed_weight.empty() ? w.shape() : Shape(p.packed_weight);
+  const bool channels_last = conv_runs_channels_last(out.dtype(), xs, ws, p);
+  SMELT_ASSERT(channels_last ? (p.src_block == 0 || p.src_block == xs[1]) && (p.dst_block == 0 || p.dst_block == ys[1])
+                             : p.src_block == 0 && p.dst_block == 0 && p.packed_weight.empty(),
+               "conv: a channels-last operand of a convolution that does not run channels-last");
   if (x.size() == 0) {  // no input channels, or only padding: every sum is empty
     fill_bits(out, 0);
+    return;
+  }
+  if (channels_last) {
+    conv_channels_last(p, x, w, out, xs, ws, ys);
     return;
   }
   if (cudnn_conv(p, x, w, out)) return;

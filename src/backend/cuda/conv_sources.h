@@ -84,11 +84,24 @@ std::string conv_direct_source(Dtype dtype, bool transpose);
 /// wrapping 64-bit) and divides once by the window count (with or without the padding).
 std::string pool_source(Dtype dtype, PoolKind kind, bool count_include_pad);
 /// The 2-D max pool of float16, bfloat16 and float32 in 32-bit indexing (no depth axis, no
-/// dilation): the same bits as pool_source's, NaN windows computed again exactly.
-std::string max_pool2d_source(Dtype dtype);
+/// dilation): the same bits as pool_source's, NaN windows computed again exactly. With
+/// `channels_last` the outputs are numbered channels-last ([N, OH, OW, C] row-major: the output
+/// of PoolParams::block = C), so that a warp reads and writes consecutive channels.
+std::string max_pool2d_source(Dtype dtype, bool channels_last = false);
 
 /// WindowCopyArgs's kernel for elements of `itemsize` bytes (1, 2, 4 or 8).
 std::string window_copy_source(size_t itemsize);
+
+/// A batched matrix transpose, dst[b][c][r] = src[b][r][c] for row-major [batches, rows, cols]
+/// (NCHW <-> NHWC as [N, C, H*W] <-> [N, H*W, C]; an OIHW filter to OHWI as [O, C, KH*KW]).
+struct ChannelsTransposeArgs {
+  uint64_t src = 0, dst = 0;
+  int64_t batches = 0, rows = 0, cols = 0, tiles_r = 0, tiles_c = 0;
+};
+/// ChannelsTransposeArgs's kernel for elements of `itemsize` bytes (1, 2, 4 or 8): blocks of 256
+/// threads move 32 x 32 tiles through shared memory, so that reads and writes are both coalesced;
+/// one block per tile (batches * tiles_r * tiles_c blocks).
+std::string channels_transpose_source(size_t itemsize);
 
 /// How a ConvTranspose runs as cuDNN's backward data (cuDNN pads symmetrically): the padding per
 /// spatial axis, the shape of cuDNN's result, and the spatial offset at which the output reads

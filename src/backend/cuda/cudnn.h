@@ -46,7 +46,7 @@ enum MathType {
   CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION = 2,
   CUDNN_FMA_MATH = 3,
 };
-enum TensorFormat { CUDNN_TENSOR_NCHW = 0 };
+enum TensorFormat { CUDNN_TENSOR_NCHW = 0, CUDNN_TENSOR_NHWC = 1 };
 enum ConvolutionMode { CUDNN_CONVOLUTION = 0, CUDNN_CROSS_CORRELATION = 1 };
 enum Determinism { CUDNN_NON_DETERMINISTIC = 0, CUDNN_DETERMINISTIC = 1 };
 enum FwdAlgo {

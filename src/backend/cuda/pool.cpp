@@ -5,11 +5,13 @@
 // type (float for halves) and lets NaN win and stay; average sums in double (integers in
 // wrapping 64-bit) and divides once by the count of window positions inside the input (with
 // count_include_pad: inside input and padding, never past the right padding, which a ceil_mode
-// window can overhang). Inputs of any strides are read in place.
+// window can overhang). Inputs of any strides are read in place. The 2-D max pool also reads and
+// writes channels-last data (PoolParams::block = C, from the compile pass conv_layout).
 #include <optional>
 #include <string>
 
 #include "smelt/errors.h"
+#include "src/backend/cuda/channels_last.h"
 #include "src/backend/cuda/conv_sources.h"
 #include "src/backend/cuda/cuda.h"
 #include "src/backend/cuda/kernels.h"
@@ -128,13 +130,24 @@ std::optional<MaxPool2dArgs> max_pool2d_args(const PoolKernelArgs& a, const Shap
   return m;
 }
 
-std::string max_pool2d_source(Dtype dtype) {
+std::string max_pool2d_source(Dtype dtype, bool channels_last) {
   // The general kernel's order and rule (window positions ascending; v wins when v > acc or v is
   // NaN) in 32-bit index arithmetic and with the hardware's widening of 16-bit floats, which is
   // exact for every value but NaN: the thread keeps the winning element's own bits, which equal
   // the general kernel's narrowing of its widened value. A window that holds a NaN is computed
   // again with the exact widening (NaN bits as on the CPU). ResNet-50's 3 x 3 pool on the H200:
   // 800 instructions an output in the general kernel (64-bit coordinates, exact conversions).
+  // Channels-last numbering: idx = ((n * out_h + oh) * out_w + ow) * channels + c.
+  const char* coordinates = channels_last ? R"CUDA(
+  const u32 r = idx / a.channels, c = idx - r * a.channels;
+  const u32 q = r / a.out_w, ow = r - q * a.out_w;
+  const u32 n = q / a.out_h, oh = q - n * a.out_h;
+)CUDA"
+                                          : R"CUDA(
+  const u32 r = idx / a.out_w, ow = idx - r * a.out_w;
+  const u32 q = r / a.out_h, oh = r - q * a.out_h;
+  const u32 n = q / a.channels, c = q - n * a.channels;
+)CUDA";
   return std::string("typedef ") + device_type(dtype) + " E;\n" + R"CUDA(
 struct Pool2Args { u64 x, y; u32 total, channels, out_h, out_w, in_h, in_w, k_h, k_w, stride_h, stride_w,
                    pad_h, pad_w, xs_n, xs_c, xs_h, xs_w; };
@@ -143,10 +156,7 @@ __device__ inline float widen_q(bf16 v) { return bf2f(v.b); }
 __device__ inline float widen_q(float v) { return v; }
 extern "C" __global__ void k(Pool2Args a) {
   const u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
-  if (idx >= a.total) return;
-  const u32 r = idx / a.out_w, ow = idx - r * a.out_w;
-  const u32 q = r / a.out_h, oh = r - q * a.out_h;
-  const u32 n = q / a.channels, c = q - n * a.channels;
+  if (idx >= a.total) return;)CUDA" + coordinates + R"CUDA(
   const E* x = (const E*)a.x + (n * a.xs_n + c * a.xs_c);
   const int h0 = (int)(oh * a.stride_h) - (int)a.pad_h, w0 = (int)(ow * a.stride_w) - (int)a.pad_w;
   const int h_lo = h0 > 0 ? h0 : 0, w_lo = w0 > 0 ? w0 : 0;
@@ -186,6 +196,24 @@ void eval_pool(const PoolParams& p, const std::vector<Array>& inputs, Array& out
   alloc_output(out);
   if (out.size() == 0) return;
   DeviceState& s = state_of(out);
+  if (p.block != 0) {
+    // Channels-last ([N, 1, H, W, C] row-major, from the compile pass conv_layout): the 2-D
+    // kernel reads the input through its NHWC strides and numbers the outputs channels-last.
+    const Shape xs = unblocked_shape(x.shape(), p.block), ys = unblocked_shape(out.shape(), p.block);
+    SMELT_ASSERT(p.block == xs[1] && pool_runs_channels_last(x.dtype(), xs, p) &&
+                     is_row_contiguous(x.node().shape, x.node().strides),
+                 "pool: a channels-last pooling the CUDA kernel does not take");
+    const Strides nhwc{xs[1] * xs[2] * xs[3], 1, xs[3] * xs[1], xs[1]};
+    const PoolKernelArgs a = pool_kernel_args(xs, nhwc, ys, p);
+    std::optional<MaxPool2dArgs> m = max_pool2d_args(a, xs, x.dtype());
+    SMELT_ASSERT(m.has_value(), "pool: a channels-last pooling past the 32-bit kernel's sizes");
+    m->x = dptr(x);
+    m->y = dptr(out);
+    const std::string key = std::string("pool|max2d_nhwc|") + device_type(x.dtype());
+    const Kernel fn = get_kernel(s.index, key, [&] { return max_pool2d_source(x.dtype(), true); }, what);
+    launch(s, fn, blocks_for(a.total, 256), 256, &*m, what);
+    return;
+  }
   PoolKernelArgs a = pool_kernel_args(x.shape(), x.node().strides, out.shape(), p);
   a.x = x.size() > 0 ? dptr(x) : 0;  // empty input: every window holds only padding, nothing is read
   a.y = dptr(out);

@@ -63,6 +63,11 @@ const std::vector<ConvCase>& conv_cases() {
       {{1, 2, 3, 3}, {3, 2, 3, 3}, {{1, 1}, {3, 3}, {3, 3}, {1, 1}, 1}},  // windows of only padding
       {{4, 16, 20, 18}, {32, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1}},  // big enough for cuDNN's own algorithms
       {{2, 8, 9, 10}, {8, 2, 3, 3}, {{2, 2}, {0, 1}, {1, 0}, {1, 1}, 4}},
+      // Channels-last in float16/bfloat16 (channels_last.h): a strided 1 x 1 (a ResNet
+      // downsample), a strided 3 x 3 on odd sizes, a dilated one.
+      {{2, 64, 14, 14}, {128, 64, 1, 1}, {{2, 2}, {0, 0}, {0, 0}, {1, 1}, 1}},
+      {{2, 24, 15, 13}, {16, 24, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}},
+      {{1, 8, 12, 11}, {8, 8, 3, 3}, {{1, 1}, {2, 2}, {2, 2}, {2, 2}, 1}},
   };
   return c;
 }
@@ -140,6 +145,10 @@ TEST(CudaConv, EachPathRunsWhereItShould) {
       .eval();
   EXPECT_EQ(cuda::conv_path_counts().cudnn - before.cudnn, 2)
       << "cuDNN loaded but declined a plain float32 convolution (handle creation or algorithm choice failed)";
+  // A float16 convolution that runs channels-last (channels_last.h): cuDNN takes its NHWC problem.
+  const auto before_half = cuda::conv_path_counts();
+  conv(on_gpu(astype(x, float16)), on_gpu(astype(w, float16)), o).eval();
+  EXPECT_EQ(cuda::conv_path_counts().cudnn - before_half.cudnn, 1) << "cuDNN declined an NHWC float16 convolution";
 #endif
 }
 

@@ -19,13 +19,14 @@ namespace smelt::cuda {
 
 /// True when a CUDA Conv with input `x` [N, C, H, W], weight `w` [O, C, KH, KW] (logical
 /// shapes) runs channels-last: float16 or bfloat16, 2-D, one group, symmetric padding (cuDNN's
-/// own), no fused adds (CPU only), and C and O multiples of 8 (the tensor-core kernels' vector
-/// width; a 3-channel image input stays NCHW).
+/// own), no fused adds (CPU only), O a multiple of 8 and C one too (the tensor-core kernels'
+/// vector width) or below 8 (an image's channels: cuDNN has NHWC first-layer kernels for them,
+/// and transposed a 3-channel NCHW input to run one).
 inline bool conv_runs_channels_last(Dtype dt, const Shape& x, const Shape& w, const ConvParams& p) {
   if (dt != Dtype::Float16 && dt != Dtype::BFloat16) return false;
   if (x.size() != 4 || w.size() != 4 || p.groups != 1 || !p.adds.empty()) return false;
   if (p.padding_lo != p.padding_hi) return false;
-  return x[1] > 0 && w[0] > 0 && x[1] % 8 == 0 && w[0] % 8 == 0;
+  return x[1] > 0 && w[0] > 0 && (x[1] % 8 == 0 || x[1] < 8) && w[0] % 8 == 0;
 }
 
 /// True when a CUDA Pool over `x` [N, C, H, W] can read and write channels-last data

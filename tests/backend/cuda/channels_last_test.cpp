@@ -37,7 +37,8 @@ TEST(ChannelsLastRules, HalfTwoDimensionalConvolutionsWithWideChannels) {
   EXPECT_TRUE(cuda::conv_runs_channels_last(float16, {2, 64, 8, 8}, {128, 64, 3, 3}, p));
   EXPECT_TRUE(cuda::conv_runs_channels_last(bfloat16, {2, 8, 8, 8}, {8, 8, 1, 1}, p));
   EXPECT_FALSE(cuda::conv_runs_channels_last(float32, {2, 64, 8, 8}, {128, 64, 3, 3}, p)) << "float32 stays NCHW";
-  EXPECT_FALSE(cuda::conv_runs_channels_last(float16, {2, 3, 8, 8}, {64, 3, 7, 7}, p)) << "an RGB input";
+  EXPECT_TRUE(cuda::conv_runs_channels_last(float16, {2, 3, 8, 8}, {64, 3, 7, 7}, p)) << "an RGB input";
+  EXPECT_FALSE(cuda::conv_runs_channels_last(float16, {2, 12, 8, 8}, {64, 12, 3, 3}, p)) << "12 inputs";
   EXPECT_FALSE(cuda::conv_runs_channels_last(float16, {2, 64, 8, 8}, {12, 64, 3, 3}, p)) << "12 outputs";
   EXPECT_FALSE(cuda::conv_runs_channels_last(float16, {2, 64, 8, 8}, {64, 32, 3, 3}, conv_params(1, 1, 2)));
   EXPECT_FALSE(cuda::conv_runs_channels_last(float16, {2, 64, 8, 8}, {64, 64, 3, 3}, conv_params(1, 0)))

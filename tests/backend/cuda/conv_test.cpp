@@ -64,10 +64,11 @@ const std::vector<ConvCase>& conv_cases() {
       {{4, 16, 20, 18}, {32, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1}},  // big enough for cuDNN's own algorithms
       {{2, 8, 9, 10}, {8, 2, 3, 3}, {{2, 2}, {0, 1}, {1, 0}, {1, 1}, 4}},
       // Channels-last in float16/bfloat16 (channels_last.h): a strided 1 x 1 (a ResNet
-      // downsample), a strided 3 x 3 on odd sizes, a dilated one.
+      // downsample), a strided 3 x 3 on odd sizes, a dilated one, a 7 x 7 on 3 channels.
       {{2, 64, 14, 14}, {128, 64, 1, 1}, {{2, 2}, {0, 0}, {0, 0}, {1, 1}, 1}},
       {{2, 24, 15, 13}, {16, 24, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}},
       {{1, 8, 12, 11}, {8, 8, 3, 3}, {{1, 1}, {2, 2}, {2, 2}, {2, 2}, 1}},
+      {{2, 3, 20, 22}, {16, 3, 7, 7}, {{2, 2}, {3, 3}, {3, 3}, {1, 1}, 1}},  // an image stem
   };
   return c;
 }

@@ -57,7 +57,9 @@ bool is_elementwise_step(const Tape& tape, const Step& s) {
 /// The block a pooling step's output may keep when its input has block `b` (0: none): the CPU's
 /// blocked kernels take any block of float32 data, the CUDA 2-D max pool channels-last (b = C).
 int64_t pool_block(const Tape& tape, const Step& s, int64_t b) {
-  if (b == 0 || s.prim.get<PoolParams>().block != 0 || !layout_value(tape, s, s.outputs[0])) return 0;
+  if (b == 0 || s.prim.get<PoolParams>().block != 0 || !layout_value(tape, s, s.outputs[0]) ||
+      !layout_value(tape, s, s.inputs[0]))
+    return 0;
   if (s.device.type == Device::Type::Cpu) return b;
   const ValueInfo& x = tape.values[s.inputs[0]];
   return x.shape.size() == 4 && b == x.shape[1] && cuda::pool_runs_channels_last(x.dtype, x.shape, s.prim.get<PoolParams>())

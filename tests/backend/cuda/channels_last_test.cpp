@@ -14,7 +14,6 @@
 
 #if SMELT_HAS_CUDA
 #include "src/backend/cuda/channels_last.h"
-#include "src/backend/cuda/conv_sources.h"
 #include "src/backend/cuda/cudnn.h"
 #include "src/compile/passes.h"
 #include "src/compile/tape.h"
@@ -59,13 +58,6 @@ TEST(ChannelsLastRules, HalfTwoDimensionalConvolutionsWithWideChannels) {
   EXPECT_FALSE(cuda::pool_runs_channels_last(float16, {1, 8, 5, 5}, dilated));
   EXPECT_FALSE(cuda::pool_runs_channels_last(float64, {1, 8, 5, 5}, max));
   EXPECT_FALSE(cuda::pool_runs_channels_last(float16, {1 << 12, 1 << 10, 16, 16}, max)) << "past 32-bit offsets";
-}
-
-TEST(ChannelsLastRules, TheTransposeKernelCompiles) {
-  for (size_t itemsize : {1, 2, 4, 8}) {
-    const std::string src = cuda::channels_transpose_source(itemsize);
-    EXPECT_NE(src.find("tile[32][33]"), std::string::npos);
-  }
 }
 
 /// The tape `fn` compiles to on the GPU, after the passes (as trace_tape in compile_helpers.h).

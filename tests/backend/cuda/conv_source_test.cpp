@@ -101,7 +101,9 @@ TEST(CudaConvSource, PoolCompilesForEveryDtypeAndMode) {
   expect_compiles(cuda::pool_source(float16, PoolKind::Avg, true), "avg_pool float16");  // as built, to SASS
   expect_compiles(cuda::pool_source(int64, PoolKind::Max, false), "max_pool int64");
   for (Dtype dt : {float16, bfloat16, float32})
-    expect_compiles(cuda::max_pool2d_source(dt), std::string("2-D max_pool ") + dtype_name(dt));  // to SASS
+    for (bool channels_last : {false, true})
+      expect_compiles(cuda::max_pool2d_source(dt, channels_last),
+                      std::string("2-D max_pool ") + dtype_name(dt) + (channels_last ? " channels-last" : ""));  // to SASS
   std::string all;
   for (Dtype dt : non_bool_dtypes()) {
     all += in_namespace(std::string("max_") + dtype_name(dt), cuda::pool_source(dt, PoolKind::Max, false));
@@ -118,6 +120,16 @@ TEST(CudaConvSource, WindowCopyCompilesForEveryItemSize) {
 #if SMELT_HAS_CUDA
   SMELT_REQUIRE_NVRTC();
   for (size_t isz : {1, 2, 4, 8}) expect_compiles(cuda::window_copy_source(isz), "window copy " + std::to_string(isz));
+#else
+  GTEST_SKIP() << "built without the CUDA backend";
+#endif
+}
+
+TEST(CudaConvSource, ChannelsTransposeCompilesForEveryItemSize) {
+#if SMELT_HAS_CUDA
+  SMELT_REQUIRE_NVRTC();
+  for (size_t isz : {1, 2, 4, 8})
+    expect_compiles(cuda::channels_transpose_source(isz), "channels transpose " + std::to_string(isz));
 #else
   GTEST_SKIP() << "built without the CUDA backend";
 #endif

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "compile/tape_helpers.h"
 #include "smelt/compile.h"
 #include "smelt/telemetry.h"
 #include "src/codegen/fused_kernel.h"
@@ -112,39 +113,6 @@ struct Dumps {
   }
 };
 
-/// A traced tape of `fn` over placeholders shaped like `examples`, built as the engine builds
-/// it, so that passes can be run and inspected one at a time.
-inline compiler::Tape trace_tape(const std::function<std::vector<Array>(const std::vector<Array>&)>& fn,
-                                 const std::vector<Array>& examples) {
-  std::vector<Array> placeholders;
-  for (auto& a : examples) {
-    auto n = std::make_shared<detail::Node>();
-    n->shape = a.shape();
-    n->dtype = a.dtype();
-    n->device = a.device();
-    n->id = detail::next_node_id();
-    n->tracer = true;
-    placeholders.emplace_back(std::move(n));
-  }
-  std::vector<Array> outs = fn(placeholders);
-  return compiler::build_tape(placeholders, outs, Device::cpu());
-}
-
-/// Steps of `kind` on a tape.
-inline std::vector<const compiler::Step*> steps_of(const compiler::Tape& tape, PrimKind kind) {
-  std::vector<const compiler::Step*> out;
-  for (auto& s : tape.steps)
-    if (s.prim.kind == kind) out.push_back(&s);
-  return out;
-}
-
-/// A traced tape after the pass pipeline (fusion included unless `options` turn it off).
-inline compiler::Tape optimized_tape(const std::function<std::vector<Array>(const std::vector<Array>&)>& fn,
-                                     const std::vector<Array>& examples, compiler::PassOptions options = {}) {
-  compiler::Tape tape = trace_tape(fn, examples);
-  compiler::run_passes(tape, options);
-  return tape;
-}
 
 /// The programs of the Fused steps of a tape, in tape order.
 inline std::vector<const codegen::FusedProgram*> fused_programs(const compiler::Tape& tape) {

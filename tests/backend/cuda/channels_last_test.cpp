@@ -13,11 +13,9 @@
 #include "tests/backend/cuda/cuda_test_utils.h"
 
 #if SMELT_HAS_CUDA
+#include "compile/tape_helpers.h"
 #include "src/backend/cuda/channels_last.h"
 #include "src/backend/cuda/cudnn.h"
-#include "src/compile/passes.h"
-#include "src/compile/tape.h"
-#include "src/core/node.h"
 #endif
 
 namespace smelt {
@@ -58,25 +56,6 @@ TEST(ChannelsLastRules, HalfTwoDimensionalConvolutionsWithWideChannels) {
   EXPECT_FALSE(cuda::pool_runs_channels_last(float16, {1, 8, 5, 5}, dilated));
   EXPECT_FALSE(cuda::pool_runs_channels_last(float64, {1, 8, 5, 5}, max));
   EXPECT_FALSE(cuda::pool_runs_channels_last(float16, {1 << 12, 1 << 10, 16, 16}, max)) << "past 32-bit offsets";
-}
-
-/// The tape `fn` compiles to on the GPU, after the passes (as trace_tape in compile_helpers.h).
-compiler::Tape gpu_optimized_tape(const std::function<std::vector<Array>(const std::vector<Array>&)>& fn,
-                                  const std::vector<Array>& examples) {
-  std::vector<Array> placeholders;
-  for (const auto& a : examples) {
-    auto n = std::make_shared<detail::Node>();
-    n->shape = a.shape();
-    n->dtype = a.dtype();
-    n->device = a.device();
-    n->id = detail::next_node_id();
-    n->tracer = true;
-    placeholders.emplace_back(std::move(n));
-  }
-  std::vector<Array> outs = fn(placeholders);
-  compiler::Tape tape = compiler::build_tape(placeholders, outs, Device::cpu());
-  compiler::run_passes(tape, {});
-  return tape;
 }
 
 /// A ResNet bottleneck's shapes in small: a 3 x 3 convolution from 16 channels with a bias and a
@@ -120,7 +99,7 @@ TEST(ChannelsLastCompile, ABottleneckStaysChannelsLastBetweenItsConvolutions) {
   SMELT_REQUIRE_GPU();
   const Block block = make_block(float16, 10);
   const std::vector<Array> inputs{on_gpu(random_array({2, 16, 18, 18}, float16, -1, 1, 3))};
-  const compiler::Tape tape = gpu_optimized_tape(block, inputs);
+  const compiler::Tape tape = optimized_tape(block, inputs);
   const std::string text = compiler::dump_tape(tape);
   int convs = 0, first_reads_nchw = 0, pools = 0;
   for (const auto& s : tape.steps) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "smelt/errors.h"
+#include "src/backend/cuda/channels_last.h"
 #include "src/backend/cuda/compiler.h"
 #include "src/backend/cuda/conv_sources.h"
 #include "src/backend/cuda/cudnn.h"
@@ -521,8 +522,10 @@ const HostKernels& host_kernels() {
       ks.push_back({"avg_" + ident(dt), cuda::pool_source(dt, PoolKind::Avg, false), "PoolArgs"});
       ks.push_back({"avgpad_" + ident(dt), cuda::pool_source(dt, PoolKind::Avg, true), "PoolArgs"});
     }
-    for (Dtype dt : {float16, bfloat16, float32})
+    for (Dtype dt : {float16, bfloat16, float32}) {
       ks.push_back({"max2d_" + ident(dt), cuda::max_pool2d_source(dt), "Pool2Args"});
+      ks.push_back({"max2d_nhwc_" + ident(dt), cuda::max_pool2d_source(dt, true), "Pool2Args"});
+    }
     for (size_t isz : {2, 4}) ks.push_back({"win" + std::to_string(isz), cuda::window_copy_source(isz), "WinArgs"});
     return new HostKernels(ks);
   }();
@@ -675,6 +678,7 @@ TEST(CudaConvHost, DirectTransposedConvolutionMatchesTheCpu) {
 
 #if SMELT_HAS_CUDA
 int max_pool2d_runs = 0;  // emulate_pool's runs of the 2-D max pool kernel
+int channels_last_pool_runs = 0;  // and of its channels-last variant
 
 Array emulate_pool(const Array& x, const Shape& out_shape, const PoolOptions& o, PoolKind kind) {
   x.eval();
@@ -701,6 +705,27 @@ Array emulate_pool(const Array& x, const Shape& out_shape, const PoolOptions& o,
       EXPECT_TRUE(bit_equal(Array(y2.data(), out_shape, x.dtype()), general)) << "2-D max pool";
       ++max_pool2d_runs;
     }
+  // The channels-last variant (PoolParams::block = C) on an NHWC copy, where it applies: the same
+  // bits, numbered channels-last.
+  if (kind == PoolKind::Max && x.ndim() == 4 && cuda::pool_runs_channels_last(x.dtype(), x.shape(), p)) {
+    const Shape& xs = x.shape();
+    Array nhwc = copy(transpose(x, {0, 2, 3, 1}));
+    nhwc.eval();
+    const Strides st{xs[1] * xs[2] * xs[3], 1, xs[3] * xs[1], xs[1]};
+    cuda::PoolKernelArgs b = cuda::pool_kernel_args(xs, st, out_shape, p);
+    auto m = cuda::max_pool2d_args(b, xs, x.dtype());
+    EXPECT_TRUE(m.has_value()) << "pool_runs_channels_last promised the 32-bit kernel";
+    if (m) {
+      std::vector<uint8_t> y3(y.size(), 0xAB);
+      m->x = host_addr(nhwc);
+      m->y = reinterpret_cast<uint64_t>(y3.data());
+      run_host("max2d_nhwc_" + ident(x.dtype()), &*m, b.total);
+      EXPECT_EQ(y3.back(), 0xAB) << "the channels-last kernel wrote past the output";
+      const Array got(y3.data(), {out_shape[0], out_shape[2], out_shape[3], out_shape[1]}, x.dtype());
+      EXPECT_TRUE(bit_equal(copy(transpose(got, {0, 3, 1, 2})), general)) << "channels-last 2-D max pool";
+      ++channels_last_pool_runs;
+    }
+  }
   return general;
 }
 
@@ -755,6 +780,7 @@ TEST(CudaConvHost, PoolIsBitExactWithTheCpu) {
           EXPECT_TRUE(bit_equal(emulate_pool(xt, ref_t.shape(), oo, kind), ref_t));
         }
   EXPECT_GT(max_pool2d_runs, 20);  // the 2-D kernel was checked on the cases it takes
+  EXPECT_GT(channels_last_pool_runs, 10);
   // An empty input whose windows are only padding: -inf / lowest for max, NaN / 0 / the count for avg.
   for (Dtype dt : {float32, int16}) {
     Array x = zeros({2, 2, 0}, dt);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 
 #include "src/backend/cpu/scalar_math.h"
@@ -57,16 +58,25 @@ constexpr int kLanes = 8;
   return sum;
 }
 
+/// kLanes floats as one GCC vector: a lane-wise `?:` on it is a blend, which the scalar select's
+/// bit masks did not become in scale_max's running maximum (GCC 12 left that loop scalar: 7 of its
+/// 270 instructions were vector ones, against exp_sum's 96 of 443).
+typedef float LaneVector __attribute__((vector_size(kLanes * sizeof(float))));
+static_assert(kLanes == 8, "scale_max_body's initial vector lists eight lanes");
+
 [[gnu::always_inline]] inline float scale_max_body(float* row, int64_t n, float scale) {
-  float acc[kLanes];
-  for (float& a : acc) a = -std::numeric_limits<float>::infinity();
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  LaneVector best = {kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMinusInf};
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      const float x = row[j + l] * scale;
-      row[j + l] = x;
-      acc[l] = select(x > acc[l], x, acc[l]);
-    }
+  for (; j + kLanes <= n; j += kLanes) {
+    LaneVector x;
+    std::memcpy(&x, row + j, sizeof x);
+    x = x * scale;
+    std::memcpy(row + j, &x, sizeof x);
+    best = x > best ? x : best;  // lane l keeps the largest of elements l, l + 8, ... (NaN never wins)
+  }
+  float acc[kLanes];
+  std::memcpy(acc, &best, sizeof acc);
   for (int l = 0; j < n; ++j, ++l) {
     const float x = row[j] * scale;
     row[j] = x;

@@ -31,7 +31,8 @@ inline bool conv_runs_channels_last(Dtype dt, const Shape& x, const Shape& w, co
 
 /// True when a CUDA Pool over `x` [N, C, H, W] can read and write channels-last data
 /// (PoolParams::block = C): a 2-D max pool of float16, bfloat16 or float32 without dilation whose
-/// sizes fit the 32-bit kernel (max_pool2d_args: below 2^30 elements).
+/// sizes fit the 32-bit kernel with room (max_pool2d_args takes values below 2^30: here below 2^29
+/// elements and windows, strides and padding below 2^20, so that no sum of them reaches 2^30).
 inline bool pool_runs_channels_last(Dtype dt, const Shape& x, const PoolParams& p) {
   if (dt != Dtype::Float16 && dt != Dtype::BFloat16 && dt != Dtype::Float32) return false;
   if (p.kind != PoolKind::Max || x.size() != 4 || p.kernel.size() != 2) return false;
@@ -39,13 +40,13 @@ inline bool pool_runs_channels_last(Dtype dt, const Shape& x, const PoolParams& 
     if (d != 1) return false;
   int64_t elements = 1;
   for (int64_t d : x) {
-    if (d <= 0 || d >= (int64_t{1} << 30)) return false;
+    if (d <= 0 || d >= (int64_t{1} << 29)) return false;
     elements *= d;
-    if (elements >= (int64_t{1} << 30)) return false;
+    if (elements >= (int64_t{1} << 29)) return false;
   }
   for (size_t i = 0; i < 2; ++i)
     if (p.kernel[i] >= (int64_t{1} << 20) || p.strides[i] >= (int64_t{1} << 20) ||
-        p.padding_lo[i] >= (int64_t{1} << 20))
+        p.padding_lo[i] >= (int64_t{1} << 20) || p.padding_hi[i] >= (int64_t{1} << 20))
       return false;
   return true;
 }

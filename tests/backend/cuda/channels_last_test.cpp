@@ -15,6 +15,7 @@
 #if SMELT_HAS_CUDA
 #include "compile/tape_helpers.h"
 #include "src/backend/cuda/channels_last.h"
+#include "src/backend/cuda/conv_sources.h"
 #include "src/backend/cuda/cudnn.h"
 #endif
 
@@ -56,6 +57,16 @@ TEST(ChannelsLastRules, HalfTwoDimensionalConvolutionsWithWideChannels) {
   EXPECT_FALSE(cuda::pool_runs_channels_last(float16, {1, 8, 5, 5}, dilated));
   EXPECT_FALSE(cuda::pool_runs_channels_last(float64, {1, 8, 5, 5}, max));
   EXPECT_FALSE(cuda::pool_runs_channels_last(float16, {1 << 12, 1 << 10, 16, 16}, max)) << "past 32-bit offsets";
+  // Whatever the rule takes, the 32-bit kernel takes (eval_pool asserts it), up to its limits.
+  for (const Shape& xs : {Shape{32, 64, 112, 112}, Shape{1, 1, (1 << 29) - 1, 1}, Shape{3, 5, 7, 9}}) {
+    ASSERT_TRUE(cuda::pool_runs_channels_last(float16, xs, max)) << shape_to_string(xs);
+    Shape ys = xs;
+    for (size_t i = 0; i < 2; ++i)
+      ys[i + 2] = (xs[i + 2] + max.padding_lo[i] + max.padding_hi[i] - max.kernel[i]) / max.strides[i] + 1;
+    const Strides nhwc{xs[1] * xs[2] * xs[3], 1, xs[3] * xs[1], xs[1]};
+    EXPECT_TRUE(cuda::max_pool2d_args(cuda::pool_kernel_args(xs, nhwc, ys, max), xs, float16).has_value())
+        << shape_to_string(xs);
+  }
 }
 
 /// A ResNet bottleneck's shapes in small: a 3 x 3 convolution from 16 channels with a bias and a

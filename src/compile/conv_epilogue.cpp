@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "smelt/device.h"
+#include "smelt/ops.h"
 
 #include "src/backend/cpu/dnnl.h"
 #include "src/compile/passes.h"
@@ -39,13 +40,11 @@ bool feeds_elementwise(const Tape& tape, const std::vector<int>& uses, const std
   return r.prim.kind == PrimKind::Binary && r.prim.get<BinaryParams>().op != BinaryOp::Add;
 }
 
-/// The constant `v` when it is what channel_constant takes (a float32 CPU constant of shape `to`
-/// whose values vary along axis 1 only), else null.
+/// The constant `v` when it is what channel_constant takes (a constant of shape `to` whose values
+/// vary along axis 1 only), else null.
 const Array* channel_constant_array(const Tape& tape, int v, const Shape& to) {
   const Array* a = find_constant(tape, v);
-  if (a == nullptr || a->dtype() != Dtype::Float32 || a->device().type != Device::Type::Cpu || a->shape() != to ||
-      to.size() < 3)
-    return nullptr;
+  if (a == nullptr || a->shape() != to || to.size() < 3) return nullptr;
   for (size_t i = 0; i < to.size(); ++i)
     if (i != 1 && to[i] != 1 && a->strides()[i] != 0) return nullptr;
   return a;
@@ -56,13 +55,13 @@ const Array* channel_constant_array(const Tape& tape, int v, const Shape& to) {
 int channel_constant(Tape& tape, int v, const Shape& to) {
   const Array* a = channel_constant_array(tape, v, to);
   if (a == nullptr) return -1;
-  const Strides& st = a->strides();
-  const float* d = static_cast<const float*>(a->data());
-  std::vector<float> values(static_cast<size_t>(to[1]));
-  for (int64_t c = 0; c < to[1]; ++c) values[c] = d[c * st[1]];
-  const int id = tape.add_value({to[1]}, Dtype::Float32, Device::cpu());
-  DefaultDeviceScope on_cpu(Device::cpu());
-  tape.constants.emplace_back(id, Array(values, {to[1]}));
+  // Index 0 on every axis but the channels': the C values, on the constant's device, in its dtype.
+  std::vector<int64_t> start(to.size(), 0), stop(to.size(), 1);
+  stop[1] = to[1];
+  Array line = reshape(copy(slice(*a, start, stop)), {to[1]});
+  line.eval();
+  const int id = tape.add_value({to[1]}, a->dtype(), a->device());
+  tape.constants.emplace_back(id, line);
   return id;
 }
 
@@ -105,12 +104,12 @@ void fuse_conv_epilogues(Tape& tape) {
                         is_cpu_f32(tape.values[tape.steps[op].inputs[0]]);
       // (The reader is checked first: the constant search then runs once, in channel_constant.)
       if (feeds_elementwise(tape, uses, consumer, add.outputs[0]) &&
-          (bias || (op < 0 && channel_constant_array(tape, other, out_shape) != nullptr)))
+          (bias || (op < 0 && is_cpu_f32(tape.values[other]) && channel_constant_array(tape, other, out_shape) != nullptr)))
         break;  // the fuse pass puts it in that step's kernel (see feeds_elementwise)
       if (bias) {
         params.adds.push_back(ConvAdd::Channel);
         operands.push_back(tape.steps[op].inputs[0]);
-      } else if (op < 0 && (channel = channel_constant(tape, other, out_shape)) >= 0) {
+      } else if (op < 0 && is_cpu_f32(tape.values[other]) && (channel = channel_constant(tape, other, out_shape)) >= 0) {
         params.adds.push_back(ConvAdd::Channel);
         operands.push_back(channel);
       } else if (!residual && is_cpu_f32(tape.values[other]) && tape.values[other].shape == out_shape) {

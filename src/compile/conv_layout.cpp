@@ -114,24 +114,6 @@ bool adaptable(const Tape& tape, const ValueGraph& g, int v) {
   return g.is_constant[v] != 0;
 }
 
-/// channel_constant on a GPU: the C values of a constant of shape `to` ([N, C, ...]) that
-/// repeats one value per channel (a bias broadcast frozen when the tape was traced; strides 0
-/// on every other axis), as a new [C] constant on its device and in its dtype; -1 otherwise.
-/// (Copied whole into the layout, such a constant would take an activation's memory.)
-int device_channel_constant(Tape& tape, int v, const Shape& to) {
-  const Array* a = find_constant(tape, v);
-  if (a == nullptr || a->shape() != to || to.size() < 3) return -1;
-  for (size_t i = 0; i < to.size(); ++i)
-    if (i != 1 && to[i] != 1 && a->strides()[i] != 0) return -1;
-  std::vector<int64_t> start(to.size(), 0), stop(to.size(), 1);
-  stop[1] = to[1];
-  Array line = reshape(copy(slice(*a, start, stop)), {to[1]});
-  line.eval();
-  const int id = tape.add_value({to[1]}, a->dtype(), a->device());
-  tape.constants.emplace_back(id, line);
-  return id;
-}
-
 }  // namespace
 
 void keep_blocked_layouts(Tape& tape) {
@@ -262,7 +244,6 @@ void keep_blocked_layouts(Tape& tape) {
   std::map<std::pair<int, int64_t>, int> adapted;  // (operand, block) -> blocked operand
   std::vector<Step> steps;
   steps.reserve(n_steps);
-  DefaultDeviceScope on_cpu(Device::cpu());  // the constants made here live on the CPU
   auto adapt = [&](int v, int64_t b, const Device& device) -> int {
     if (auto it = adapted.find({v, b}); it != adapted.end()) return it->second;
     const Shape to = blocked_shape(plain[v], b);
@@ -272,8 +253,7 @@ void keep_blocked_layouts(Tape& tape) {
     if (p >= 0 && tape.steps[p].prim.kind == PrimKind::Broadcast)
       src = tape.steps[p].inputs[0];
     else if (p < 0)
-      src = device.type == Device::Type::Cpu ? channel_constant(tape, v, plain[v])
-                                             : device_channel_constant(tape, v, plain[v]);
+      src = channel_constant(tape, v, plain[v]);  // (copied whole, it would take an activation's memory)
     if (src >= 0) {
       // A scalar or per-channel broadcast: channel c = cb * b + lane, so the C values in order,
       // reshaped to [1, C/b, 1..., b] ([N, C/b, 1..., b] for per-sample values), broadcast to

@@ -41,10 +41,10 @@ void eliminate_dead_steps(Tape& tape);
 /// kernel reads the Conv's output once): oneDNN's ReLU/clip turn NaN into 0 (vmaxps), and its
 /// GELU/SiLU are other formulas, so they would break the compiled == eager contract.
 void fuse_conv_epilogues(Tape& tape);
-/// For the conv passes: the C values of a float32 CPU constant of shape `to` ([N, C, ...]) that
-/// repeats one value per channel (a broadcast frozen when the tape was traced: the bias of a
-/// BatchNorm an ONNX model folded into its Conv), added to the tape as a 1-D constant; -1 when
-/// `v` is not such a constant.
+/// For the conv passes: the C values of a constant of shape `to` ([N, C, ...]) that repeats one
+/// value per channel (a broadcast frozen when the tape was traced: the bias of a BatchNorm an
+/// ONNX model folded into its Conv), added to the tape as a 1-D constant on the constant's device
+/// and in its dtype; -1 when `v` is not such a constant.
 int channel_constant(Tape& tape, int v, const Shape& to);
 /// With oneDNN: the weight of a float32 CPU Conv that is a constant of the tape (an ONNX
 /// initializer, a captured array) is reordered now into the layout oneDNN's primitive wants, and

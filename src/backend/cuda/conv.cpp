@@ -601,6 +601,16 @@ dnn::Handle handle_locked(const CudnnApi& api, DnnHandle& h, const DeviceState& 
   return h.handle;
 }
 
+/// Whether cuDNN (loaded: the caller checked cudnn()) has a plan for `p` on the calling thread's
+/// stream: looked up (built the first time) before any operand is copied for it.
+bool plan_usable(const DeviceState& s, const DnnProblem& p) {
+  const CudnnApi& api = *cudnn();
+  DnnHandle& h = dnn_handle(s);
+  std::lock_guard lock(h.mutex);
+  dnn::Handle handle = handle_locked(api, h, s);
+  return handle && plan_for(api, handle, p, s.index)->usable;
+}
+
 /// Runs `p` through cuDNN: false when cuDNN is off, missing or declines (nothing was written).
 /// fx/fy/fw are the device addresses of the row-major operands.
 bool run_cudnn(const DeviceState& s, const DnnProblem& p, uint64_t fx, uint64_t fw, uint64_t fy,
@@ -735,13 +745,7 @@ bool cudnn_conv(const ConvParams& cp, const Array& x, const Array& w, Array& out
   const DeviceState& s = state_of(out);
   const std::string what = "conv";
   // The plan is looked up before any copy, so that a declined problem costs nothing.
-  {
-    const CudnnApi& api = *cudnn();
-    DnnHandle& h = dnn_handle(s);
-    std::lock_guard lock(h.mutex);
-    dnn::Handle handle = handle_locked(api, h, s);
-    if (!handle || !plan_for(api, handle, p, s.index)->usable) return false;
-  }
+  if (!plan_usable(s, p)) return false;
   BufferPtr xkeep, wkeep;
   uint64_t fx;
   if (explicit_pad || !is_row_contiguous(x.node().shape, x.node().strides)) {
@@ -774,13 +778,7 @@ bool cudnn_conv_transpose(const ConvTransposeParams& cp, const Array& x, const A
   if (!dnn_dims(result, p.fx) || !dnn_dims(w.shape(), p.fw) || !dnn_dims(x.shape(), p.fy)) return false;
   const DeviceState& s = state_of(out);
   const std::string what = "conv_transpose";
-  {
-    const CudnnApi& api = *cudnn();
-    DnnHandle& h = dnn_handle(s);
-    std::lock_guard lock(h.mutex);
-    dnn::Handle handle = handle_locked(api, h, s);
-    if (!handle || !plan_for(api, handle, p, s.index)->usable) return false;
-  }
+  if (!plan_usable(s, p)) return false;
   BufferPtr xkeep, wkeep, rkeep;
   const uint64_t fy = contiguous_ptr(s, x, xkeep, what);
   const uint64_t fw = contiguous_ptr(s, w, wkeep, what);
@@ -816,15 +814,8 @@ void conv_channels_last(const ConvParams& cp, const Array& x, const Array& w, Ar
   p.nhwc = true;
   p.dtype = dt;
   set_geometry(p, 2, cp.strides, cp.padding_lo, cp.dilations);
-  bool dnn = cudnn_enabled() && cudnn() && params_fit_int({cp.strides, cp.padding_lo, cp.dilations}) &&
-             dnn_dims(xs, p.fx) && dnn_dims(ws, p.fw) && dnn_dims(ys, p.fy);
-  if (dnn) {
-    const CudnnApi& api = *cudnn();
-    DnnHandle& h = dnn_handle(s);
-    std::lock_guard lock(h.mutex);
-    dnn::Handle handle = handle_locked(api, h, s);
-    dnn = handle && plan_for(api, handle, p, s.index)->usable;
-  }
+  const bool dnn = cudnn_enabled() && cudnn() && params_fit_int({cp.strides, cp.padding_lo, cp.dilations}) &&
+                   dnn_dims(xs, p.fx) && dnn_dims(ws, p.fw) && dnn_dims(ys, p.fy) && plan_usable(s, p);
   BufferPtr xkeep, wkeep, xt, wt, yt;
   uint64_t fx = contiguous_ptr(s, x, xkeep, what);
   if (cp.src_block == 0) {

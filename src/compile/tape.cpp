@@ -1,9 +1,12 @@
 // Building, checking, printing and replaying tapes.
 #include "src/compile/tape.h"
 
+#include <algorithm>
+#include <limits>
 #include <sstream>
 #include <unordered_map>
 
+#include "smelt/compile.h"
 #include "smelt/errors.h"
 #include "smelt/ops.h"
 #include "src/core/node.h"
@@ -204,10 +207,24 @@ void check_replay_inputs(const Tape& tape, const std::vector<Array>& inputs) {
                      tape.values[i].device.str());
 }
 
+namespace {
+
+void replay_into(const Tape& tape, const std::vector<Array>& inputs, std::vector<Array>& values);
+
+}  // namespace
+
 std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& inputs) {
-  std::vector<Array> values = replay_tape_values(tape, inputs);
+  // The value list of a large tape (a few hundred handles) is a large malloc request, which made
+  // glibc consolidate its fast bins on every call; each thread keeps its list between calls
+  // (taken while in use, so a nested replay makes its own).
+  thread_local std::vector<Array> kept;
+  std::vector<Array> values = std::move(kept);
+  replay_into(tape, inputs, values);
   std::vector<Array> outs;
+  outs.reserve(tape.outputs.size());
   for (int o : tape.outputs) outs.push_back(values[o]);
+  values.clear();  // the graph is held by `outs` alone, as before
+  kept = std::move(values);
   return outs;
 }
 
@@ -233,14 +250,89 @@ void replay_step(const Tape& tape, const Step& s, std::vector<Array>& values) {
   for (size_t i = 0; i < outs.size(); ++i) values[s.outputs[i]] = std::move(outs[i]);
 }
 
-}  // namespace
-
-std::vector<Array> replay_tape_values(const Tape& tape, const std::vector<Array>& inputs) {
+void replay_into(const Tape& tape, const std::vector<Array>& inputs, std::vector<Array>& values) {
   check_replay_inputs(tape, inputs);
-  std::vector<Array> values(tape.values.size());
+  values.clear();
+  values.resize(tape.values.size());
   for (int i = 0; i < tape.num_inputs; ++i) values[i] = inputs[i];
   for (auto& [id, a] : tape.constants) values[id] = a;
   for (auto& s : tape.steps) replay_step(tape, s, values);
+}
+
+}  // namespace
+
+bool can_run_tape(const Tape& tape, const std::vector<Array>& inputs) {
+  for (const auto& a : inputs)
+    if (detail::is_tracer(a)) return false;
+  for (const auto& v : tape.values)
+    if (v.device.type != Device::Type::Cpu) return false;
+  return true;
+}
+
+std::vector<Array> run_tape(const Tape& tape, const std::vector<Array>& inputs) {
+  check_replay_inputs(tape, inputs);
+  // The steps read buffers: lazy inputs, and constants a pass made lazily (once), are evaluated first.
+  std::vector<Array> lazy;
+  for (const auto& a : inputs)
+    if (!detail::is_evaluated(a.node())) lazy.push_back(a);
+  for (const auto& [id, a] : tape.constants)
+    if (!detail::is_evaluated(a.node())) lazy.push_back(a);
+  if (!lazy.empty()) eval(std::move(lazy));
+  constexpr int kKept = std::numeric_limits<int>::max();
+  // Each thread keeps its lists between calls (taken while in use, so a nested run makes its own).
+  thread_local std::vector<Array> kept_values;
+  thread_local std::vector<int> kept_last;
+  std::vector<Array> values = std::move(kept_values);
+  std::vector<int> last = std::move(kept_last);
+  const size_t nv = tape.values.size();
+  // The step that reads each value last (-1: none; outputs are kept to the end).
+  last.assign(nv, -1);
+  for (size_t i = 0; i < tape.steps.size(); ++i)
+    for (int in : tape.steps[i].inputs) last[static_cast<size_t>(in)] = static_cast<int>(i);
+  for (int o : tape.outputs) last[static_cast<size_t>(o)] = kKept;
+  values.clear();
+  values.resize(nv);
+  for (int i = 0; i < tape.num_inputs; ++i) values[static_cast<size_t>(i)] = inputs[static_cast<size_t>(i)];
+  for (const auto& [id, a] : tape.constants) values[static_cast<size_t>(id)] = a;
+  std::vector<Array> ins = detail::spare_arrays(), outs = detail::spare_arrays();
+  for (size_t i = 0; i < tape.steps.size(); ++i) {
+    const Step& s = tape.steps[i];
+    for (size_t j = 0; j < s.inputs.size(); ++j) {
+      const auto in = static_cast<size_t>(s.inputs[j]);
+      // The last reader takes the value (at its last mention in the list), so that a kernel may
+      // donate its buffer when nothing else holds it: an input of the call or a constant is
+      // held by the caller or the tape and never is.
+      const bool last_mention = std::find(s.inputs.begin() + static_cast<std::ptrdiff_t>(j) + 1, s.inputs.end(),
+                                          s.inputs[j]) == s.inputs.end();
+      if (last[in] == static_cast<int>(i) && last_mention) ins.push_back(std::move(values[in]));
+      else ins.push_back(values[in]);
+    }
+    for (int o : s.outputs) {
+      const auto& v = tape.values[static_cast<size_t>(o)];
+      outs.emplace_back(detail::make_node(v.shape, v.dtype, s.device, Primitive{}, {}));
+    }
+    detail::run_primitive(s.prim, s.device, ins, outs);
+    ins.clear();
+    for (size_t k = 0; k < s.outputs.size(); ++k) {
+      const auto o = static_cast<size_t>(s.outputs[k]);
+      if (last[o] >= 0) values[o] = std::move(outs[k]);  // an output nothing reads is dropped here
+    }
+    outs.clear();
+  }
+  detail::recycle_arrays(std::move(ins));
+  detail::recycle_arrays(std::move(outs));
+  std::vector<Array> result;
+  result.reserve(tape.outputs.size());
+  for (int o : tape.outputs) result.push_back(values[static_cast<size_t>(o)]);
+  values.clear();
+  kept_values = std::move(values);
+  kept_last = std::move(last);
+  return result;
+}
+
+std::vector<Array> replay_tape_values(const Tape& tape, const std::vector<Array>& inputs) {
+  std::vector<Array> values;
+  replay_into(tape, inputs, values);
   return values;
 }
 

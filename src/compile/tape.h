@@ -76,6 +76,16 @@ void check_replay_inputs(const Tape& tape, const std::vector<Array>& inputs);
 /// traced), each step on its own device.
 std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& inputs);
 
+/// True when run_tape can run the tape on these inputs: every step on the CPU and no input a
+/// tracer (a compiled model called inside a trace replays into the trace instead).
+bool can_run_tape(const Tape& tape, const std::vector<Array>& inputs);
+
+/// Runs the tape's steps one after another straight into buffers and returns its outputs,
+/// evaluated: replay_tape and eval without the lazy graph between them (a node per step with a
+/// copy of its primitive, eval's walk and claims). A value is released after its last reader,
+/// which may take its buffer (donation), as eval's graph would. Inputs are evaluated first.
+std::vector<Array> run_tape(const Tape& tape, const std::vector<Array>& inputs);
+
 /// replay_tape, returning every value by id (inputs and constants included; steps' outputs lazy):
 /// a graph capture keeps them all until the graph has launched.
 std::vector<Array> replay_tape_values(const Tape& tape, const std::vector<Array>& inputs);

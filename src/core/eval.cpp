@@ -181,6 +181,23 @@ void evaluate_one(Node& n) {
 
 namespace detail {
 std::mutex& node_mutex(const Node& n) { return stripe_of(n).mutex; }
+
+void run_primitive(const Primitive& prim, Device device, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  // No other thread can reach `outputs` yet: no claim, no lock (run_claimed's work without them).
+  if (prim.kind == PrimKind::Copy && !(inputs[0].device() == device)) {
+#if SMELT_HAS_CUDA
+    cuda::transfer(inputs[0], outputs[0]);
+#else
+    throw UnsupportedError("to_device: no device other than the CPU in this build");
+#endif
+  } else {
+    backend_for(device).eval(prim, inputs, outputs);
+  }
+  for (auto& o : outputs) {
+    SMELT_ASSERT(o.node().buffer != nullptr, "eval: " + prim.str() + " produced no buffer");
+    set_evaluated(o.node());
+  }
+}
 }  // namespace detail
 
 namespace {

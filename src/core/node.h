@@ -72,6 +72,11 @@ std::shared_ptr<Node> make_node(Shape shape, Dtype dtype, Device device, Primiti
 /// Several sibling outputs of one multi-output primitive.
 std::vector<Array> make_multi_output(std::vector<Shape> shapes, std::vector<Dtype> dtypes,
                                      Device device, Primitive prim, std::vector<Array> inputs);
+/// Runs `prim` on `device` over evaluated `inputs` into `outputs`, unevaluated nodes of `device`
+/// without inputs that nothing else holds yet (make_node with an empty primitive), and marks them
+/// evaluated: what eval does for one node, without a graph, for replaying a compiled tape step by
+/// step (compiler::run_tape). A kernel may donate an input's buffer that only `inputs` holds.
+void run_primitive(const Primitive& prim, Device device, const std::vector<Array>& inputs, std::vector<Array>& outputs);
 /// An evaluated leaf over `buffer`.
 Array make_leaf(Shape shape, Dtype dtype, Device device, BufferPtr buffer, Strides strides,
                 int64_t offset = 0);

@@ -953,7 +953,9 @@ std::vector<Value> CompiledModelImpl::call(std::unordered_map<std::string, Value
           if (tier == compiler::Tier::Interpreter) cap.emplace(&compiler::threads_beside_compilers);
           std::optional<std::vector<Array>> graphed;
           if (program->graph) graphed = program->graph->run(program->tape, args);
-          outs = graphed ? std::move(*graphed) : compiler::replay_tape(program->tape, args);
+          if (graphed) outs = std::move(*graphed);
+          else if (compiler::can_run_tape(program->tape, args)) outs = compiler::run_tape(program->tape, args);
+          else outs = compiler::replay_tape(program->tape, args);
           // Evaluate inside the segment, so that a kernel or allocation failure names its nodes.
           std::vector<Array> ready;
           for (const auto& a : outs)

@@ -392,9 +392,24 @@ struct BoundCall {
   memory src, wei, dst;                  // the caller's buffers, in smelt's layouts
   memory src_blocked, wei_blocked, out;  // the primitive's layouts (out: dst when no reorder)
   memory scratchpad;
-  std::vector<memory> channel_adds;  // the bias operands, by add index (empty memory for a Tensor add)
+  /// The adds' operands, by add index: a channel add's [C] vector (a post-op argument), a Tensor
+  /// add's residual in smelt's layout (reordered or copied into the destination before the run).
+  std::vector<memory> add_operands;
   std::unordered_map<int, memory> args;
 };
+
+/// A residual (Tensor add) for the sum post-op, which adds the accumulator to what the
+/// destination holds: the residual `operand` (`residual`, in smelt's layout) goes into `out` (the
+/// primitive's destination) through the plan's reorder, or is copied into `y` when the primitive
+/// writes `y` itself (nothing to do when the residual's buffer was donated to `y`).
+void put_residual(const ConvPlan& plan, memory& residual, memory& out, const float* operand, float* y) {
+  if (plan.dst_in) {
+    g_reorders.fetch_add(1, std::memory_order_relaxed);
+    plan.dst_in->execute(thread_stream(), residual, out);
+  } else if (operand != y) {
+    std::memcpy(y, operand, plan.dst_user.get_size());
+  }
+}
 
 /// The key of a bound call: everything plan_for keys on, the caller's thread count, the packing
 /// and the add kinds (at most kMaxBoundAdds of them; more are rare and take the unbound path).
@@ -434,11 +449,9 @@ bool dnnl_enabled() { return true; }
 bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, const std::vector<DnnlAdd>& adds,
                    int packed_threads) {
   const int caller_threads = call_threads();
-  // A call bound earlier on this thread: only the buffers change. A residual (Tensor add) or
-  // weights packed for another layout than this plan's take the general path below.
-  const bool bindable = adds.size() <= kMaxBoundAdds && std::none_of(adds.begin(), adds.end(), [](const DnnlAdd& a) {
-                          return a.kind == DnnlAddKind::Tensor;
-                        });
+  // A call bound earlier on this thread: only the buffers change. Weights packed for another
+  // layout than this plan's take the general path below.
+  const bool bindable = adds.size() <= kMaxBoundAdds;
   BoundKey key{};
   if (bindable) {
     key = bound_key(c, adds, caller_threads, packed_threads);
@@ -450,7 +463,7 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
       b.src.set_data_handle(const_cast<float*>(x));
       b.wei.set_data_handle(const_cast<float*>(w));
       b.dst.set_data_handle(y);
-      for (size_t i = 0; i < adds.size(); ++i) b.channel_adds[i].set_data_handle(const_cast<float*>(adds[i].operand));
+      for (size_t i = 0; i < adds.size(); ++i) b.add_operands[i].set_data_handle(const_cast<float*>(adds[i].operand));
       const ConvPlan& plan = *b.plan;
       if (plan.src_in) {
         b.src_blocked.set_data_handle(scratch(kSrc).get(plan.src.get_size()));
@@ -463,6 +476,8 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
       }
       if (plan.dst_out) b.out.set_data_handle(scratch(kDst).get(plan.dst.get_size()));
       if (plan.scratch_bytes > 0) b.scratchpad.set_data_handle(scratch(kScratchpad).get(plan.scratchpad.get_size()));
+      for (size_t i = 0; i < adds.size(); ++i)
+        if (adds[i].kind == DnnlAddKind::Tensor) put_residual(plan, b.add_operands[i], b.out, adds[i].operand, y);
       plan.conv().execute(st, b.args);
       if (plan.dst_out) {
         g_reorders.fetch_add(1, std::memory_order_relaxed);
@@ -514,16 +529,11 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
         args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
                      user(plan->bias, adds[i].operand));
         break;
-      case DnnlAddKind::Tensor:
-        // The sum post-op adds the accumulator to what the destination holds: the residual.
-        if (plan->dst_in) {
-          memory residual = user(plan->dst_user, adds[i].operand);
-          g_reorders.fetch_add(1, std::memory_order_relaxed);
-          plan->dst_in->execute(st, residual, out);
-        } else if (adds[i].operand != y) {
-          std::memcpy(y, adds[i].operand, plan->dst_user.get_size());
-        }
+      case DnnlAddKind::Tensor: {
+        memory residual = user(plan->dst_user, adds[i].operand);
+        put_residual(*plan, residual, out, adds[i].operand, y);
         break;
+      }
     }
   }
   plan->conv().execute(st, args);
@@ -558,8 +568,13 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
       b->args[DNNL_ARG_SCRATCHPAD] = b->scratchpad;
     }
     for (size_t i = 0; i < adds.size(); ++i) {
-      b->channel_adds.push_back(user(plan->bias, adds[i].operand));
-      b->args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] = b->channel_adds.back();
+      switch (adds[i].kind) {
+        case DnnlAddKind::Channel:
+          b->add_operands.push_back(user(plan->bias, adds[i].operand));
+          b->args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] = b->add_operands.back();
+          break;
+        case DnnlAddKind::Tensor: b->add_operands.push_back(user(plan->dst_user, adds[i].operand)); break;
+      }
     }
     auto& calls = bound_calls();
     if (calls.size() >= 1024) calls.clear();

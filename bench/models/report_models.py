@@ -106,7 +106,8 @@ def main():
               "threads": threads, "smelt": smelt_bin, "load_average": os.getloadavg(), "seq": seq, "frames": frames,
               "versions": versions,
               "method": "medians of timed calls after the first (each system: up to REPS calls, at least MIN_REPS, "
-                        "within BUDGET_S); same .npy inputs and thread count; first calls in new processes with "
+                        "within BUDGET_S, split over ROUNDS rounds in which the systems run in turn, pooled); "
+                        "same .npy inputs and thread count; first calls in new processes with "
                         "model loading; smelt cold: empty kernel cache; OpenVINO cold: empty CACHE_DIR; ratios > 1: "
                         "the system named second is faster; geometric means over the architectures of a size and batch",
               "rows": rows, "geomeans": groups, "geomean_all": overall}

@@ -486,15 +486,17 @@ TEST(Reduce, NonContiguousInputs) {
 TEST(Reduce, TrailingReductionsOfViewsEqualThoseOfCopies) {
   for (Dtype dt : {float32, float64, float16, bfloat16})
     for (const Shape& hw : std::vector<Shape>{{3, 5}, {7, 7}, {12, 25}, {25, 40}, {56, 56}}) {
-      // [n, blocks, h, w, 16] seen as [n, blocks, 16, h, w]: h and w nest at a stride of 16.
+      // [n, blocks, h, w, 16] seen as [n, blocks, 16, h, w]: h and w nest at a stride of 16 (the
+      // channels, contiguous, are reduced eight at a time); with 20 channels, 4 are left over.
       Array blocked = random_array({2, 3, hw[0], hw[1], 16}, dt, -3, 3, 21);
       Array nested = transpose(blocked, {0, 1, 4, 2, 3});
+      Array nested20 = transpose(random_array({2, 1, hw[0], hw[1], 20}, dt, -3, 3, 23), {0, 1, 4, 2, 3});
       // h and w swapped: they do not nest, the copy is read.
       Array crossed = transpose(blocked, {0, 1, 4, 3, 2});
       // Every other column: the columns at stride 2, the rows at stride 2w: they nest.
       Array stepped = slice(random_array({2, 3, hw[0], 2 * hw[1]}, dt, -3, 3, 22), {0, 0, 0, 1}, {2, 3, hw[0], 2 * hw[1]},
                             {1, 1, 1, 2});
-      for (const Array& v : {nested, crossed, stepped}) {
+      for (const Array& v : {nested, nested20, crossed, stepped}) {
         const int nd = v.ndim();
         const std::vector<int> axes{nd - 2, nd - 1};
         const Array c = copy(v);

@@ -5,21 +5,26 @@
 # writes bench/results/onnx.json.
 #
 #   bench/onnx_bench.sh              every core, 21 timed runs per system (median reported)
-#   THREADS=2 REPS=30 bench/onnx_bench.sh
+#   THREADS=2 REPS=30 ROUNDS=5 bench/onnx_bench.sh
 #   SMELT_BIN=build/release/tools/smelt/smelt bench/onnx_bench.sh   # time an existing build
 #   ONNX_MODELS=1 bench/onnx_bench.sh   # then the real-architecture exports (bench/onnx_models_bench.sh)
 #
-# Method: both systems get the same .npy inputs (seeded, written below) and THREADS threads:
+# Method: both systems get the same .npy inputs (seeded, written below) and THREADS threads, and
+# run in turn, ROUNDS times (default 3), each time in a new process with REPS timed runs; each
+# system's runs are pooled over the rounds (bench/merge_rounds.py): on a shared machine a process
+# may run 1.5x slower than the next one for minutes, and a single run of each system one after the
+# other gave ratios that flipped between runs. Threads:
 # SMELT_NUM_THREADS (smelt's kernels and its OpenBLAS) for smelt, intra_op_num_threads = THREADS
 # and inter_op_num_threads = 1 for ONNX Runtime. Each system does one untimed warm-up run, then
 # REPS timed runs of the whole model (inputs in memory, outputs materialized); the median is
 # reported, the minimum kept in the JSON. smelt runs as `smelt run --compile --repeat REPS`: its
 # eager and compiled calls alternate in runs of 10 (drift hits both alike; each side's calls follow
 # one another, as ONNX Runtime's do) and the first compiled call's
-# outputs are checked bit for bit against the eager ones. It runs twice with SMELT_CACHE_DIR set
-# to a fresh empty folder: the first run's compile cost is cold (every fused kernel goes through
-# the C++ compiler), the second's is warm (kernels load from that disk cache); the times per
-# call are the warm run's. ONNX Runtime runs twice: with its default graph optimizations ("ort":
+# outputs are checked bit for bit against the eager ones. Its first run has SMELT_CACHE_DIR set
+# to a fresh empty folder: that run's compile cost is cold (every fused kernel goes through the
+# C++ compiler); the rounds' runs use the folder it filled: their compile cost is warm (kernels
+# load from that disk cache) and their times per call are the ones reported. ONNX Runtime runs
+# twice a round: with its default graph optimizations ("ort":
 # fusions, constant folding) and with none ("ort-noopt": the graph as written, the closer match
 # to an eager runner); its set-up cost (session construction + the first run) is in the JSON.
 # Ratios are of medians, > 1: the second system is slower (eager/compiled > 1: compiling helps).
@@ -29,7 +34,9 @@ cd "$(dirname "$0")/.."
 
 THREADS="${THREADS:-$(nproc)}"
 REPS="${REPS:-21}"
+ROUNDS="${ROUNDS:-3}"
 if [ "$REPS" -lt 20 ]; then echo "onnx_bench.sh: REPS must be at least 20" >&2; exit 2; fi
+if [ "$ROUNDS" -lt 1 ]; then echo "onnx_bench.sh: ROUNDS must be at least 1" >&2; exit 2; fi
 export SMELT_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" OMP_NUM_THREADS="$THREADS"
 
 # shellcheck source=bench/common.sh
@@ -58,17 +65,23 @@ x = rng.integers(0, 1000, size=shape, dtype=np.int64) if kind == "ids" else rng.
 np.save(path, x)
 EOF
   cache="$(mktemp -d)"
-  for state in cold warm; do
-    echo "== $work: smelt eager and compiled ($state kernel cache)"
+  echo "== $work: smelt eager and compiled (cold kernel cache)"
+  SMELT_CACHE_DIR="$cache" "$SMELT" run "$model" --input "$input=$RAW/$work.$input.npy" --repeat "$REPS" \
+    --threads "$THREADS" --compile --json "$RAW/$work.smelt-cold.json" | grep -E '^(segments|check|compile|payoff)'
+  rm -f "$RAW/$work".*.r*.json
+  for round in $(seq "$ROUNDS"); do
+    echo "== $work, round $round of $ROUNDS: smelt eager and compiled (warm kernel cache), onnxruntime"
     SMELT_CACHE_DIR="$cache" "$SMELT" run "$model" --input "$input=$RAW/$work.$input.npy" --repeat "$REPS" \
-      --threads "$THREADS" --compile --json "$RAW/$work.smelt-$state.json" | grep -E '^(segments|check|compile|payoff)'
+      --threads "$THREADS" --compile --json "$RAW/$work.smelt-warm.r$round.json" | grep -E '^(check|payoff)'
+    "$PY" bench/peers/ort_bench.py "$model" --input "$input=$RAW/$work.$input.npy" --threads "$THREADS" \
+      --reps "$REPS" --opt all >"$RAW/$work.ort.r$round.json"
+    "$PY" bench/peers/ort_bench.py "$model" --input "$input=$RAW/$work.$input.npy" --threads "$THREADS" \
+      --reps "$REPS" --opt none >"$RAW/$work.ort-noopt.r$round.json"
   done
   rm -rf "$cache"
-  echo "== $work: onnxruntime"
-  "$PY" bench/peers/ort_bench.py "$model" --input "$input=$RAW/$work.$input.npy" --threads "$THREADS" \
-    --reps "$REPS" --opt all >"$RAW/$work.ort.json"
-  "$PY" bench/peers/ort_bench.py "$model" --input "$input=$RAW/$work.$input.npy" --threads "$THREADS" \
-    --reps "$REPS" --opt none >"$RAW/$work.ort-noopt.json"
+  for system in smelt-warm ort ort-noopt; do
+    "$PY" bench/merge_rounds.py "$RAW/$work.$system.json" "$RAW/$work.$system".r*.json
+  done
 done
 
 "$PY" - "$RAW" "$THREADS" "$REPS" "$SMELT" "${WORKLOADS[@]}" <<'EOF'
@@ -112,7 +125,8 @@ for w in workloads:
 result = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpu": cpu_model(), "threads": threads,
           "smelt": smelt_bin, "load_average": os.getloadavg(),
           "reps": reps, "ort_version": ort["ort_version"],
-          "method": "median of reps timed runs after one warm-up; same .npy inputs; smelt eager and compiled "
+          "method": "median of reps timed runs after one warm-up, in each of ROUNDS rounds in which the systems "
+                    "run in turn, pooled; same .npy inputs; smelt eager and compiled "
                     "(smelt run --compile --repeat: eager and compiled calls alternating in runs of 10; compile cost with a cold and a warm kernel "
                     "cache, times per call from the warm run) vs ONNX Runtime CPU provider (intra_op = threads, "
                     "inter_op = 1), default and no graph optimizations; ratio_vs_ort = ORT median / smelt eager "

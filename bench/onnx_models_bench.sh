@@ -29,7 +29,7 @@
 # level and OpenVINO (its compiled model cached) run in turn, each in a new process with its share
 # of the timed calls: on a shared machine whose speed drifts over minutes (this VM's does by up to
 # 2x), a slow minute falls on every system rather than on the one that ran then. Each system's
-# calls are pooled over the rounds (bench/models/merge_rounds.py; the first-call figures are the
+# calls are pooled over the rounds (bench/merge_rounds.py; the first-call figures are the
 # median round's). See bench/peers/models_peers.py. Medians are reported (the minimum and each
 # round's median are in the JSON); a first call is the model's loading, set-up and first call in a
 # new process. Ratios are of medians; > 1: the
@@ -127,7 +127,7 @@ EOF
           rm -f "$RAW/$work.openvino.r$round.json"
       done
       for system in smelt-warm ort ort-noopt openvino; do
-        "$PY" bench/models/merge_rounds.py "$RAW/$work.$system.json" "$RAW/$work.$system".r*.json
+        "$PY" bench/merge_rounds.py "$RAW/$work.$system.json" "$RAW/$work.$system".r*.json
       done
       rm -rf "$cache" "$ov_cache"
     done

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Merges the rounds of one system on one workload (bench/onnx_models_bench.sh, ROUNDS > 1).
+"""Merges the rounds of one system on one workload (bench/onnx_bench.sh, bench/onnx_models_bench.sh).
 
     merge_rounds.py OUT.json ROUND1.json ROUND2.json ...
 
@@ -26,7 +26,9 @@ def load(path):
 def first_call(d):
     if "compile" in d:  # smelt run --json: loading, then the compiled model's first call
         return d["load_ms"] + d["compile"]["first_call_ms"]
-    return d.get("first_call_ms") or 0.0
+    if "first_call_ms" in d:  # bench/peers/models_peers.py
+        return d["first_call_ms"]
+    return d.get("session_ms", 0.0) + d.get("first_run_ms", 0.0)  # bench/peers/ort_bench.py
 
 
 def pool(into, rounds, key):

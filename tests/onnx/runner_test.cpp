@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "onnx/onnx_test_helpers.h"
+#include "smelt/compile.h"
 #include "src/onnx/registry.h"
 #include "test_utils.h"
 
@@ -230,6 +231,57 @@ std::vector<Value> run_node(pb::NodeProto node, const std::vector<Value>& inputs
 }
 
 Value ints_value(const std::vector<int64_t>& v) { return Value::tensor(Array(v, Shape{static_cast<int64_t>(v.size())})); }
+
+// MatMul of a batch of matrices by one matrix (a projection of [batch, seq, d] activations) is
+// one product of all of A's rows: the bits of the 2-d product of the folded rows, within the
+// float64 reference's bound, zero-size batches included; compiled equal to eager.
+TEST(OnnxRunner, MatMulOfABatchByAMatrixIsOneProductOfAllRows) {
+  pb::GraphProto g;
+  g.set_name("g");
+  *g.add_node() = make_node("MatMul", {"a", "w"}, {"y"}, "mm");
+  *g.add_input() = tensor_info("a", pb::TensorProto::FLOAT, {-1, -1, -1, 48});
+  *g.add_input() = tensor_info("w", pb::TensorProto::FLOAT, {48, 40});
+  *g.add_output() = tensor_info("y", pb::TensorProto::FLOAT, {-1, -1, -1, 40});
+  const onnx::Model m = load_proto(make_model(g));
+  const Array w = random_array({48, 40}, float32, -1, 1, 35);
+  for (const Shape& lead : std::vector<Shape>{{2, 3, 5}, {8, 1, 1}, {1, 1, 7}, {0, 3, 5}, {2, 0, 1}}) {
+    Shape as = lead;
+    as.push_back(48);
+    const Array a = random_array(as, float32, -1, 1, 36);
+    auto out = onnx::run(m, {Value::tensor(a), Value::tensor(w)});
+    const int64_t rows = lead[0] * lead[1] * lead[2];
+    Shape ys = lead;
+    ys.push_back(40);
+    const Array folded = reshape(matmul(reshape(a, {rows, 48}), w), ys);
+    ASSERT_EQ(out[0].array().shape(), ys);
+    EXPECT_TRUE(bit_equal(out[0].array(), folded)) << shape_to_string(as);
+    // Each output is a float32 sum of 48 products of values in [-1, 1): within 48 * 2^-24 * 48 of
+    // the float64 sum (|a||w| <= 1 per term).
+    auto av = a.to_vector<double>(), wv = w.to_vector<double>(), yv = out[0].array().to_vector<double>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < 40; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < 48; ++k) s += av[r * 48 + k] * wv[k * 40 + j];
+        ASSERT_NEAR(yv[r * 40 + j], s, 48 * 48 * std::ldexp(1.0, -24)) << r << "," << j;
+      }
+    auto compiled = onnx::compile(m)({Value::tensor(a), Value::tensor(w)});
+    EXPECT_TRUE(bit_equal(compiled[0].array(), out[0].array())) << shape_to_string(as);
+  }
+  // The node's steps, traced: one 2-d product of the 30 rows, not a batched one.
+  std::string tape;
+  CompileOptions o;
+  o.dump = [&](const std::string&, const std::string& t) { tape = t; };
+  auto traced = compile(
+      [&](const std::vector<Array>& in) {
+        return std::vector<Array>{onnx::run(m, {Value::tensor(in[0]), Value::tensor(in[1])})[0].array()};
+      },
+      o);
+  eval(traced({random_array({2, 3, 5, 48}, float32, -1, 1, 37), w}));
+  const size_t at = tape.find("= Matmul()");
+  ASSERT_NE(at, std::string::npos) << tape;
+  const std::string line = tape.substr(at, tape.find('\n', at) - at);
+  EXPECT_NE(line.find(": float32[30,40]"), std::string::npos) << line;
+}
 
 TEST(OnnxRunner, OperatorErrorsNameTheNodeAndValues) {
   Value x = Value::tensor(random_array({2, 3}, float32));

@@ -24,6 +24,19 @@ std::vector<Value> op_matmul(OpContext& c) {
   const Array& a = c.tensor(0);
   const Array& b = c.tensor(1);
   if (a.ndim() == 0 || b.ndim() == 0) c.fail("inputs must have rank >= 1, got " + c.input(0).describe() + " and " + c.input(1).describe());
+  if (a.ndim() > 2 && b.ndim() == 2 && a.shape().back() == b.shape()[0]) {
+    // A batch of matrices times one weight matrix (a projection of [batch, seq, d] activations):
+    // one product of all of A's rows, its leading axes folded into M, as ONNX Runtime and PyTorch
+    // compute it. As a batched product each matrix of the batch was its own GEMM, each reading the
+    // whole weight: a decode step at batch 8 ([8, 1, d] x [d, n]) read every weight 8 times.
+    // (smelt's matmul itself does not fold: its bits must not depend on whether B is broadcast.)
+    Shape out = a.shape();
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < out.size(); ++i) rows *= out[i];
+    out.back() = b.shape()[1];
+    Array flat = reshape(a, {rows, a.shape().back()});
+    return {tv(keep_dtype(reshape(matmul(flat, b), out), a.dtype()))};
+  }
   return {tv(keep_dtype(matmul(a, b), a.dtype()))};
 }
 

@@ -288,6 +288,25 @@ TEST(OnnxRunner, MatMulOfABatchByAMatrixIsOneProductOfAllRows) {
   EXPECT_NE(line.find(": float32[2,3,16,40]"), std::string::npos) << line;
 }
 
+// Relu is max(0, x) with NaN kept and +0.0 for -0.0 (ONNX names neither zero; a ReLU that never
+// gives -0 lets the compiler pool before it without changing bits), in every float dtype.
+TEST(OnnxRunner, ReluKeepsNaNAndGivesPositiveZero) {
+  pb::NodeProto n = make_node("Relu", {"x"}, {"y"});
+  const std::vector<double> in{-0.0, 0.0, -1.5, 2.5, NAN, -INFINITY, INFINITY};
+  for (Dtype dt : {float32, float64, float16, bfloat16}) {
+    const Array x = astype(Array(in, Shape{7}), dt);
+    const Array y = run_node(n, {Value::tensor(x)})[0].array();
+    ASSERT_EQ(y.dtype(), dt);
+    const std::vector<double> v = as_doubles(y);
+    for (size_t i : {0, 1, 2, 5}) EXPECT_TRUE(v[i] == 0.0 && !std::signbit(v[i])) << dtype_name(dt) << " " << i;
+    EXPECT_EQ(v[3], 2.5);
+    EXPECT_TRUE(std::isnan(v[4])) << dtype_name(dt);
+    EXPECT_EQ(v[6], INFINITY);
+  }
+  const Array xi(std::vector<int32_t>{-3, 0, 4}, Shape{3});
+  EXPECT_EQ(run_node(n, {Value::tensor(xi)})[0].array().to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 4}));
+}
+
 TEST(OnnxRunner, OperatorErrorsNameTheNodeAndValues) {
   Value x = Value::tensor(random_array({2, 3}, float32));
   EXPECT_THROW_MSG(run_node(make_node("Reshape", {}, {}, "r"), {x, ints_value({-1, -1})}), OnnxError,

@@ -339,7 +339,9 @@ std::vector<Value> op_shrink(OpContext& c) {
 std::vector<Value> op_relu(OpContext& c) {
   c.require_types(0, kSignedNumeric);
   const Array& x = c.tensor(0);
-  return {tv(keep_dtype(maximum(x, scalar_like(0, x)), x.dtype()))};
+  // smelt's relu: max(x, 0) with NaN kept and +0 for -0 (ONNX's max(0, x) names no zero's sign;
+  // maximum(x, 0) kept -0). A relu never gives -0, so the pool_first pass may pool before it.
+  return {tv(keep_dtype(relu(x), x.dtype()))};
 }
 
 std::vector<Value> op_sign(OpContext& c) {

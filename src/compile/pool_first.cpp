@@ -14,8 +14,10 @@
 //    a sum is -0.0 only when both terms are (b = -0.0 adds nothing: f is the identity then);
 //  - the pooling's NaN rule (a NaN wins, the last of the window stays) picks f of the window's
 //    last NaN either way;
-//  - every window holds at least one position (no padding, no ceil mode): an empty window's
-//    -inf would become f(-inf).
+//  - every window holds at least one position (no ceil mode; padding only when the pooling is
+//    undilated and each side's padding is shorter than the window: then the first window ends
+//    past position 0 and, with floor-mode sizes, the last starts at or before the last position):
+//    an empty window's -inf would become f(-inf).
 // b must be the same for every position of a window: a broadcast of a constant whose pooled
 // axes have size 1, or a constant that does not vary along them.
 #include <cmath>
@@ -115,10 +117,15 @@ void pool_before_monotone_steps(Tape& tape) {
     const PoolParams& pp = pool.prim.get<PoolParams>();
     const ValueInfo& pooled = tape.values[pool.outputs[0]];
     if (pp.kind != PoolKind::Max || pp.ceil_mode || !is_cpu_f32(pooled)) continue;
-    bool padded = false;
-    for (int64_t x : pp.padding_lo) padded = padded || x != 0;
-    for (int64_t x : pp.padding_hi) padded = padded || x != 0;
-    if (padded) continue;
+    // Padding only where every window still holds a position of the input: undilated, padding
+    // below the window's length at both ends (a ResNet stem's 3 x 3 pooling with padding 1).
+    bool empty_windows = false;
+    for (size_t a = 0; a < pp.kernel.size(); ++a) {
+      const int64_t lo = pp.padding_lo[a], hi = pp.padding_hi[a];
+      if ((lo != 0 || hi != 0) && (pp.dilations[a] != 1 || lo >= pp.kernel[a] || hi >= pp.kernel[a]))
+        empty_windows = true;
+    }
+    if (empty_windows) continue;
     const int spatial = static_cast<int>(pp.kernel.size());
     const Shape& shape = tape.values[pool.inputs[0]].shape;
     // The chain of Relus and constant adds that only feed the pooling, last step first.

@@ -74,6 +74,14 @@ TEST(PoolFirst, ReluOfABiasAddPoolsFirstBitForBit) {
   EXPECT_TRUE(check(left, {specials({2, 8, 9, 9}, 2)}));
   const Fn relu_only = [&](const std::vector<Array>& in) { return std::vector<Array>{max_pool(relu(in[0]), pooling())}; };
   EXPECT_TRUE(check(relu_only, {specials({1, 8, 4, 4}, 3)}));
+  // Padding shorter than the window (a ResNet stem's 3 x 3, stride 2, padding 1): every window
+  // holds an input position, on odd and even sizes (the last window reaching into the padding).
+  for (int64_t hw : {7, 8}) {
+    const Fn stem = [&](const std::vector<Array>& in) {
+      return std::vector<Array>{max_pool(relu(in[0] + bias), pooling(3, 2, 1))};
+    };
+    EXPECT_TRUE(check(stem, {specials({2, 8, hw, hw}, 11)})) << hw;
+  }
 }
 
 TEST(PoolFirst, AConvolutionsBiasAndReluRunOnThePooledValues) {
@@ -113,6 +121,13 @@ TEST(PoolFirst, StaysWhereTheBitsWouldChange) {
     return std::vector<Array>{max_pool(relu(in[0] + bias), pooling(1, 2, 1))};
   };
   EXPECT_FALSE(check(padded, {test::random_array({1, 2, 4, 4}, float32, -2, 2, 7)}));
+  // A dilated padded window may hold padding only (taps at -1 and +1 of a 1-wide input).
+  const Fn dilated = [&](const std::vector<Array>& in) {
+    PoolOptions p = pooling(2, 1, 1);
+    p.dilations = {2, 2};
+    return std::vector<Array>{max_pool(relu(in[0] + bias), p)};
+  };
+  EXPECT_FALSE(check(dilated, {test::random_array({1, 2, 1, 1}, float32, -2, 2, 12)}));
   // The ReLU's output read elsewhere too, and an add of a value that is not a constant.
   const Fn shared = [&](const std::vector<Array>& in) {
     Array y = relu(in[0] + bias);

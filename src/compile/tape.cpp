@@ -211,6 +211,14 @@ namespace {
 
 void replay_into(const Tape& tape, const std::vector<Array>& inputs, std::vector<Array>& values);
 
+/// `values` sized for the tape, holding its inputs and constants (the steps' outputs empty).
+void seed_values(const Tape& tape, const std::vector<Array>& inputs, std::vector<Array>& values) {
+  values.clear();
+  values.resize(tape.values.size());
+  for (int i = 0; i < tape.num_inputs; ++i) values[static_cast<size_t>(i)] = inputs[static_cast<size_t>(i)];
+  for (const auto& [id, a] : tape.constants) values[static_cast<size_t>(id)] = a;
+}
+
 }  // namespace
 
 std::vector<Array> replay_tape(const Tape& tape, const std::vector<Array>& inputs) {
@@ -252,10 +260,7 @@ void replay_step(const Tape& tape, const Step& s, std::vector<Array>& values) {
 
 void replay_into(const Tape& tape, const std::vector<Array>& inputs, std::vector<Array>& values) {
   check_replay_inputs(tape, inputs);
-  values.clear();
-  values.resize(tape.values.size());
-  for (int i = 0; i < tape.num_inputs; ++i) values[i] = inputs[i];
-  for (auto& [id, a] : tape.constants) values[id] = a;
+  seed_values(tape, inputs, values);
   for (auto& s : tape.steps) replay_step(tape, s, values);
 }
 
@@ -290,10 +295,7 @@ std::vector<Array> run_tape(const Tape& tape, const std::vector<Array>& inputs) 
   for (size_t i = 0; i < tape.steps.size(); ++i)
     for (int in : tape.steps[i].inputs) last[static_cast<size_t>(in)] = static_cast<int>(i);
   for (int o : tape.outputs) last[static_cast<size_t>(o)] = kKept;
-  values.clear();
-  values.resize(nv);
-  for (int i = 0; i < tape.num_inputs; ++i) values[static_cast<size_t>(i)] = inputs[static_cast<size_t>(i)];
-  for (const auto& [id, a] : tape.constants) values[static_cast<size_t>(id)] = a;
+  seed_values(tape, inputs, values);
   std::vector<Array> ins = detail::spare_arrays(), outs = detail::spare_arrays();
   for (size_t i = 0; i < tape.steps.size(); ++i) {
     const Step& s = tape.steps[i];

@@ -95,6 +95,21 @@ void wait_for(Node& n) {
   s.done.wait(lock, [&] { return !s.is_running(claim_key(n)); });
 }
 
+/// Runs `prim` on `device` over evaluated `inputs`, setting each output's buffer: the backend's
+/// kernel, or a transfer for a Copy whose input lives on another device (to_device).
+void run_kernel(const Primitive& prim, Device device, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  if (prim.kind == PrimKind::Copy && !(inputs[0].device() == device)) {
+#if SMELT_HAS_CUDA
+    cuda::transfer(inputs[0], outputs[0]);
+#else
+    throw UnsupportedError("to_device: no device other than the CPU in this build");
+#endif
+  } else {
+    backend_for(device).eval(prim, inputs, outputs);
+  }
+  for (auto& o : outputs) SMELT_ASSERT(o.node().buffer != nullptr, "eval: " + prim.str() + " produced no buffer");
+}
+
 // Runs a claimed node's primitive and turns it (and its siblings) into evaluated leaves.
 void run_claimed(Node* n) {
   if (n->tracer) throw_tracer_eval(*n);
@@ -117,18 +132,7 @@ void run_claimed(Node* n) {
   }
   // Only the claiming thread reads prim and inputs until the node is marked evaluated below:
   // other threads copy `inputs` under the node's lock, and nothing writes them meanwhile.
-  if (n->prim.kind == PrimKind::Copy && !(n->inputs[0].device() == n->device)) {
-    // to_device: a Copy whose input lives elsewhere is a transfer between devices.
-#if SMELT_HAS_CUDA
-    cuda::transfer(n->inputs[0], outputs[0]);
-#else
-    throw UnsupportedError("to_device: no device other than the CPU in this build");
-#endif
-  } else {
-    backend_for(n->device).eval(n->prim, n->inputs, outputs);
-  }
-  for (auto& o : outputs)
-    SMELT_ASSERT(o.node().buffer != nullptr, "eval: " + n->prim.str() + " produced no buffer");
+  run_kernel(n->prim, n->device, n->inputs, outputs);
   // The graph above is freed outside the lock: destroying nodes may take node locks itself.
   // A single output (the common case) hands its input vector over whole: no allocation per node.
   std::vector<Array> graveyard;
@@ -184,19 +188,8 @@ std::mutex& node_mutex(const Node& n) { return stripe_of(n).mutex; }
 
 void run_primitive(const Primitive& prim, Device device, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
   // No other thread can reach `outputs` yet: no claim, no lock (run_claimed's work without them).
-  if (prim.kind == PrimKind::Copy && !(inputs[0].device() == device)) {
-#if SMELT_HAS_CUDA
-    cuda::transfer(inputs[0], outputs[0]);
-#else
-    throw UnsupportedError("to_device: no device other than the CPU in this build");
-#endif
-  } else {
-    backend_for(device).eval(prim, inputs, outputs);
-  }
-  for (auto& o : outputs) {
-    SMELT_ASSERT(o.node().buffer != nullptr, "eval: " + prim.str() + " produced no buffer");
-    set_evaluated(o.node());
-  }
+  run_kernel(prim, device, inputs, outputs);
+  for (auto& o : outputs) set_evaluated(o.node());
 }
 }  // namespace detail
 

@@ -24,7 +24,8 @@ std::vector<Value> op_matmul(OpContext& c) {
   const Array& a = c.tensor(0);
   const Array& b = c.tensor(1);
   if (a.ndim() == 0 || b.ndim() == 0) c.fail("inputs must have rank >= 1, got " + c.input(0).describe() + " and " + c.input(1).describe());
-  if (a.ndim() > 2 && b.ndim() == 2 && a.shape().back() == b.shape()[0] && a.shape()[a.ndim() - 2] < 16) {
+  constexpr int64_t kShortRows = 16;  // matrices of fewer rows are bound by reading the weight
+  if (a.ndim() > 2 && b.ndim() == 2 && a.shape().back() == b.shape()[0] && a.shape()[a.ndim() - 2] < kShortRows) {
     // A batch of short matrices times one weight matrix (a decode step's projections of
     // [batch, 1, d] activations): one product of all of A's rows, its leading axes folded into M,
     // as ONNX Runtime and PyTorch compute it. As a batched product each matrix of the batch was

@@ -60,6 +60,9 @@ std::vector<Case> cases() {
       {"1x1_c256_to_64", make(2, 2, 256, 64, {14, 14}, {1, 1})},
       {"1x1_stride2", make(2, 1, 64, 128, {14, 14}, {1, 1}, 2)},
       {"stem_7x7_s2", make(2, 1, 3, 16, {32, 32}, {7, 7}, 2, 3)},
+      {"first_layer_3_to_16", make(2, 2, 3, 16, {17, 18}, {3, 3}, 2, 1)},
+      {"first_layer_3_to_8", make(2, 1, 3, 8, {16, 16}, {3, 3}, 2, 1)},
+      {"first_layer_3_to_64", make(2, 1, 3, 64, {20, 20}, {7, 7}, 2, 3)},
       {"grouped_g4", make(2, 2, 32, 48, {9, 11}, {3, 3}, 1, 1, 1, 4)},
       {"depthwise_s2", make(2, 2, 32, 32, {15, 15}, {3, 3}, 2, 1, 1, 32)},
       {"dilated_asym_pad", make(2, 1, 16, 24, {13, 12}, {3, 3}, 1, 2, 2, 1, 1)},
@@ -346,6 +349,59 @@ TEST(DnnlConv, ARepeatedCallReadsAndWritesItsOwnBuffers) {
         EXPECT_EQ(std::memcmp(got_b.data(), want_b.data(), want_b.size() * sizeof(float)), 0) << "round " << r;
       }
     }
+  }
+}
+
+// A first layer (3 input channels to 16 or 8) whose primitive reads a row-major source and
+// writes channels-last data (oneDNN's direct kernels on AVX-512: nChw16c with 16 channels, nChw8c
+// with 8): the layouts it asks for are those, a call in them runs no reorder, and a caller
+// holding other layouts (row-major output, channels-last input: eager calls, other passes) gets
+// the same bits through exact reorders, so eager and compiled results agree.
+TEST(DnnlConv, AFirstLayerReadsItsRowMajorSourceInAnyCallersLayout) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  for (const int64_t co : {16, 8}) {
+    SCOPED_TRACE(std::to_string(co) + " output channels");
+    const Data d(make(2, 2, 3, co, {24, 20}, {3, 3}, 1, 1), 400 + static_cast<uint32_t>(co));
+    int64_t src_block = -1, dst_block = -1;
+    ASSERT_TRUE(cpu::dnnl_conv_blocks(d.c, {}, &src_block, &dst_block));
+    const std::string impl = cpu::dnnl_conv_impl(d.c);
+    if (__builtin_cpu_supports("avx512f")) {
+      EXPECT_EQ(impl.rfind("jit:", 0), 0u) << "AVX-512 has oneDNN's first-layer kernels, got " << impl;
+    }
+    if (impl.rfind("jit:", 0) == 0) {
+      EXPECT_EQ(src_block, 0) << impl;
+      EXPECT_EQ(dst_block, co) << impl;
+    }
+    const auto want = d.run();  // row-major both sides
+    const int64_t hw = d.c.out[1] * d.c.out[2], in_hw = d.c.in[1] * d.c.in[2];
+    // Channels-last output: element (n, o, p) at (n * hw + p) * co + o.
+    DnnlConv last_out = d.c;
+    last_out.dst_block = co;
+    std::vector<float> y(want.size(), -7.0f);
+    const int64_t reorders = cpu::dnnl_activation_reorders();
+    ASSERT_TRUE(cpu::dnnl_conv_f32(last_out, d.x.data(), d.w.data(), y.data()));
+    if (src_block == 0 && dst_block == co) {
+      EXPECT_EQ(cpu::dnnl_activation_reorders(), reorders) << "the primitive's own layouts need no reorder";
+    }
+    int bad = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t o = 0; o < co; ++o)
+        for (int64_t p = 0; p < hw; ++p)
+          if (std::memcmp(&y[static_cast<size_t>((n * hw + p) * co + o)],
+                          &want[static_cast<size_t>((n * co + o) * hw + p)], sizeof(float)) != 0 &&
+              bad++ < 3)
+            ADD_FAILURE() << "channels-last output differs at n " << n << " channel " << o << " position " << p;
+    // Channels-last input (3 channels), row-major output.
+    DnnlConv last_in = d.c;
+    last_in.src_block = 3;
+    std::vector<float> x_last(d.x.size());
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t ch = 0; ch < 3; ++ch)
+        for (int64_t p = 0; p < in_hw; ++p)
+          x_last[static_cast<size_t>((n * in_hw + p) * 3 + ch)] = d.x[static_cast<size_t>((n * 3 + ch) * in_hw + p)];
+    std::vector<float> y2(want.size(), -7.0f);
+    ASSERT_TRUE(cpu::dnnl_conv_f32(last_in, x_last.data(), d.w.data(), y2.data()));
+    EXPECT_EQ(std::memcmp(y2.data(), want.data(), want.size() * sizeof(float)), 0);
   }
 }
 

@@ -4,7 +4,7 @@
 // and read the [B, H, S, T] scores about ten times and allocated each intermediate; here each
 // task keeps a block of scores in a thread-local buffer and never materializes the whole matrix.
 //
-// Bits: a task is (batch, query head, block of kQueryRows query rows), computed by one thread,
+// Bits: a task is (batch, query head, block of at most kQueryRows query rows), computed by one thread,
 // with the keys in blocks of kKeyBlock in order; every GEMM is one single-threaded call
 // (gemm.h). The cut depends on the shapes alone, so the result does not depend on the thread
 // count. Eager runs and compiled replays call this same kernel, so they agree bit for bit.
@@ -36,8 +36,10 @@ namespace smelt::cpu {
 
 namespace {
 
-/// Query rows per task: the scores GEMM has this many rows (and the key/value blocks are
-/// repacked once per task, so fewer rows repack more).
+/// Query rows per task, at most: the scores GEMM has this many rows (and the key/value blocks are
+/// repacked once per task, so fewer rows repack more). A sequence is cut into blocks of equal
+/// size (to one row): ViT's 197 queries as 99 + 98, not 128 + 69, whose tasks left one of two
+/// threads waiting for a third of a task.
 constexpr int64_t kQueryRows = 128;
 /// Keys per block of the online softmax: a task's scores buffer is kQueryRows x kKeyBlock.
 constexpr int64_t kKeyBlock = 256;
@@ -184,14 +186,15 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
   T* po = out_ptr<T>(out);
 
   const int64_t row_blocks = (s + kQueryRows - 1) / kQueryRows;
+  const int64_t block_rows = (s + row_blocks - 1) / row_blocks;
   const int64_t tasks = nb * hq * row_blocks;
-  const int64_t task_work = std::min(s, kQueryRows) * t * (d + dv);
+  const int64_t task_work = block_rows * t * (d + dv);
   blas_single_thread();
   parallel_for(tasks, std::max<int64_t>(1, kTaskWork / std::max<int64_t>(1, task_work)), [&](int64_t tb, int64_t te) {
     Scratch<C>& w = scratch<C>();
     for (int64_t task = tb; task < te; ++task) {
       const int64_t bi = task / (hq * row_blocks), h = (task / row_blocks) % hq;
-      const int64_t i0 = (task % row_blocks) * kQueryRows, r = std::min(kQueryRows, s - i0);
+      const int64_t i0 = (task % row_blocks) * block_rows, r = std::min(block_rows, s - i0);
       const int64_t hk = h / group;
       int64_t ldq = 0, ldk = 0, ldv = 0;
       const C* qa = rows_of<C>(vq, bi, h, i0, r, d, w.q, ldq);

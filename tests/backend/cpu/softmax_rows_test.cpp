@@ -37,7 +37,7 @@ TEST(SoftmaxRows, EveryIsaGivesTheSameBits) {
   for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
     SCOPED_TRACE(cpu::cpu_isa_name(isa));
     const cpu::SoftmaxRows& k = cpu::softmax_rows_for(isa);  // the best the CPU has at or below
-    for (size_t n : {0, 1, 7, 8, 9, 100, 257}) {
+    for (size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 24, 33, 100, 257}) {
       const std::vector<float> in = scores(n, static_cast<uint32_t>(n) + 1);
       std::vector<float> a = in, b = in;
       const float ma = base.scale_max(a.data(), static_cast<int64_t>(n), 0.17677669f);
@@ -48,6 +48,22 @@ TEST(SoftmaxRows, EveryIsaGivesTheSameBits) {
       const float sb = k.exp_shifted_sum(b.data(), static_cast<int64_t>(n), 1.5f);
       EXPECT_TRUE(same_bits(a, b)) << n;
       EXPECT_EQ(std::memcmp(&sa, &sb, sizeof(float)), 0) << n;
+    }
+  }
+}
+
+// Which of -0 and +0 a lane keeps depends on the order it sees them: the AVX-512 loops, sixteen
+// elements a step, must take elements l and l + 8 of a step in that order, as the others do.
+TEST(SoftmaxRows, SignedZerosKeepTheElementOrderOnEveryIsa) {
+  for (CpuIsa isa : {CpuIsa::Baseline, CpuIsa::Avx2, CpuIsa::Avx512}) {
+    SCOPED_TRACE(cpu::cpu_isa_name(isa));
+    const cpu::SoftmaxRows& k = cpu::softmax_rows_for(isa);
+    for (const bool negative_first : {true, false}) {
+      std::vector<float> v(32, -1.0f);
+      v[2] = negative_first ? -0.0f : 0.0f;  // lane 2 of the first step, then of its second half
+      v[10] = negative_first ? 0.0f : -0.0f;
+      const float m = k.scale_max(v.data(), 32, 1.0f);
+      EXPECT_EQ(std::signbit(m), negative_first) << "the first zero of lane 2 stays";
     }
   }
 }

@@ -303,6 +303,50 @@ TEST(Binary, NanInfAndSignedZeros) {
   }
 }
 
+// A contiguous operand with a broadcast one that repeats a short pattern (a per-channel vector
+// of a channels-last activation) takes the CPU's periodic path, which copies the pattern into a
+// longer run: each element must be what the same op gives on a contiguous copy of the pattern,
+// bit for bit, on either side of the op, for patterns of one trailing axis or two, and past the
+// path's longest pattern (64 elements).
+TEST(Binary, RepeatedPatternOperandsGiveTheBitsOfTheirContiguousCopies) {
+  uint32_t seed = 700;
+  for (Dtype d : {float32, float64, int32, float16}) {
+    for (const Shape& pattern : std::vector<Shape>{{2}, {3}, {8}, {16}, {60}, {100}, {7, 3}, {5, 1, 8}}) {
+      Shape full{2, 5};
+      for (int64_t e : pattern) full.push_back(e);
+      if (pattern.size() < 3) full.insert(full.begin() + 2, 7);
+      SCOPED_TRACE(std::string(dtype_name(d)) + " pattern " + shape_to_string(pattern));
+      Array a = random_array(full, d, -4, 4, seed++);
+      Array b = random_array(pattern, d, 0.5, 3, seed++);
+      // The pattern written out to the full shape on the host: a contiguous operand.
+      const std::vector<double> bv = as_doubles(b);
+      int64_t n = 1;
+      for (int64_t e : full) n *= e;
+      std::vector<double> wide(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        // Row-major index of element i in `pattern` broadcast from the right (size-1 axes repeat).
+        int64_t rest = i, at = 0, step = 1;
+        for (size_t k = pattern.size(); k-- > 0;) {
+          const int64_t extent = full[full.size() - pattern.size() + k];
+          const int64_t idx = rest % extent;
+          rest /= extent;
+          if (pattern[k] != 1) at += idx * step;
+          step *= pattern[k];
+        }
+        wide[static_cast<size_t>(i)] = bv[static_cast<size_t>(at)];
+      }
+      Array b_full = astype(Array(wide, full), d);
+      for (auto op : {+[](const Array& x, const Array& y) { return subtract(x, y); },
+                      +[](const Array& x, const Array& y) { return divide(x, y); },
+                      +[](const Array& x, const Array& y) { return maximum(x, y); },
+                      +[](const Array& x, const Array& y) { return less(x, y); }}) {
+        EXPECT_TRUE(bit_equal(op(a, b), op(a, b_full))) << "pattern on the right";
+        EXPECT_TRUE(bit_equal(op(b, a), op(b_full, a))) << "pattern on the left";
+      }
+    }
+  }
+}
+
 TEST(Binary, HalfArithmeticRoundsOncePerOp) {
   // 2049 is not a float16: 2048 + 1 rounds to even (2048); 1 + 2^-11 rounds to 1.
   Array a = astype(Array(std::vector<double>{2048, 1, 65504}, {3}), float16);

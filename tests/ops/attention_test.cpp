@@ -274,6 +274,42 @@ TEST(Attention, CompiledEqualsUncompiledBitForBit) {
   EXPECT_TRUE(test::bit_equal(cf(q, k, v, m), f(q, k, v, m)));  // a replay from the cache
 }
 
+// The CPU kernel lays its [B, H, S, D] output out as [B, S, H, D] (a strided view), so the
+// transpose and reshape back to [B, S, H·D] that follow attention in a transformer block are views
+// of its buffer, not a copy; the steps after it (an element-wise kernel on the strided output, a
+// product of the reshaped rows) give the same bits compiled and eagerly.
+TEST(Attention, CpuOutputIsLaidOutForTheTransposeBack) {
+  const Device cpu = Device::cpu();
+  DefaultDeviceScope scope(cpu);
+  Array q = random_array({2, 3, 5, 8}, float32, -1, 1, 11), k = random_array({2, 3, 7, 8}, float32, -1, 1, 12);
+  Array v = random_array({2, 3, 7, 8}, float32, -1, 1, 13), w = random_array({24, 6}, float32, -1, 1, 14);
+  Array o = scaled_dot_product_attention(q, k, v);
+  o.eval();
+  EXPECT_EQ(o.node().strides, (Strides{5 * 3 * 8, 8, 3 * 8, 1}));
+  Array rows = reshape(transpose(o, {0, 2, 1, 3}), {2, 5, 24});
+  rows.eval();
+  EXPECT_EQ(rows.node().data_ptr(), o.node().data_ptr()) << "the reshape of the transpose is a view";
+  // The values are those of the [B, H, S, D] result, read through the view.
+  const auto ov = as_doubles(o), rv = as_doubles(rows);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 3; ++h)
+      for (int64_t s = 0; s < 5; ++s)
+        for (int64_t d = 0; d < 8; ++d)
+          ASSERT_EQ(ov[static_cast<size_t>(((b * 3 + h) * 5 + s) * 8 + d)],
+                    rv[static_cast<size_t>((b * 5 + s) * 24 + h * 8 + d)]);
+  auto f = [](const Array& q, const Array& k, const Array& v, const Array& w) {
+    Array a = scaled_dot_product_attention(q, k, v);
+    return std::vector<Array>{exp(a) * 2.0f, matmul(reshape(transpose(a, {0, 2, 1, 3}), {2, 5, 24}), w)};
+  };
+  auto cf = compile(f);
+  const auto want = f(q, k, v, w);
+  for (int call = 0; call < 2; ++call) {  // the trace, then a replay
+    const auto got = cf(q, k, v, w);
+    EXPECT_TRUE(test::bit_equal(got[0], want[0])) << call;
+    EXPECT_TRUE(test::bit_equal(got[1], want[1])) << call;
+  }
+}
+
 TEST(Attention, ConstantCausalBoolMaskBecomesTheCausalFlagWhenTraced) {
   // A boolean mask known at trace time that equals the lower-right causal mask (as GPT-2's
   // exports slice their tril buffer) is traced as the causal flag, with the same bits as the

@@ -242,6 +242,7 @@ void run_passes(Tape& tape, const PassOptions& options) {
     pipeline.push_back({"conv_prepack", prepack_conv_weights});
     pipeline.push_back({"conv_layout", keep_blocked_layouts});
     pipeline.push_back({"pool_first", pool_before_monotone_steps});
+    pipeline.push_back({"matmul_bias", fuse_matmul_biases});
   }
   pipeline.push_back({"matmul_prepack", prepack_matmul_operands});
   if (options.fuse)

@@ -57,6 +57,9 @@ void prepack_conv_weights(Tape& tape);
 /// kernel copied it to row-major on every call. The kernel computes on the same row-major values
 /// either way, so the bits do not change.
 void prepack_matmul_operands(Tape& tape);
+/// A per-column vector ([N], broadcast) added to a float32 CPU Matmul's [..., M, N] result, by an
+/// Add nothing element-wise reads, becomes the Matmul's bias (MatmulParams; src/compile/matmul_bias.cpp).
+void fuse_matmul_biases(Tape& tape);
 
 /// With oneDNN: activations between float32 CPU convolutions stay in the channel-blocked layout
 /// their primitives want ([N, C/b, spatial..., b]) through the element-wise steps, poolings, global
@@ -90,7 +93,7 @@ struct PassOptions {
 };
 
 /// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce",
-/// "conv_epilogue", "conv_prepack", "conv_layout", "pool_first" (none under shapeless), "matmul_prepack", then "fuse"), verifying the tape
+/// "conv_epilogue", "conv_prepack", "conv_layout", "pool_first", "matmul_bias" (none under shapeless), "matmul_prepack", then "fuse"), verifying the tape
 /// after each.
 void run_passes(Tape& tape, const PassOptions& options);
 

@@ -35,7 +35,7 @@ Array matmul(const Array& a, const Array& b) {
   out.insert(out.end(), {m, n});
   Array x = broadcast_to(reshape(to_device(astype(a, dtype), device), sa), full_a);
   Array y = broadcast_to(reshape(to_device(astype(b, dtype), device), sb), full_b);
-  Array r = make_array(out, dtype, device, make_prim(PrimKind::Matmul, NoParams{}), {x, y});
+  Array r = make_array(out, dtype, device, make_prim(PrimKind::Matmul, MatmulParams{}), {x, y});
   if (!row && !col) return r;
   Shape final_shape = batch;
   if (!row) final_shape.push_back(m);

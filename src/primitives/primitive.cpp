@@ -223,6 +223,7 @@ struct Hasher {
     for (auto x : v) add(static_cast<size_t>(x));
   }
   void operator()(const NoParams&) {}
+  void operator()(const MatmulParams& p) { add(static_cast<size_t>(p.bias)); }
   void operator()(const UnaryParams& p) { add(static_cast<size_t>(p.op)); }
   void operator()(const BinaryParams& p) { add(static_cast<size_t>(p.op)); }
   void operator()(const CastParams& p) { add(static_cast<size_t>(p.to)); }
@@ -327,6 +328,13 @@ std::string list(const std::vector<V>& v) {
 struct Printer {
   std::ostringstream& os;
   void operator()(const NoParams&) {}
+  void operator()(const MatmulParams& p) {
+    switch (p.bias) {
+      case MatmulBias::None: break;
+      case MatmulBias::After: os << "+bias"; break;
+      case MatmulBias::Before: os << "bias+"; break;
+    }
+  }
   void operator()(const UnaryParams& p) { os << unary_op_name(p.op); }
   void operator()(const BinaryParams& p) { os << binary_op_name(p.op); }
   void operator()(const CastParams& p) { os << dtype_name(p.to); }

@@ -174,6 +174,15 @@ struct ConvParams {
   int64_t src_block = 0, dst_block = 0;
   bool operator==(const ConvParams&) const = default;
 };
+/// A per-column vector added to a Matmul's result ([..., M, N] + [N], each one IEEE addition
+/// after the product's whole reduction, in the operand order of the Add it replaces): bit-identical
+/// to the separate add. Only the CPU compile pass matmul_bias (src/compile/matmul_bias.cpp) sets
+/// it (the bias is then a third input); ops never do.
+enum class MatmulBias : uint8_t { None, After, Before };  // product + bias, bias + product
+struct MatmulParams {
+  MatmulBias bias = MatmulBias::None;
+  bool operator==(const MatmulParams&) const = default;
+};
 struct ConvTransposeParams {
   std::vector<int64_t> strides, padding_lo, padding_hi, dilations, output_padding;
   int64_t groups;
@@ -248,7 +257,7 @@ struct FusedParams {
   X(Reduce, ReduceParams, 1, None, false, false)                \
   X(ArgReduce, ArgReduceParams, 1, None, false, false)          \
   X(Scan, ScanParams, 1, None, false, false)                    \
-  X(Matmul, NoParams, 1, None, false, false)                    \
+  X(Matmul, MatmulParams, 1, None, false, false)                \
   X(Gather, AxisParams, 1, None, false, false)                  \
   X(GatherElements, AxisParams, 1, None, false, false)          \
   X(GatherND, GatherNDParams, 1, None, false, false)            \
@@ -275,7 +284,7 @@ using PrimParams = std::variant<NoParams, UnaryParams, BinaryParams, CastParams,
                                 ArangeParams, ShapeParams, PermParams, SliceParams, AxisParams,
                                 PadParams, ReduceParams, ArgReduceParams, ScanParams,
                                 GatherNDParams, ScatterParams, SortParams, TopKParams, ConvParams,
-                                ConvTransposeParams, PoolParams, AttentionParams, FusedParams>;
+                                MatmulParams, ConvTransposeParams, PoolParams, AttentionParams, FusedParams>;
 
 /// A primitive with its parameters: what a node computes from its inputs.
 struct Primitive {

@@ -10,6 +10,7 @@
 
 #include "smelt/errors.h"
 #include "src/backend/cpu/dnnl.h"
+#include "src/backend/cpu/kernels.h"
 #include "src/core/thread_pool.h"
 
 namespace smelt::cpu {
@@ -176,7 +177,12 @@ void gemm_tile(const GemmArgs<S>& g, const GemmTiles& tiles, int64_t t) {
   const int64_t tm = std::min(tiles.tile_m, g.m - i0), tn = std::min(tiles.tile_n, g.n - j0);
   const S* a = g.trans_a ? g.a + i0 : g.a + i0 * g.lda;
   const S* b = g.trans_b ? g.b + j0 * g.ldb : g.b + j0;
-  blas_call<S>(g.trans_a, g.trans_b, tm, tn, g.k, a, g.lda, b, g.ldb, g.c + i0 * g.ldc + j0, g.ldc);
+  S* c = g.c + i0 * g.ldc + j0;
+  blas_call<S>(g.trans_a, g.trans_b, tm, tn, g.k, a, g.lda, b, g.ldb, c, g.ldc);
+  if constexpr (std::is_same_v<S, float>) {
+    if (g.bias != nullptr)
+      for (int64_t i = 0; i < tm; ++i) add_f32_run(c + i * g.ldc, g.bias + j0, c + i * g.ldc, tn, g.bias_first);
+  }
 }
 
 template <class S>

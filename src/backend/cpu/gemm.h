@@ -23,6 +23,11 @@ struct GemmArgs {
   int64_t ldb = 0;
   S* c = nullptr;
   int64_t ldc = 0;
+  /// Optional, float only: bias[0..n) added to every row of C after the product, C + bias
+  /// (bias + C with bias_first), on each tile as soon as its call returns (the tile is still in
+  /// cache), by the Binary Add kernel's own loop (add_f32_run): the bits of a separate add.
+  const S* bias = nullptr;
+  bool bias_first = false;
 };
 
 /// How a product of m x n x k is cut: tiles of tile_m rows and tile_n columns of C (the last

@@ -14,6 +14,12 @@ namespace smelt::cpu {
 SMELT_PRIMITIVES(X)
 #undef X
 
+/// d[i] = x[i] + y[i] (y[i] + x[i] with `y_first`) for i < n, float32, through the very loop of
+/// the Binary Add kernel for contiguous operands: the same instructions, so the bits of an eager
+/// Add, NaN payloads included (x86 keeps the first source's NaN, and the compiler chooses which
+/// operand is first). For kernels that fuse an add (Matmul's bias).
+void add_f32_run(const float* x, const float* y, float* d, int64_t n, bool y_first);
+
 /// Coordinates [ndim, count] (int64) of the non-zero elements of an evaluated CPU array.
 Array nonzero(const Array& a);
 

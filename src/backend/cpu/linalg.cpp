@@ -98,7 +98,7 @@ void pack(const From* src, Mat x, int64_t rows, int64_t cols, To* dst) {
 /// single-threaded BLAS per tile). `T` is the storage type (halves are widened to float32 and
 /// rounded once at the end).
 template <class T>
-void blas_matmul(const Array& a, const Array& b, Array& out) {
+void blas_matmul(const Array& a, const Array& b, Array& out, const MatmulParams& params, const Array* bias) {
   using G = compute_t<T>;
   const int nd = out.ndim();
   const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape()[nd - 1];
@@ -125,6 +125,20 @@ void blas_matmul(const Array& a, const Array& b, Array& out) {
     if (dnnl_enabled()) {
       if (direct_a.trans) direct_a = {};
       if (direct_b.trans) direct_b = {};
+    }
+  }
+  // The bias as a contiguous row (a strided view is copied once).
+  std::vector<float> bias_copy;
+  const float* bias_row = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    if (bias != nullptr) {
+      bias_row = in_ptr<float>(*bias);
+      const int64_t bs = bias->node().strides.back();
+      if (bs != 1 && n > 1) {
+        bias_copy.resize(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j) bias_copy[static_cast<size_t>(j)] = bias_row[j * bs];
+        bias_row = bias_copy.data();
+      }
     }
   }
   std::vector<G> wide;  // halves: the float32 products, rounded once at the end
@@ -174,6 +188,12 @@ void blas_matmul(const Array& a, const Array& b, Array& out) {
     else
       g.c = pc + bi * m * n;
     g.ldc = n;
+    if constexpr (std::is_same_v<T, float>) {
+      if (bias != nullptr) {
+        g.bias = bias_row;
+        g.bias_first = params.bias == MatmulBias::Before;
+      }
+    }
     return g;
   };
 
@@ -255,24 +275,40 @@ void loop_matmul(const Array& a, const Array& b, Array& out) {
 
 }  // namespace
 
-void eval_Matmul(const NoParams&, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+void eval_Matmul(const MatmulParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
   const Array& a = inputs[0];
   const Array& b = inputs[1];
   Array& out = outputs[0];
   SMELT_ASSERT(a.dtype() == b.dtype() && a.dtype() == out.dtype(), "Matmul: operand dtypes differ");
+  // A bias (the compile pass matmul_bias, float32 only): a [N] vector, the last input.
+  const Array* bias = p.bias == MatmulBias::None ? nullptr : &inputs[2];
+  SMELT_ASSERT(bias == nullptr || (out.dtype() == float32 && bias->dtype() == float32 &&
+                                   bias->shape().back() == out.shape().back()),
+               "Matmul: a bias must be a float32 vector of the product's columns");
   alloc_contiguous(out);
   const int nd = out.ndim();
   const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape()[nd - 1];
   if (out.size() == 0) return;
+  // The bias of the paths that do not add it per tile: after the whole product.
+  auto add_bias = [&] {
+    if (bias == nullptr) return;
+    float* c = out_ptr<float>(out);
+    const float* v = in_ptr<float>(*bias);
+    std::vector<float> row(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] = v[j * bias->node().strides.back()];
+    for (int64_t i = 0; i < out.size() / n; ++i)
+      add_f32_run(c + i * n, row.data(), c + i * n, n, p.bias == MatmulBias::Before);
+  };
   if (k == 0) {
     std::memset(out.node().data_ptr(), 0, out.nbytes());  // an empty sum: zeros of every dtype
+    add_bias();
     return;
   }
   dispatch_all(out.dtype(), [&]<class T>() {
     if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
       if (fits_int(m * std::max<int64_t>(1, shape_size(Shape(out.shape().begin(), out.shape().end() - 2)))) &&
           fits_int(n) && fits_int(k)) {
-        blas_matmul<T>(a, b, out);
+        blas_matmul<T>(a, b, out, p, bias);
         return;
       }
     }
@@ -281,6 +317,7 @@ void eval_Matmul(const NoParams&, const std::vector<Array>& inputs, std::vector<
                              shape_to_string(out.shape()) + " exceeds BLAS's 32-bit sizes");
     } else {
       loop_matmul<T>(a, b, out);
+      add_bias();
     }
   });
 }

@@ -46,7 +46,11 @@ class CudaBackend final : public Backend {
       case PrimKind::Slice: cpu::eval_Slice(prim.get<SliceParams>(), inputs, outputs); return;
       case PrimKind::Reduce: eval_reduce(prim.get<ReduceParams>(), inputs, out); return;
       case PrimKind::ArgReduce: eval_argreduce(prim.get<ArgReduceParams>(), inputs, out); return;
-      case PrimKind::Matmul: eval_matmul(inputs, out); return;
+      case PrimKind::Matmul:
+        // The bias is a CPU compile pass's (matmul_bias); GPU tapes never carry one.
+        SMELT_ASSERT(prim.get<MatmulParams>().bias == MatmulBias::None, "Matmul: a bias reached the GPU");
+        eval_matmul(inputs, out);
+        return;
       case PrimKind::Conv: eval_conv(prim.get<ConvParams>(), inputs, out); return;
       case PrimKind::ConvTranspose: eval_conv_transpose(prim.get<ConvTransposeParams>(), inputs, out); return;
       case PrimKind::Pool: eval_pool(prim.get<PoolParams>(), inputs, out); return;

@@ -131,11 +131,7 @@ void fuse_conv_epilogues(Tape& tape) {
     removed[last] = 0;
     tape.steps[last] = std::move(fused);
   }
-  std::vector<Step> kept;
-  kept.reserve(tape.steps.size());
-  for (size_t i = 0; i < tape.steps.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(tape.steps[i]));
-  tape.steps = std::move(kept);
+  erase_steps(tape, removed);
   eliminate_dead_steps(tape);  // the broadcasts that only fed the absorbed adds
 }
 

@@ -10,6 +10,7 @@
 
 #include "smelt/device.h"
 #include "smelt/ops.h"
+#include "src/backend/cpu/gemm.h"
 #include "src/compile/passes.h"
 #include "src/core/node.h"
 
@@ -43,19 +44,24 @@ int column_constant(Tape& tape, int v, const Shape& to) {
   return id;
 }
 
+/// Whether the Matmul's bias runs (one per tile row, each as wide as its tile) give the Add
+/// kernel's bits: that kernel's loop takes the first operand's NaN in a run of one element and the
+/// second's in longer ones (the compiler's choice of instructions), and the Add it replaces runs
+/// the product's rows whole (or in whole periods of the bias); a run of one happens for a single
+/// column or a last column tile one wide.
+bool runs_match_the_add(const Shape& out, int64_t k) {
+  const int64_t n = out.back(), m = out.size() >= 2 ? out[out.size() - 2] : 1;
+  if (n < 2) return false;
+  const cpu::GemmTiles tiles = cpu::gemm_tiles(m, n, k);
+  return n % tiles.tile_n != 1;
+}
+
 }  // namespace
 
 void fuse_matmul_biases(Tape& tape) {
-  const size_t n_values = tape.values.size();
-  std::vector<int> uses(n_values, 0), consumer(n_values, -1), producer(n_values, -1);
-  for (int o : tape.outputs) uses[o] += 2;  // a function output is read by the caller: never absorbed
-  for (size_t i = 0; i < tape.steps.size(); ++i) {
-    for (int in : tape.steps[i].inputs) {
-      ++uses[in];
-      consumer[in] = static_cast<int>(i);
-    }
-    for (int o : tape.steps[i].outputs) producer[o] = static_cast<int>(i);
-  }
+  const ValueGraph g = value_graph(tape);
+  // The single reader of `v` (-1: none, several, or the caller's: a function output).
+  auto only_reader = [&](int v) { return g.readers[v].size() == 1 && !g.is_output[v] ? g.readers[v][0] : -1; };
   std::vector<char> removed(tape.steps.size(), 0);
   for (size_t si = 0; si < tape.steps.size(); ++si) {
     const Step& mm = tape.steps[si];
@@ -63,22 +69,23 @@ void fuse_matmul_biases(Tape& tape) {
     if (mm.prim.get<MatmulParams>().bias != MatmulBias::None || mm.inputs.size() != 2) continue;
     const int out = mm.outputs[0];
     const ValueInfo& ov = tape.values[out];
-    if (!is_cpu_f32(ov) || ov.shape.empty() || tape.values[mm.inputs[0]].shape.back() == 0 || uses[out] != 1) continue;
-    const int ai = consumer[out];
+    const int ai = only_reader(out);
+    if (!is_cpu_f32(ov) || ov.shape.empty() || tape.values[mm.inputs[0]].shape.back() == 0 || ai < 0) continue;
     const Step& add = tape.steps[ai];
     if (add.prim.kind != PrimKind::Binary || add.prim.get<BinaryParams>().op != BinaryOp::Add) continue;
     if (!(add.device == mm.device) || !is_cpu_f32(tape.values[add.outputs[0]])) continue;
     if (tape.values[add.outputs[0]].shape != ov.shape) continue;
     const int other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
     if (other == out) continue;  // y + y
+    if (!runs_match_the_add(ov.shape, tape.values[mm.inputs[0]].shape.back())) continue;
     // An element-wise reader (a GELU, a residual add) takes the add into its fused kernel, which
     // reads the product once either way.
     const int sum = add.outputs[0];
-    if (uses[sum] == 1) {
-      const Step& r = tape.steps[consumer[sum]];
-      if (r.prim.kind == PrimKind::Unary || r.prim.kind == PrimKind::Binary) continue;
+    if (const int r = only_reader(sum); r >= 0) {
+      const PrimKind kind = tape.steps[r].prim.kind;
+      if (kind == PrimKind::Unary || kind == PrimKind::Binary) continue;
     }
-    const int op = producer[other];
+    const int op = g.producer[other];
     int bias = -1;
     if (op >= 0 && tape.steps[op].prim.kind == PrimKind::Broadcast &&
         is_cpu_f32(tape.values[tape.steps[op].inputs[0]]) &&
@@ -95,11 +102,7 @@ void fuse_matmul_biases(Tape& tape) {
     removed[si] = 1;
     tape.steps[static_cast<size_t>(ai)] = std::move(fused);
   }
-  std::vector<Step> kept;
-  kept.reserve(tape.steps.size());
-  for (size_t i = 0; i < tape.steps.size(); ++i)
-    if (!removed[i]) kept.push_back(std::move(tape.steps[i]));
-  tape.steps = std::move(kept);
+  erase_steps(tape, removed);
   eliminate_dead_steps(tape);  // the broadcasts that only fed the absorbed adds
 }
 

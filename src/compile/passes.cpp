@@ -224,6 +224,14 @@ ValueGraph value_graph(const Tape& tape) {
   return g;
 }
 
+void erase_steps(Tape& tape, const std::vector<char>& removed) {
+  std::vector<Step> kept;
+  kept.reserve(tape.steps.size());
+  for (size_t i = 0; i < tape.steps.size(); ++i)
+    if (!removed[i]) kept.push_back(std::move(tape.steps[i]));
+  tape.steps = std::move(kept);
+}
+
 void run_passes(Tape& tape, const PassOptions& options) {
   struct Pass {
     const char* name;

@@ -23,6 +23,8 @@ struct ValueGraph {
   std::vector<char> is_output, is_constant;
 };
 ValueGraph value_graph(const Tape& tape);
+/// Drops the steps marked in `removed` (one flag per step), keeping the others in order.
+void erase_steps(Tape& tape, const std::vector<char>& removed);
 
 /// Removes identity views (reshape/broadcast to the same shape, identity transpose or slice) and
 /// same-type casts by forwarding their input. Explicit copies stay.

@@ -217,6 +217,26 @@ inline Array special_array(Dtype dtype, int64_t n, uint32_t seed, Shape shape = 
 }
 
 /// Every dtype, in enum order.
+/// `fn` compiled, and compiled with the pass `pass` switched off, against `fn` run eagerly, bit
+/// for bit (`context`, such as the optimized tape, goes with each failure).
+inline void expect_compiled_equals_eager(const std::function<std::vector<Array>(const std::vector<Array>&)>& fn,
+                                         const std::vector<Array>& inputs, const std::string& pass,
+                                         const std::string& context = "") {
+  const auto want = fn(inputs);
+  eval(want);
+  CompileOptions off;
+  off.disabled_passes = {pass};
+  for (const CompileOptions& options : {CompileOptions{}, off}) {
+    auto f = compile_flat(fn, options);
+    const auto got = f(inputs);
+    eval(got);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(bit_equal(got[i], want[i])) << "output " << i << (options.disabled_passes.empty() ? "" : " without ")
+                                              << (options.disabled_passes.empty() ? "" : pass) << "\n"
+                                              << context;
+  }
+}
+
 inline std::vector<Dtype> all_dtypes() {
   std::vector<Dtype> out;
   for (int i = 0; i < kNumDtypes; ++i) out.push_back(static_cast<Dtype>(i));

@@ -12,24 +12,13 @@ namespace {
 
 using Fn = std::function<std::vector<Array>(const std::vector<Array>&)>;
 
-/// The optimized tape's Matmul biases (None for each Matmul without one) and whether an Add
-/// survived; compiled (with and without the pass) equals eager bit for bit.
+/// The optimized tape's Matmul biases (None for a Matmul without one); compiled, with and without
+/// the pass, equals eager bit for bit.
 std::vector<MatmulBias> check(const Fn& fn, const std::vector<Array>& inputs) {
   const compiler::Tape tape = test::optimized_tape(fn, inputs, {.fuse = false});
   std::vector<MatmulBias> biases;
   for (const auto* s : test::steps_of(tape, PrimKind::Matmul)) biases.push_back(s->prim.get<MatmulParams>().bias);
-  const auto want = fn(inputs);
-  eval(want);
-  auto f = compile_flat(fn);
-  const auto got = f(inputs);
-  eval(got);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << compiler::dump_tape(tape);
-  CompileOptions off;
-  off.disabled_passes = {"matmul_bias"};
-  auto g = compile_flat(fn, off);
-  const auto plain = g(inputs);
-  eval(plain);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(test::bit_equal(plain[i], want[i]));
+  test::expect_compiled_equals_eager(fn, inputs, "matmul_bias", compiler::dump_tape(tape));
   return biases;
 }
 
@@ -90,6 +79,22 @@ TEST(MatmulBias, OtherAddsStay) {
                   return std::vector<Array>{p, reshape(p + b, {6, 3, 8})};
                 },
                 {x}),
+            none);
+  // One column, and a last column tile one wide (300 x 257 in tiles of 128 x 256): runs of one
+  // element, where the Add kernel takes the other operand's NaN.
+  Array w1 = test::random_array({16, 1}, float32, -1, 1, 12), b1 = specials({1}, 13);
+  EXPECT_EQ(check([&](const std::vector<Array>& in) { return std::vector<Array>{reshape(matmul(in[0], w1) + b1, {6})}; },
+                  {specials({6, 16}, 14)}),
+            none);
+  Array w257 = test::random_array({128, 257}, float32, -1, 1, 15);
+  std::vector<float> b257v = specials({257}, 16).to_vector<float>();
+  const uint32_t payload = 0x7fc0beefu;  // a NaN of its own in the one-wide column
+  std::memcpy(&b257v[256], &payload, sizeof payload);
+  Array b257(b257v, {257});
+  EXPECT_EQ(check([&](const std::vector<Array>& in) {
+                  return std::vector<Array>{reshape(matmul(in[0], w257) + b257, {300 * 257})};
+                },
+                {specials({300, 128}, 17)}),
             none);
   Array xd = astype(x, float64), wd = astype(w, float64), bd = astype(b, float64);
   EXPECT_EQ(check([&](const std::vector<Array>& in) { return std::vector<Array>{reshape(matmul(in[0], wd) + bd, {6, 3, 8})}; },

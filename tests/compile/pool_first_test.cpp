@@ -37,18 +37,7 @@ bool pool_moved(const compiler::Tape& tape) {
 bool check(const Fn& fn, const std::vector<Array>& inputs) {
   const compiler::Tape tape = test::optimized_tape(fn, inputs);
   const bool moved = pool_moved(tape);
-  const auto want = fn(inputs);
-  eval(want);
-  auto f = compile_flat(fn);
-  const auto got = f(inputs);
-  eval(got);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << compiler::dump_tape(tape);
-  CompileOptions off;
-  off.disabled_passes = {"pool_first"};
-  auto g = compile_flat(fn, off);
-  const auto plain = g(inputs);
-  eval(plain);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(test::bit_equal(plain[i], want[i]));
+  test::expect_compiled_equals_eager(fn, inputs, "pool_first", compiler::dump_tape(tape));
   return moved;
 }
 

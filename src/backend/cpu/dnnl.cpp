@@ -550,7 +550,10 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
   auto user = [&](const memory::desc& md, const float* p) { return memory(md, eng, const_cast<float*>(p)); };
   auto mine = [&](const memory::desc& md, Buf b) { return memory(md, eng, scratch(b).get(md.get_size())); };
 
-  memory src = user(plan->src_user, x), wei = user(wei_given, w), dst = user(plan->dst_user, y);
+  // Without a reorder the source is read through the primitive's own desc (the caller's layout
+  // places every element alike: same_bytes).
+  memory src = user(plan->src_in ? plan->src_user : plan->src, x), wei = user(wei_given, w),
+         dst = user(plan->dst_user, y);
   if (plan->src_in) {
     memory blocked = mine(plan->src, kSrc);
     g_reorders.fetch_add(1, std::memory_order_relaxed);
@@ -594,7 +597,7 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
     auto b = std::make_unique<BoundCall>();
     b->plan = plan;
     b->threads = threads;
-    b->src = user(plan->src_user, x);
+    b->src = user(plan->src_in ? plan->src_user : plan->src, x);
     b->wei = user(wei_given, w);
     b->dst = user(plan->dst_user, y);
     b->args[DNNL_ARG_SRC] = b->src;

@@ -150,7 +150,7 @@ void binary_drive(const Array& a, const Array& b, Array& out, BinaryRun run) {
     if (period > 1 && period <= kPeriodicRun / 4 && out.size() % period == 0) {
       const int64_t reps = kPeriodicRun / period;
       const char* pattern = xs == 1 ? y : x;
-      char tiled[kPeriodicRun * sizeof(double)];  // the widest element of a binary op's operands
+      alignas(64) char tiled[kPeriodicRun * sizeof(double)];  // the widest element of a binary op's operands
       SMELT_ASSERT(is <= static_cast<int64_t>(sizeof(double)), "binary: operand element too wide");
       for (int64_t r = 0; r < reps; ++r) std::memcpy(tiled + r * period * is, pattern, static_cast<size_t>(period * is));
       const int64_t periods = out.size() / period;

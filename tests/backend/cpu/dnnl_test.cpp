@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -365,10 +366,12 @@ TEST(DnnlConv, AFirstLayerReadsItsRowMajorSourceInAnyCallersLayout) {
     int64_t src_block = -1, dst_block = -1;
     ASSERT_TRUE(cpu::dnnl_conv_blocks(d.c, {}, &src_block, &dst_block));
     const std::string impl = cpu::dnnl_conv_impl(d.c);
-    if (__builtin_cpu_supports("avx512f")) {
+    // On AVX-512 (unless oneDNN is capped below it) the direct kernels write both blocks as
+    // channels-last; with AVX2 a 16-channel output is nChw8c, which is not, and the plan stays.
+    const bool avx512 = __builtin_cpu_supports("avx512f") && std::getenv("ONEDNN_MAX_CPU_ISA") == nullptr &&
+                        std::getenv("DNNL_MAX_CPU_ISA") == nullptr;
+    if (avx512) {
       EXPECT_EQ(impl.rfind("jit:", 0), 0u) << "AVX-512 has oneDNN's first-layer kernels, got " << impl;
-    }
-    if (impl.rfind("jit:", 0) == 0) {
       EXPECT_EQ(src_block, 0) << impl;
       EXPECT_EQ(dst_block, co) << impl;
     }

@@ -237,6 +237,13 @@ inline void expect_compiled_equals_eager(const std::function<std::vector<Array>(
   }
 }
 
+/// float32 special_array of `shape` (its element count taken from the shape).
+inline Array special_floats(const Shape& shape, uint32_t seed) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return special_array(float32, n, seed, shape);
+}
+
 inline std::vector<Dtype> all_dtypes() {
   std::vector<Dtype> out;
   for (int i = 0; i < kNumDtypes; ++i) out.push_back(static_cast<Dtype>(i));

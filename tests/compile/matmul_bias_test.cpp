@@ -22,11 +22,7 @@ std::vector<MatmulBias> check(const Fn& fn, const std::vector<Array>& inputs) {
   return biases;
 }
 
-Array specials(const Shape& shape, uint32_t seed) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return test::special_array(float32, n, seed, shape);
-}
+Array specials(const Shape& shape, uint32_t seed) { return test::special_floats(shape, seed); }
 
 // A projection's bias before a reshape (the query, key and value projections of attention), on
 // either side of the Add, with NaN payloads, infinities and signed zeros in the product and the

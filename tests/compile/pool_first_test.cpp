@@ -41,11 +41,7 @@ bool check(const Fn& fn, const std::vector<Array>& inputs) {
   return moved;
 }
 
-Array specials(const Shape& shape, uint32_t seed) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return test::special_array(float32, n, seed, shape);
-}
+Array specials(const Shape& shape, uint32_t seed) { return test::special_floats(shape, seed); }
 
 TEST(PoolFirst, ReluOfABiasAddPoolsFirstBitForBit) {
   // NaN (payloads), infinities, signed zeros, subnormals and random values in the windows; the

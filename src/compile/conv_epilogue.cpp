@@ -43,26 +43,13 @@ bool feeds_elementwise(const Tape& tape, const std::vector<int>& uses, const std
 /// The constant `v` when it is what channel_constant takes (a constant of shape `to` whose values
 /// vary along axis 1 only), else null.
 const Array* channel_constant_array(const Tape& tape, int v, const Shape& to) {
-  const Array* a = find_constant(tape, v);
-  if (a == nullptr || a->shape() != to || to.size() < 3) return nullptr;
-  for (size_t i = 0; i < to.size(); ++i)
-    if (i != 1 && to[i] != 1 && a->strides()[i] != 0) return nullptr;
-  return a;
+  return to.size() < 3 ? nullptr : axis_constant_array(tape, v, to, 1);
 }
 
 }  // namespace
 
 int channel_constant(Tape& tape, int v, const Shape& to) {
-  const Array* a = channel_constant_array(tape, v, to);
-  if (a == nullptr) return -1;
-  // Index 0 on every axis but the channels': the C values, on the constant's device, in its dtype.
-  std::vector<int64_t> start(to.size(), 0), stop(to.size(), 1);
-  stop[1] = to[1];
-  Array line = reshape(copy(slice(*a, start, stop)), {to[1]});
-  line.eval();
-  const int id = tape.add_value({to[1]}, a->dtype(), a->device());
-  tape.constants.emplace_back(id, line);
-  return id;
+  return to.size() < 3 ? -1 : axis_constant(tape, v, to, 1);
 }
 
 void fuse_conv_epilogues(Tape& tape) {

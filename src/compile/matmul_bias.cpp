@@ -27,23 +27,6 @@ bool per_column(const Shape& from, const Shape& to) {
   return true;
 }
 
-/// The id of a [N] constant holding the bias that `v` broadcasts to `to`, when `v` is a
-/// constant of shape `to` whose values vary along the last axis only (a broadcast frozen at
-/// trace time); -1 otherwise.
-int column_constant(Tape& tape, int v, const Shape& to) {
-  const Array* a = find_constant(tape, v);
-  if (a == nullptr || a->shape() != to || a->dtype() != float32 || a->device().type != Device::Type::Cpu) return -1;
-  for (size_t i = 0; i + 1 < to.size(); ++i)
-    if (to[i] != 1 && a->strides()[i] != 0) return -1;
-  std::vector<int64_t> start(to.size(), 0), stop(to.size(), 1);
-  stop.back() = to.back();
-  Array line = reshape(copy(slice(*a, start, stop)), {to.back()});
-  line.eval();
-  const int id = tape.add_value({to.back()}, a->dtype(), a->device());
-  tape.constants.emplace_back(id, line);
-  return id;
-}
-
 /// Whether the Matmul's bias runs (one per tile row, each as wide as its tile) give the Add
 /// kernel's bits: that kernel's loop takes the first operand's NaN in a run of one element and the
 /// second's in longer ones (the compiler's choice of instructions), and the Add it replaces runs
@@ -91,8 +74,8 @@ void fuse_matmul_biases(Tape& tape) {
         is_cpu_f32(tape.values[tape.steps[op].inputs[0]]) &&
         per_column(tape.values[tape.steps[op].inputs[0]].shape, ov.shape)) {
       bias = tape.steps[op].inputs[0];
-    } else if (op < 0) {
-      bias = column_constant(tape, other, ov.shape);
+    } else if (op < 0 && is_cpu_f32(tape.values[other])) {
+      bias = axis_constant(tape, other, ov.shape, ov.shape.size() - 1);  // a broadcast frozen at trace time
     }
     if (bias < 0) continue;
     MatmulParams params;

@@ -224,6 +224,27 @@ ValueGraph value_graph(const Tape& tape) {
   return g;
 }
 
+const Array* axis_constant_array(const Tape& tape, int v, const Shape& to, size_t axis) {
+  const Array* a = find_constant(tape, v);
+  if (a == nullptr || a->shape() != to || axis >= to.size()) return nullptr;
+  for (size_t i = 0; i < to.size(); ++i)
+    if (i != axis && to[i] != 1 && a->strides()[i] != 0) return nullptr;
+  return a;
+}
+
+int axis_constant(Tape& tape, int v, const Shape& to, size_t axis) {
+  const Array* a = axis_constant_array(tape, v, to, axis);
+  if (a == nullptr) return -1;
+  // Index 0 on every other axis: the vector, on the constant's device, in its dtype.
+  std::vector<int64_t> start(to.size(), 0), stop(to.size(), 1);
+  stop[axis] = to[axis];
+  Array line = reshape(copy(slice(*a, start, stop)), {to[axis]});
+  line.eval();
+  const int id = tape.add_value({to[axis]}, a->dtype(), a->device());
+  tape.constants.emplace_back(id, line);
+  return id;
+}
+
 void erase_steps(Tape& tape, const std::vector<char>& removed) {
   std::vector<Step> kept;
   kept.reserve(tape.steps.size());

@@ -23,6 +23,12 @@ struct ValueGraph {
   std::vector<char> is_output, is_constant;
 };
 ValueGraph value_graph(const Tape& tape);
+/// The constant `v` when it has shape `to` and its values vary along `axis` only (a broadcast of
+/// a vector frozen when the tape was traced), else null.
+const Array* axis_constant_array(const Tape& tape, int v, const Shape& to, size_t axis);
+/// The to[axis] values of such a constant, added to the tape as a 1-D constant on its device and in
+/// its dtype; -1 when `v` is not one.
+int axis_constant(Tape& tape, int v, const Shape& to, size_t axis);
 /// Drops the steps marked in `removed` (one flag per step), keeping the others in order.
 void erase_steps(Tape& tape, const std::vector<char>& removed);
 

@@ -203,6 +203,38 @@ TEST(ReductionFusion, StridedAndBroadcastInputsFollowTheRowOrder) {
   expect_bit_exact(bias, {row_data({5, 1}, float32, 8), row_data({5, 33}, float32, 9)}, "per-row bias");
 }
 
+// Rows found through several kept axes: the CPU merges kept axes whose strides chain in every
+// input (a product per row instead of a division per axis) and keeps the others apart: an input
+// broadcast along a middle axis, one whose kept axes are transposed, size-1 axes among them. One
+// kernel, the uncompiled bits, at 1 to 3 threads.
+TEST(ReductionFusion, KeptAxesOfEveryLayoutFindTheirRows) {
+  Fn norm = [](const std::vector<Array>& in) {
+    Array h = add(add(in[0], transpose(in[1], {1, 0, 2, 3})), in[2]);  // [2,3,4,64] + [3,2,4,64]^T + [1,3,1,64]
+    return std::vector<Array>{layer_norm(h, in[3], in[4], 1e-5), softmax(add(in[0], in[5]), {-1})};
+  };
+  const std::vector<Array> in{row_data({2, 3, 4, 64}, float32, 31),
+                              row_data({3, 2, 4, 64}, float32, 32),
+                              row_data({1, 3, 1, 64}, float32, 33),
+                              Array(test::random_values(64, 0.5, 1.5, 34), {64}),
+                              Array(test::random_values(64, -1.0, 1.0, 35), {64}),
+                              row_data({2, 1, 1, 64}, float32, 36)};
+  auto [fused, reduces] = expect_bit_exact(norm, in, "kept axes");
+  EXPECT_EQ(reduces, 0);
+  EXPECT_GE(fused, 1);
+  const int saved = num_threads();
+  set_num_threads(1);
+  const std::vector<Array> want = norm(in);
+  eval(want);
+  auto compiled = compile_flat(norm);
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    const std::vector<Array> got = compiled(in);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(test::bit_equal(got[i], want[i])) << threads << " threads, output " << i;
+  }
+  set_num_threads(saved);
+}
+
 TEST(ReductionFusion, IntegerAndBoolReductionsFuse) {
   Fn isum = [](const std::vector<Array>& in) {
     return std::vector<Array>{sum(multiply(in[0], in[0]), {-1}, true), any(greater(in[0], in[0] * 2), {-1}, true)};

@@ -72,6 +72,12 @@ class Scratch {
   T* data_;
 };
 
+/// Elements a chunk of a fused kernel takes at least: bigger programs do more work per element,
+/// so they are split sooner.
+int64_t element_grain(const codegen::FusedProgram& program) {
+  return std::max<int64_t>(kGrain / std::max<int64_t>(1, static_cast<int64_t>(program.instrs.size()) / 4), 1024);
+}
+
 /// A row program: the index space is the inputs' broadcast shape; its trailing reduced axes are
 /// rows, run in parallel (each row by one thread, in the order of reduce_order.h).
 void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
@@ -101,6 +107,32 @@ void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, s
       else rst[a * rnd + (fd - (nd - nred))] = st;
     }
   }
+  // Merge the kept axes the same way (size-1 axes dropped, neighbours whose strides chain in
+  // every input joined), so that a kernel finds a row with one product (reduce_order.h's
+  // row_offset) instead of a division per axis: [1, 128] rows of BERT's LayerNorm are one axis.
+  int mknd = 0;
+  for (int d = 0; d < knd; ++d) {
+    if (ks[d] == 1 && knd > 1) continue;
+    bool merge = mknd > 0;
+    for (size_t a = 0; a < nin && merge; ++a) merge = kst[a * knd + mknd - 1] == kst[a * knd + d] * ks[d];
+    if (merge) {
+      ks[mknd - 1] *= ks[d];
+      for (size_t a = 0; a < nin; ++a) kst[a * knd + mknd - 1] = kst[a * knd + d];
+    } else {
+      ks[mknd] = ks[d];
+      for (size_t a = 0; a < nin; ++a) kst[a * knd + mknd] = kst[a * knd + d];
+      ++mknd;
+    }
+  }
+  if (mknd == 0) {
+    ks[0] = 1;
+    for (size_t a = 0; a < nin; ++a) kst[a * knd] = 0;
+    mknd = 1;
+  }
+  // Argument a's kept strides are read at a * mknd + d: pack them to that stride.
+  if (mknd < knd)
+    for (size_t a = 1; a < nargs; ++a)
+      for (int d = 0; d < mknd; ++d) kst[a * mknd + d] = kst[a * knd + d];
   // Merge the row's axes where every input allows it, so the common case is one unit-stride run:
   // mshape[0, mnd) and, per input, its strides red_strides[a * rnd + d] (outputs' stay 0).
   Scratch<int64_t, 16> mshape(static_cast<size_t>(rnd), 0);
@@ -131,10 +163,13 @@ void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, s
   Scratch<char*, 32> ptrs(nargs, nullptr);
   for (size_t a = 0; a < nin; ++a) ptrs[a] = arg_ptr(inputs[a]);
   for (size_t o = 0; o < outputs.size(); ++o) ptrs[nin + o] = arg_ptr(outputs[o]);
-  reduce_order::RowArgs args{ptrs.data(), rows, n, knd, mnd, ks.data(), kst.data(), mshape.data(), red_strides.data()};
+  reduce_order::RowArgs args{ptrs.data(), rows, n, mknd, mnd, ks.data(), kst.data(), mshape.data(), red_strides.data()};
   // The loader returns every kernel's entry as CpuKernelFn; a row program's has this signature.
   auto fn = reinterpret_cast<codegen::CpuRowKernelFn>(reinterpret_cast<void (*)()>(k.cpu));
-  parallel_for(rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, n)),
+  // Rows of a bigger program cost more (a LayerNorm walks its row five times): split them sooner,
+  // as element-wise programs are (below). BERT-small's 128 x 256 LayerNorms ran on one thread.
+  // A row's bits do not depend on the split (reduce_order.h).
+  parallel_for(rows, std::max<int64_t>(1, element_grain(k.program) / std::max<int64_t>(1, n)),
                [&](int64_t b, int64_t e) { fn(b, e, &args); });
 }
 
@@ -219,9 +254,7 @@ void eval_Fused(const FusedParams& p, const std::vector<Array>& inputs, std::vec
   for (size_t o = 0; o < outputs.size(); ++o) args[nin + o] = arg_ptr(outputs[o]);
 
   int64_t total = shape_size(shape);
-  // Bigger programs do more work per element: split them sooner.
-  int64_t grain = std::max<int64_t>(kGrain / std::max<int64_t>(1, static_cast<int64_t>(k.program.instrs.size()) / 4), 1024);
-  parallel_for(total, grain, [&](int64_t b, int64_t e) {
+  parallel_for(total, element_grain(k.program), [&](int64_t b, int64_t e) {
     k.cpu(b, e, cnd, cshape.data(), args.data(), cstrides.data(), contiguous ? 1 : 0);
   });
 }

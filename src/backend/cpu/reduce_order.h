@@ -257,8 +257,11 @@ struct RowArgs {
   const int64_t* red_strides;   // [arg * red_nd + d]
 };
 
-/// Element offset of row r's first element in argument k.
+/// Element offset of row r's first element in argument k. One kept axis (the host merges them:
+/// fused.cpp) is a product; more take a division per axis, which with five inputs, each row
+/// located three times (row_of and next_row), cost more than a LayerNorm row of 256 itself.
 inline int64_t row_offset(const RowArgs& a, int k, int64_t r) {
+  if (a.kept_nd == 1) return r * a.kept_strides[k];
   int64_t off = 0;
   for (int d = a.kept_nd - 1; d >= 0; --d) {
     off += (r % a.kept_shape[d]) * a.kept_strides[k * a.kept_nd + d];

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "smelt/compile.h"
 #include "smelt/memory.h"
 #include "test_utils.h"
 
@@ -444,6 +445,57 @@ TEST(DnnlConv, PublicConvUsesItAndMatchesItself) {
   int bad = 0;
   for (size_t i = 0; i < got.size(); ++i)
     if (std::fabs(got[i] - want[i]) > gamma * m[i] && bad++ < 3) ADD_FAILURE() << "element " << i;
+}
+
+// A 1x1 convolution of a 1x1 image (squeeze-excitation layers) is a matrix-vector product per
+// image: oneDNN declines it (its per-call set-up cost several times the product) and smelt's
+// pointwise GEMM runs it, with the float32 rounding bound, the same bits at any thread count and
+// compiled as eager (the compile passes neither pack its weight nor block its layouts).
+TEST(DnnlConv, AOneByOneImageIsLeftToTheMatrixVectorProduct) {
+  for (const DnnlConv& c : {make(2, 1, 576, 144, {1, 1}, {1, 1}), make(1, 5, 64, 240, {1}, {1}),
+                            make(3, 2, 40, 24, {1, 1, 1}, {1, 1, 1})}) {
+    std::vector<float> x(static_cast<size_t>(numel(c, false))), w(static_cast<size_t>(c.out_ch * c.in_ch)),
+        y(static_cast<size_t>(numel(c, true)));
+    EXPECT_FALSE(cpu::dnnl_conv_f32(c, x.data(), w.data(), y.data())) << c.in_ch << " -> " << c.out_ch;
+    EXPECT_EQ(cpu::dnnl_conv_impl(c), "");
+    int64_t src_block = -1, dst_block = -1;
+    EXPECT_FALSE(cpu::dnnl_conv_blocks(c, {}, &src_block, &dst_block));
+    EXPECT_EQ(src_block, 0);
+    EXPECT_EQ(dst_block, 0);
+  }
+  if (cpu::dnnl_enabled()) {
+    // A 2x2 image, and a 1x1 image padded to 3x3, are still oneDNN's.
+    EXPECT_NE(cpu::dnnl_conv_impl(make(2, 1, 64, 32, {2, 2}, {1, 1})), "");
+    EXPECT_NE(cpu::dnnl_conv_impl(make(2, 1, 64, 32, {1, 1}, {1, 1}, 1, 1)), "");
+  }
+  auto block = [](const std::vector<Array>& in) {
+    Shape per_channel{1, in[1].shape()[0], 1, 1};
+    return std::vector<Array>{maximum(add(conv2d(in[0], in[1]), reshape(in[2], per_channel)), 0.0f)};
+  };
+  auto compiled = compile(block);
+  const int saved = cpu_threads();
+  for (int64_t n : {1, 3}) {
+    Array x = test::random_array({n, 576, 1, 1}, float32, -2, 2, 11);
+    Array w = test::random_array({144, 576, 1, 1}, float32, -1, 1, 12);
+    Array b = test::random_array({144}, float32, -1, 1, 13);
+    set_cpu_threads(1);
+    Array one = conv2d(x, w);
+    std::vector<Array> want = block({x, w, b});
+    eval({one, want[0]});
+    for (int threads : {2, 3}) {
+      set_cpu_threads(threads);
+      EXPECT_TRUE(test::bit_equal(conv2d(x, w), one)) << n << " images, " << threads << " threads";
+      EXPECT_TRUE(test::bit_equal(compiled({x, w, b})[0], want[0])) << n << " images, " << threads << " threads, compiled";
+    }
+    Array ref = conv2d(astype(x, float64), astype(w, float64));
+    Array mag = conv2d(abs(astype(x, float64)), abs(astype(w, float64)));
+    const double u = std::ldexp(1.0, -24), K = 576, gamma = K * u / (1 - K * u);
+    const auto got = test::as_doubles(one), exact = test::as_doubles(ref), m = test::as_doubles(mag);
+    int bad = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (std::fabs(got[i] - exact[i]) > gamma * m[i] && bad++ < 3) ADD_FAILURE() << "element " << i;
+  }
+  set_cpu_threads(saved);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ struct View4 {
 /// Per-thread buffers (reused across calls: no allocation per task).
 template <class C>
 struct Scratch {
-  std::vector<C> q, k, v, s, pv, o, m, l;
+  std::vector<C> q, k, v, s, pv, o, m, l, alpha;
 };
 
 template <class C>
@@ -120,6 +120,24 @@ float scale_max(float* row, int64_t n, float scale) { return softmax_rows().scal
 double scale_max(double* row, int64_t n, double scale) {
   for (int64_t j = 0; j < n; ++j) row[j] *= scale;
   return row_max(row, n);
+}
+
+/// row[j] = row[j] * scale + add[j] for j < n (the scaling, then an additive mask); returns the
+/// largest result, as row_max would.
+float scale_add_max(float* row, const float* add, int64_t n, float scale) {
+  return softmax_rows().scale_add_max(row, add, n, scale);
+}
+
+double scale_add_max(double* row, const double* add, int64_t n, double scale) {
+  for (int64_t j = 0; j < n; ++j) row[j] = row[j] * scale + add[j];
+  return row_max(row, n);
+}
+
+/// o[j] = o[j] * alpha + p[j] for j < n.
+[[maybe_unused]] void scale_add(float* o, const float* p, int64_t n, float alpha) { softmax_rows().scale_add(o, p, n, alpha); }
+
+[[maybe_unused]] void scale_add(double* o, const double* p, int64_t n, double alpha) {
+  for (int64_t j = 0; j < n; ++j) o[j] = o[j] * alpha + p[j];
 }
 
 /// Converts n values at stride `st` to the compute type, contiguous.
@@ -185,6 +203,12 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
   constexpr C kNegInf = -std::numeric_limits<C>::infinity();
   T* po = out_ptr<T>(out);
 
+  // An additive mask whose rows are contiguous (no softcap) joins the scaling's pass.
+  const bool one_pass_mask =
+      has_mask && p.mask == AttentionMaskKind::Additive && !(p.softcap > 0) && mask->node().strides[3] == 1;
+  const C* mask_data = one_pass_mask ? in_ptr<C>(*mask) : nullptr;
+  const int64_t ms0 = has_mask ? mask->node().strides[0] : 0, ms1 = has_mask ? mask->node().strides[1] : 0,
+                ms2 = has_mask ? mask->node().strides[2] : 0;
   const int64_t row_blocks = (s + kQueryRows - 1) / kQueryRows;
   const int64_t block_rows = (s + row_blocks - 1) / row_blocks;
   const int64_t tasks = nb * hq * row_blocks;
@@ -201,6 +225,7 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
       w.o.assign(static_cast<size_t>(r * dv), C(0));
       w.m.assign(static_cast<size_t>(r), kNegInf);
       w.l.assign(static_cast<size_t>(r), C(0));
+      w.alpha.resize(static_cast<size_t>(r));
       for (int64_t j0 = 0; j0 < t; j0 += kKeyBlock) {
         const int64_t cb = std::min(kKeyBlock, t - j0);
         // The block's keys [cb, d] (read transposed by the GEMM) and values [cb, dv].
@@ -219,6 +244,10 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
           if (!has_mask && !(p.softcap > 0)) {
             bmax = scale_max(row, visible, scale);  // the common case in one pass
             std::fill(row + visible, row + cb, kNegInf);
+          } else if (one_pass_mask && visible == cb) {
+            // A padding mask (BERT's) in the same pass: the scaling, then the mask, then the maximum.
+            const int64_t moff = bi * ms0 + h * ms1 + (i0 + i) * ms2 + j0;
+            bmax = scale_add_max(row, mask_data + moff, cb, scale);
           } else {
             for (int64_t j = 0; j < cb; ++j) row[j] *= scale;
             if (p.softcap > 0) {
@@ -251,11 +280,13 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
           const C alpha = exp_one(m_old - shift);
           w.l[i] = w.l[i] * alpha + exp_shifted_sum(row, cb, shift);
           w.m[i] = m_new;
+          w.alpha[i] = alpha;
           C* orow = w.o.data() + i * dv;
           for (int64_t c = 0; c < dv; ++c) orow[c] *= alpha;
         }
         w.pv.resize(static_cast<size_t>(r * dv));
         gemm_1<C>(false, r, dv, cb, w.s.data(), cb, vb, ldv, w.pv.data(), dv);
+        // The output rescaled by each row's alpha, then the block's weighted values added.
         for (int64_t x = 0; x < r * dv; ++x) w.o[x] += w.pv[x];
       }
       for (int64_t i = 0; i < r; ++i) {

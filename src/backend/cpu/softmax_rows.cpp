@@ -101,6 +101,41 @@ constexpr LaneVector kNoneYet = {kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMi
   return scale_max_from(row, n, scale, 0, none);
 }
 
+/// scale_add_max's loop from element j on: scale_max_from's, with the mask added after the scaling.
+[[gnu::always_inline]] inline float scale_add_max_from(float* row, const float* add, int64_t n, float scale, int64_t j,
+                                                       const float (&maxima)[kLanes]) {
+  LaneVector best;
+  std::memcpy(&best, maxima, sizeof best);
+  for (; j + kLanes <= n; j += kLanes) {
+    LaneVector x, a;
+    std::memcpy(&x, row + j, sizeof x);
+    std::memcpy(&a, add + j, sizeof a);
+    x = x * scale + a;  // two roundings: the library builds with -ffp-contract=off
+    std::memcpy(row + j, &x, sizeof x);
+    best = x > best ? x : best;
+  }
+  float acc[kLanes];
+  std::memcpy(acc, &best, sizeof acc);
+  for (int l = 0; j < n; ++j, ++l) {
+    const float x = row[j] * scale + add[j];
+    row[j] = x;
+    acc[l] = x > acc[l] ? x : acc[l];
+  }
+  float m = acc[0];
+  for (int l = 1; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
+  return m;
+}
+
+[[gnu::always_inline]] inline float scale_add_max_body(float* row, const float* add, int64_t n, float scale) {
+  float none[kLanes];
+  std::memcpy(none, &kNoneYet, sizeof none);
+  return scale_add_max_from(row, add, n, scale, 0, none);
+}
+
+[[gnu::always_inline]] inline void scale_add_body(float* o, const float* p, int64_t n, float alpha) {
+  for (int64_t j = 0; j < n; ++j) o[j] = o[j] * alpha + p[j];
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 /// Sixteen floats (an AVX-512 register) and their bits, for the AVX-512 loops below, which
 /// compute exactly what the loops above do, sixteen elements a step: GCC keeps those loops to
@@ -175,11 +210,49 @@ typedef int32_t WideBits __attribute__((vector_size(2 * kLanes * sizeof(int32_t)
   std::memcpy(maxima, &best, sizeof maxima);
   return scale_max_from(row, n, scale, j, maxima);
 }
+
+/// scale_max_wide with the mask added after the scaling.
+[[gnu::always_inline]] __attribute__((target("arch=x86-64-v4"))) inline float scale_add_max_wide(float* row, const float* add,
+                                                                                             int64_t n, float scale) {
+  LaneVector best = kNoneYet;
+  int64_t j = 0;
+  for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
+    WideVector x, a;
+    std::memcpy(&x, row + j, sizeof x);
+    std::memcpy(&a, add + j, sizeof a);
+    x = x * scale + a;
+    std::memcpy(row + j, &x, sizeof x);
+    const LaneVector lo = low_lanes(x), hi = high_lanes(x);
+    best = lo > best ? lo : best;
+    best = hi > best ? hi : best;
+  }
+  float maxima[kLanes];
+  std::memcpy(maxima, &best, sizeof maxima);
+  return scale_add_max_from(row, add, n, scale, j, maxima);
+}
+
+/// scale_add_body sixteen elements a step (lane-wise, so the same bits).
+[[gnu::always_inline]] __attribute__((target("arch=x86-64-v4"))) inline void scale_add_wide(float* o, const float* p, int64_t n,
+                                                                                        float alpha) {
+  int64_t j = 0;
+  for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
+    WideVector x, y;
+    std::memcpy(&x, o + j, sizeof x);
+    std::memcpy(&y, p + j, sizeof y);
+    x = x * alpha + y;
+    std::memcpy(o + j, &x, sizeof x);
+  }
+  scale_add_body(o + j, p + j, n - j, alpha);
+}
 #endif
 
 float exp_sum_base(float* row, int64_t n, float shift) { return exp_sum_body(row, n, shift); }
 float scale_max_base(float* row, int64_t n, float scale) { return scale_max_body(row, n, scale); }
-const SoftmaxRows kBase{exp_sum_base, scale_max_base};
+float scale_add_max_base(float* row, const float* add, int64_t n, float scale) {
+  return scale_add_max_body(row, add, n, scale);
+}
+void scale_add_base(float* o, const float* p, int64_t n, float alpha) { scale_add_body(o, p, n, alpha); }
+const SoftmaxRows kBase{exp_sum_base, scale_max_base, scale_add_max_base, scale_add_base};
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SMELT_SOFTMAX_ROWS_ISAS 1
@@ -195,8 +268,20 @@ __attribute__((target("arch=x86-64-v4"))) float exp_sum_v4(float* row, int64_t n
 __attribute__((target("arch=x86-64-v4"))) float scale_max_v4(float* row, int64_t n, float scale) {
   return scale_max_wide(row, n, scale);
 }
-const SoftmaxRows kV3{exp_sum_v3, scale_max_v3};
-const SoftmaxRows kV4{exp_sum_v4, scale_max_v4};
+__attribute__((target("arch=x86-64-v3"))) float scale_add_max_v3(float* row, const float* add, int64_t n, float scale) {
+  return scale_add_max_body(row, add, n, scale);
+}
+__attribute__((target("arch=x86-64-v3"))) void scale_add_v3(float* o, const float* p, int64_t n, float alpha) {
+  scale_add_body(o, p, n, alpha);
+}
+__attribute__((target("arch=x86-64-v4"))) float scale_add_max_v4(float* row, const float* add, int64_t n, float scale) {
+  return scale_add_max_wide(row, add, n, scale);
+}
+__attribute__((target("arch=x86-64-v4"))) void scale_add_v4(float* o, const float* p, int64_t n, float alpha) {
+  scale_add_wide(o, p, n, alpha);
+}
+const SoftmaxRows kV3{exp_sum_v3, scale_max_v3, scale_add_max_v3, scale_add_v3};
+const SoftmaxRows kV4{exp_sum_v4, scale_max_v4, scale_add_max_v4, scale_add_v4};
 #endif
 
 }  // namespace

@@ -19,6 +19,12 @@ struct SoftmaxRows {
   float (*exp_shifted_sum)(float* row, int64_t n, float shift);
   /// row[j] *= scale for j < n; returns the largest product (NaNs skipped; -inf for none).
   float (*scale_max)(float* row, int64_t n, float scale);
+  /// row[j] = row[j] * scale + add[j] for j < n (two roundings: an additive mask on the scaled
+  /// scores); returns the largest result as scale_max does (the same lanes, in the same order).
+  float (*scale_add_max)(float* row, const float* add, int64_t n, float scale);
+  /// o[j] = o[j] * alpha + p[j] for j < n (two roundings): the online softmax's rescaled output
+  /// plus a key block's weighted values.
+  void (*scale_add)(float* o, const float* p, int64_t n, float alpha);
 };
 
 /// The loops built for `isa`, or for the best level the CPU has below it.

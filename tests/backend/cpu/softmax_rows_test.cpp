@@ -48,6 +48,18 @@ TEST(SoftmaxRows, EveryIsaGivesTheSameBits) {
       const float sb = k.exp_shifted_sum(b.data(), static_cast<int64_t>(n), 1.5f);
       EXPECT_TRUE(same_bits(a, b)) << n;
       EXPECT_EQ(std::memcmp(&sa, &sb, sizeof(float)), 0) << n;
+      // A mask with -inf, -3.4e38 (a padding mask's) and NaN entries added to the scaled scores.
+      std::vector<float> mask = scores(n, static_cast<uint32_t>(n) + 7);
+      for (size_t j = 2; j < n; j += 13) mask[j] = -3.4028235e38f;
+      a = in, b = in;
+      const float aa = base.scale_add_max(a.data(), mask.data(), static_cast<int64_t>(n), 0.125f);
+      const float ab = k.scale_add_max(b.data(), mask.data(), static_cast<int64_t>(n), 0.125f);
+      EXPECT_TRUE(same_bits(a, b)) << n;
+      EXPECT_EQ(std::memcmp(&aa, &ab, sizeof(float)), 0) << n;
+      a = in, b = in;
+      base.scale_add(a.data(), mask.data(), static_cast<int64_t>(n), 0.75f);
+      k.scale_add(b.data(), mask.data(), static_cast<int64_t>(n), 0.75f);
+      EXPECT_TRUE(same_bits(a, b)) << n;
     }
   }
 }
@@ -74,6 +86,40 @@ TEST(SoftmaxRows, ScaleMaxSkipsNaNAndGivesMinusInfinityForNone) {
   EXPECT_EQ(k.scale_max(v.data(), 4, 2.0f), 6.0f);
   EXPECT_EQ(v[0], 2.0f);
   EXPECT_EQ(k.scale_max(v.data(), 0, 2.0f), -std::numeric_limits<float>::infinity());
+}
+
+// The masked pass is the scaling, then the addition (two roundings, no fused multiply-add), and
+// the maximum of scale_max over the results, -0/+0 order included; scale_add the same two steps.
+TEST(SoftmaxRows, ScaleAddMaxIsTheScalingThenTheMaskThenTheMaximum) {
+  for (CpuIsa isa : {CpuIsa::Baseline, CpuIsa::Avx2, CpuIsa::Avx512}) {
+    SCOPED_TRACE(cpu::cpu_isa_name(isa));
+    const cpu::SoftmaxRows& k = cpu::softmax_rows_for(isa);
+    for (size_t n : {0, 5, 16, 37, 128}) {
+      const std::vector<float> in = scores(n, static_cast<uint32_t>(n) + 3), mask = scores(n, static_cast<uint32_t>(n) + 4);
+      const float scale = 0.3f;  // x * 0.3f + m rounds differently fused: 1 + 2^-23 below shows it
+      std::vector<float> got = in, want = in, o = in;
+      const float m = k.scale_add_max(got.data(), mask.data(), static_cast<int64_t>(n), scale);
+      for (size_t j = 0; j < n; ++j) {
+        volatile float product = in[j] * scale;  // rounded once, alone
+        want[j] = product + mask[j];
+      }
+      const float want_max = k.scale_max(want.data(), static_cast<int64_t>(n), 1.0f);
+      EXPECT_TRUE(same_bits(got, want)) << n;
+      EXPECT_EQ(std::memcmp(&m, &want_max, sizeof(float)), 0) << n;
+      k.scale_add(o.data(), mask.data(), static_cast<int64_t>(n), scale);
+      EXPECT_TRUE(same_bits(o, want)) << n;
+    }
+    // (1 + 2^-23) * (1 + 2^-23) - 1 is 2^-22 rounded alone, 2^-22 + 2^-46 fused.
+    std::vector<float> x(16, 1.0f + 0x1p-23f), minus_one(16, -1.0f);
+    EXPECT_EQ(k.scale_add_max(x.data(), minus_one.data(), 16, 1.0f + 0x1p-23f), 0x1p-22f);
+    EXPECT_EQ(x[15], 0x1p-22f);
+    for (const bool negative_first : {true, false}) {
+      std::vector<float> v(32, -1.0f), zero(32, -0.0f);  // x + (-0) keeps the sign of a zero x
+      v[2] = negative_first ? -0.0f : 0.0f;
+      v[10] = negative_first ? 0.0f : -0.0f;
+      EXPECT_EQ(std::signbit(k.scale_add_max(v.data(), zero.data(), 32, 1.0f)), negative_first);
+    }
+  }
 }
 
 TEST(SoftmaxRows, ExpIsWithinOneUlp) {

@@ -154,6 +154,57 @@ TEST(ConvEpilogue, LeavesWhatItMustNotFold) {
   expect_bit_exact(twice, inputs);
 }
 
+// A residual that nothing else reads gives the convolution its buffer (the sum post-op adds to
+// what the destination holds: no copy of the residual first); one the caller or another step
+// still reads is copied. Both give the separate add's bits, NaN and infinity included.
+TEST(ConvEpilogue, AResidualNothingElseReadsBecomesTheOutput) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  auto inputs = block_inputs(2, 16, 8, 61);
+  std::vector<float> r = inputs[3].to_vector<float>();
+  r[3] = std::numeric_limits<float>::quiet_NaN();
+  r[77] = -std::numeric_limits<float>::infinity();
+  inputs[3] = Array(r, inputs[3].shape());
+  eval(inputs);
+  ConvParams p{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+  p.adds = {ConvAdd::Tensor};
+  const Primitive conv = make_prim(PrimKind::Conv, p);
+  const Array want = conv2d(inputs[0], inputs[1], {1, 1}, {1, 1}) + inputs[3];
+  for (const bool shared : {false, true}) {
+    SCOPED_TRACE(shared ? "the residual is held elsewhere" : "the residual is the step's alone");
+    Array residual = copy(inputs[3]);
+    residual.eval();
+    const void* residual_data = residual.node().data_ptr();
+    Array kept = shared ? residual : Array();
+    std::vector<Array> in{inputs[0], inputs[1], std::move(residual)};
+    std::vector<Array> out{Array(detail::make_node(want.shape(), float32, Device::cpu(), Primitive{}, {}))};
+    detail::run_primitive(conv, Device::cpu(), in, out);
+    EXPECT_EQ(out[0].node().data_ptr() == residual_data, !shared);
+    EXPECT_TRUE(test::bit_equal(out[0], want));
+    if (shared) {
+      EXPECT_TRUE(test::bit_equal(kept, inputs[3])) << "the residual is unchanged";
+    }
+  }
+  // Two residuals: oneDNN declines them, smelt's convolution runs into a buffer of its own and the
+  // adds follow, the donated residual read, not overwritten.
+  ConvParams two = p;
+  two.adds = {ConvAdd::Tensor, ConvAdd::Tensor};
+  {
+    Array first = copy(inputs[3]), second = copy(inputs[0]);
+    eval({first, second});
+    std::vector<Array> in{inputs[0], inputs[1], std::move(first), std::move(second)};
+    std::vector<Array> out{Array(detail::make_node(want.shape(), float32, Device::cpu(), Primitive{}, {}))};
+    detail::run_primitive(make_prim(PrimKind::Conv, two), Device::cpu(), in, out);
+    EXPECT_TRUE(test::bit_equal(out[0], want + inputs[0]));
+  }
+  // Compiled, the residual an intermediate value (its last reader is the conv): eager's bits.
+  Fn block = [](const std::vector<Array>& in) {
+    Array r = relu(in[3]) * 0.5f;
+    return std::vector<Array>{relu(conv2d(in[0], in[1], {1, 1}, {1, 1}) + r)};
+  };
+  EXPECT_EQ(convs_with_adds(test::optimized_tape(block, inputs), 1), 1);
+  expect_bit_exact(block, inputs);
+}
+
 TEST(ConvEpilogue, TheDisabledPassLeavesTheAdds) {
   const auto inputs = block_inputs(1, 8, 6, 51);
   compiler::PassOptions o;

@@ -277,7 +277,9 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
           const C m_old = w.m[i];
           const C m_new = bmax > m_old ? bmax : m_old;
           const C shift = m_new == kNegInf ? C(0) : m_new;
-          const C alpha = exp_one(m_old - shift);
+          // A row's first block (m_old = -inf) rescales nothing: e^-inf = 0 without the exponential,
+          // whose clamped argument made a subnormal product (slow) before its select gave 0.
+          const C alpha = m_old == kNegInf ? C(0) : exp_one(m_old - shift);
           w.l[i] = w.l[i] * alpha + exp_shifted_sum(row, cb, shift);
           w.m[i] = m_new;
           w.alpha[i] = alpha;

@@ -129,6 +129,34 @@ int64_t element_grain(const codegen::FusedProgram& program) {
   return std::max<int64_t>(kGrain / std::max<int64_t>(1, cost / 4), 1024);
 }
 
+/// Merges axes [0, nd) of a shape whose first `nin` arguments have strides strides[a * nd + d]:
+/// size-1 axes dropped (one is kept when all are), neighbours whose strides chain in every input
+/// joined. Writes the merged shape and strides (out_strides[a * nd + d]; the outputs may be the
+/// inputs: each merged axis is written at or before the axis it reads) and returns their count.
+int merge_axes(const int64_t* shape, const int64_t* strides, int nd, size_t nin, int64_t* out_shape,
+               int64_t* out_strides) {
+  int m = 0;
+  for (int d = 0; d < nd; ++d) {
+    if (shape[d] == 1 && nd > 1) continue;
+    bool merge = m > 0;
+    for (size_t a = 0; a < nin && merge; ++a) merge = out_strides[a * nd + m - 1] == strides[a * nd + d] * shape[d];
+    if (merge) {
+      out_shape[m - 1] *= shape[d];
+      for (size_t a = 0; a < nin; ++a) out_strides[a * nd + m - 1] = strides[a * nd + d];
+    } else {
+      out_shape[m] = shape[d];
+      for (size_t a = 0; a < nin; ++a) out_strides[a * nd + m] = strides[a * nd + d];
+      ++m;
+    }
+  }
+  if (m == 0) {
+    out_shape[0] = 1;
+    for (size_t a = 0; a < nin; ++a) out_strides[a * nd] = 0;
+    m = 1;
+  }
+  return m;
+}
+
 /// A row program: the index space is the inputs' broadcast shape; its trailing reduced axes are
 /// rows, run in parallel (each row by one thread, in the order of reduce_order.h).
 void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
@@ -158,29 +186,10 @@ void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, s
       else rst[a * rnd + (fd - (nd - nred))] = st;
     }
   }
-  // Merge the kept axes the same way (size-1 axes dropped, neighbours whose strides chain in
-  // every input joined), so that a kernel finds a row with one product (reduce_order.h's
-  // row_offset) instead of a division per axis: [1, 128] rows of BERT's LayerNorm are one axis.
-  int mknd = 0;
-  for (int d = 0; d < knd; ++d) {
-    if (ks[d] == 1 && knd > 1) continue;
-    bool merge = mknd > 0;
-    for (size_t a = 0; a < nin && merge; ++a) merge = kst[a * knd + mknd - 1] == kst[a * knd + d] * ks[d];
-    if (merge) {
-      ks[mknd - 1] *= ks[d];
-      for (size_t a = 0; a < nin; ++a) kst[a * knd + mknd - 1] = kst[a * knd + d];
-    } else {
-      ks[mknd] = ks[d];
-      for (size_t a = 0; a < nin; ++a) kst[a * knd + mknd] = kst[a * knd + d];
-      ++mknd;
-    }
-  }
-  if (mknd == 0) {
-    ks[0] = 1;
-    for (size_t a = 0; a < nin; ++a) kst[a * knd] = 0;
-    mknd = 1;
-  }
-  // Argument a's kept strides are read at a * mknd + d: pack them to that stride.
+  // The kept axes merged the same way as the row's (below), so that a kernel finds a row with one
+  // product (reduce_order.h's row_offset) instead of a division per axis: [1, 128] rows of BERT's
+  // LayerNorm are one axis. Argument a's kept strides are then read at a * mknd + d.
+  const int mknd = merge_axes(ks.data(), kst.data(), knd, nin, ks.data(), kst.data());
   if (mknd < knd)
     for (size_t a = 1; a < nargs; ++a)
       for (int d = 0; d < mknd; ++d) kst[a * mknd + d] = kst[a * knd + d];
@@ -188,24 +197,7 @@ void run_rows(const codegen::FusedKernel& k, const std::vector<Array>& inputs, s
   // mshape[0, mnd) and, per input, its strides red_strides[a * rnd + d] (outputs' stay 0).
   Scratch<int64_t, 16> mshape(static_cast<size_t>(rnd), 0);
   Scratch<int64_t, 128> red_strides(nargs * static_cast<size_t>(rnd), 0);
-  int mnd = 0;
-  for (int d = 0; d < rnd; ++d) {
-    if (rs[d] == 1 && rnd > 1) continue;
-    bool merge = mnd > 0;
-    for (size_t a = 0; a < nin && merge; ++a) merge = red_strides[a * rnd + mnd - 1] == rst[a * rnd + d] * rs[d];
-    if (merge) {
-      mshape[mnd - 1] *= rs[d];
-      for (size_t a = 0; a < nin; ++a) red_strides[a * rnd + mnd - 1] = rst[a * rnd + d];
-    } else {
-      mshape[mnd] = rs[d];
-      for (size_t a = 0; a < nin; ++a) red_strides[a * rnd + mnd] = rst[a * rnd + d];
-      ++mnd;
-    }
-  }
-  if (mnd == 0) {
-    mshape[0] = 1;
-    mnd = 1;
-  }
+  const int mnd = merge_axes(rs.data(), rst.data(), rnd, nin, mshape.data(), red_strides.data());
   SMELT_ASSERT(mnd <= kKernelAxes, "Fused: too many row axes in " + shape_to_string(full));
   // The kernel reads argument a's row strides at a * mnd + d: pack them to that stride.
   if (mnd < rnd)

@@ -66,13 +66,15 @@ constexpr int kLanes = 8;
 /// bit masks did not become in scale_max's running maximum (GCC 12 left that loop scalar: 7 of its
 /// 270 instructions were vector ones, against exp_sum's 96 of 443).
 typedef float LaneVector __attribute__((vector_size(kLanes * sizeof(float))));
-static_assert(kLanes == 8, "scale_max_body's initial vector lists eight lanes");
+static_assert(kLanes == 8, "kNoneYet lists eight lanes");
 
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 constexpr LaneVector kNoneYet = {kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMinusInf};
 
-/// scale_max's loop from element j on, with the lanes' maxima so far in `best`, and the row's.
-[[gnu::always_inline]] inline float scale_max_from(float* row, int64_t n, float scale, int64_t j,
+/// scale_max's loop from element j on, with the lanes' maxima so far in `maxima`, and the row's;
+/// with kAdd, scale_add_max's: the mask added after the scaling.
+template <bool kAdd>
+[[gnu::always_inline]] inline float scale_max_from(float* row, const float* add, int64_t n, float scale, int64_t j,
                                                    const float (&maxima)[kLanes]) {
   LaneVector best;
   std::memcpy(&best, maxima, sizeof best);
@@ -80,13 +82,19 @@ constexpr LaneVector kNoneYet = {kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMi
     LaneVector x;
     std::memcpy(&x, row + j, sizeof x);
     x = x * scale;
+    if constexpr (kAdd) {
+      LaneVector a;
+      std::memcpy(&a, add + j, sizeof a);
+      x = x + a;  // a second rounding: the library builds with -ffp-contract=off
+    }
     std::memcpy(row + j, &x, sizeof x);
     best = x > best ? x : best;  // lane l keeps the largest of elements l, l + 8, ... (NaN never wins)
   }
   float acc[kLanes];
   std::memcpy(acc, &best, sizeof acc);
   for (int l = 0; j < n; ++j, ++l) {
-    const float x = row[j] * scale;
+    float x = row[j] * scale;
+    if constexpr (kAdd) x = x + add[j];
     row[j] = x;
     acc[l] = x > acc[l] ? x : acc[l];
   }
@@ -95,41 +103,11 @@ constexpr LaneVector kNoneYet = {kMinusInf, kMinusInf, kMinusInf, kMinusInf, kMi
   return m;
 }
 
-[[gnu::always_inline]] inline float scale_max_body(float* row, int64_t n, float scale) {
+template <bool kAdd>
+[[gnu::always_inline]] inline float scale_max_body(float* row, const float* add, int64_t n, float scale) {
   float none[kLanes];
   std::memcpy(none, &kNoneYet, sizeof none);
-  return scale_max_from(row, n, scale, 0, none);
-}
-
-/// scale_add_max's loop from element j on: scale_max_from's, with the mask added after the scaling.
-[[gnu::always_inline]] inline float scale_add_max_from(float* row, const float* add, int64_t n, float scale, int64_t j,
-                                                       const float (&maxima)[kLanes]) {
-  LaneVector best;
-  std::memcpy(&best, maxima, sizeof best);
-  for (; j + kLanes <= n; j += kLanes) {
-    LaneVector x, a;
-    std::memcpy(&x, row + j, sizeof x);
-    std::memcpy(&a, add + j, sizeof a);
-    x = x * scale + a;  // two roundings: the library builds with -ffp-contract=off
-    std::memcpy(row + j, &x, sizeof x);
-    best = x > best ? x : best;
-  }
-  float acc[kLanes];
-  std::memcpy(acc, &best, sizeof acc);
-  for (int l = 0; j < n; ++j, ++l) {
-    const float x = row[j] * scale + add[j];
-    row[j] = x;
-    acc[l] = x > acc[l] ? x : acc[l];
-  }
-  float m = acc[0];
-  for (int l = 1; l < kLanes; ++l) m = acc[l] > m ? acc[l] : m;
-  return m;
-}
-
-[[gnu::always_inline]] inline float scale_add_max_body(float* row, const float* add, int64_t n, float scale) {
-  float none[kLanes];
-  std::memcpy(none, &kNoneYet, sizeof none);
-  return scale_add_max_from(row, add, n, scale, 0, none);
+  return scale_max_from<kAdd>(row, add, n, scale, 0, none);
 }
 
 [[gnu::always_inline]] inline void scale_add_body(float* o, const float* p, int64_t n, float alpha) {
@@ -194,33 +172,20 @@ typedef int32_t WideBits __attribute__((vector_size(2 * kLanes * sizeof(int32_t)
 
 /// Sixteen elements a step; the lanes' maxima take the first eight and then the next eight, in
 /// element order as scale_max_from's steps (which of +0 and -0 stays depends on the order).
-[[gnu::always_inline]] __attribute__((target("arch=x86-64-v4"))) inline float scale_max_wide(float* row, int64_t n, float scale) {
+template <bool kAdd>
+[[gnu::always_inline]] __attribute__((target("arch=x86-64-v4"))) inline float scale_max_wide(float* row, const float* add,
+                                                                                         int64_t n, float scale) {
   LaneVector best = kNoneYet;
   int64_t j = 0;
   for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
     WideVector x;
     std::memcpy(&x, row + j, sizeof x);
     x = x * scale;
-    std::memcpy(row + j, &x, sizeof x);
-    const LaneVector a = low_lanes(x), b = high_lanes(x);
-    best = a > best ? a : best;
-    best = b > best ? b : best;
-  }
-  float maxima[kLanes];
-  std::memcpy(maxima, &best, sizeof maxima);
-  return scale_max_from(row, n, scale, j, maxima);
-}
-
-/// scale_max_wide with the mask added after the scaling.
-[[gnu::always_inline]] __attribute__((target("arch=x86-64-v4"))) inline float scale_add_max_wide(float* row, const float* add,
-                                                                                             int64_t n, float scale) {
-  LaneVector best = kNoneYet;
-  int64_t j = 0;
-  for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
-    WideVector x, a;
-    std::memcpy(&x, row + j, sizeof x);
-    std::memcpy(&a, add + j, sizeof a);
-    x = x * scale + a;
+    if constexpr (kAdd) {
+      WideVector a;
+      std::memcpy(&a, add + j, sizeof a);
+      x = x + a;
+    }
     std::memcpy(row + j, &x, sizeof x);
     const LaneVector lo = low_lanes(x), hi = high_lanes(x);
     best = lo > best ? lo : best;
@@ -228,7 +193,7 @@ typedef int32_t WideBits __attribute__((vector_size(2 * kLanes * sizeof(int32_t)
   }
   float maxima[kLanes];
   std::memcpy(maxima, &best, sizeof maxima);
-  return scale_add_max_from(row, add, n, scale, j, maxima);
+  return scale_max_from<kAdd>(row, add, n, scale, j, maxima);
 }
 
 /// scale_add_body sixteen elements a step (lane-wise, so the same bits).
@@ -247,9 +212,9 @@ typedef int32_t WideBits __attribute__((vector_size(2 * kLanes * sizeof(int32_t)
 #endif
 
 float exp_sum_base(float* row, int64_t n, float shift) { return exp_sum_body(row, n, shift); }
-float scale_max_base(float* row, int64_t n, float scale) { return scale_max_body(row, n, scale); }
+float scale_max_base(float* row, int64_t n, float scale) { return scale_max_body<false>(row, nullptr, n, scale); }
 float scale_add_max_base(float* row, const float* add, int64_t n, float scale) {
-  return scale_add_max_body(row, add, n, scale);
+  return scale_max_body<true>(row, add, n, scale);
 }
 void scale_add_base(float* o, const float* p, int64_t n, float alpha) { scale_add_body(o, p, n, alpha); }
 const SoftmaxRows kBase{exp_sum_base, scale_max_base, scale_add_max_base, scale_add_base};
@@ -260,22 +225,22 @@ __attribute__((target("arch=x86-64-v3"))) float exp_sum_v3(float* row, int64_t n
   return exp_sum_body(row, n, shift);
 }
 __attribute__((target("arch=x86-64-v3"))) float scale_max_v3(float* row, int64_t n, float scale) {
-  return scale_max_body(row, n, scale);
+  return scale_max_body<false>(row, nullptr, n, scale);
 }
 __attribute__((target("arch=x86-64-v4"))) float exp_sum_v4(float* row, int64_t n, float shift) {
   return exp_sum_wide(row, n, shift);
 }
 __attribute__((target("arch=x86-64-v4"))) float scale_max_v4(float* row, int64_t n, float scale) {
-  return scale_max_wide(row, n, scale);
+  return scale_max_wide<false>(row, nullptr, n, scale);
 }
 __attribute__((target("arch=x86-64-v3"))) float scale_add_max_v3(float* row, const float* add, int64_t n, float scale) {
-  return scale_add_max_body(row, add, n, scale);
+  return scale_max_body<true>(row, add, n, scale);
 }
 __attribute__((target("arch=x86-64-v3"))) void scale_add_v3(float* o, const float* p, int64_t n, float alpha) {
   scale_add_body(o, p, n, alpha);
 }
 __attribute__((target("arch=x86-64-v4"))) float scale_add_max_v4(float* row, const float* add, int64_t n, float scale) {
-  return scale_add_max_wide(row, add, n, scale);
+  return scale_max_wide<true>(row, add, n, scale);
 }
 __attribute__((target("arch=x86-64-v4"))) void scale_add_v4(float* o, const float* p, int64_t n, float alpha) {
   scale_add_wide(o, p, n, alpha);

@@ -134,9 +134,9 @@ double scale_add_max(double* row, const double* add, int64_t n, double scale) {
 }
 
 /// o[j] = o[j] * alpha + p[j] for j < n.
-[[maybe_unused]] void scale_add(float* o, const float* p, int64_t n, float alpha) { softmax_rows().scale_add(o, p, n, alpha); }
+void scale_add(float* o, const float* p, int64_t n, float alpha) { softmax_rows().scale_add(o, p, n, alpha); }
 
-[[maybe_unused]] void scale_add(double* o, const double* p, int64_t n, double alpha) {
+void scale_add(double* o, const double* p, int64_t n, double alpha) {
   for (int64_t j = 0; j < n; ++j) o[j] = o[j] * alpha + p[j];
 }
 
@@ -283,13 +283,11 @@ void attention_typed(const AttentionParams& p, const std::vector<Array>& inputs,
           w.l[i] = w.l[i] * alpha + exp_shifted_sum(row, cb, shift);
           w.m[i] = m_new;
           w.alpha[i] = alpha;
-          C* orow = w.o.data() + i * dv;
-          for (int64_t c = 0; c < dv; ++c) orow[c] *= alpha;
         }
         w.pv.resize(static_cast<size_t>(r * dv));
         gemm_1<C>(false, r, dv, cb, w.s.data(), cb, vb, ldv, w.pv.data(), dv);
         // The output rescaled by each row's alpha, then the block's weighted values added.
-        for (int64_t x = 0; x < r * dv; ++x) w.o[x] += w.pv[x];
+        for (int64_t i = 0; i < r; ++i) scale_add(w.o.data() + i * dv, w.pv.data() + i * dv, dv, w.alpha[i]);
       }
       for (int64_t i = 0; i < r; ++i) {
         const C l = w.l[i] == C(0) ? C(1) : w.l[i];

@@ -908,11 +908,11 @@ void conv_compiled(const ConvParams& p, const std::vector<Array>& inputs, Array&
   const float* w = contiguous(1);
   // A residual nothing else reads gives the output its buffer: oneDNN's sum post-op adds the
   // convolution to what the destination holds, so the residual need not be copied there first
-  // (ResNet-18 at batch 8: 6.4 MB per block). Not when the input is the residual itself.
+  // (ResNet-18 at batch 8: 6.4 MB per block). try_donate declines a residual that is also the
+  // input (the step then holds it twice) or a view of another buffer; a copied operand is not it.
   bool donated = false;
   for (size_t i = 0; i < p.adds.size() && !donated; ++i)
-    if (p.adds[i] == ConvAdd::Tensor && inputs[2 + i].node_ptr() != inputs[0].node_ptr() &&
-        in_ptr<float>(inputs[2 + i]) == adds[i].operand)
+    if (p.adds[i] == ConvAdd::Tensor && in_ptr<float>(inputs[2 + i]) == adds[i].operand)
       donated = try_donate(out, inputs[2 + i]);
   float* y = out_ptr<float>(out);
   const DnnlConv geometry = dnnl_step_geometry(g, p);

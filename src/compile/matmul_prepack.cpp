@@ -1,10 +1,13 @@
-// The matmul_prepack pass: constant float32 CPU Matmul operands stored transposed are made row-major once, at compile time.
+// The matmul_prepack and matmul_pack passes: constant float32 CPU Matmul operands are made row-major, and B packed in oneDNN's layout, once, at compile time.
+#include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "smelt/device.h"
 #include "smelt/ops.h"
 #include "src/backend/cpu/dnnl.h"
 #include "src/compile/passes.h"
+#include "src/core/allocator.h"
 #include "src/core/node.h"
 
 namespace smelt::compiler {
@@ -55,6 +58,89 @@ void prepack_matmul_operands(Tape& tape) {
     }
   }
   if (changed) eliminate_dead_steps(tape);  // drops the transposed constants no step reads any more
+}
+
+void pack_matmul_weights(Tape& tape) {
+  if (!cpu::dnnl_enabled()) return;
+  std::unordered_map<int, size_t> constant_at;  // value id -> index in tape.constants
+  for (size_t i = 0; i < tape.constants.size(); ++i) constant_at[tape.constants[i].first] = i;
+  // (B's first element, its row and column strides, m, n, k) -> the packed copy and the thread
+  // count it was packed for: products of one weight and shape share one, also through different
+  // constants viewing it (a weight broadcast to two batches).
+  using Key = std::tuple<const void*, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  std::map<Key, std::pair<int, int>> packed;
+  bool changed = false;
+  for (Step& s : tape.steps) {
+    if (s.prim.kind != PrimKind::Matmul || s.device.type != Device::Type::Cpu) continue;
+    MatmulParams params = s.prim.get<MatmulParams>();
+    if (!params.packed_b.empty()) continue;
+    const ValueInfo& a = tape.values[s.inputs[0]];
+    const ValueInfo& b = tape.values[s.inputs[1]];
+    const ValueInfo& y = tape.values[s.outputs[0]];
+    if (a.dtype != Dtype::Float32 || b.dtype != Dtype::Float32 || y.dtype != Dtype::Float32) continue;
+    if (a.device.type != Device::Type::Cpu || b.device.type != Device::Type::Cpu) continue;
+    const size_t nd = y.shape.size();
+    if (nd < 2 || b.shape.size() != nd) continue;
+    const int64_t m = y.shape[nd - 2], n = y.shape[nd - 1], k = a.shape.back();
+    if (!cpu::dnnl_product_taken(m, n, k)) continue;
+    const auto c = constant_at.find(s.inputs[1]);
+    if (c == constant_at.end()) continue;
+    Array weight = tape.constants[c->second].second;
+    if (weight.device().type != Device::Type::Cpu) continue;
+    {
+      DefaultDeviceScope on_cpu(Device::cpu());
+      weight.eval();
+    }
+    // One matrix for the whole batch: batch axes of size 1 or broadcast (stride 0).
+    const auto& node = weight.node();
+    bool shared = true;
+    for (size_t d = 0; d + 2 < nd; ++d) shared = shared && (node.shape[d] == 1 || node.strides[d] == 0);
+    if (!shared) continue;
+    const int64_t rs = node.strides[nd - 2], cs = node.strides[nd - 1];
+    const Key key{node.data_ptr(), rs, cs, m, n, k};
+    if (auto p = packed.find(key); p != packed.end()) {
+      params.packed_b = b.shape;
+      params.packed_threads = p->second.second;
+      s.prim = make_prim(PrimKind::Matmul, std::move(params));
+      s.inputs[1] = p->second.first;
+      changed = true;
+      continue;
+    }
+    cpu::DnnlProduct d;
+    d.m = m;
+    d.n = n;
+    d.k = k;
+    if ((n == 1 || cs == 1) && (k == 1 || rs >= n)) {
+      d.ldb = k == 1 ? n : rs;
+    } else if ((k == 1 || rs == 1) && (n == 1 || cs >= k)) {
+      d.b_transposed = true;
+      d.ldb = n == 1 ? k : cs;
+    } else {
+      continue;  // another storage: the kernel reorders it per call
+    }
+    int threads = 0;
+    BufferPtr buffer;
+    int64_t floats = 0;
+    const bool done = cpu::dnnl_pack_product_weights(d, static_cast<const float*>(node.data_ptr()),
+                                                     [&](size_t count) {
+                                                       buffer = cpu_allocator().allocate(count * sizeof(float));
+                                                       floats = static_cast<int64_t>(count);
+                                                       return static_cast<float*>(buffer->ptr);
+                                                     },
+                                                     &threads);
+    if (!done) continue;
+    const Shape packed_shape{floats};
+    const int id = tape.add_value(packed_shape, Dtype::Float32, Device::cpu());
+    tape.constants.emplace_back(id, smelt::detail::make_leaf(packed_shape, Dtype::Float32, Device::cpu(), std::move(buffer),
+                                                             row_major_strides(packed_shape)));
+    packed[key] = {id, threads};
+    params.packed_b = b.shape;
+    params.packed_threads = threads;
+    s.prim = make_prim(PrimKind::Matmul, std::move(params));
+    s.inputs[1] = id;
+    changed = true;
+  }
+  if (changed) eliminate_dead_steps(tape);  // the plain weights no step reads any more
 }
 
 }  // namespace smelt::compiler

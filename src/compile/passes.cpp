@@ -274,6 +274,7 @@ void run_passes(Tape& tape, const PassOptions& options) {
     pipeline.push_back({"matmul_bias", fuse_matmul_biases});
   }
   pipeline.push_back({"matmul_prepack", prepack_matmul_operands});
+  if (!options.shapeless) pipeline.push_back({"matmul_pack", pack_matmul_weights});
   if (options.fuse)
     pipeline.push_back({"fuse", [&](Tape& t) {
                           if (options.unbuilt && options.unfused) *options.unfused = t;

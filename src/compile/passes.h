@@ -65,6 +65,11 @@ void prepack_conv_weights(Tape& tape);
 /// kernel copied it to row-major on every call. The kernel computes on the same row-major values
 /// either way, so the bits do not change.
 void prepack_matmul_operands(Tape& tape);
+/// With oneDNN's brgemm products (AVX-512; cpu::dnnl_product_taken): a float32 CPU Matmul whose
+/// B is a constant, one matrix for the whole batch, reads B packed now in the layout of oneDNN's
+/// plan for its shape (MatmulParams::packed_b), instead of a reorder per call. The same plan runs
+/// either way, so the bits do not change. Not on shapeless tapes (the layout is planned for M).
+void pack_matmul_weights(Tape& tape);
 /// A per-column vector ([N], broadcast) added to a float32 CPU Matmul's [..., M, N] result, by an
 /// Add nothing element-wise reads, becomes the Matmul's bias (MatmulParams; src/compile/matmul_bias.cpp).
 void fuse_matmul_biases(Tape& tape);

@@ -223,7 +223,11 @@ struct Hasher {
     for (auto x : v) add(static_cast<size_t>(x));
   }
   void operator()(const NoParams&) {}
-  void operator()(const MatmulParams& p) { add(static_cast<size_t>(p.bias)); }
+  void operator()(const MatmulParams& p) {
+    add(static_cast<size_t>(p.bias));
+    add_vec(p.packed_b);
+    add(static_cast<size_t>(p.packed_threads));
+  }
   void operator()(const UnaryParams& p) { add(static_cast<size_t>(p.op)); }
   void operator()(const BinaryParams& p) { add(static_cast<size_t>(p.op)); }
   void operator()(const CastParams& p) { add(static_cast<size_t>(p.to)); }
@@ -334,6 +338,7 @@ struct Printer {
       case MatmulBias::After: os << "+bias"; break;
       case MatmulBias::Before: os << "bias+"; break;
     }
+    if (!p.packed_b.empty()) os << (p.bias == MatmulBias::None ? "" : ", ") << "packed b " << list(p.packed_b);
   }
   void operator()(const UnaryParams& p) { os << unary_op_name(p.op); }
   void operator()(const BinaryParams& p) { os << binary_op_name(p.op); }

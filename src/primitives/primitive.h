@@ -181,6 +181,12 @@ struct ConvParams {
 enum class MatmulBias : uint8_t { None, After, Before };  // product + bias, bias + product
 struct MatmulParams {
   MatmulBias bias = MatmulBias::None;
+  /// Non-empty when the second input is a constant B already in oneDNN's layout for this product
+  /// (the CPU compile pass matmul_pack, src/compile/matmul_prepack.cpp): B's logical shape
+  /// [..., K, N], every batch matrix the same; `packed_threads` the thread count whose plan chose
+  /// the layout (cpu::dnnl_pack_product_weights).
+  std::vector<int64_t> packed_b = {};
+  int64_t packed_threads = 0;
   bool operator==(const MatmulParams&) const = default;
 };
 struct ConvTransposeParams {

@@ -278,7 +278,9 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
     }
     case PrimKind::Matmul: {
       need_inputs(prim, in, 2);
-      const Shape &a = in[0], &b = in[1];
+      const auto& p = prim.get<MatmulParams>();
+      const Shape& a = in[0];
+      const Shape& b = p.packed_b.empty() ? in[1] : Shape(p.packed_b);
       if (a.size() < 2 || b.size() < 2) fail(prim, in, "both operands need rank 2 or more");
       if (a.back() != b[b.size() - 2])
         fail(prim, in, "the inner dimensions differ (" + std::to_string(a.back()) + " != " +

@@ -1,6 +1,8 @@
 // The matmul_prepack pass: constant float32 CPU matmul operands stored transposed become row-major
-// constants at compile time; compiled == eager bit for bit, and other operands are left alone.
+// constants at compile time; the matmul_pack pass packs a constant B in oneDNN's layout; compiled
+// == eager bit for bit at any thread count, and other operands are left alone.
 #include "compile_helpers.h"
+#include "smelt/memory.h"
 #include "src/backend/cpu/dnnl.h"
 
 namespace smelt {
@@ -58,6 +60,72 @@ TEST(MatmulPrepack, LeavesInputsOtherDtypesAndRowMajorConstantsAlone) {
   const auto want = fn(inputs);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << i;
   EXPECT_EQ(dumps.of("matmul_prepack"), dumps.of("dce"));  // nothing to do: the tape is unchanged
+}
+
+/// Matmul steps of the final tape whose B is packed (the printer's "packed b").
+int packed_products(const test::Dumps& dumps) {
+  int n = 0;
+  for (const std::string& line : test::Dumps::lines(dumps.final_tape(), "Matmul")) n += line.find("packed b") != std::string::npos;
+  return n;
+}
+
+// A Linear layer's weight [N, K] used transposed (with its bias first, as ONNX exports write it),
+// a row-major [K, N] weight under a batch of 3, the same weight read by two products of one shape
+// (packed once) and by one of another shape (packed for it): every B packed at 2 threads, the
+// results bit-equal to eager at 1, 2 and 3 threads (3 threads may plan another layout and reorder
+// from the packed one).
+TEST(MatmulPack, ConstantWeightsArePackedWithTheSameBitsAtAnyThreadCount) {
+  if (!cpu::dnnl_product_taken(64, 96, 80)) GTEST_SKIP() << "no oneDNN brgemm product on this CPU or build";
+  const int saved = cpu_threads();
+  const Array linear = test::random_array({96, 80}, float32, -1, 1, 11);
+  const Array bias = test::random_array({96}, float32, -1, 1, 12);
+  const Array w = test::random_array({80, 48}, float32, -1, 1, 13);
+  Fn fn = [=](const std::vector<Array>& in) {
+    Array h = bias + matmul(in[0], swapaxes(linear, 0, 1));
+    return std::vector<Array>{h, matmul(in[1], w), matmul(in[1] * 2.0f, w), matmul(in[0], w)};
+  };
+  const std::vector<Array> inputs{test::random_array({64, 80}, float32, -1, 1, 14),
+                                  test::random_array({3, 40, 80}, float32, -1, 1, 15)};
+  set_cpu_threads(2);
+  test::Dumps dumps;
+  auto f = compile_flat(fn, dumps.options());
+  const auto want = fn(inputs);
+  eval(want);
+  for (int threads : {2, 1, 3}) {
+    set_cpu_threads(threads);
+    const auto got = f(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << i << ", " << threads << " threads";
+  }
+  set_cpu_threads(saved);
+  EXPECT_EQ(packed_products(dumps), 4) << dumps.final_tape();
+  // Two views of w broadcast to the batch (one per product) share one packed copy; the product of
+  // w with 64 rows has its own; the Linear weight's row-major copy is replaced by its packing.
+  EXPECT_EQ(test::Dumps::count(dumps.of("matmul_pack"), "constant"), test::Dumps::count(dumps.of("matmul_prepack"), "constant") - 1)
+      << dumps.of("matmul_prepack") << dumps.of("matmul_pack");
+}
+
+// A shapeless function keeps its plain weights (a layout is planned for one M); products below
+// 16 rows (a decode step's) and float64 products are not packed.
+TEST(MatmulPack, LeavesShapelessTapesFewRowsAndOtherDtypesAlone) {
+  const Array w = test::random_array({80, 48}, float32, -1, 1, 21);
+  const Array wd = test::random_array({80, 48}, float64, -1, 1, 22);
+  Fn fn = [=](const std::vector<Array>& in) { return std::vector<Array>{matmul(in[0], w), matmul(astype(in[0], float64), wd)}; };
+  for (const bool shapeless : {false, true}) {
+    for (const int64_t rows : {int64_t{4}, int64_t{64}}) {
+      SCOPED_TRACE(std::to_string(rows) + " rows" + (shapeless ? ", shapeless" : ""));
+      const std::vector<Array> inputs{test::random_array({rows, 80}, float32, -1, 1, 23)};
+      test::Dumps dumps;
+      CompileOptions o;
+      o.shapeless = shapeless;
+      auto f = compile_flat(fn, dumps.options(o));
+      const auto got = f(inputs);
+      const auto want = fn(inputs);
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << i;
+      const bool packs = !shapeless && rows == 64 && cpu::dnnl_product_taken(64, 48, 80);
+      EXPECT_EQ(packed_products(dumps), packs ? 1 : 0) << dumps.final_tape();
+    }
+  }
 }
 
 }  // namespace

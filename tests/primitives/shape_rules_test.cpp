@@ -67,7 +67,7 @@ TEST(ShapeRules, AgreeWithTheOps) {
 }
 
 TEST(ShapeRules, FollowNewInputShapes) {
-  Primitive mm = make_prim(PrimKind::Matmul, NoParams{});
+  Primitive mm = make_prim(PrimKind::Matmul, MatmulParams{});
   EXPECT_EQ(infer_output_shapes(mm, {{5, 1, 2, 3}, {4, 3, 7}}, {}), (std::vector<Shape>{{5, 4, 2, 7}}));
   Primitive red = make_prim(PrimKind::Reduce, ReduceParams{ReduceOp::Mean, {0, 2}});
   EXPECT_EQ(infer_output_shapes(red, {{6, 5, 4}}, {}), (std::vector<Shape>{{1, 5, 1}}));
@@ -103,11 +103,11 @@ TEST(ShapeRules, InputsThatDoNotFitRaiseNamingThePrimitive) {
   auto infer = [](Primitive p, std::vector<Shape> in, std::vector<Shape> fixed = {}) {
     return infer_output_shapes(p, in, fixed);
   };
-  EXPECT_THROW_MSG(infer(make_prim(PrimKind::Matmul, NoParams{}), {{2, 3}, {4, 5}}), ShapeError,
+  EXPECT_THROW_MSG(infer(make_prim(PrimKind::Matmul, MatmulParams{}), {{2, 3}, {4, 5}}), ShapeError,
                    "Matmul(): input shapes [2,3], [4,5] do not fit: the inner dimensions differ (3 != 4)");
-  EXPECT_THROW_MSG(infer(make_prim(PrimKind::Matmul, NoParams{}), {{3}, {3, 5}}), ShapeError,
+  EXPECT_THROW_MSG(infer(make_prim(PrimKind::Matmul, MatmulParams{}), {{3}, {3, 5}}), ShapeError,
                    "Matmul(): input shapes [3], [3,5] do not fit: both operands need rank 2 or more");
-  EXPECT_THROW_MSG(infer(make_prim(PrimKind::Matmul, NoParams{}), {{2, 1, 3}, {4, 3, 5}}), ShapeError,
+  EXPECT_THROW_MSG(infer(make_prim(PrimKind::Matmul, MatmulParams{}), {{2, 1, 3}, {4, 3, 5}}), ShapeError,
                    "Matmul(): shapes [2] and [4] cannot be broadcast together");
   EXPECT_THROW_MSG(infer(make_prim(PrimKind::Binary, BinaryParams{BinaryOp::Add}), {{3, 4}, {5}}), ShapeError,
                    "Binary(Add): shapes [3,4] and [5] cannot be broadcast together");

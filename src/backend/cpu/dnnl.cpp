@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -37,6 +38,12 @@ bool dnnl_sgemm_1thread(bool, bool, int64_t, int64_t, int64_t, const float*, int
                         int64_t) {
   return false;
 }
+bool dnnl_product_taken(int64_t, int64_t, int64_t) { return false; }
+bool dnnl_product_f32(const DnnlProduct&, const float*, const float*, float*, const float*) { return false; }
+bool dnnl_pack_product_weights(const DnnlProduct&, const float*, const std::function<float*(size_t)>&, int*) {
+  return false;
+}
+std::string dnnl_product_impl(const DnnlProduct&) { return ""; }
 int64_t dnnl_conv_primitives_created() { return 0; }
 bool dnnl_conv_blocks(const DnnlConv&, const std::vector<DnnlAddKind>&, int64_t* src_block, int64_t* dst_block) {
   *src_block = *dst_block = 0;
@@ -643,6 +650,252 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
     calls[key] = std::move(b);
   }
   return true;
+}
+
+// ---- Products through oneDNN's matmul primitive ----------------------------------------------
+
+namespace {
+
+/// Everything a float32 product of one shape, bias flag and thread count needs: the matmul
+/// primitive (weights in the layout oneDNN chooses: `any`), created when first executed, and the
+/// reorders of B from smelt's storage (row-major [K, N] or its transpose) into that layout.
+struct ProductPlan {
+  dnnl::matmul::primitive_desc pd;
+  const dnnl::matmul& prim() const {
+    std::call_once(made_, [&] { prim_ = dnnl::matmul(pd); });
+    return prim_;
+  }
+  memory::desc src, wei, dst, bias, scratchpad;
+  size_t scratch_bytes = 0;
+  std::string impl;
+  // As ConvPlan's: a plan for more than one thread whose weights layout differs from the 1-thread
+  // plan's runs `one_thread` on one thread.
+  bool serial = false;
+  std::shared_ptr<const ProductPlan> one_thread;
+
+ private:
+  mutable std::once_flag made_;
+  mutable dnnl::matmul prim_;
+};
+
+memory::desc b_user_desc(const DnnlProduct& p) {
+  // B [K, N]: row-major with row stride ldb, or the transpose of a row-major [N, K] (column
+  // stride ldb).
+  const memory::dims strides = p.b_transposed ? memory::dims{1, p.ldb} : memory::dims{p.ldb, 1};
+  return memory::desc({p.k, p.n}, memory::data_type::f32, strides);
+}
+
+std::shared_ptr<ProductPlan> make_product_plan(const DnnlProduct& p) {
+  using dt = memory::data_type;
+  auto plan = std::make_shared<ProductPlan>();
+  plan->src = memory::desc({p.m, p.k}, dt::f32, memory::format_tag::ab);
+  plan->dst = memory::desc({p.m, p.n}, dt::f32, memory::format_tag::ab);
+  plan->bias = memory::desc({1, p.n}, dt::f32, memory::format_tag::ab);
+  dnnl::post_ops po;
+  if (p.bias) po.append_binary(dnnl::algorithm::binary_add, plan->bias);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  try {
+    const memory::desc any({p.k, p.n}, dt::f32, memory::format_tag::any);
+    plan->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src, any, plan->dst), attr, engine());
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  plan->wei = plan->pd.weights_desc();
+  plan->impl = plan->pd.impl_info_str();
+  plan->scratchpad = plan->pd.scratchpad_desc();
+  plan->scratch_bytes = plan->scratchpad.get_size();
+  return plan;
+}
+
+/// Plans by (shape, bias, threads), as plan_for does convolutions; B's storage is not part of the
+/// key (the plan's weights layout is oneDNN's whatever B's is).
+std::shared_ptr<const ProductPlan> product_plan(const DnnlProduct& p, int threads) {
+  const std::array<int64_t, 5> key{p.m, p.n, p.k, p.bias ? 1 : 0, threads};
+  struct Hash {
+    size_t operator()(const std::array<int64_t, 5>& v) const {
+      size_t h = 0;
+      for (int64_t x : v) h = h * 1000003u ^ static_cast<size_t>(x);
+      return h;
+    }
+  };
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::array<int64_t, 5>, std::shared_ptr<const ProductPlan>, Hash>();
+  {
+    std::lock_guard lock(mu);
+    if (auto it = cache->find(key); it != cache->end()) return it->second;
+  }
+  std::shared_ptr<ProductPlan> plan = make_product_plan(p);
+  // Only the brgemm implementation: it splits the outputs over threads and sums each one's
+  // reduction in one order (over 384 shapes at 1-4 threads, the same bits); "gemm:jit" (below
+  // AVX-512) is the threaded sgemm, which smelt's own tiles (gemm.cpp) already run.
+  if (plan && plan->impl.rfind("brg", 0) != 0) plan = nullptr;
+  // A bias post-op must leave the implementation and layouts alone (it is then one float32
+  // addition after the whole reduction, as the separate add).
+  if (plan && p.bias) {
+    DnnlProduct plain = p;
+    plain.bias = false;
+    const auto without = product_plan(plain, threads);
+    if (!without || without->impl != plan->impl || without->wei != plan->wei) plan = nullptr;
+  }
+  if (plan && threads > 1) {
+    OmpThreads single(1);
+    plan->one_thread = product_plan(p, 1);
+    plan->serial = !plan->one_thread || plan->one_thread->impl != plan->impl || plan->one_thread->wei != plan->wei;
+  }
+  std::lock_guard lock(mu);
+  constexpr size_t kMaxPlans = 1024;
+  if (cache->size() >= kMaxPlans) cache->clear();
+  return cache->emplace(key, std::move(plan)).first->second;
+}
+
+std::pair<std::shared_ptr<const ProductPlan>, int> choose_product_plan(const DnnlProduct& p, OmpThreads& omp) {
+  int threads = call_threads();
+  omp.set(threads);
+  auto plan = product_plan(p, threads);
+  if (plan && plan->serial) {
+    threads = 1;
+    omp.set(1);
+    plan = plan->one_thread;
+  }
+  return {plan, threads};
+}
+
+/// A product's memory objects and argument map, made once per thread and key (BoundCall's role
+/// for products): a decode step's tens of small products each saved building them.
+struct BoundProduct {
+  std::shared_ptr<const ProductPlan> plan;
+  int threads = 1;
+  memory src, wei_user, wei, dst, bias, scratchpad;
+  std::optional<dnnl::reorder> wei_in;  // B's storage -> the plan's layout (none: packed as it wants)
+  std::unordered_map<int, memory> args;
+};
+
+/// The fewest rows a product needs to run through oneDNN's matmul (dnnl_product_taken).
+constexpr int64_t kMinProductRows = 16;
+/// The fewest multiply-adds (64 x 16 x 16 x 16 products: 14 us as sgemm tiles, 24 us as oneDNN
+/// calls; 48 x 128 x 64 x 128: 266 -> 240 us).
+constexpr double kMinProductWork = 65536;
+
+using ProductKey = std::array<int64_t, 9>;
+struct ProductKeyHash {
+  size_t operator()(const ProductKey& k) const {
+    size_t h = 0;
+    for (int64_t x : k) h = h * 1000003u ^ static_cast<size_t>(x);
+    return h;
+  }
+};
+
+}  // namespace
+
+bool dnnl_product_taken(int64_t m, int64_t n, int64_t k) {
+  // Fewer rows (a decode step's vector-matrix products) stream B once: the sgemm tiles read it
+  // at least as fast, without the per-call reorder in eager calls (GPT-2-small's decode step,
+  // 2 threads, AMD EPYC: its products 334 us as tiles, 409 us through the packed matmul).
+  // Tiny products (a batch of 16 x 16 x 16) cost more in a oneDNN call's set-up than in sgemm.
+  if (m < kMinProductRows || n <= 0 || k <= 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
+  if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kMinProductWork) return false;
+  // Decided by the 1-thread plan, so by the shape and the CPU alone: every thread count takes the
+  // same path (and gets the same bits).
+  thread_local std::unordered_map<ProductKey, bool, ProductKeyHash> taken;
+  const ProductKey key{m, n, k, 0, 0, 0, 0, 0, 0};
+  if (auto it = taken.find(key); it != taken.end()) return it->second;
+  OmpThreads single(1);
+  DnnlProduct p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.ldb = n;
+  const bool yes = product_plan(p, 1) != nullptr;
+  if (taken.size() >= 4096) taken.clear();
+  taken.emplace(key, yes);
+  return yes;
+}
+
+bool dnnl_product_f32(const DnnlProduct& p, const float* a, const float* b, float* c, const float* bias) {
+  const int caller = call_threads();
+  const ProductKey key{p.m, p.n, p.k, p.bias ? 1 : 0, caller, p.packed_threads, p.b_transposed ? 1 : 0, p.ldb, 0};
+  thread_local std::unordered_map<ProductKey, std::unique_ptr<BoundProduct>, ProductKeyHash> bound;
+  auto it = bound.find(key);
+  if (it == bound.end()) {
+    OmpThreads omp(caller);
+    const auto [plan, threads] = choose_product_plan(p, omp);
+    if (!plan) return false;
+    auto bp = std::make_unique<BoundProduct>();
+    bp->plan = plan;
+    bp->threads = threads;
+    auto& eng = engine();
+    memory::desc given = b_user_desc(p);
+    if (p.packed_threads > 0) {
+      DnnlProduct packed = p;
+      packed.bias = false;  // packed for the plain plan (a bias plan has its layout)
+      OmpThreads at(p.packed_threads);
+      const auto was = product_plan(packed, p.packed_threads);
+      SMELT_ASSERT(was, "matmul: packed weights without a oneDNN plan");
+      given = was->wei;
+    }
+    bp->src = memory(plan->src, eng, nullptr);
+    bp->wei_user = memory(given, eng, nullptr);
+    bp->dst = memory(plan->dst, eng, nullptr);
+    if (given != plan->wei) {
+      bp->wei_in = dnnl::reorder(dnnl::reorder::primitive_desc(eng, given, eng, plan->wei));
+      bp->wei = memory(plan->wei, eng, nullptr);
+    } else {
+      bp->wei = bp->wei_user;
+    }
+    bp->args[DNNL_ARG_SRC] = bp->src;
+    bp->args[DNNL_ARG_WEIGHTS] = bp->wei;
+    bp->args[DNNL_ARG_DST] = bp->dst;
+    if (p.bias) {
+      bp->bias = memory(plan->bias, eng, nullptr);
+      bp->args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = bp->bias;
+    }
+    if (plan->scratch_bytes > 0) {
+      bp->scratchpad = memory(plan->scratchpad, eng, nullptr);
+      bp->args[DNNL_ARG_SCRATCHPAD] = bp->scratchpad;
+    }
+    if (bound.size() >= 1024) bound.clear();
+    it = bound.emplace(key, std::move(bp)).first;
+  }
+  BoundProduct& bp = *it->second;
+  OmpThreads omp(bp.threads);
+  auto& st = thread_stream();
+  bp.src.set_data_handle(const_cast<float*>(a));
+  bp.wei_user.set_data_handle(const_cast<float*>(b));
+  bp.dst.set_data_handle(c);
+  if (p.bias) bp.bias.set_data_handle(const_cast<float*>(bias));
+  if (bp.wei_in) {
+    bp.wei.set_data_handle(scratch(kWei).get(bp.plan->wei.get_size()));
+    bp.wei_in->execute(st, bp.wei_user, bp.wei);
+  }
+  if (bp.plan->scratch_bytes > 0) bp.scratchpad.set_data_handle(scratch(kScratchpad).get(bp.plan->scratch_bytes));
+  bp.plan->prim().execute(st, bp.args);
+  st.wait();
+  return true;
+}
+
+bool dnnl_pack_product_weights(const DnnlProduct& p, const float* b, const std::function<float*(size_t)>& alloc,
+                               int* threads) {
+  if (!dnnl_product_taken(p.m, p.n, p.k)) return false;
+  OmpThreads omp(call_threads());
+  DnnlProduct at = p;
+  at.packed_threads = 0;
+  at.bias = false;
+  const auto [plan, plan_threads] = choose_product_plan(at, omp);
+  if (!plan) return false;
+  *threads = plan_threads;
+  float* packed = alloc((plan->wei.get_size() + sizeof(float) - 1) / sizeof(float));
+  memory from(b_user_desc(p), engine(), const_cast<float*>(b)), to(plan->wei, engine(), packed);
+  dnnl::reorder(dnnl::reorder::primitive_desc(engine(), b_user_desc(p), engine(), plan->wei)).execute(thread_stream(), from, to);
+  thread_stream().wait();
+  return true;
+}
+
+std::string dnnl_product_impl(const DnnlProduct& p) {
+  OmpThreads omp(call_threads());
+  const auto plan = choose_product_plan(p, omp).first;
+  return plan ? plan->impl : "";
 }
 
 bool dnnl_sgemm_1thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,

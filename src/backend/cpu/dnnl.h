@@ -70,6 +70,43 @@ DnnlConv dnnl_conv_geometry(const Shape& x, const Shape& w, const Shape& y, cons
 bool dnnl_sgemm_1thread(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                         const float* b, int64_t ldb, float* c, int64_t ldc);
 
+/// A float32 product C[m, n] = A[m, k] B[k, n] (+ a bias row after it) through oneDNN's matmul
+/// primitive with its brgemm kernels (AVX-512): with B packed once in the primitive's layout it
+/// ran transformer projections 10-25% faster than sgemm tiles that repack B on every call
+/// (docs/cpu-kernels.md). A and C are row-major and dense (leading dimensions k and n).
+struct DnnlProduct {
+  int64_t m = 0, n = 0, k = 0;
+  /// B's storage: row-major [K, N] with row stride ldb, or (b_transposed) the transpose of a
+  /// row-major [N, K] with row stride ldb. Ignored when packed_threads > 0.
+  bool b_transposed = false;
+  int64_t ldb = 0;
+  /// A bias row [N] added to each row of the result as a post-op: one float32 addition after the
+  /// whole reduction with the bias as its first operand (oneDNN's binary post-op computes
+  /// src1 + dst), bit-identical to the separate `bias + product`, NaN payloads included (x86 keeps
+  /// the first operand's; tests/compile/matmul_bias_test.cpp).
+  bool bias = false;
+  /// > 0: B was packed by dnnl_pack_product_weights at this thread count.
+  int packed_threads = 0;
+};
+
+/// Whether products of this shape run through dnnl_product_f32: the 1-thread plan is oneDNN's
+/// brgemm matmul. Depends on the shape and the CPU only (never the thread count), so a product's
+/// path, and its bits, are the same at any thread count, eager or compiled.
+bool dnnl_product_taken(int64_t m, int64_t n, int64_t k);
+
+/// Runs the product on smelt's thread count (one thread inside a parallel_for); false (nothing
+/// written) when oneDNN does not take it. The bits depend on the shape and the instruction set
+/// only, never on the thread count or on how B is stored or packed.
+bool dnnl_product_f32(const DnnlProduct& p, const float* a, const float* b, float* c, const float* bias = nullptr);
+
+/// Writes B in the layout the product's plan at the current thread count wants into alloc(n)'s n
+/// float32 words and sets that thread count; false when oneDNN does not take the product.
+bool dnnl_pack_product_weights(const DnnlProduct& p, const float* b, const std::function<float*(size_t)>& alloc,
+                               int* threads);
+
+/// oneDNN's name of the implementation that runs `p` at the current thread count ("" when none).
+std::string dnnl_product_impl(const DnnlProduct& p);
+
 /// The channel blocks (as DnnlConv::src_block: C for channels-last, 4, 8 or 16) of the source and
 /// destination layouts that the primitive running `c` with adds of `kinds` at the current thread
 /// count wants (the plain primitive's where the adds are declined as post-ops: they then follow

@@ -94,6 +94,20 @@ void pack(const From* src, Mat x, int64_t rows, int64_t cols, To* dst) {
   }
 }
 
+/// One matrix's product through oneDNN (dnnl_product_f32), with a bias row: a post-op where the
+/// Add had the bias first (the post-op's operand order) and oneDNN takes it with the plain
+/// product's kernel, else one add per row afterwards in the Add's operand order (x86 keeps the
+/// first operand's NaN payload).
+void run_product(DnnlProduct d, const float* a, const float* b, float* c, const float* bias, bool bias_first) {
+  d.bias = bias != nullptr && bias_first;
+  if (d.bias && dnnl_product_f32(d, a, b, c, bias)) return;
+  d.bias = false;
+  const bool ran = dnnl_product_f32(d, a, b, c);
+  SMELT_ASSERT(ran, "matmul: oneDNN declined a product it had taken");
+  if (bias != nullptr)
+    for (int64_t i = 0; i < d.m; ++i) add_f32_run(c + i * d.n, bias, c + i * d.n, d.n, bias_first);
+}
+
 /// Products of batches of matrices through float/double GEMM (gemm.h: tiles fixed by the shapes,
 /// single-threaded BLAS per tile). `T` is the storage type (halves are widened to float32 and
 /// rounded once at the end).
@@ -118,11 +132,16 @@ void blas_matmul(const Array& a, const Array& b, Array& out, const MatmulParams&
   const int64_t nb = batches;
   BlasOperand direct_a = kHalf ? BlasOperand{} : blas_operand(ma, m, k);
   BlasOperand direct_b = kHalf ? BlasOperand{} : blas_operand(mb, k, n);
+  // Products oneDNN's brgemm matmul takes (a shape rule: dnnl.h) run there, B reordered into its
+  // layout (or packed so at compile time), whatever B's storage.
+  const bool product = std::is_same_v<G, float> && dnnl_product_taken(m, n, k);
   // oneDNN's float tiles take row-major operands only (gemm.cpp copies a transposed one per
   // tile): pack a transposed operand once per matrix here instead of once per tile. The bits are
   // those of the per-tile copies (the same row-major values through the same calls).
   if constexpr (std::is_same_v<G, float>) {
-    if (dnnl_enabled()) {
+    if (product && direct_a.ok && direct_a.trans) direct_a = {};
+    if (product && direct_a.ok && m > 1 && direct_a.ld != k) direct_a = {};  // dense rows only
+    if (dnnl_enabled() && !product) {
       if (direct_a.trans) direct_a = {};
       if (direct_b.trans) direct_b = {};
     }
@@ -197,6 +216,37 @@ void blas_matmul(const Array& a, const Array& b, Array& out, const MatmulParams&
     return g;
   };
 
+  if constexpr (std::is_same_v<G, float>) {
+    if (product) {
+      // One oneDNN call per matrix, each on every thread, or, with many matrices, the matrices
+      // shared out and each call on one thread: the same bits (dnnl_product_f32).
+      auto run = [&](int64_t bi, Packed& p) {
+        const GemmArgs<G> g = args_for(bi, p);
+        DnnlProduct d;
+        d.m = m;
+        d.n = n;
+        d.k = k;
+        d.b_transposed = g.trans_b;
+        d.ldb = g.ldb;
+        run_product(d, g.a, g.b, g.c, g.bias, g.bias_first);
+      };
+      if (nb >= 2 * num_threads() && !in_parallel_for()) {
+        parallel_for(nb, 1, [&](int64_t b, int64_t e) {
+          Packed p;
+          for (int64_t bi = b; bi < e; ++bi) run(bi, p);
+        });
+      } else {
+        Packed p;
+        for (int64_t bi = 0; bi < nb; ++bi) run(bi, p);
+      }
+      if constexpr (kHalf) {
+        parallel_for(static_cast<int64_t>(wide.size()), kGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) pc[i] = T(wide[i]);
+        });
+      }
+      return;
+    }
+  }
   blas_single_thread();
   if (nb == 1) {
     Packed p;
@@ -273,6 +323,53 @@ void loop_matmul(const Array& a, const Array& b, Array& out) {
   });
 }
 
+/// A float32 product whose B the compile pass matmul_pack packed in oneDNN's layout (one
+/// matrix for the whole batch): the same oneDNN calls as blas_matmul's for that shape, so the same
+/// bits as the product of the plain B.
+void packed_product(const Array& a, const Array& packed_b, Array& out, const MatmulParams& params, const Array* bias) {
+  const int nd = out.ndim();
+  const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape()[nd - 1];
+  const int64_t nb = shape_size(Shape(out.shape().begin(), out.shape().end() - 2));
+  SMELT_ASSERT(a.dtype() == float32 && packed_b.dtype() == float32 && dnnl_product_taken(m, n, k),
+               "Matmul: a packed B without oneDNN's product for " + shape_to_string(out.shape()));
+  const Mat ma{a.node().strides[nd - 2], a.node().strides[nd - 1]};
+  const BatchOffsets oa(a);
+  BlasOperand direct_a = blas_operand(ma, m, k);
+  if (direct_a.trans || (m > 1 && direct_a.ld != k)) direct_a = {};
+  std::vector<float> bias_row;
+  if (bias != nullptr) {
+    bias_row.resize(static_cast<size_t>(n));
+    const float* v = in_ptr<float>(*bias);
+    for (int64_t j = 0; j < n; ++j) bias_row[static_cast<size_t>(j)] = v[j * bias->node().strides.back()];
+  }
+  DnnlProduct d;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.ldb = n;
+  d.packed_threads = static_cast<int>(params.packed_threads);
+  auto run = [&](int64_t bi, std::vector<float>& rows) {
+    const float* xa = in_ptr<float>(a) + oa(bi);
+    if (!direct_a.ok) {
+      rows.resize(static_cast<size_t>(m * k));
+      pack<float>(xa, ma, m, k, rows.data());
+      xa = rows.data();
+    }
+    float* c = out_ptr<float>(out) + bi * m * n;
+    run_product(d, xa, in_ptr<float>(packed_b), c, bias != nullptr ? bias_row.data() : nullptr,
+                params.bias == MatmulBias::Before);
+  };
+  if (nb >= 2 * num_threads() && !in_parallel_for()) {
+    parallel_for(nb, 1, [&](int64_t b, int64_t e) {
+      std::vector<float> rows;
+      for (int64_t bi = b; bi < e; ++bi) run(bi, rows);
+    });
+  } else {
+    std::vector<float> rows;
+    for (int64_t bi = 0; bi < nb; ++bi) run(bi, rows);
+  }
+}
+
 }  // namespace
 
 void eval_Matmul(const MatmulParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
@@ -302,6 +399,10 @@ void eval_Matmul(const MatmulParams& p, const std::vector<Array>& inputs, std::v
   if (k == 0) {
     std::memset(out.node().data_ptr(), 0, out.nbytes());  // an empty sum: zeros of every dtype
     add_bias();
+    return;
+  }
+  if (!p.packed_b.empty()) {
+    packed_product(a, b, out, p, bias);
     return;
   }
   dispatch_all(out.dtype(), [&]<class T>() {

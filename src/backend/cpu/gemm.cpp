@@ -48,12 +48,6 @@ constexpr int64_t kSplitTiles = 4;
 /// decode step's 1 x 256 x 1024 projections (1 MiB of weights, 30-50 us on one thread) ran on one
 /// thread while the other waited.
 constexpr int64_t kFewRows = 16;
-/// Such products are cut into at most kFewRowsTiles column tiles of at least kFewRowsTileN
-/// columns: each tile streams its columns of B row by row, and narrow ones read short runs of
-/// many rows. A GPT-2-small decode step's 1 x 256 x 1024 product (2 threads, AMD EPYC, B from
-/// L3): 6 tiles of 48 columns 14-17 us, 2 of 128 columns 9.7 us; 1 x 1024 x 256: 8 tiles of 128
-/// 11.1 us, 4 of 256 8.8 us.
-constexpr int64_t kFewRowsTiles = 4, kFewRowsTileN = 128;
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
@@ -123,9 +117,7 @@ GemmTiles gemm_tiles(int64_t m, int64_t n, int64_t k) {
     }
   };
   const double paced = work * std::max(1.0, static_cast<double>(kFewRows) / static_cast<double>(m));
-  if (m < kFewRows && paced >= 2.0 * kSmallWork) {
-    t.tile_n = std::min(n, std::max(kFewRowsTileN, round_up((n + kFewRowsTiles - 1) / kFewRowsTiles, kAlign)));
-  } else if (paced >= 2.0 * kSmallWork && work <= 2.0 * kTileWork) {
+  if (paced >= 2.0 * kSmallWork && work <= 2.0 * kTileWork) {
     cut_small(static_cast<int64_t>(std::min<double>(kSmallTiles, paced / kSmallWork)), false);
   } else if (work > 2.0 * kTileWork) {
     t.tile_n = n <= kWholeRowsN ? n : kMinTileN;

@@ -141,14 +141,11 @@ TEST(GemmTiles, CoverTheOutputAndFollowTheShapesOnly) {
     EXPECT_LE(t.tile_n, 256) << n;
   }
   // Vector-matrix products (a decode step's 1 x 256 x 1024, 1 x 1024 x 256, 1 x 256 x 768) read a
-  // weight per multiply-add: not left to one thread, but in at most four column tiles of at least
-  // 128 columns (narrow tiles read B in short runs of many rows).
-  EXPECT_EQ(cpu::gemm_tiles(1, 1024, 256).count(), 4);
-  EXPECT_EQ(cpu::gemm_tiles(1, 256, 1024).count(), 2);
-  EXPECT_EQ(cpu::gemm_tiles(1, 768, 256).count(), 4);
-  EXPECT_EQ(cpu::gemm_tiles(2, 768, 256).count(), 4);
-  EXPECT_EQ(cpu::gemm_tiles(1, 8192, 256).tile_n, 2048);
-  EXPECT_EQ(cpu::gemm_tiles(1, 100, 1024).count(), 1);
+  // weight per multiply-add: cut like products of 16 rows, not left to one thread.
+  EXPECT_GE(cpu::gemm_tiles(1, 1024, 256).count(), 4);
+  EXPECT_GE(cpu::gemm_tiles(1, 256, 1024).count(), 4);
+  EXPECT_GE(cpu::gemm_tiles(1, 768, 256).count(), 4);
+  EXPECT_GE(cpu::gemm_tiles(2, 768, 256).count(), 4);
   // Huge sizes do not overflow the work estimate.
   const GemmTiles huge = cpu::gemm_tiles(int64_t{1} << 30, int64_t{1} << 30, int64_t{1} << 30);
   EXPECT_GT(huge.count(), 1);

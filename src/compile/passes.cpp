@@ -273,8 +273,10 @@ void run_passes(Tape& tape, const PassOptions& options) {
     pipeline.push_back({"pool_first", pool_before_monotone_steps});
     pipeline.push_back({"matmul_bias", fuse_matmul_biases});
   }
-  pipeline.push_back({"matmul_prepack", prepack_matmul_operands});
+  // Packing first: it reads a transposed constant B as it is, where matmul_prepack would copy it
+  // row-major first (GPT-2's tied 768 x 50257 embedding: 154 MB more on the first call).
   if (!options.shapeless) pipeline.push_back({"matmul_pack", pack_matmul_weights});
+  pipeline.push_back({"matmul_prepack", prepack_matmul_operands});
   if (options.fuse)
     pipeline.push_back({"fuse", [&](Tape& t) {
                           if (options.unbuilt && options.unfused) *options.unfused = t;

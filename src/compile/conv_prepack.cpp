@@ -41,6 +41,22 @@ bool prepack_cuda_conv_weight(Tape& tape, Step& s, const std::unordered_map<int,
 
 }  // namespace
 
+int add_packed_constant(Tape& tape, const std::function<bool(const std::function<float*(size_t)>&)>& pack) {
+  BufferPtr buffer;
+  int64_t floats = 0;
+  const bool packed = pack([&](size_t n) {
+    buffer = cpu_allocator().allocate(n * sizeof(float));
+    floats = static_cast<int64_t>(n);
+    return static_cast<float*>(buffer->ptr);
+  });
+  if (!packed) return -1;
+  const Shape shape{floats};
+  const int id = tape.add_value(shape, Dtype::Float32, Device::cpu());
+  tape.constants.emplace_back(
+      id, smelt::detail::make_leaf(shape, Dtype::Float32, Device::cpu(), std::move(buffer), row_major_strides(shape)));
+  return id;
+}
+
 void prepack_conv_weights(Tape& tape) {
   std::unordered_map<int, size_t> constant_at;  // value id -> index in tape.constants
   for (size_t i = 0; i < tape.constants.size(); ++i) constant_at[tape.constants[i].first] = i;
@@ -73,21 +89,11 @@ void prepack_conv_weights(Tape& tape) {
       }
     }
     int threads = 0;
-    BufferPtr buffer;
-    int64_t floats = 0;
-    const bool packed = cpu::dnnl_pack_conv_weights(
-        cpu::dnnl_conv_geometry(x.shape, w.shape, y.shape, params), static_cast<const float*>(weight.node().data_ptr()),
-        [&](size_t n) {
-          buffer = cpu_allocator().allocate(n * sizeof(float));
-          floats = static_cast<int64_t>(n);
-          return static_cast<float*>(buffer->ptr);
-        },
-        &threads);
-    if (!packed) continue;  // oneDNN does not take it: the plain Conv stays
-    const Shape packed_shape{floats};
-    const int id = tape.add_value(packed_shape, Dtype::Float32, Device::cpu());
-    tape.constants.emplace_back(id, smelt::detail::make_leaf(packed_shape, Dtype::Float32, Device::cpu(), std::move(buffer),
-                                                             row_major_strides(packed_shape)));
+    const int id = add_packed_constant(tape, [&](const std::function<float*(size_t)>& alloc) {
+      return cpu::dnnl_pack_conv_weights(cpu::dnnl_conv_geometry(x.shape, w.shape, y.shape, params),
+                                         static_cast<const float*>(weight.node().data_ptr()), alloc, &threads);
+    });
+    if (id < 0) continue;  // oneDNN does not take it: the plain Conv stays
     ConvParams p = params;
     p.packed_weight = w.shape;
     p.packed_threads = threads;

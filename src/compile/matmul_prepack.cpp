@@ -7,7 +7,6 @@
 #include "smelt/ops.h"
 #include "src/backend/cpu/dnnl.h"
 #include "src/compile/passes.h"
-#include "src/core/allocator.h"
 #include "src/core/node.h"
 
 namespace smelt::compiler {
@@ -119,20 +118,10 @@ void pack_matmul_weights(Tape& tape) {
       continue;  // another storage: the kernel reorders it per call
     }
     int threads = 0;
-    BufferPtr buffer;
-    int64_t floats = 0;
-    const bool done = cpu::dnnl_pack_product_weights(d, static_cast<const float*>(node.data_ptr()),
-                                                     [&](size_t count) {
-                                                       buffer = cpu_allocator().allocate(count * sizeof(float));
-                                                       floats = static_cast<int64_t>(count);
-                                                       return static_cast<float*>(buffer->ptr);
-                                                     },
-                                                     &threads);
-    if (!done) continue;
-    const Shape packed_shape{floats};
-    const int id = tape.add_value(packed_shape, Dtype::Float32, Device::cpu());
-    tape.constants.emplace_back(id, smelt::detail::make_leaf(packed_shape, Dtype::Float32, Device::cpu(), std::move(buffer),
-                                                             row_major_strides(packed_shape)));
+    const int id = add_packed_constant(tape, [&](const std::function<float*(size_t)>& alloc) {
+      return cpu::dnnl_pack_product_weights(d, static_cast<const float*>(node.data_ptr()), alloc, &threads);
+    });
+    if (id < 0) continue;
     packed[key] = {id, threads};
     params.packed_b = b.shape;
     params.packed_threads = threads;

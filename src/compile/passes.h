@@ -60,6 +60,10 @@ int channel_constant(Tape& tape, int v, const Shape& to);
 /// The same primitive runs either way, so the bits do not change. On a GPU: the constant weight
 /// of a Conv that runs channels-last is transposed now to OHWI, cuDNN's NHWC filter layout.
 void prepack_conv_weights(Tape& tape);
+/// A float32 CPU constant written by `pack`, which receives an allocator of n float32 words (from
+/// the caching allocator, the constant's buffer); the new value's id, or -1 where `pack` declines
+/// (returns false). The packing passes (conv_prepack, matmul_pack) keep weights so.
+int add_packed_constant(Tape& tape, const std::function<bool(const std::function<float*(size_t)>&)>& pack);
 /// With oneDNN: a float32 CPU Matmul operand that is a constant stored transposed (an ONNX
 /// Transpose of an initializer, a tied embedding) is replaced by a row-major copy made now: the
 /// kernel copied it to row-major on every call. The kernel computes on the same row-major values

@@ -436,17 +436,22 @@ int call_threads() { return in_parallel_for() ? 1 : num_threads(); }
 /// The plan a call runs and its thread count (set on `omp`): the caller's count, or one thread
 /// (and the 1-thread plan) where the plan for that count could change bits with it: an
 /// implementation that may split a reduction, or a blocking other than the 1-thread plan's.
-std::pair<std::shared_ptr<const ConvPlan>, int> choose_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds,
-                                                            OmpThreads& omp) {
+template <class Plan, class PlanAt>
+std::pair<std::shared_ptr<const Plan>, int> choose_serial_or(PlanAt plan_at, OmpThreads& omp) {
   int threads = call_threads();
   omp.set(threads);
-  auto plan = plan_for(c, kinds, threads);
+  std::shared_ptr<const Plan> plan = plan_at(threads);
   if (plan && plan->serial) {
     threads = 1;
     omp.set(1);
     plan = plan->one_thread;
   }
   return {plan, threads};
+}
+
+std::pair<std::shared_ptr<const ConvPlan>, int> choose_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds,
+                                                            OmpThreads& omp) {
+  return choose_serial_or<ConvPlan>([&](int threads) { return plan_for(c, kinds, threads); }, omp);
 }
 
 /// A call's plan with its memory objects and argument map, made once per thread: a later call of
@@ -751,16 +756,9 @@ std::shared_ptr<const ProductPlan> product_plan(const DnnlProduct& p, int thread
   return cache->emplace(key, std::move(plan)).first->second;
 }
 
+/// choose_plan's rule for products.
 std::pair<std::shared_ptr<const ProductPlan>, int> choose_product_plan(const DnnlProduct& p, OmpThreads& omp) {
-  int threads = call_threads();
-  omp.set(threads);
-  auto plan = product_plan(p, threads);
-  if (plan && plan->serial) {
-    threads = 1;
-    omp.set(1);
-    plan = plan->one_thread;
-  }
-  return {plan, threads};
+  return choose_serial_or<ProductPlan>([&](int threads) { return product_plan(p, threads); }, omp);
 }
 
 /// A product's memory objects and argument map, made once per thread and key (BoundCall's role

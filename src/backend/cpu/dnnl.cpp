@@ -776,6 +776,11 @@ constexpr int64_t kMinProductRows = 16;
 /// The fewest multiply-adds (64 x 16 x 16 x 16 products: 14 us as sgemm tiles, 24 us as oneDNN
 /// calls; 48 x 128 x 64 x 128: 266 -> 240 us).
 constexpr double kMinProductWork = 65536;
+/// The most elements of B (64 MiB of float32): GPT-2's tied 768 x 50257 embedding ran at the same
+/// speed packed or as sgemm tiles (128 x 50257 x 768: 22.2-22.4 ms either way, 2 threads, AMD
+/// EPYC), and packing it cost the first compiled call 154 MB of fresh pages, each eager call a
+/// reorder of it.
+constexpr double kMaxProductWeights = double{1 << 24};
 
 using ProductKey = std::array<int64_t, 9>;
 struct ProductKeyHash {
@@ -795,6 +800,7 @@ bool dnnl_product_taken(int64_t m, int64_t n, int64_t k) {
   // Tiny products (a batch of 16 x 16 x 16) cost more in a oneDNN call's set-up than in sgemm.
   if (m < kMinProductRows || n <= 0 || k <= 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
   if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kMinProductWork) return false;
+  if (static_cast<double>(n) * static_cast<double>(k) > kMaxProductWeights) return false;
   // Decided by the 1-thread plan, so by the shape and the CPU alone: every thread count takes the
   // same path (and gets the same bits).
   thread_local std::unordered_map<ProductKey, bool, ProductKeyHash> taken;

@@ -60,6 +60,7 @@ TEST(DnnlProduct, TakesShapesOfSixteenRowsAndMore) {
   EXPECT_FALSE(cpu::dnnl_product_taken(15, 1024, 256));
   EXPECT_FALSE(cpu::dnnl_product_taken(16, 16, 16));  // too little work for a call's set-up
   EXPECT_FALSE(cpu::dnnl_product_taken(16, 0, 16));
+  EXPECT_FALSE(cpu::dnnl_product_taken(128, 50257, 768));  // a tied embedding: B past 64 MiB
   EXPECT_TRUE(cpu::dnnl_product_taken(16, 64, 64));
   EXPECT_TRUE(cpu::dnnl_product_taken(500, 1536, 384));
   DnnlProduct p;

@@ -795,8 +795,9 @@ struct ProductKeyHash {
 
 bool dnnl_product_taken(int64_t m, int64_t n, int64_t k) {
   // Fewer rows (a decode step's vector-matrix products) stream B once: the sgemm tiles read it
-  // at least as fast, without the per-call reorder in eager calls (GPT-2-small's decode step,
-  // 2 threads, AMD EPYC: its products 334 us as tiles, 409 us through the packed matmul).
+  // at least as fast, without the per-call reorder in eager calls (the small GPT-2 export's
+  // decode step, 2 threads, AMD EPYC: its products 334 us as tiles, 409 us through the packed
+  // matmul).
   // Tiny products (a batch of 16 x 16 x 16) cost more in a oneDNN call's set-up than in sgemm.
   if (m < kMinProductRows || n <= 0 || k <= 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
   if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kMinProductWork) return false;
@@ -895,9 +896,9 @@ bool dnnl_pack_product_weights(const DnnlProduct& p, const float* b, const std::
   memory from(given, engine(), const_cast<float*>(b)), to(plan->wei, engine(), packed);
   // On the calling thread alone, and one reorder per pair of layouts (a model's layers repeat a
   // few shapes): the pass runs while the first calls' kernels build in the background, and a
-  // second OpenMP thread waited a time slice behind the compiler at every weight (GPT-2-small's
-  // first compiled call: 0.7 s without packing, 7 s with a 2-thread reorder per weight while the
-  // cores were busy).
+  // second OpenMP thread waited a time slice behind the compiler at every weight (the GPT-2 base
+  // export's first compiled call: 0.7 s without packing, 7 s with a 2-thread reorder per weight
+  // while the cores were busy).
   omp.set(1);
   static std::mutex mu;
   static auto* reorders = new std::vector<std::tuple<memory::desc, memory::desc, dnnl::reorder>>();

@@ -1,4 +1,4 @@
-// oneDNN convolutions (primitives planned once per geometry, thread-count independent) and GEMM tiles (dnnl.h).
+// oneDNN convolutions and products (primitives planned once per shape, thread-count independent) and GEMM tiles (dnnl.h).
 #include "src/backend/cpu/dnnl.h"
 
 #if SMELT_HAS_DNNL
@@ -58,6 +58,16 @@ std::string dnnl_conv_impl(const DnnlConv&, const std::vector<DnnlAdd>&) { retur
 namespace {
 
 using dnnl::memory;
+
+/// The hash of the plan and bound-call caches' keys: sequences of 64-bit words.
+struct WordsHash {
+  template <class Words>
+  size_t operator()(const Words& words) const {
+    size_t h = 0;
+    for (int64_t x : words) h = h * 1000003u ^ static_cast<size_t>(x);
+    return h;
+  }
+};
 
 /// Debian's libdnnl is built with the OpenMP runtime: a primitive runs on omp_get_max_threads()
 /// of the calling thread (a per-thread setting), read when the primitive is created and when it
@@ -359,15 +369,8 @@ std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<Dn
   std::vector<int64_t> key{c.spatial, c.batch, c.in_ch, c.out_ch, c.groups, threads, c.src_block, c.dst_block};
   for (const int64_t* a : {c.in, c.out, c.k, c.stride, c.pad_lo, c.pad_hi, c.dil}) key.insert(key.end(), a, a + 3);
   for (const DnnlAddKind a : adds) key.push_back(100 + static_cast<int64_t>(a));
-  struct Hash {
-    size_t operator()(const std::vector<int64_t>& v) const {
-      size_t h = v.size();
-      for (int64_t x : v) h = h * 1000003u ^ static_cast<size_t>(x);
-      return h;
-    }
-  };
   static std::mutex mu;
-  static auto* cache = new std::unordered_map<std::vector<int64_t>, std::shared_ptr<const ConvPlan>, Hash>();
+  static auto* cache = new std::unordered_map<std::vector<int64_t>, std::shared_ptr<const ConvPlan>, WordsHash>();
   {
     std::lock_guard lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
@@ -500,17 +503,9 @@ BoundKey bound_key(const DnnlConv& c, const std::vector<DnnlAdd>& adds, int thre
   return k;
 }
 
-struct BoundKeyHash {
-  size_t operator()(const BoundKey& k) const {
-    size_t h = 0;
-    for (int64_t x : k) h = h * 1000003u ^ static_cast<size_t>(x);
-    return h;
-  }
-};
-
 /// This thread's bound calls (a model has tens of convolutions; bounded like the plan cache).
-std::unordered_map<BoundKey, std::unique_ptr<BoundCall>, BoundKeyHash>& bound_calls() {
-  thread_local std::unordered_map<BoundKey, std::unique_ptr<BoundCall>, BoundKeyHash> calls;
+std::unordered_map<BoundKey, std::unique_ptr<BoundCall>, WordsHash>& bound_calls() {
+  thread_local std::unordered_map<BoundKey, std::unique_ptr<BoundCall>, WordsHash> calls;
   return calls;
 }
 
@@ -719,15 +714,8 @@ std::shared_ptr<ProductPlan> make_product_plan(const DnnlProduct& p) {
 /// key (the plan's weights layout is oneDNN's whatever B's is).
 std::shared_ptr<const ProductPlan> product_plan(const DnnlProduct& p, int threads) {
   const std::array<int64_t, 5> key{p.m, p.n, p.k, p.bias ? 1 : 0, threads};
-  struct Hash {
-    size_t operator()(const std::array<int64_t, 5>& v) const {
-      size_t h = 0;
-      for (int64_t x : v) h = h * 1000003u ^ static_cast<size_t>(x);
-      return h;
-    }
-  };
   static std::mutex mu;
-  static auto* cache = new std::unordered_map<std::array<int64_t, 5>, std::shared_ptr<const ProductPlan>, Hash>();
+  static auto* cache = new std::unordered_map<std::array<int64_t, 5>, std::shared_ptr<const ProductPlan>, WordsHash>();
   {
     std::lock_guard lock(mu);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
@@ -783,13 +771,6 @@ constexpr double kMinProductWork = 65536;
 constexpr double kMaxProductWeights = double{1 << 24};
 
 using ProductKey = std::array<int64_t, 9>;
-struct ProductKeyHash {
-  size_t operator()(const ProductKey& k) const {
-    size_t h = 0;
-    for (int64_t x : k) h = h * 1000003u ^ static_cast<size_t>(x);
-    return h;
-  }
-};
 
 }  // namespace
 
@@ -804,8 +785,8 @@ bool dnnl_product_taken(int64_t m, int64_t n, int64_t k) {
   if (static_cast<double>(n) * static_cast<double>(k) > kMaxProductWeights) return false;
   // Decided by the 1-thread plan, so by the shape and the CPU alone: every thread count takes the
   // same path (and gets the same bits).
-  thread_local std::unordered_map<ProductKey, bool, ProductKeyHash> taken;
-  const ProductKey key{m, n, k, 0, 0, 0, 0, 0, 0};
+  thread_local std::unordered_map<std::array<int64_t, 3>, bool, WordsHash> taken;
+  const std::array<int64_t, 3> key{m, n, k};
   if (auto it = taken.find(key); it != taken.end()) return it->second;
   OmpThreads single(1);
   DnnlProduct p;
@@ -822,7 +803,7 @@ bool dnnl_product_taken(int64_t m, int64_t n, int64_t k) {
 bool dnnl_product_f32(const DnnlProduct& p, const float* a, const float* b, float* c, const float* bias) {
   const int caller = call_threads();
   const ProductKey key{p.m, p.n, p.k, p.bias ? 1 : 0, caller, p.packed_threads, p.b_transposed ? 1 : 0, p.ldb, 0};
-  thread_local std::unordered_map<ProductKey, std::unique_ptr<BoundProduct>, ProductKeyHash> bound;
+  thread_local std::unordered_map<ProductKey, std::unique_ptr<BoundProduct>, WordsHash> bound;
   auto it = bound.find(key);
   if (it == bound.end()) {
     OmpThreads omp(caller);

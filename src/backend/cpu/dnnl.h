@@ -1,4 +1,4 @@
-// oneDNN on the CPU (SMELT_DNNL): float32 convolutions with add post-ops and single-threaded GEMM tiles.
+// oneDNN on the CPU (SMELT_DNNL): float32 convolutions with add post-ops, products through its matmul, single-threaded GEMM tiles.
 //
 // Why oneDNN: on the same shapes and 2 threads its convolutions ran 3-10x faster than smelt's
 // im2col + OpenBLAS path and its sgemm 5-10x faster than Debian's OpenBLAS (docs/cpu-kernels.md

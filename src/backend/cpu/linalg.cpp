@@ -1,4 +1,4 @@
-// CPU kernel for Matmul: tiled BLAS GEMM (gemm.h) for floats (halves via float32), exact loops for integers and bool.
+// CPU kernel for Matmul: oneDNN products (dnnl.h) or tiled BLAS GEMM (gemm.h) for floats (halves via float32), exact loops for integers and bool.
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -91,6 +91,22 @@ void pack(const From* src, Mat x, int64_t rows, int64_t cols, To* dst) {
     } else {
       for (int64_t j = 0; j < cols; ++j) d[j] = static_cast<To>(s[j * x.cs]);
     }
+  }
+}
+
+/// body(bi, scratch) for each of `nb` matrices of a product through oneDNN: the matrices shared
+/// out over the threads when there are many (each oneDNN call then on its thread alone), else in
+/// order with every call on all threads; the same bits either way (dnnl_product_f32).
+template <class Scratch, class Body>
+void each_product_matrix(int64_t nb, Body body) {
+  if (nb >= 2 * num_threads() && !in_parallel_for()) {
+    parallel_for(nb, 1, [&](int64_t b, int64_t e) {
+      Scratch scratch;
+      for (int64_t bi = b; bi < e; ++bi) body(bi, scratch);
+    });
+  } else {
+    Scratch scratch;
+    for (int64_t bi = 0; bi < nb; ++bi) body(bi, scratch);
   }
 }
 
@@ -218,9 +234,7 @@ void blas_matmul(const Array& a, const Array& b, Array& out, const MatmulParams&
 
   if constexpr (std::is_same_v<G, float>) {
     if (product) {
-      // One oneDNN call per matrix, each on every thread, or, with many matrices, the matrices
-      // shared out and each call on one thread: the same bits (dnnl_product_f32).
-      auto run = [&](int64_t bi, Packed& p) {
+      each_product_matrix<Packed>(nb, [&](int64_t bi, Packed& p) {
         const GemmArgs<G> g = args_for(bi, p);
         DnnlProduct d;
         d.m = m;
@@ -229,16 +243,7 @@ void blas_matmul(const Array& a, const Array& b, Array& out, const MatmulParams&
         d.b_transposed = g.trans_b;
         d.ldb = g.ldb;
         run_product(d, g.a, g.b, g.c, g.bias, g.bias_first);
-      };
-      if (nb >= 2 * num_threads() && !in_parallel_for()) {
-        parallel_for(nb, 1, [&](int64_t b, int64_t e) {
-          Packed p;
-          for (int64_t bi = b; bi < e; ++bi) run(bi, p);
-        });
-      } else {
-        Packed p;
-        for (int64_t bi = 0; bi < nb; ++bi) run(bi, p);
-      }
+      });
       if constexpr (kHalf) {
         parallel_for(static_cast<int64_t>(wide.size()), kGrain, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) pc[i] = T(wide[i]);
@@ -348,7 +353,7 @@ void packed_product(const Array& a, const Array& packed_b, Array& out, const Mat
   d.k = k;
   d.ldb = n;
   d.packed_threads = static_cast<int>(params.packed_threads);
-  auto run = [&](int64_t bi, std::vector<float>& rows) {
+  each_product_matrix<std::vector<float>>(nb, [&](int64_t bi, std::vector<float>& rows) {
     const float* xa = in_ptr<float>(a) + oa(bi);
     if (!direct_a.ok) {
       rows.resize(static_cast<size_t>(m * k));
@@ -358,16 +363,7 @@ void packed_product(const Array& a, const Array& packed_b, Array& out, const Mat
     float* c = out_ptr<float>(out) + bi * m * n;
     run_product(d, xa, in_ptr<float>(packed_b), c, bias != nullptr ? bias_row.data() : nullptr,
                 params.bias == MatmulBias::Before);
-  };
-  if (nb >= 2 * num_threads() && !in_parallel_for()) {
-    parallel_for(nb, 1, [&](int64_t b, int64_t e) {
-      std::vector<float> rows;
-      for (int64_t bi = b; bi < e; ++bi) run(bi, rows);
-    });
-  } else {
-    std::vector<float> rows;
-    for (int64_t bi = 0; bi < nb; ++bi) run(bi, rows);
-  }
+  });
 }
 
 }  // namespace

@@ -75,6 +75,8 @@ void fuse_conv_epilogues(Tape& tape) {
     std::vector<int> operands;
     int cur = conv.outputs[0], last = static_cast<int>(si);
     bool residual = false;
+    const bool bias_free = cpu::dnnl_conv_bias_free(
+        cpu::dnnl_conv_geometry(tape.values[conv.inputs[0]].shape, tape.values[conv.inputs[1]].shape, out_shape, params));
     // Walks the chain conv -> add -> add ...: each value must have exactly one reader, the add.
     while (uses[cur] == 1) {
       const int ci = consumer[cur];
@@ -90,7 +92,8 @@ void fuse_conv_epilogues(Tape& tape) {
                         per_channel(tape.values[tape.steps[op].inputs[0]].shape, out_shape) &&
                         is_cpu_f32(tape.values[tape.steps[op].inputs[0]]);
       // (The reader is checked first: the constant search then runs once, in channel_constant.)
-      if (feeds_elementwise(tape, uses, consumer, add.outputs[0]) &&
+      // A bias the primitive adds itself costs nothing there: it is absorbed whatever follows.
+      if (!(params.adds.empty() && bias_free) && feeds_elementwise(tape, uses, consumer, add.outputs[0]) &&
           (bias || (op < 0 && is_cpu_f32(tape.values[other]) && channel_constant_array(tape, other, out_shape) != nullptr)))
         break;  // the fuse pass puts it in that step's kernel (see feeds_elementwise)
       if (bias) {

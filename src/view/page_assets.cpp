@@ -109,6 +109,8 @@ function layered(items,ed,lx,ly){
       keyed.sort(function(a,b){return a[0]-b[0]||a[1]-b[1];});
       for(var j=0;j<r.length;j++)r[j]=keyed[j][2];place(r);}}
   // x: each item as near as it fits to the mean center of its producers above; rows never overlap.
+  // y: centered in its row, but a constant at the row's bottom, right above its consumer (a tall
+  // group box beside it would otherwise leave it half a box higher).
   var cx=new Float64Array(n),yTop=0,minX=1e18,maxX=-1e18;
   for(var l=0;l<nl;l++){var row=rows[l],lh=0,total=-GX;
     for(k=0;k<row.length;k++){lh=Math.max(lh,H[items[row[k]]]);total+=W[items[row[k]]]+GX;}
@@ -117,7 +119,7 @@ function layered(items,ed,lx,ly){
       for(var q=0;q<pred[u].length;q++){var p=pred[u][q];if(layer[p]<l){sum+=cx[p];c++;}}
       var x=c?sum/c-w/2:(right>-1e17?right+GX:-total/2);
       if(x<right+GX)x=right+GX;cx[u]=x+w/2;right=x+w;
-      lx[items[u]]=x;ly[items[u]]=yTop+(lh-H[items[u]])/2;minX=Math.min(minX,x);maxX=Math.max(maxX,x+w);}
+      lx[items[u]]=x;ly[items[u]]=yTop+(lh-H[items[u]])/(items[u]<nV&&isConst(V[items[u]])?1:2);minX=Math.min(minX,x);maxX=Math.max(maxX,x+w);}
     yTop+=lh+GY;}
   if(!n)return{w:0,h:0};
   for(k=0;k<n;k++)lx[items[k]]-=minX;

@@ -46,6 +46,7 @@ bool dnnl_pack_product_weights(const DnnlProduct&, const float*, const std::func
 }
 std::string dnnl_product_impl(const DnnlProduct&) { return ""; }
 int64_t dnnl_conv_primitives_created() { return 0; }
+bool dnnl_conv_bias_free(const DnnlConv&) { return false; }
 bool dnnl_conv_blocks(const DnnlConv&, const std::vector<DnnlAddKind>&, int64_t* src_block, int64_t* dst_block) {
   *src_block = *dst_block = 0;
   return false;
@@ -168,7 +169,9 @@ struct ConvPlan {
     std::call_once(conv_made_, [&] { conv_ = dnnl::convolution_forward(pd); });
     return conv_;
   }
-  memory::desc src_user, wei_user, dst_user, src, wei, dst, bias, scratchpad;
+  memory::desc src_user, wei_user, dst_user, src, wei, dst, scratchpad;
+  memory::desc bias;         // a Channel add's operand as a binary post-op's source: [1, C, 1, ...]
+  memory::desc native_bias;  // as the primitive's own bias ([C]); zero when the plan has none
   LazyReorder src_in, wei_in, dst_in, dst_out;
   size_t scratch_bytes = 0;
   std::string impl;  // oneDNN's name of the implementation, for tests
@@ -182,6 +185,19 @@ struct ConvPlan {
   mutable std::once_flag conv_made_;
   mutable dnnl::convolution_forward conv_;
 };
+
+/// The argument through which Channel add i of a plan reaches its primitive: the bias, or the
+/// source of its binary post-op (post-ops count from the first add the bias does not take).
+int channel_add_arg(const ConvPlan& plan, size_t i) {
+  const bool native = !plan.native_bias.is_zero();
+  if (native && i == 0) return DNNL_ARG_BIAS;
+  return DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i) - (native ? 1 : 0)) | DNNL_ARG_SRC_1;
+}
+
+/// The layout of Channel add i's operand (as channel_add_arg).
+const memory::desc& channel_add_desc(const ConvPlan& plan, size_t i) {
+  return i == 0 && !plan.native_bias.is_zero() ? plan.native_bias : plan.bias;
+}
 
 memory::dims dims_of(const DnnlConv& c, int64_t n, int64_t ch, const int64_t* sp) {
   memory::dims d{n, ch};
@@ -263,8 +279,17 @@ bool first_layer(const DnnlConv& c) { return c.groups == 1 && c.in_ch < 16; }
 
 std::atomic<int64_t> g_reorders{0};
 
-/// Plans a convolution; nullptr when oneDNN has no implementation for it.
-std::shared_ptr<ConvPlan> make_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& adds) {
+/// Whether a plan's implementation adds its own bias after the whole reduction, as one float32
+/// addition `conv + bias` (the separate add's bits, NaN payloads included): oneDNN's brgemm
+/// convolutions (brgconv, brgconv_1x1, brdgmm_dw) do, checked bit for bit over MobileNet and
+/// ResNet geometries at 1-3 threads (tests/backend/cpu/dnnl_test.cpp). Its older JIT kernels
+/// (jit:avx512_core, jit_1x1, jit_dw, jit:avx2) start the sum from the bias and gave other bits
+/// on half the elements; gemm:jit another NaN payload.
+bool bias_after_reduction(const std::string& impl) { return impl.rfind("brgconv", 0) == 0 || impl.rfind("brdgmm", 0) == 0; }
+
+/// Plans a convolution; nullptr when oneDNN has no implementation for it. `native_bias`: the
+/// first add, a Channel add, is the primitive's bias argument instead of a binary post-op.
+std::shared_ptr<ConvPlan> make_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& adds, bool native_bias) {
   using dt = memory::data_type;
   const memory::dims src_d = dims_of(c, c.batch, c.in_ch, c.in);
   const memory::dims dst_d = dims_of(c, c.batch, c.out_ch, c.out);
@@ -281,10 +306,11 @@ std::shared_ptr<ConvPlan> make_plan(const DnnlConv& c, const std::vector<DnnlAdd
   memory::dims bias_d(dst_d.size(), 1);
   bias_d[1] = c.out_ch;
   plan->bias = memory::desc(bias_d, dt::f32, plain_tag(bias_d.size()));
+  if (native_bias) plan->native_bias = memory::desc({c.out_ch}, dt::f32, memory::format_tag::a);
 
   dnnl::post_ops po;
-  for (const DnnlAddKind a : adds) {
-    switch (a) {
+  for (size_t i = native_bias ? 1 : 0; i < adds.size(); ++i) {
+    switch (adds[i]) {
       case DnnlAddKind::Channel: po.append_binary(dnnl::algorithm::binary_add, plan->bias); break;
       case DnnlAddKind::Tensor: po.append_sum(1.0f); break;
     }
@@ -295,10 +321,16 @@ std::shared_ptr<ConvPlan> make_plan(const DnnlConv& c, const std::vector<DnnlAdd
 
   auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); };
   auto make_pd = [&](const memory::desc& src, const memory::desc& dst) {
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
-                                         any(wei_d), dst, spatial_of(c, c.stride, 0), spatial_of(c, c.dil, 1),
-                                         spatial_of(c, c.pad_lo, 0), spatial_of(c, c.pad_hi, 0));
-    return dnnl::convolution_forward::primitive_desc(desc, attr, engine());
+    const auto kind = dnnl::prop_kind::forward_inference;
+    const auto alg = dnnl::algorithm::convolution_direct;
+    const memory::dims st = spatial_of(c, c.stride, 0), dil = spatial_of(c, c.dil, 1),
+                       lo = spatial_of(c, c.pad_lo, 0), hi = spatial_of(c, c.pad_hi, 0);
+    if (native_bias)
+      return dnnl::convolution_forward::primitive_desc(
+          dnnl::convolution_forward::desc(kind, alg, src, any(wei_d), plan->native_bias, dst, st, dil, lo, hi), attr,
+          engine());
+    return dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(kind, alg, src, any(wei_d), dst, st, dil, lo, hi), attr, engine());
   };
   try {
     plan->pd = make_pd(any(src_d), any(dst_d));
@@ -376,16 +408,21 @@ std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<Dn
     if (auto it = cache->find(key); it != cache->end()) return it->second;
   }
   // Planned outside the lock (JIT compilation takes milliseconds); two threads planning the same
-  // key build equal primitives and the first one stays.
-  std::shared_ptr<ConvPlan> plan = make_plan(c, adds);
+  // key build equal primitives and the first one stays. A first Channel add is the primitive's
+  // own bias where the plain plan's implementation adds it after the reduction (free there: a
+  // per-channel binary post-op made MobileNetV3's convolutions 1.5x slower, 127 -> 192 us on one
+  // thread, AMD EPYC); otherwise every add is a post-op.
+  std::shared_ptr<const ConvPlan> plain;
+  if (!adds.empty()) plain = plan_for(c, {}, threads);
+  const bool native_bias = plain && adds[0] == DnnlAddKind::Channel && bias_after_reduction(plain->impl);
+  std::shared_ptr<ConvPlan> plan = adds.empty() || plain ? make_plan(c, adds, native_bias) : nullptr;
   g_created.fetch_add(1, std::memory_order_relaxed);
   // Post-ops can make oneDNN pick another implementation (a grouped convolution with a bias and a
   // residual falls to its reference kernel): then the adds would not be the separate float32
   // additions of the plain convolution's result. Such a plan is declined, and the caller runs the
   // plain convolution and the adds.
   if (plan && !adds.empty()) {
-    const auto plain = plan_for(c, {}, threads);
-    if (!plain || plain->impl != plan->impl) plan = nullptr;
+    if (plain->impl != plan->impl) plan = nullptr;
     // The sum post-op (a residual) matches a separate add, bit for bit, with the brgemm-based
     // convolutions; the older JIT kernel gave other bits on a grouped convolution
     // (tests/backend/cpu/dnnl_test.cpp), so it does not apply the sum after the whole reduction.
@@ -434,14 +471,31 @@ std::vector<DnnlAddKind> kinds_of(const std::vector<DnnlAdd>& adds) {
 /// Nested in a parallel_for, the pool's threads are taken: one thread, like smelt's kernels.
 int call_threads() { return in_parallel_for() ? 1 : num_threads(); }
 
+/// Multiply-adds below which a convolution runs on one thread. oneDNN splits a small batch-1
+/// convolution's few output blocks over the threads for no gain: on an AMD EPYC VM (2 threads,
+/// AVX-512) MobileNetV3-small's convolutions of 4K-221K multiply-adds took the same time on one
+/// thread as on two inside the compiled model (0.5-5 us each), those of 328K and 885K 1.6x less
+/// on two. Each OpenMP region waits for both virtual CPUs, and when the host held one back the
+/// model's compiled call went from 225 to 320-330 us on two threads and stayed at 250 us with
+/// its small convolutions on one. A plan's bits never depend on its thread count (choose_serial_or).
+constexpr int64_t kConvSerialWork = int64_t{1} << 18;
+
+/// The thread count a convolution runs on: the caller's, or one for a small one.
+int conv_threads(const DnnlConv& c) {
+  const int threads = call_threads();
+  if (threads == 1) return 1;
+  int64_t work = c.batch * c.out_ch * (c.in_ch / std::max<int64_t>(c.groups, 1));
+  for (int i = 0; i < 3; ++i) work *= c.out[i] * c.k[i];
+  return work < kConvSerialWork ? 1 : threads;
+}
 
 
-/// The plan a call runs and its thread count (set on `omp`): the caller's count, or one thread
+
+/// The plan a call runs and its thread count (set on `omp`): `threads`, or one thread
 /// (and the 1-thread plan) where the plan for that count could change bits with it: an
 /// implementation that may split a reduction, or a blocking other than the 1-thread plan's.
 template <class Plan, class PlanAt>
-std::pair<std::shared_ptr<const Plan>, int> choose_serial_or(PlanAt plan_at, OmpThreads& omp) {
-  int threads = call_threads();
+std::pair<std::shared_ptr<const Plan>, int> choose_serial_or(int threads, PlanAt plan_at, OmpThreads& omp) {
   omp.set(threads);
   std::shared_ptr<const Plan> plan = plan_at(threads);
   if (plan && plan->serial) {
@@ -454,7 +508,7 @@ std::pair<std::shared_ptr<const Plan>, int> choose_serial_or(PlanAt plan_at, Omp
 
 std::pair<std::shared_ptr<const ConvPlan>, int> choose_plan(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds,
                                                             OmpThreads& omp) {
-  return choose_serial_or<ConvPlan>([&](int threads) { return plan_for(c, kinds, threads); }, omp);
+  return choose_serial_or<ConvPlan>(conv_threads(c), [&](int threads) { return plan_for(c, kinds, threads); }, omp);
 }
 
 /// A call's plan with its memory objects and argument map, made once per thread: a later call of
@@ -513,9 +567,16 @@ std::unordered_map<BoundKey, std::unique_ptr<BoundCall>, WordsHash>& bound_calls
 
 bool dnnl_enabled() { return true; }
 
+bool dnnl_conv_bias_free(const DnnlConv& c) {
+  if (!supported(c, {DnnlAddKind::Channel})) return false;
+  OmpThreads omp(conv_threads(c));
+  const auto [plan, threads] = choose_plan(c, {DnnlAddKind::Channel}, omp);
+  return plan && !plan->native_bias.is_zero();
+}
+
 bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, const std::vector<DnnlAdd>& adds,
                    int packed_threads) {
-  const int caller_threads = call_threads();
+  const int caller_threads = conv_threads(c);
   // A call bound earlier on this thread: only the buffers change. Weights packed for another
   // layout than this plan's take the general path below.
   const bool bindable = adds.size() <= kMaxBoundAdds;
@@ -596,8 +657,7 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
   for (size_t i = 0; i < adds.size(); ++i) {
     switch (adds[i].kind) {
       case DnnlAddKind::Channel:
-        args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
-                     user(plan->bias, adds[i].operand));
+        args.emplace(channel_add_arg(*plan, i), user(channel_add_desc(*plan, i), adds[i].operand));
         break;
       case DnnlAddKind::Tensor: {
         memory residual = user(plan->dst_user, adds[i].operand);
@@ -640,8 +700,8 @@ bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, 
     for (size_t i = 0; i < adds.size(); ++i) {
       switch (adds[i].kind) {
         case DnnlAddKind::Channel:
-          b->add_operands.push_back(user(plan->bias, adds[i].operand));
-          b->args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] = b->add_operands.back();
+          b->add_operands.push_back(user(channel_add_desc(*plan, i), adds[i].operand));
+          b->args[channel_add_arg(*plan, i)] = b->add_operands.back();
           break;
         case DnnlAddKind::Tensor: b->add_operands.push_back(user(plan->dst_user, adds[i].operand)); break;
       }
@@ -746,7 +806,7 @@ std::shared_ptr<const ProductPlan> product_plan(const DnnlProduct& p, int thread
 
 /// choose_plan's rule for products.
 std::pair<std::shared_ptr<const ProductPlan>, int> choose_product_plan(const DnnlProduct& p, OmpThreads& omp) {
-  return choose_serial_or<ProductPlan>([&](int threads) { return product_plan(p, threads); }, omp);
+  return choose_serial_or<ProductPlan>(call_threads(), [&](int threads) { return product_plan(p, threads); }, omp);
 }
 
 /// A product's memory objects and argument map, made once per thread and key (BoundCall's role
@@ -928,7 +988,7 @@ bool dnnl_conv_blocks(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds, 
                       int64_t* dst_block) {
   *src_block = *dst_block = 0;
   if (!supported(c, kinds)) return false;
-  OmpThreads omp(call_threads());
+  OmpThreads omp(conv_threads(c));
   auto plan = choose_plan(c, kinds, omp).first;
   // Adds declined as post-ops (dnnl_conv_f32 returns false): the Conv step runs the plain
   // primitive and then the adds, element by element in the output's layout.
@@ -942,14 +1002,14 @@ bool dnnl_conv_blocks(const DnnlConv& c, const std::vector<DnnlAddKind>& kinds, 
 std::string dnnl_conv_impl(const DnnlConv& c, const std::vector<DnnlAdd>& adds) {
   const std::vector<DnnlAddKind> kinds = kinds_of(adds);
   if (!supported(c, kinds)) return "";
-  OmpThreads omp(call_threads());
+  OmpThreads omp(conv_threads(c));
   const auto plan = choose_plan(c, kinds, omp).first;
   return plan ? plan->impl : "";
 }
 
 bool dnnl_pack_conv_weights(const DnnlConv& c, const float* w, const std::function<float*(size_t)>& alloc, int* threads) {
   if (!supported(c, {})) return false;
-  OmpThreads omp(call_threads());
+  OmpThreads omp(conv_threads(c));
   const auto [plan, plan_threads] = choose_plan(c, {}, omp);
   if (!plan) return false;
   *threads = plan_threads;

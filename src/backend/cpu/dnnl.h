@@ -55,6 +55,11 @@ struct DnnlAdd {
 bool dnnl_conv_f32(const DnnlConv& c, const float* x, const float* w, float* y, const std::vector<DnnlAdd>& adds = {},
                    int packed_threads = 0);
 
+/// Whether the primitive running `c` at the current thread count takes a first Channel add (a
+/// bias) as its own bias argument, which costs nothing (false: a binary post-op, which slows the
+/// convolution, or no oneDNN plan). The compile pass conv_epilogue then absorbs every bias.
+bool dnnl_conv_bias_free(const DnnlConv& c);
+
 /// Writes the weights `w` of `c` in the layout that oneDNN's primitive for `c` without adds at the
 /// current thread count wants into the buffer `alloc(n)` returns for their n float32 words, and
 /// sets that thread count; false (alloc not called) when oneDNN does not take the convolution. A

@@ -204,10 +204,26 @@ TEST(DnnlConv, PlansEachGeometryOnce) {
   for (int i = 0; i < 3; ++i) d.run();
   EXPECT_EQ(cpu::dnnl_conv_primitives_created(), before);
   // A new shape: one more, and at more than one thread also the 1-thread plan its blocking is
-  // checked against (choose_plan).
-  Data other(make(2, 1, 8, 8, {11, 10}, {3, 3}, 1, 1), 8);
+  // checked against (choose_plan). 1.8M multiply-adds: above the one-thread size.
+  Data other(make(2, 2, 16, 16, {20, 20}, {3, 3}, 1, 1), 8);
   other.run();
   EXPECT_EQ(cpu::dnnl_conv_primitives_created(), before + (cpu_threads() > 1 ? 2 : 1));
+}
+
+// A convolution of fewer than 2^18 multiply-adds (a batch-1 MobileNet layer) runs on one thread
+// whatever the caller's count: one plan, the 1-thread bits.
+TEST(DnnlConv, ASmallConvolutionRunsOnOneThread) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  const int saved = cpu_threads();
+  Data d(make(2, 1, 24, 120, {8, 8}, {1, 1}), 21);  // 184,320 multiply-adds
+  set_cpu_threads(1);
+  const auto one = d.run();
+  set_cpu_threads(3);
+  const int64_t before = cpu::dnnl_conv_primitives_created();
+  const auto three = d.run();
+  EXPECT_EQ(cpu::dnnl_conv_primitives_created(), before) << "planned again for three threads";
+  EXPECT_EQ(std::memcmp(one.data(), three.data(), one.size() * sizeof(float)), 0);
+  set_cpu_threads(saved);
 }
 
 // Bias (per channel) and residual (whole tensor) adds as post-ops give, bit for bit, the
@@ -267,6 +283,74 @@ TEST(DnnlConv, AddPostOpsEqualSeparateAddsBitForBit) {
     EXPECT_GE(taken, 40) << "most geometries take their adds as post-ops";
   }
   EXPECT_GT(taken, 0);
+}
+
+/// a + b as an x86 addition of a and b in this order: a NaN operand's payload, the first one's when
+/// both are NaN (the compiler may swap the operands of `a + b`, which changes nothing else).
+float x86_add(float a, float b) {
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  return a + b;
+}
+
+// Where the kernel adds a bias itself (oneDNN's brgemm convolutions: dnnl_conv_bias_free), it does
+// so after the whole reduction, as conv + bias: the separate add's bits, with NaN and infinite
+// inputs and biases and a NaN payload, followed by a residual or a second bias as post-ops.
+TEST(DnnlConv, ABiasTheKernelAddsItselfKeepsTheSeparateAddsBits) {
+  if (!cpu::dnnl_enabled()) GTEST_SKIP() << "built without oneDNN (SMELT_DNNL=OFF)";
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  float payload;
+  const uint32_t bits = 0x7fc12345u;
+  std::memcpy(&payload, &bits, sizeof payload);
+  const std::vector<Case> layers = {
+      {"1x1_24_to_96", make(2, 1, 24, 96, {8, 8}, {1, 1})},
+      {"depthwise_5x5", make(2, 1, 96, 96, {8, 8}, {5, 5}, 1, 2, 1, 96)},
+      {"3x3_c64_b2", make(2, 2, 64, 64, {14, 14}, {3, 3}, 1, 1)},
+      {"1x1_c1024_deep", make(2, 1, 1024, 64, {7, 7}, {1, 1})},
+  };
+  int free_count = 0;
+  uint32_t seed = 300;
+  for (const Case& cs : layers) {
+    SCOPED_TRACE(cs.name);
+    Data d(cs.c, seed += 5);
+    d.x[5] = nan;  // a NaN reaching several outputs of every channel
+    const std::string impl = cpu::dnnl_conv_impl(d.c);
+    const bool brgemm = impl.rfind("brgconv", 0) == 0 || impl.rfind("brdgmm", 0) == 0;
+    EXPECT_EQ(cpu::dnnl_conv_bias_free(d.c), brgemm) << impl;
+    free_count += brgemm ? 1 : 0;
+    auto bias = random_floats(static_cast<size_t>(d.c.out_ch), seed + 1, -3, 3);
+    bias[1] = inf;
+    bias[2] = -inf;
+    bias[3] = nan;
+    bias[4] = payload;
+    const auto bias2 = random_floats(static_cast<size_t>(d.c.out_ch), seed + 2, -3, 3);
+    const auto plain = d.run();
+    auto residual = random_floats(plain.size(), seed + 3, -3, 3);
+    const int64_t plane = static_cast<int64_t>(plain.size()) / (d.c.batch * d.c.out_ch);
+    auto channel = [&](size_t i) { return static_cast<size_t>((static_cast<int64_t>(i) / plane) % d.c.out_ch); };
+    std::vector<float> want(plain.size()), want_res(plain.size()), want_bias2(plain.size());
+    for (size_t i = 0; i < plain.size(); ++i) {
+      want[i] = x86_add(plain[i], bias[channel(i)]);
+      want_res[i] = x86_add(want[i], residual[i]);
+      want_bias2[i] = x86_add(want[i], bias2[channel(i)]);
+    }
+    auto check = [&](const std::vector<DnnlAdd>& adds, const std::vector<float>& w, const char* what) {
+      const auto got = d.run_if_taken(adds);
+      if (got.empty()) {  // a residual is a post-op of the brgconv kernels only (as in AddPostOps...)
+        EXPECT_FALSE(impl.rfind("brgconv", 0) == 0) << what << ": declined";
+        return;
+      }
+      EXPECT_EQ(std::memcmp(got.data(), w.data(), w.size() * sizeof(float)), 0) << what;
+    };
+    check({{DnnlAddKind::Channel, bias.data()}}, want, "conv + bias");
+    check({{DnnlAddKind::Channel, bias.data()}, {DnnlAddKind::Tensor, residual.data()}}, want_res,
+          "conv + bias + residual");
+    check({{DnnlAddKind::Channel, bias.data()}, {DnnlAddKind::Channel, bias2.data()}}, want_bias2,
+          "conv + bias + bias");
+  }
+  if (cpu::dnnl_conv_impl(layers[2].c).rfind("brgconv", 0) == 0) {
+    EXPECT_EQ(free_count, 4);
+  }
 }
 
 TEST(DnnlConv, SpecialValuesPropagate) {

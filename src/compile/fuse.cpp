@@ -78,14 +78,16 @@ Shape rows_of(const Shape& full, int k) {
   return r;
 }
 
-/// Whether `shape` is `full` with some trailing axes (at least one) set to 1; gives how many.
-int row_shape_axes(const Shape& shape, const Shape& full) {
-  if (shape.size() != full.size() || shape == full) return 0;
-  int k = 0;
-  while (k < static_cast<int>(full.size()) && shape[full.size() - 1 - k] == 1) ++k;
-  for (int kk = k; kk >= 1; --kk)
-    if (rows_of(full, kk) == shape) return kk;
-  return 0;
+/// The counts k >= 1 of trailing axes for which `shape` is `full` with its last k axes set to 1,
+/// fewest first. Several where `full` has axes of size 1 before its rows: [1, 1, 1] is the rows of
+/// [1, 1, 256] for k = 1, 2 and 3 (a decode step's single row), and only the reduction that made
+/// it tells which.
+std::vector<int> row_shape_axes(const Shape& shape, const Shape& full) {
+  std::vector<int> ks;
+  if (shape.size() != full.size() || shape == full) return ks;
+  for (int k = 1; k <= static_cast<int>(full.size()); ++k)
+    if (rows_of(full, k) == shape) ks.push_back(k);
+  return ks;
 }
 
 }  // namespace
@@ -185,10 +187,11 @@ void fuse_elementwise(Tape& tape, const std::string& function, std::vector<codeg
     }
     // A row-shaped step of a group not yet of rows: joins when a reduction of the group's rows
     // produces it, which then makes the group a row group.
-    const int k = row_shape_axes(pshape, g.shape);
-    if (k > 0 && leads_to_reduce(producer[ps.outputs[0]], g.shape, k)) {
+    for (const int k : row_shape_axes(pshape, g.shape)) {
+      if (!leads_to_reduce(producer[ps.outputs[0]], g.shape, k)) continue;
       j.per_row = j.becomes_rows = true;
       j.nred = k;
+      break;
     }
     return j;
   };

@@ -109,6 +109,20 @@ TEST(ReductionFusion, NormsAndSoftmaxAreOneKernel) {
   }
 }
 
+// A single row with leading axes of size 1 (a decode step's [1, 1, 256]): its per-row values
+// ([1, 1, 1]) are the rows of one reduced axis, not of three, and every workload is still one
+// kernel (a LayerNorm was three).
+TEST(ReductionFusion, ASingleRowBehindAxesOfOneIsOneKernel) {
+  for (const auto& w : workloads()) {
+    for (const Shape& shape : {Shape{1, 1, 256}, Shape{1, 1, 1, 40}}) {
+      const std::string what = std::string(w.name) + shape_to_string(shape);
+      auto [fused, reduces] = expect_bit_exact(w.fn, inputs_for(w, shape, float32, 13), what);
+      EXPECT_EQ(fused, 1) << what;
+      EXPECT_EQ(reduces, 0) << what;
+    }
+  }
+}
+
 // A norm's 16-bit weight and bias are cast to float32 inside the row kernel (the casts are
 // recomputed per element, not a kernel of their own on every call); a cast whose value is also
 // an output of the function stays a step of its own, and both are bit-exact.

@@ -1,4 +1,4 @@
-// The conv_epilogue pass: bias and residual adds after a float32 CPU Conv become oneDNN post-ops of that Conv.
+// The conv_epilogue pass: bias and residual adds after a float32 CPU Conv become part of that Conv (oneDNN's own bias or its post-ops).
 #include <vector>
 
 #include "smelt/device.h"
@@ -27,8 +27,9 @@ bool per_channel(const Shape& from, const Shape& to) {
 }
 
 /// True when `v` (a per-channel add's result) has one reader, an element-wise step other than
-/// an Add (a Relu, a Clip, a Mul): the fuse pass then puts the add into that step's generated
-/// kernel, which reads the convolution's output once either way. Measured on the bundled CNN (2
+/// an Add (a Relu, a Clip, a Mul): where the add would be oneDNN's binary post-op (no brgemm
+/// kernel, which takes a first bias as its own for free: dnnl_conv_bias_free), the fuse pass puts
+/// it into that step's generated kernel instead, which reads the convolution's output once either way. Measured on the bundled CNN (2
 /// threads, AVX2): oneDNN 2.6's per-channel binary post-op took its three convolutions from 199,
 /// 417 and 416 µs to 296, 478 and 462 µs at batch 32, and the fused bias + Relu kernel cost less
 /// (the compiled call 1.69 -> 1.60 ms). An Add after it (a residual) is still absorbed with it.

@@ -441,9 +441,9 @@ std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<Dn
 }
 
 /// A 1x1 convolution of a 1x1 image (a squeeze-excitation block's two layers): a matrix-vector
-/// product per image, which smelt's pointwise GEMM path (conv.cpp) runs without oneDNN's per-call
-/// set-up and blocked reorders: MobileNetV3's 576 -> 144 layer 16 us through oneDNN, 3.5 us as a
-/// GEMM (2 threads, AMD EPYC; compiled, with the weights packed, 5-10 us).
+/// product per image, which smelt's dot products (conv.cpp, conv_matrix_vector) run without
+/// oneDNN's per-call set-up and blocked reorders: MobileNetV3's 576 -> 144 layer 16 us through
+/// oneDNN (2 threads, AMD EPYC; compiled, with the weights packed, 5-10 us).
 bool is_matrix_vector(const DnnlConv& c) {
   if (c.groups != 1) return false;
   for (int i = 0; i < 3; ++i)

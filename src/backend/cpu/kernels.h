@@ -20,6 +20,15 @@ SMELT_PRIMITIVES(X)
 /// operand is first). For kernels that fuse an add (Matmul's bias).
 void add_f32_run(const float* x, const float* y, float* d, int64_t n, bool y_first);
 
+enum class CpuIsa : int;  // elementwise_math.h
+
+/// y[o] = Σ_i w[o * c + i] x[i] for o in [o0, o1): the output channels of a 1x1 convolution of
+/// a 1x1 image (conv.cpp), on the kernels of `isa` (the best the CPU has at or below it). Every
+/// ISA sums in the same order, so the bits are the same on all.
+template <class S>
+using DotRowsFn = void (*)(const S* w, const S* x, S* y, int64_t c, int64_t o0, int64_t o1);
+DotRowsFn<float> dot_rows_for(CpuIsa isa);
+
 /// Coordinates [ndim, count] (int64) of the non-zero elements of an evaluated CPU array.
 Array nonzero(const Array& a);
 

@@ -2,6 +2,8 @@
 // same implementation at any thread count, primitives planned once, add post-ops bit-identical to
 // separate adds, concurrent callers.
 #include "src/backend/cpu/dnnl.h"
+#include "src/backend/cpu/elementwise_math.h"
+#include "src/backend/cpu/kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -533,8 +535,48 @@ TEST(DnnlConv, PublicConvUsesItAndMatchesItself) {
 
 // A 1x1 convolution of a 1x1 image (squeeze-excitation layers) is a matrix-vector product per
 // image: oneDNN declines it (its per-call set-up cost several times the product) and smelt's
-// pointwise GEMM runs it, with the float32 rounding bound, the same bits at any thread count and
+// dot products run it, with the float32 rounding bound, the same bits at any thread count and
 // compiled as eager (the compile passes neither pack its weight nor block its layouts).
+// Its dot products give the same bits on every instruction set the CPU has (a fixed order of
+// lanes and adds, no fused multiply-adds), for channel counts around the 32 lanes and a tail,
+// NaN and infinities included; each within the float32 rounding bound of a dot product.
+TEST(DnnlConv, TheMatrixVectorDotProductsAreTheSameOnEveryIsa) {
+  for (int64_t c : {1, 7, 31, 32, 33, 100, 576}) {
+    SCOPED_TRACE(c);
+    const int64_t o = 13;
+    auto x = random_floats(static_cast<size_t>(c), 40 + static_cast<uint32_t>(c), -2, 2);
+    auto w = random_floats(static_cast<size_t>(o * c), 41 + static_cast<uint32_t>(c));
+    w[static_cast<size_t>(c)] = std::numeric_limits<float>::quiet_NaN();        // row 1
+    w[static_cast<size_t>(2 * c)] = std::numeric_limits<float>::infinity();     // row 2
+    std::vector<float> want(static_cast<size_t>(o));
+    cpu::dot_rows_for(cpu::CpuIsa::Baseline)(w.data(), x.data(), want.data(), c, 0, o);
+    EXPECT_TRUE(std::isnan(want[1]));
+    EXPECT_TRUE(std::isinf(want[2]));
+    for (int64_t r = 3; r < o; ++r) {
+      long double exact = 0, mag = 0;
+      for (int64_t i = 0; i < c; ++i) {
+        const long double p = static_cast<long double>(w[static_cast<size_t>(r * c + i)]) * x[static_cast<size_t>(i)];
+        exact += p;
+        mag += std::fabs(p);
+      }
+      const double u = std::ldexp(1.0, -24), gamma = c * u / (1 - c * u);
+      EXPECT_LE(std::fabs(static_cast<double>(want[static_cast<size_t>(r)] - exact)), gamma * static_cast<double>(mag))
+          << "row " << r;
+    }
+    for (cpu::CpuIsa isa : {cpu::CpuIsa::Avx2, cpu::CpuIsa::Avx512}) {
+      std::vector<float> got(static_cast<size_t>(o), -1.0f);
+      cpu::dot_rows_for(isa)(w.data(), x.data(), got.data(), c, 0, o);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << cpu::cpu_isa_name(isa);
+      // A range of rows is those rows alone.
+      std::vector<float> part(static_cast<size_t>(o), -1.0f);
+      cpu::dot_rows_for(isa)(w.data(), x.data(), part.data(), c, 5, 9);
+      EXPECT_EQ(std::memcmp(part.data() + 5, want.data() + 5, 4 * sizeof(float)), 0) << cpu::cpu_isa_name(isa);
+      EXPECT_EQ(part[4], -1.0f);
+      EXPECT_EQ(part[9], -1.0f);
+    }
+  }
+}
+
 TEST(DnnlConv, AOneByOneImageIsLeftToTheMatrixVectorProduct) {
   for (const DnnlConv& c : {make(2, 1, 576, 144, {1, 1}, {1, 1}), make(1, 5, 64, 240, {1}, {1}),
                             make(3, 2, 40, 24, {1, 1, 1}, {1, 1, 1})}) {

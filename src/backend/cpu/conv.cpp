@@ -346,60 +346,8 @@ namespace {
 
 // ---- 1x1 convolutions of a 1x1 image ----------------------------------------------------------
 
-/// Whether `g` is a 1x1 convolution of a 1x1 image, ungrouped: a matrix-vector product per image
-/// (a squeeze-and-excitation block's two layers), y[n, o] = Σ_c w[o, c] x[n, c].
-bool is_matrix_vector(const Geom& g) {
-  if (g.groups != 1) return false;
-  for (int i = 0; i < 3; ++i)
-    if (g.in[i] != 1 || g.out[i] != 1 || g.k[i] != 1 || g.stride[i] != 1 || g.pad[i] != 0 || g.pad_hi[i] != 0)
-      return false;
-  return true;
-}
-
-/// Output channels [o0, o1) of one image: each a dot product of a weight row with x, in one order
-/// on every instruction set: element c goes to lane c mod 32 (four vectors of eight, each a plain
-/// multiply then add), the lanes meet as (v0 + v1) + (v2 + v3) and then ((0+1)+(2+3)) +
-/// ((4+5)+(6+7)), and the last C mod 32 elements follow one by one. Four independent chains keep
-/// the adds' latency hidden; the ISA variants below differ only in vector width per instruction.
-template <class S>
-[[gnu::always_inline]] inline void dot_rows_body(const S* w, const S* x, S* y, int64_t c, int64_t o0, int64_t o1) {
-  typedef S V __attribute__((vector_size(8 * sizeof(S))));
-  const int64_t c32 = c & ~int64_t(31);
-  for (int64_t o = o0; o < o1; ++o) {
-    const S* wr = w + o * c;
-    V a[4] = {};
-    for (int64_t i = 0; i < c32; i += 32) {
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        V wv, xv;
-        std::memcpy(&wv, wr + i + 8 * j, sizeof wv);
-        std::memcpy(&xv, x + i + 8 * j, sizeof xv);
-        a[j] = a[j] + wv * xv;
-      }
-    }
-    const V v = (a[0] + a[1]) + (a[2] + a[3]);
-    S r = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-    for (int64_t i = c32; i < c; ++i) r = r + wr[i] * x[i];
-    y[o] = r;
-  }
-}
-
-template <class S>
-void dot_rows_base(const S* w, const S* x, S* y, int64_t c, int64_t o0, int64_t o1) {
-  dot_rows_body<S>(w, x, y, c, o0, o1);
-}
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-template <class S>
-__attribute__((target("arch=x86-64-v3"))) void dot_rows_v3(const S* w, const S* x, S* y, int64_t c, int64_t o0,
-                                                           int64_t o1) {
-  dot_rows_body<S>(w, x, y, c, o0, o1);
-}
-template <class S>
-__attribute__((target("arch=x86-64-v4"))) void dot_rows_v4(const S* w, const S* x, S* y, int64_t c, int64_t o0,
-                                                           int64_t o1) {
-  dot_rows_body<S>(w, x, y, c, o0, o1);
-}
-#endif
+/// Whether `g` is a 1x1 convolution of a 1x1 image (dnnl.h's rule, which oneDNN declines).
+bool is_matrix_vector(const Geom& g) { return is_matrix_vector(dnnl_geometry(g)); }
 
 /// A matrix-vector product per image (is_matrix_vector) as dot products over the output
 /// channels, each computed whole by one thread: the bits do not depend on the thread count, and
@@ -407,20 +355,10 @@ __attribute__((target("arch=x86-64-v4"))) void dot_rows_v4(const S* w, const S* 
 /// sgemm with one column had streamed the weights at ~30 GB/s: MobileNetV3-small's 576 -> 144
 /// layer at 224 x 224 took 12 us on 2 threads (AMD EPYC, AVX-512).
 template <class S>
-DotRowsFn<S> dot_rows_of(CpuIsa isa) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  switch (std::min(isa, cpu_isa_supported())) {
-    case CpuIsa::Avx512: return dot_rows_v4<S>;
-    case CpuIsa::Avx2: return dot_rows_v3<S>;
-    case CpuIsa::Baseline: break;
-  }
-#endif
-  return dot_rows_base<S>;
-}
-
-template <class S>
 void conv_matrix_vector(const S* x, const S* w, S* y, const Geom& g) {
-  const DotRowsFn<S> fn = dot_rows_of<S>(cpu_isa());
+  DotRowsFn<S> fn;
+  if constexpr (std::is_same_v<S, float>) fn = dot_rows_for(cpu_isa());
+  else fn = dot_rows_f64();
   const int64_t c = g.in_ch, o = g.out_ch;
   parallel_for(g.batch * o, std::max<int64_t>(1, kWorkGrain / std::max<int64_t>(1, c)), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e;) {
@@ -447,12 +385,6 @@ void conv_float(const S* x, const S* w, S* y, const Geom& g) {
   else
     conv_gemm<S>(x, w, y, g);
 }
-
-}  // namespace
-
-DotRowsFn<float> dot_rows_for(CpuIsa isa) { return dot_rows_of<float>(isa); }
-
-namespace {
 
 // ---- ConvTranspose ----------------------------------------------------------------------------
 

@@ -440,18 +440,6 @@ std::shared_ptr<const ConvPlan> plan_for(const DnnlConv& c, const std::vector<Dn
   return cache->emplace(std::move(key), std::move(plan)).first->second;
 }
 
-/// A 1x1 convolution of a 1x1 image (a squeeze-excitation block's two layers): a matrix-vector
-/// product per image, which smelt's dot products (conv.cpp, conv_matrix_vector) run without
-/// oneDNN's per-call set-up and blocked reorders: MobileNetV3's 576 -> 144 layer 16 us through
-/// oneDNN (2 threads, AMD EPYC; compiled, with the weights packed, 5-10 us).
-bool is_matrix_vector(const DnnlConv& c) {
-  if (c.groups != 1) return false;
-  for (int i = 0; i < 3; ++i)
-    if (c.in[i] != 1 || c.out[i] != 1 || c.k[i] != 1 || c.stride[i] != 1 || c.pad_lo[i] != 0 || c.pad_hi[i] != 0)
-      return false;
-  return true;
-}
-
 bool supported(const DnnlConv& c, const std::vector<DnnlAddKind>& adds) {
   if (c.spatial < 1 || c.spatial > 3 || c.batch <= 0 || c.in_ch <= 0 || c.out_ch <= 0 || c.groups <= 0) return false;
   if (is_matrix_vector(c)) return false;

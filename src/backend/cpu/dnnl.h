@@ -32,6 +32,18 @@ struct DnnlConv {
   int64_t src_block = 0, dst_block = 0;
 };
 
+/// Whether `c` is a 1x1 convolution of a 1x1 image, ungrouped: a matrix-vector product per image
+/// (a squeeze-and-excitation block's two layers), y[n, o] = Σ_c w[o, c] x[n, c]. oneDNN declines
+/// it (its per-call set-up and blocked reorders: MobileNetV3's 576 -> 144 layer took 16 us, 2
+/// threads, AMD EPYC) and smelt's dot products run it (conv.cpp, conv_matrix_vector).
+inline bool is_matrix_vector(const DnnlConv& c) {
+  if (c.groups != 1) return false;
+  for (int i = 0; i < 3; ++i)
+    if (c.in[i] != 1 || c.out[i] != 1 || c.k[i] != 1 || c.stride[i] != 1 || c.pad_lo[i] != 0 || c.pad_hi[i] != 0)
+      return false;
+  return true;
+}
+
 /// An addition applied to the float32 result of each output element after its whole reduction,
 /// in order: `y = ((conv + a0) + a1) ...`, each a single IEEE float32 addition, so the result is
 /// bit-identical to the convolution followed by separate adds (tests/backend/cpu/dnnl_test.cpp).

@@ -1,6 +1,7 @@
 // Declarations of the CPU kernels: one eval_<Primitive> per registry entry, defined by family.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "smelt/array.h"
@@ -28,6 +29,8 @@ enum class CpuIsa : int;  // elementwise_math.h
 template <class S>
 using DotRowsFn = void (*)(const S* w, const S* x, S* y, int64_t c, int64_t o0, int64_t o1);
 DotRowsFn<float> dot_rows_for(CpuIsa isa);
+/// The same for double (one variant, the baseline's).
+DotRowsFn<double> dot_rows_f64();
 
 /// Coordinates [ndim, count] (int64) of the non-zero elements of an evaluated CPU array.
 Array nonzero(const Array& a);

@@ -29,10 +29,11 @@ bool per_channel(const Shape& from, const Shape& to) {
 /// True when `v` (a per-channel add's result) has one reader, an element-wise step other than
 /// an Add (a Relu, a Clip, a Mul): where the add would be oneDNN's binary post-op (no brgemm
 /// kernel, which takes a first bias as its own for free: dnnl_conv_bias_free), the fuse pass puts
-/// it into that step's generated kernel instead, which reads the convolution's output once either way. Measured on the bundled CNN (2
-/// threads, AVX2): oneDNN 2.6's per-channel binary post-op took its three convolutions from 199,
-/// 417 and 416 µs to 296, 478 and 462 µs at batch 32, and the fused bias + Relu kernel cost less
-/// (the compiled call 1.69 -> 1.60 ms). An Add after it (a residual) is still absorbed with it.
+/// it into that step's generated kernel instead, which reads the convolution's output once either
+/// way. Measured on the bundled CNN (2 threads, AVX2): oneDNN 2.6's per-channel binary post-op
+/// took its three convolutions from 199, 417 and 416 µs to 296, 478 and 462 µs at batch 32, and
+/// the fused bias + Relu kernel cost less (the compiled call 1.69 -> 1.60 ms). An Add after it (a
+/// residual) is still absorbed with it.
 bool feeds_elementwise(const Tape& tape, const std::vector<int>& uses, const std::vector<int>& consumer, int v) {
   if (uses[v] != 1) return false;
   const Step& r = tape.steps[consumer[v]];
@@ -76,8 +77,9 @@ void fuse_conv_epilogues(Tape& tape) {
     std::vector<int> operands;
     int cur = conv.outputs[0], last = static_cast<int>(si);
     bool residual = false;
-    const bool bias_free = cpu::dnnl_conv_bias_free(
-        cpu::dnnl_conv_geometry(tape.values[conv.inputs[0]].shape, tape.values[conv.inputs[1]].shape, out_shape, params));
+    const Shape& x_shape = tape.values[conv.inputs[0]].shape;
+    const Shape& w_shape = tape.values[conv.inputs[1]].shape;
+    const bool bias_free = cpu::dnnl_conv_bias_free(cpu::dnnl_conv_geometry(x_shape, w_shape, out_shape, params));
     // Walks the chain conv -> add -> add ...: each value must have exactly one reader, the add.
     while (uses[cur] == 1) {
       const int ci = consumer[cur];

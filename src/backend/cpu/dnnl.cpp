@@ -285,7 +285,9 @@ std::atomic<int64_t> g_reorders{0};
 /// ResNet geometries at 1-3 threads (tests/backend/cpu/dnnl_test.cpp). Its older JIT kernels
 /// (jit:avx512_core, jit_1x1, jit_dw, jit:avx2) start the sum from the bias and gave other bits
 /// on half the elements; gemm:jit another NaN payload.
-bool bias_after_reduction(const std::string& impl) { return impl.rfind("brgconv", 0) == 0 || impl.rfind("brdgmm", 0) == 0; }
+bool bias_after_reduction(const std::string& impl) {
+  return impl.rfind("brgconv", 0) == 0 || impl.rfind("brdgmm", 0) == 0;
+}
 
 /// Plans a convolution; nullptr when oneDNN has no implementation for it. `native_bias`: the
 /// first add, a Channel add, is the primitive's bias argument instead of a binary post-op.
@@ -476,8 +478,6 @@ int conv_threads(const DnnlConv& c) {
   for (int i = 0; i < 3; ++i) work *= c.out[i] * c.k[i];
   return work < kConvSerialWork ? 1 : threads;
 }
-
-
 
 /// The plan a call runs and its thread count (set on `omp`): `threads`, or one thread
 /// (and the 1-thread plan) where the plan for that count could change bits with it: an

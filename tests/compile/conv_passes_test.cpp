@@ -114,8 +114,17 @@ TEST(ConvEpilogue, ABiasBeforeAnElementwiseStepStaysForTheFusePass) {
   EXPECT_EQ(test::steps_of(a, PrimKind::Fused).size(), 1u) << compiler::dump_tape(a);  // the ReLU and scale
   compiler::Tape b = test::optimized_tape(pool_after, inputs);
   EXPECT_EQ(convs_with_adds(b, 1), 1) << compiler::dump_tape(b);
+  // Before a ReLU that a max pooling reads, the bias stays out of the conv even where oneDNN's
+  // kernel would add it: pool_first moves both after the pooling.
+  Fn relu_pool = [](const std::vector<Array>& in) {
+    Array y = relu(conv2d(in[0], in[1], {1, 1}, {1, 1}) + reshape(in[2], {1, 8, 1, 1}));
+    return std::vector<Array>{max_pool(y, PoolOptions{{2, 2}, {2, 2}})};
+  };
+  compiler::Tape c = test::optimized_tape(relu_pool, inputs);
+  EXPECT_EQ(convs_with_adds(c, 0), 1) << compiler::dump_tape(c);
   expect_bit_exact(relu_after, inputs);
   expect_bit_exact(pool_after, inputs);
+  expect_bit_exact(relu_pool, inputs);
 }
 
 TEST(ConvEpilogue, CompiledEqualsEagerBitForBit) {

@@ -91,9 +91,12 @@ void fuse_conv_epilogues(Tape& tape) {
     std::vector<int> operands;
     int cur = conv.outputs[0], last = static_cast<int>(si);
     bool residual = false;
-    const Shape& x_shape = tape.values[conv.inputs[0]].shape;
-    const Shape& w_shape = tape.values[conv.inputs[1]].shape;
-    const bool bias_free = cpu::dnnl_conv_bias_free(cpu::dnnl_conv_geometry(x_shape, w_shape, out_shape, params));
+    // Asked only where it decides (planning the conv with a bias costs a primitive descriptor).
+    auto bias_free = [&] {
+      const Shape& x_shape = tape.values[conv.inputs[0]].shape;
+      const Shape& w_shape = tape.values[conv.inputs[1]].shape;
+      return cpu::dnnl_conv_bias_free(cpu::dnnl_conv_geometry(x_shape, w_shape, out_shape, params));
+    };
     // Walks the chain conv -> add -> add ...: each value must have exactly one reader, the add.
     while (uses[cur] == 1) {
       const int ci = consumer[cur];
@@ -111,10 +114,14 @@ void fuse_conv_epilogues(Tape& tape) {
       // (The reader is checked first: the constant search then runs once, in channel_constant.)
       // A bias the primitive adds itself costs nothing there: it is absorbed whatever follows,
       // unless a pooling follows (pool_first makes it cheaper still).
-      const bool own_bias = params.adds.empty() && bias_free && !feeds_pool(tape, uses, consumer, add.outputs[0]);
-      if (!own_bias && feeds_elementwise(tape, uses, consumer, add.outputs[0]) &&
-          (bias || (op < 0 && is_cpu_f32(tape.values[other]) && channel_constant_array(tape, other, out_shape) != nullptr)))
-        break;  // the fuse pass puts it in that step's kernel (see feeds_elementwise)
+      if (feeds_elementwise(tape, uses, consumer, add.outputs[0])) {
+        const bool per_channel_add = bias || (op < 0 && is_cpu_f32(tape.values[other]) &&
+                                              channel_constant_array(tape, other, out_shape) != nullptr);
+        // Where oneDNN's kernel would add it itself, the conv takes it (the test runs last: it plans).
+        if (per_channel_add &&
+            !(params.adds.empty() && !feeds_pool(tape, uses, consumer, add.outputs[0]) && bias_free()))
+          break;  // the fuse pass puts it in that step's kernel (see feeds_elementwise)
+      }
       if (bias) {
         params.adds.push_back(ConvAdd::Channel);
         operands.push_back(tape.steps[op].inputs[0]);

@@ -131,6 +131,21 @@ void emit_constants(std::ostringstream& os, const FusedProgram& p) {
   }
 }
 
+// The scalar function of a binary instruction: maximum and minimum with a float operand that is
+// a constant other than NaN take the one-instruction forms (scalar_math.h, the same bits).
+std::string binary_fn(const FusedProgram& p, const Instr& in) {
+  auto not_nan_constant = [&](int k) {
+    const Instr& o = p.instrs[static_cast<size_t>(in.operands[static_cast<size_t>(k)])];
+    return o.kind == InstrKind::Constant && is_floating(o.dtype) && !std::isnan(o.value.as_double());
+  };
+  std::string name = scalar_fn_name(in.binary);
+  if (in.binary == BinaryOp::Maximum || in.binary == BinaryOp::Minimum) {
+    if (not_nan_constant(1)) name += "_b_not_nan";
+    else if (not_nan_constant(0)) name += "_a_not_nan";
+  }
+  return name;
+}
+
 // The body computing every instruction for one element; `load(k)` reads input k.
 template <class Load>
 void emit_body(std::ostringstream& os, const FusedProgram& p, const char* indent, Load load) {
@@ -146,8 +161,8 @@ void emit_body(std::ostringstream& os, const FusedProgram& p, const char* indent
         os << "smelt::scalar::" << scalar_fn_name(in.unary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ")";
         break;
       case InstrKind::Binary:
-        os << "smelt::scalar::" << scalar_fn_name(in.binary) << "<" << operand_type(0) << ">(v" << in.operands[0]
-           << ", v" << in.operands[1] << ")";
+        os << "smelt::scalar::" << binary_fn(p, in) << "<" << operand_type(0) << ">(v" << in.operands[0] << ", v"
+           << in.operands[1] << ")";
         break;
       case InstrKind::Select:
         os << "smelt::scalar::select(v" << in.operands[0] << ", v" << in.operands[1] << ", v" << in.operands[2] << ")";
@@ -174,7 +189,7 @@ std::string row_expr(const FusedProgram& p, int i) {
       os << "smelt::scalar::" << scalar_fn_name(in.unary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ")";
       break;
     case InstrKind::Binary:
-      os << "smelt::scalar::" << scalar_fn_name(in.binary) << "<" << operand_type(0) << ">(v" << in.operands[0] << ", v"
+      os << "smelt::scalar::" << binary_fn(p, in) << "<" << operand_type(0) << ">(v" << in.operands[0] << ", v"
          << in.operands[1] << ")";
       break;
     case InstrKind::Select:

@@ -338,6 +338,46 @@ TEST(BitExactConstants, PowerWithLiteralExponents) {
   expect_cases_bit_exact(cases, inputs, "literal exponents");
 }
 
+// maximum and minimum with a literal bound that is not NaN take one-compare forms in the kernel
+// (scalar_math.h's *_not_nan): the literal first or second, against inputs holding NaN of both
+// signs with payloads, +-0 and +-inf, must give the two-compare kernel's bits (which operand wins
+// a tie of +0 and -0, which NaN comes out), as must ReLU6 and hardswish built from them. A NaN
+// literal keeps the general form.
+TEST(BitExactConstants, MaximumAndMinimumWithALiteralBound) {
+  const std::vector<double> bounds = {0.0, -0.0, 6.0, -1.0, INFINITY, -INFINITY, std::nan("")};
+  const std::vector<Dtype> dtypes = {float16, bfloat16, float32, float64};
+  std::vector<Case> cases;
+  std::vector<Array> inputs;
+  for (size_t d = 0; d < dtypes.size(); ++d) {
+    const Dtype dt = dtypes[d];
+    inputs.push_back(test::special_array(dt, kM, static_cast<uint32_t>(11 + d)));
+    const std::string name = dtype_name(dt);
+    auto literal = [dt](double v) {
+      Array c = astype(Array(std::vector<double>{v}, Shape{}), dt);
+      c.eval();
+      return c;
+    };
+    for (double b : bounds) {
+      const Array c = literal(b);
+      const std::string cs = std::to_string(b) + " in " + name;
+      cases.push_back({"maximum(x, c) c = " + cs, [d, c](const std::vector<Array>& in) { return maximum(in[d], c); }});
+      cases.push_back({"maximum(c, x) c = " + cs, [d, c](const std::vector<Array>& in) { return maximum(c, in[d]); }});
+      cases.push_back({"minimum(x, c) c = " + cs, [d, c](const std::vector<Array>& in) { return minimum(in[d], c); }});
+      cases.push_back({"minimum(c, x) c = " + cs, [d, c](const std::vector<Array>& in) { return minimum(c, in[d]); }});
+    }
+    const Array zero = literal(0.0), one = literal(1.0), six = literal(6.0), sixth = literal(1.0 / 6.0),
+                half = literal(0.5);
+    cases.push_back({"relu6 in " + name, [d, zero, six](const std::vector<Array>& in) { return clip(in[d], zero, six); }});
+    cases.push_back({"hardswish in " + name, [=](const std::vector<Array>& in) {
+                       return in[d] * minimum(maximum(in[d] * sixth + half, zero), one);
+                     }});
+    cases.push_back({"relu in " + name, [d](const std::vector<Array>& in) { return relu(in[d]); }});
+  }
+  std::string tape;
+  expect_cases_bit_exact(cases, inputs, "literal bounds", &tape);
+  EXPECT_EQ(test::Dumps::count(tape, "constant"), 0) << tape;
+}
+
 // Integer literals at the extremes of their dtype (the minimum has no literal of its own).
 TEST(BitExactConstants, IntegerLiteralsAtTheExtremes) {
   const std::vector<Dtype> dtypes = {int8, int16, int32, int64, uint8, uint16, uint32, uint64};

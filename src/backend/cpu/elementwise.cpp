@@ -283,6 +283,12 @@ void unary_typed(UnaryOp op, const Array& in, Array& out) {
   constexpr bool kInt = scalar::int_v<T>;
   constexpr bool kBool = scalar::bool_v<T>;
   if (unary_math<T>(op, in, out)) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (op == UnaryOp::Relu) {
+      unary_drive(in, out, math_kernels().relu);
+      return;
+    }
+  }
   switch (op) {
 #define SMELT_UNARY_CASE(name, fn, accepted, Out)                                 \
   case UnaryOp::name:                                                            \
@@ -345,6 +351,39 @@ struct AddOp {
   }
 };
 
+/// The per-ISA float32 kernel of a binary op (elementwise_math.h), or -1 for an op without one.
+int arith_fn(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return static_cast<int>(ArithFn::Add);
+    case BinaryOp::Subtract: return static_cast<int>(ArithFn::Subtract);
+    case BinaryOp::Multiply: return static_cast<int>(ArithFn::Multiply);
+    case BinaryOp::Divide: return static_cast<int>(ArithFn::Divide);
+    case BinaryOp::Maximum: return static_cast<int>(ArithFn::Maximum);
+    case BinaryOp::Minimum: return static_cast<int>(ArithFn::Minimum);
+    case BinaryOp::FloorDivide:
+    case BinaryOp::Remainder:
+    case BinaryOp::Fmod:
+    case BinaryOp::Power:
+    case BinaryOp::Atan2:
+    case BinaryOp::Equal:
+    case BinaryOp::NotEqual:
+    case BinaryOp::Less:
+    case BinaryOp::LessEqual:
+    case BinaryOp::Greater:
+    case BinaryOp::GreaterEqual:
+    case BinaryOp::LogicalAnd:
+    case BinaryOp::LogicalOr:
+    case BinaryOp::LogicalXor:
+    case BinaryOp::BitwiseAnd:
+    case BinaryOp::BitwiseOr:
+    case BinaryOp::BitwiseXor:
+    case BinaryOp::LeftShift:
+    case BinaryOp::RightShift:
+      return -1;
+  }
+  return -1;
+}
+
 template <class T>
 void binary_typed(BinaryOp op, const Array& a, const Array& b, Array& out) {
   constexpr bool kFloat = scalar::float_v<T>;
@@ -353,6 +392,11 @@ void binary_typed(BinaryOp op, const Array& a, const Array& b, Array& out) {
   if constexpr (std::is_same_v<T, float>) {
     if (op == BinaryOp::Atan2) {
       binary_drive(a, b, out, math_kernels().atan2);
+      return;
+    }
+    const int f = arith_fn(op);
+    if (f >= 0) {
+      binary_drive(a, b, out, math_kernels().arith[f]);
       return;
     }
   }

@@ -41,9 +41,22 @@ enum class MathFn : int {
   Count
 };
 
+/// The float32 arithmetic with per-ISA kernels: one instruction an element, which the baseline
+/// build runs four lanes wide (a squeeze-excitation product or a ReLU between convolutions, an
+/// operation no fused kernel took, ran 1.5-2x slower than the AVX-512 loop).
+enum class ArithFn : int { Add, Subtract, Multiply, Divide, Maximum, Minimum, Count };
+
+/// Eight neighbouring float32 rows summed in reduce_run's order (reduce_eight_rows.h): rows j = 0..7
+/// start at p + j and step by s; `sequence`: one sequence (short rows). Writes the eight sums to
+/// `out` (a GCC vector of 8 floats, by pointer: a vector argument changes the ABI with the ISA).
+using EightRowsSum = void (*)(const float* p, int64_t n, int64_t s, bool sequence, void* out);
+
 struct MathKernels {
   UnaryRun unary[static_cast<int>(MathFn::Count)];
   BinaryRun atan2;
+  UnaryRun relu;
+  BinaryRun arith[static_cast<int>(ArithFn::Count)];
+  EightRowsSum eight_rows_sum;
 };
 
 namespace isa_base {

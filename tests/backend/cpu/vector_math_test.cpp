@@ -19,6 +19,7 @@
 
 #include "smelt/memory.h"
 #include "src/backend/cpu/elementwise_math.h"
+#include "src/backend/cpu/reduce_order.h"
 #include "src/backend/cpu/scalar_math.h"
 #include "test_utils.h"
 
@@ -360,6 +361,80 @@ void expect_kernels_agree(const cpu::MathKernels& v3) {
   base.atan2(y.data(), 1, x.data(), 1, p.data(), n);
   v3.atan2(y.data(), 1, x.data(), 1, q.data(), n);
   EXPECT_EQ(std::memcmp(p.data(), q.data(), p.size() * sizeof(float)), 0) << "atan2";
+}
+
+/// Each ISA's ReLU and arithmetic kernels give scalar_math.h's bits, which NaN comes out and the
+/// sign of a zero included, at every stride pattern the driver passes (both contiguous, a
+/// broadcast value on either side, strided).
+void expect_arith_matches_scalar(const cpu::MathKernels& k, const char* isa) {
+  std::vector<float> x = mixed_inputs();
+  for (uint32_t b : {0xffc00000u, 0x7fc01234u, 0xff800001u, 0x80000000u}) x.push_back(std::bit_cast<float>(b));
+  std::vector<float> y(x.rbegin(), x.rend());  // other pairs: NaN against numbers, +0 against -0
+  for (size_t i = 0; i < 64; ++i) y[i] = x[x.size() - 1 - (i % 14)];
+  const int64_t n = static_cast<int64_t>(x.size());
+  auto expect_bits = [&](float got, float want, const char* op, float a, float b) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << isa << " " << op << "(" << a << ", " << b << ")";
+  };
+  std::vector<float> d(static_cast<size_t>(n));
+  k.relu(x.data(), 1, d.data(), n);
+  for (int64_t i = 0; i < n; ++i) expect_bits(d[i], scalar::relu<float>(x[i]), "relu", x[i], 0);
+  k.relu(x.data(), 1, x.data() + 0, 0);  // empty run
+  using Ref = float (*)(float, float);
+  const std::pair<cpu::ArithFn, std::pair<const char*, Ref>> ops[] = {
+      {cpu::ArithFn::Add, {"add", &scalar::add<float>}},
+      {cpu::ArithFn::Subtract, {"subtract", &scalar::subtract<float>}},
+      {cpu::ArithFn::Multiply, {"multiply", &scalar::multiply<float>}},
+      {cpu::ArithFn::Divide, {"divide", &scalar::divide<float>}},
+      {cpu::ArithFn::Maximum, {"maximum", &scalar::maximum<float>}},
+      {cpu::ArithFn::Minimum, {"minimum", &scalar::minimum<float>}}};
+  for (const auto& [fn, named] : ops) {
+    const auto& [name, ref] = named;
+    for (auto [xs, ys] : {std::pair<int64_t, int64_t>{1, 1}, {1, 0}, {0, 1}, {3, 2}}) {
+      const int64_t m = (xs > 1 || ys > 1) ? n / 3 : n;
+      k.arith[static_cast<int>(fn)](x.data(), xs, y.data(), ys, d.data(), m);
+      for (int64_t i = 0; i < m; ++i)
+        expect_bits(d[i], ref(x[i * xs], y[i * ys]), name, x[i * xs], y[i * ys]);
+    }
+  }
+}
+
+/// Each ISA's eight-row float32 sum gives, in lane j, reduce_run's sum of row j (and for short
+/// rows the plain sequence reduce_rows takes), bit for bit: rows of a channels-last activation
+/// read at a stride of C, as a global average pool reads them.
+void expect_eight_rows_match(const cpu::MathKernels& k, const char* isa) {
+  using R = reduce_order::Red<ReduceOp::Sum, float>;
+  const int64_t s = 24;
+  // Finite values of mixed magnitudes (which of two NaNs a sum returns is not part of the order).
+  std::vector<float> x(static_cast<size_t>(3200 * s));
+  std::mt19937 g(12);
+  std::uniform_real_distribution<double> mant(-1, 1), ex(-30, 30);
+  for (float& v : x) v = static_cast<float>(mant(g) * std::exp2(ex(g)));
+  for (int64_t n : {1, 7, 8, 49, 129, 200, 3136}) {
+    float got[8];
+    k.eight_rows_sum(x.data() + 3, n, s, false, got);
+    for (int j = 0; j < 8; ++j) {
+      const float want = reduce_order::reduce_run<R>(x.data() + 3 + j, n, s);
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[j]), std::bit_cast<uint32_t>(want)) << isa << " rows of " << n << ", lane " << j;
+    }
+    k.eight_rows_sum(x.data() + 3, n, s, true, got);
+    for (int j = 0; j < 8; ++j) {
+      float want = 0.0f;
+      for (int64_t i = 0; i < n; ++i) want += x[static_cast<size_t>(3 + j + i * s)];
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[j]), std::bit_cast<uint32_t>(want)) << isa << " sequence of " << n << ", lane " << j;
+    }
+  }
+}
+
+TEST(VectorMath, EightRowSumsFollowReduceRunsOrderOnEveryIsa) {
+  expect_eight_rows_match(cpu::isa_base::math_kernels(), "baseline");
+  if (cpu::has_isa_v3()) expect_eight_rows_match(cpu::isa_v3::math_kernels(), "x86-64-v3");
+  if (cpu::has_isa_v4()) expect_eight_rows_match(cpu::isa_v4::math_kernels(), "x86-64-v4");
+}
+
+TEST(VectorMath, ReluAndArithmeticGiveTheScalarBitsOnEveryIsa) {
+  expect_arith_matches_scalar(cpu::isa_base::math_kernels(), "baseline");
+  if (cpu::has_isa_v3()) expect_arith_matches_scalar(cpu::isa_v3::math_kernels(), "x86-64-v3");
+  if (cpu::has_isa_v4()) expect_arith_matches_scalar(cpu::isa_v4::math_kernels(), "x86-64-v4");
 }
 
 TEST(VectorMath, BaselineAndAvx2KernelsAgree) {

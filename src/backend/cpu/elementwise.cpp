@@ -353,34 +353,12 @@ struct AddOp {
 
 /// The per-ISA float32 kernel of a binary op (elementwise_math.h), or -1 for an op without one.
 int arith_fn(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return static_cast<int>(ArithFn::Add);
-    case BinaryOp::Subtract: return static_cast<int>(ArithFn::Subtract);
-    case BinaryOp::Multiply: return static_cast<int>(ArithFn::Multiply);
-    case BinaryOp::Divide: return static_cast<int>(ArithFn::Divide);
-    case BinaryOp::Maximum: return static_cast<int>(ArithFn::Maximum);
-    case BinaryOp::Minimum: return static_cast<int>(ArithFn::Minimum);
-    case BinaryOp::FloorDivide:
-    case BinaryOp::Remainder:
-    case BinaryOp::Fmod:
-    case BinaryOp::Power:
-    case BinaryOp::Atan2:
-    case BinaryOp::Equal:
-    case BinaryOp::NotEqual:
-    case BinaryOp::Less:
-    case BinaryOp::LessEqual:
-    case BinaryOp::Greater:
-    case BinaryOp::GreaterEqual:
-    case BinaryOp::LogicalAnd:
-    case BinaryOp::LogicalOr:
-    case BinaryOp::LogicalXor:
-    case BinaryOp::BitwiseAnd:
-    case BinaryOp::BitwiseOr:
-    case BinaryOp::BitwiseXor:
-    case BinaryOp::LeftShift:
-    case BinaryOp::RightShift:
-      return -1;
-  }
+  constexpr std::pair<BinaryOp, ArithFn> kArith[] = {
+      {BinaryOp::Add, ArithFn::Add},         {BinaryOp::Subtract, ArithFn::Subtract},
+      {BinaryOp::Multiply, ArithFn::Multiply}, {BinaryOp::Divide, ArithFn::Divide},
+      {BinaryOp::Maximum, ArithFn::Maximum},   {BinaryOp::Minimum, ArithFn::Minimum}};
+  for (const auto& [b, f] : kArith)
+    if (b == op) return static_cast<int>(f);
   return -1;
 }
 

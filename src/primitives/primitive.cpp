@@ -227,6 +227,7 @@ struct Hasher {
     add(static_cast<size_t>(p.bias));
     add_vec(p.packed_b);
     add(static_cast<size_t>(p.packed_threads));
+    add(static_cast<size_t>(p.panel_n));
   }
   void operator()(const UnaryParams& p) { add(static_cast<size_t>(p.op)); }
   void operator()(const BinaryParams& p) { add(static_cast<size_t>(p.op)); }
@@ -339,6 +340,7 @@ struct Printer {
       case MatmulBias::Before: os << "bias+"; break;
     }
     if (!p.packed_b.empty()) os << (p.bias == MatmulBias::None ? "" : ", ") << "packed b " << list(p.packed_b);
+    if (p.panel_n > 0) os << " in panels of " << p.panel_n;
   }
   void operator()(const UnaryParams& p) { os << unary_op_name(p.op); }
   void operator()(const BinaryParams& p) { os << binary_op_name(p.op); }

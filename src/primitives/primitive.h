@@ -187,6 +187,9 @@ struct MatmulParams {
   /// the layout (cpu::dnnl_pack_product_weights).
   std::vector<int64_t> packed_b = {};
   int64_t packed_threads = 0;
+  /// With packed_b: > 0 when B is instead in the column panels of smelt's own tiles for a
+  /// product of few rows (cpu::gemm_b_panels), this many columns each.
+  int64_t panel_n = 0;
   bool operator==(const MatmulParams&) const = default;
 };
 struct ConvTransposeParams {

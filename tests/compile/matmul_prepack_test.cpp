@@ -4,6 +4,7 @@
 #include "compile_helpers.h"
 #include "smelt/memory.h"
 #include "src/backend/cpu/dnnl.h"
+#include "src/backend/cpu/gemm.h"
 
 namespace smelt {
 namespace {
@@ -128,6 +129,49 @@ TEST(MatmulPack, LeavesShapelessTapesFewRowsAndOtherDtypesAlone) {
       EXPECT_EQ(packed_products(dumps), packs ? 1 : 0) << dumps.final_tape();
     }
   }
+}
+
+/// Matmul steps of the final tape whose B is in column panels (the printer's "in panels of").
+int panel_products(const test::Dumps& dumps) {
+  int n = 0;
+  for (const std::string& line : test::Dumps::lines(dumps.final_tape(), "Matmul")) n += line.find("in panels of") != std::string::npos;
+  return n;
+}
+
+// Products of few rows (a decode step's vector-matrix products) read a constant B in the column
+// panels of their tiles: a row-major weight, a Linear weight used transposed with its bias first,
+// a width the tiles do not divide (the last panel narrower), a batch of two sharing the weight.
+// Compiled (panels) == eager (strided B) bit for bit at 1, 2 and 3 threads.
+TEST(MatmulPack, FewRowProductsReadTheirWeightInColumnPanelsWithTheSameBits) {
+  EXPECT_TRUE(cpu::gemm_b_panels(1, 3072, 768));
+  EXPECT_FALSE(cpu::gemm_b_panels(16, 3072, 768));    // enough rows for the usual tiles
+  EXPECT_FALSE(cpu::gemm_b_panels(1, 50257, 768));    // a tied embedding: too large to copy
+  EXPECT_FALSE(cpu::gemm_b_panels(4, 48, 80));        // one tile: nothing to cut
+  const int saved = cpu_threads();
+  const Array w = test::random_array({768, 1000}, float32, -1, 1, 31);
+  const Array linear = test::random_array({1200, 256}, float32, -1, 1, 32);
+  const Array bias = test::random_array({1200}, float32, -1, 1, 33);
+  Fn fn = [=](const std::vector<Array>& in) {
+    return std::vector<Array>{matmul(in[0], w), bias + matmul(in[1], swapaxes(linear, 0, 1)), matmul(in[2], w)};
+  };
+  const std::vector<Array> inputs{test::random_array({1, 768}, float32, -1, 1, 34),
+                                  test::random_array({3, 256}, float32, -1, 1, 35),
+                                  test::random_array({2, 1, 768}, float32, -1, 1, 36)};
+  for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1000, 768}, {3, 1200, 256}})
+    ASSERT_TRUE(cpu::gemm_b_panels(m, n, k)) << m << " x " << n << " x " << k;
+  set_cpu_threads(2);
+  test::Dumps dumps;
+  auto f = compile_flat(fn, dumps.options());
+  const auto want = fn(inputs);
+  eval(want);
+  for (int threads : {2, 1, 3}) {
+    set_cpu_threads(threads);
+    const auto got = f(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << i << ", " << threads << " threads";
+  }
+  set_cpu_threads(saved);
+  EXPECT_EQ(panel_products(dumps), cpu::dnnl_enabled() ? 3 : 0) << dumps.final_tape();
 }
 
 }  // namespace

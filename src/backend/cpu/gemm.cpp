@@ -144,6 +144,23 @@ GemmTiles gemm_tiles(int64_t m, int64_t n, int64_t k) {
   return t;
 }
 
+bool gemm_b_panels(int64_t m, int64_t n, int64_t k) {
+  // Up to 2^24 elements: GPT-2's 154 MB tied embedding streamed at ~50 GB/s either way, and a copy
+  // of it would cost the first call its fresh pages (as for matmul_pack, docs/cpu-kernels.md).
+  constexpr int64_t kMaxPanelB = int64_t{1} << 24;
+  return m >= 1 && m < kFewRows && k > 1 && n * k <= kMaxPanelB && gemm_tiles(m, n, k).cols > 1;
+}
+
+void gemm_pack_b_panels(int64_t m, int64_t n, int64_t k, const float* b, int64_t rs, int64_t cs, float* dst) {
+  const int64_t tn = gemm_tiles(m, n, k).tile_n;
+  for (int64_t j0 = 0; j0 < n; j0 += tn) {
+    const int64_t w = std::min(tn, n - j0);
+    float* panel = dst + j0 * k;
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < w; ++j) panel[i * w + j] = b[i * rs + (j0 + j) * cs];
+  }
+}
+
 void blas_single_thread() {
 #if defined(OPENBLAS_VERSION)
   // Reading the count is a load of a global; setting it only when someone changed it keeps the
@@ -176,9 +193,15 @@ void gemm_tile(const GemmArgs<S>& g, const GemmTiles& tiles, int64_t t) {
   const int64_t i0 = (t / tiles.cols) * tiles.tile_m, j0 = (t % tiles.cols) * tiles.tile_n;
   const int64_t tm = std::min(tiles.tile_m, g.m - i0), tn = std::min(tiles.tile_n, g.n - j0);
   const S* a = g.trans_a ? g.a + i0 : g.a + i0 * g.lda;
-  const S* b = g.trans_b ? g.b + j0 * g.ldb : g.b + j0;
   S* c = g.c + i0 * g.ldc + j0;
-  blas_call<S>(g.trans_a, g.trans_b, tm, tn, g.k, a, g.lda, b, g.ldb, c, g.ldc);
+  if (g.panel_n > 0) {
+    // The panel of this tile's columns: the same call on the same values as the strided B.
+    SMELT_ASSERT(g.panel_n == tiles.tile_n && !g.trans_b, "gemm: B's panels are not this product's column tiles");
+    blas_call<S>(g.trans_a, false, tm, tn, g.k, a, g.lda, g.b + j0 * g.k, tn, c, g.ldc);
+  } else {
+    const S* b = g.trans_b ? g.b + j0 * g.ldb : g.b + j0;
+    blas_call<S>(g.trans_a, g.trans_b, tm, tn, g.k, a, g.lda, b, g.ldb, c, g.ldc);
+  }
   if constexpr (std::is_same_v<S, float>) {
     if (g.bias != nullptr)
       for (int64_t i = 0; i < tm; ++i) add_f32_run(c + i * g.ldc, g.bias + j0, c + i * g.ldc, tn, g.bias_first);

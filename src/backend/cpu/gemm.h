@@ -28,6 +28,10 @@ struct GemmArgs {
   /// cache), by the Binary Add kernel's own loop (add_f32_run): the bits of a separate add.
   const S* bias = nullptr;
   bool bias_first = false;
+  /// > 0: B is not a strided matrix but column panels of this many columns (gemm_tiles' tile_n
+  /// for this product; the last panel narrower), each k x width row-major, back to back: a
+  /// tile reads one contiguous block of B (gemm_b_panels; trans_b and ldb are then unused).
+  int64_t panel_n = 0;
 };
 
 /// How a product of m x n x k is cut: tiles of tile_m rows and tile_n columns of C (the last
@@ -40,6 +44,16 @@ struct GemmTiles {
 };
 
 GemmTiles gemm_tiles(int64_t m, int64_t n, int64_t k);
+
+/// Whether a product of m x n x k reads a constant B better as column panels (GemmArgs::panel_n):
+/// a product of few rows (a decode step's vector-matrix products), cut into several column tiles,
+/// with a B that is not huge. Each tile then streams one contiguous block instead of k rows of
+/// tile_n floats at a stride of n. A rule on the shapes; the bits are those of the strided B.
+bool gemm_b_panels(int64_t m, int64_t n, int64_t k);
+
+/// Copies the k x n matrix B (element (i, j) at b[i * rs + j * cs]) into the column panels of
+/// gemm_b_panels for a product of m rows: k * n floats at `dst`.
+void gemm_pack_b_panels(int64_t m, int64_t n, int64_t k, const float* b, int64_t rs, int64_t cs, float* dst);
 
 /// Keeps BLAS on the calling thread (OpenBLAS: openblas_set_num_threads(1) when another value
 /// is set). Call it before BLAS calls made outside gemm(); gemm() calls it itself.

@@ -23,6 +23,7 @@ struct Mat {
 /// Element offsets of each batch matrix of `x` (batch axes = all but the last two).
 class BatchOffsets {
  public:
+  BatchOffsets() = default;  // one matrix for the whole batch
   explicit BatchOffsets(const Array& x) {
     const auto& n = x.node();
     int nb = x.ndim() - 2;
@@ -134,8 +135,14 @@ void blas_matmul(const Array& a, const Array& b, Array& out, const MatmulParams&
   const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape()[nd - 1];
   const int64_t batches = shape_size(Shape(out.shape().begin(), out.shape().end() - 2));
   const Mat ma{a.node().strides[nd - 2], a.node().strides[nd - 1]};
-  const Mat mb{b.node().strides[nd - 2], b.node().strides[nd - 1]};
-  const BatchOffsets oa(a), ob(b);
+  // B in column panels (matmul_pack, gemm_b_panels): one flat constant for the whole batch, read
+  // by the tiles as panels; described here as the row-major matrix it holds.
+  const bool panels = params.panel_n > 0;
+  SMELT_ASSERT(!panels || (std::is_same_v<T, float> && b.ndim() == 1 && b.size() == k * n && gemm_b_panels(m, n, k) &&
+                           gemm_tiles(m, n, k).tile_n == params.panel_n),
+               "Matmul: B's column panels do not match the product " + shape_to_string(out.shape()));
+  const Mat mb = panels ? Mat{n, 1} : Mat{b.node().strides[nd - 2], b.node().strides[nd - 1]};
+  const BatchOffsets oa(a), ob = panels ? BatchOffsets() : BatchOffsets(b);
   const T* pa = in_ptr<T>(a);
   const T* pb = in_ptr<T>(b);
   T* pc = out_ptr<T>(out);
@@ -218,6 +225,7 @@ void blas_matmul(const Array& a, const Array& b, Array& out, const MatmulParams&
       g.b = p.b.data();
       g.ldb = std::max<int64_t>(1, n);
     }
+    g.panel_n = params.panel_n;
     if constexpr (kHalf)
       g.c = wide.data() + bi * m * n;
     else
@@ -397,7 +405,7 @@ void eval_Matmul(const MatmulParams& p, const std::vector<Array>& inputs, std::v
     add_bias();
     return;
   }
-  if (!p.packed_b.empty()) {
+  if (!p.packed_b.empty() && p.panel_n == 0) {
     packed_product(a, b, out, p, bias);
     return;
   }

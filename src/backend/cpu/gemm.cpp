@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "smelt/errors.h"
@@ -152,13 +153,21 @@ bool gemm_b_panels(int64_t m, int64_t n, int64_t k) {
 }
 
 void gemm_pack_b_panels(int64_t m, int64_t n, int64_t k, const float* b, int64_t rs, int64_t cs, float* dst) {
-  const int64_t tn = gemm_tiles(m, n, k).tile_n;
-  for (int64_t j0 = 0; j0 < n; j0 += tn) {
-    const int64_t w = std::min(tn, n - j0);
-    float* panel = dst + j0 * k;
-    for (int64_t i = 0; i < k; ++i)
-      for (int64_t j = 0; j < w; ++j) panel[i * w + j] = b[i * rs + (j0 + j) * cs];
-  }
+  // Panels over the pool: most of the time goes to the destination's first-touch page faults.
+  const int64_t tn = gemm_tiles(m, n, k).tile_n, panels = (n + tn - 1) / tn;
+  parallel_for(panels, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p) {
+      const int64_t j0 = p * tn, w = std::min(tn, n - j0);
+      float* panel = dst + j0 * k;
+      for (int64_t i = 0; i < k; ++i) {
+        if (cs == 1) {
+          std::memcpy(panel + i * w, b + i * rs + j0, static_cast<size_t>(w) * sizeof(float));
+        } else {
+          for (int64_t j = 0; j < w; ++j) panel[i * w + j] = b[i * rs + (j0 + j) * cs];
+        }
+      }
+    }
+  });
 }
 
 void blas_single_thread() {

@@ -99,13 +99,17 @@ void pack_matmul_weights(Tape& tape) {
     if (!shared) continue;
     const int64_t rs = node.strides[nd - 2], cs = node.strides[nd - 1];
     const Key key{node.data_ptr(), rs, cs, m, n, k};
-    if (auto p = packed.find(key); p != packed.end()) {
+    // The step reads the packed copy `id` (packed for `threads`; panels: 0).
+    auto read_packed = [&](int id, int threads) {
       params.packed_b = b.shape;
-      params.packed_threads = p->second.second;
+      params.packed_threads = threads;
       params.panel_n = panels ? cpu::gemm_tiles(m, n, k).tile_n : 0;
       s.prim = make_prim(PrimKind::Matmul, std::move(params));
-      s.inputs[1] = p->second.first;
+      s.inputs[1] = id;
       changed = true;
+    };
+    if (auto p = packed.find(key); p != packed.end()) {
+      read_packed(p->second.first, p->second.second);
       continue;
     }
     if (panels) {
@@ -117,11 +121,7 @@ void pack_matmul_weights(Tape& tape) {
         return true;
       });
       packed[key] = {id, 0};
-      params.packed_b = b.shape;
-      params.panel_n = cpu::gemm_tiles(m, n, k).tile_n;
-      s.prim = make_prim(PrimKind::Matmul, std::move(params));
-      s.inputs[1] = id;
-      changed = true;
+      read_packed(id, 0);
       continue;
     }
     cpu::DnnlProduct d;
@@ -142,11 +142,7 @@ void pack_matmul_weights(Tape& tape) {
     });
     if (id < 0) continue;
     packed[key] = {id, threads};
-    params.packed_b = b.shape;
-    params.packed_threads = threads;
-    s.prim = make_prim(PrimKind::Matmul, std::move(params));
-    s.inputs[1] = id;
-    changed = true;
+    read_packed(id, threads);
   }
   if (changed) eliminate_dead_steps(tape);  // the plain weights no step reads any more
 }

@@ -70,25 +70,11 @@ int packed_products(const test::Dumps& dumps) {
   return n;
 }
 
-// A Linear layer's weight [N, K] used transposed (with its bias first, as ONNX exports write it),
-// a row-major [K, N] weight under a batch of 3, the same weight read by two products of one shape
-// (packed once) and by one of another shape (packed for it): every B packed at 2 threads, the
-// results bit-equal to eager at 1, 2 and 3 threads (3 threads may plan another layout and reorder
-// from the packed one).
-TEST(MatmulPack, ConstantWeightsArePackedWithTheSameBitsAtAnyThreadCount) {
-  if (!cpu::dnnl_product_taken(64, 96, 80)) GTEST_SKIP() << "no oneDNN brgemm product on this CPU or build";
+/// Compiles `fn` at 2 threads (its dumps into `dumps`) and runs it at 2, 1 and 3: each result
+/// bit-equal to eager's.
+void expect_eager_bits_at_thread_counts(const Fn& fn, const std::vector<Array>& inputs, test::Dumps& dumps) {
   const int saved = cpu_threads();
-  const Array linear = test::random_array({96, 80}, float32, -1, 1, 11);
-  const Array bias = test::random_array({96}, float32, -1, 1, 12);
-  const Array w = test::random_array({80, 48}, float32, -1, 1, 13);
-  Fn fn = [=](const std::vector<Array>& in) {
-    Array h = bias + matmul(in[0], swapaxes(linear, 0, 1));
-    return std::vector<Array>{h, matmul(in[1], w), matmul(in[1] * 2.0f, w), matmul(in[0], w)};
-  };
-  const std::vector<Array> inputs{test::random_array({64, 80}, float32, -1, 1, 14),
-                                  test::random_array({3, 40, 80}, float32, -1, 1, 15)};
   set_cpu_threads(2);
-  test::Dumps dumps;
   auto f = compile_flat(fn, dumps.options());
   const auto want = fn(inputs);
   eval(want);
@@ -99,6 +85,26 @@ TEST(MatmulPack, ConstantWeightsArePackedWithTheSameBitsAtAnyThreadCount) {
     for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << i << ", " << threads << " threads";
   }
   set_cpu_threads(saved);
+}
+
+// A Linear layer's weight [N, K] used transposed (with its bias first, as ONNX exports write it),
+// a row-major [K, N] weight under a batch of 3, the same weight read by two products of one shape
+// (packed once) and by one of another shape (packed for it): every B packed at 2 threads, the
+// results bit-equal to eager at 1, 2 and 3 threads (3 threads may plan another layout and reorder
+// from the packed one).
+TEST(MatmulPack, ConstantWeightsArePackedWithTheSameBitsAtAnyThreadCount) {
+  if (!cpu::dnnl_product_taken(64, 96, 80)) GTEST_SKIP() << "no oneDNN brgemm product on this CPU or build";
+  const Array linear = test::random_array({96, 80}, float32, -1, 1, 11);
+  const Array bias = test::random_array({96}, float32, -1, 1, 12);
+  const Array w = test::random_array({80, 48}, float32, -1, 1, 13);
+  Fn fn = [=](const std::vector<Array>& in) {
+    Array h = bias + matmul(in[0], swapaxes(linear, 0, 1));
+    return std::vector<Array>{h, matmul(in[1], w), matmul(in[1] * 2.0f, w), matmul(in[0], w)};
+  };
+  const std::vector<Array> inputs{test::random_array({64, 80}, float32, -1, 1, 14),
+                                  test::random_array({3, 40, 80}, float32, -1, 1, 15)};
+  test::Dumps dumps;
+  expect_eager_bits_at_thread_counts(fn, inputs, dumps);
   EXPECT_EQ(packed_products(dumps), 4) << dumps.final_tape();
   // Two views of w broadcast to the batch (one per product) share one packed copy, so one constant
   // fewer; the product of w with 64 rows has its own; the Linear weight is packed from its
@@ -147,7 +153,6 @@ TEST(MatmulPack, FewRowProductsReadTheirWeightInColumnPanelsWithTheSameBits) {
   EXPECT_FALSE(cpu::gemm_b_panels(16, 3072, 768));    // enough rows for the usual tiles
   EXPECT_FALSE(cpu::gemm_b_panels(1, 50257, 768));    // a tied embedding: too large to copy
   EXPECT_FALSE(cpu::gemm_b_panels(4, 48, 80));        // one tile: nothing to cut
-  const int saved = cpu_threads();
   const Array w = test::random_array({768, 1000}, float32, -1, 1, 31);
   const Array linear = test::random_array({1200, 256}, float32, -1, 1, 32);
   const Array bias = test::random_array({1200}, float32, -1, 1, 33);
@@ -159,18 +164,8 @@ TEST(MatmulPack, FewRowProductsReadTheirWeightInColumnPanelsWithTheSameBits) {
                                   test::random_array({2, 1, 768}, float32, -1, 1, 36)};
   for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1000, 768}, {3, 1200, 256}})
     ASSERT_TRUE(cpu::gemm_b_panels(m, n, k)) << m << " x " << n << " x " << k;
-  set_cpu_threads(2);
   test::Dumps dumps;
-  auto f = compile_flat(fn, dumps.options());
-  const auto want = fn(inputs);
-  eval(want);
-  for (int threads : {2, 1, 3}) {
-    set_cpu_threads(threads);
-    const auto got = f(inputs);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(test::bit_equal(got[i], want[i])) << i << ", " << threads << " threads";
-  }
-  set_cpu_threads(saved);
+  expect_eager_bits_at_thread_counts(fn, inputs, dumps);
   EXPECT_EQ(panel_products(dumps), cpu::dnnl_enabled() ? 3 : 0) << dumps.final_tape();
 }
 

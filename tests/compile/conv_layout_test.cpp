@@ -9,7 +9,10 @@
 #include "compile_helpers.h"
 #include "smelt/memory.h"
 #include "src/backend/cpu/dnnl.h"
+#include "src/backend/cpu/elementwise_math.h"
+#include "src/backend/cpu/kernels.h"
 #include "src/core/node.h"
+#include "src/core/node_state.h"
 
 namespace smelt {
 namespace {
@@ -229,9 +232,12 @@ TEST(ConvLayout, BlockedMaxPoolingKeepsNaNAndInfinities) {
 }
 
 // Max pooling of a channels-last activation (the blocked layout with b = C, which oneDNN picks for
-// some convolutions: the bundled CNN's last one writes b = 64) runs pool_blocked's general loop
-// unless C is one of the row kernels' blocks (4, 8, 16, 32); every block gives the row-major
-// pooling's bits, NaN and infinities included, through a Pool step made directly.
+// some convolutions: the bundled CNN's last one writes b = 64) runs the row kernels in chunks of
+// 32, 16, 8 or 4 channels where one divides C (64 and 72 in chunks, 6 through pool_blocked's
+// general loop); every block gives the row-major pooling's bits on every instruction set the CPU
+// has (the row kernels are built for each), through a Pool step made directly. The inputs hold
+// what the kernels' maximum-alone rows must hand to pool()'s exact rule: NaN in a window's first
+// and in its last position, +inf and -inf, a +0/-0 tie (the first stays) and a window of -inf.
 TEST(ConvLayout, ChannelsLastMaxPoolingOfAnyBlockMatchesRowMajorPooling) {
   struct Window {
     std::vector<int64_t> kernel, strides, pad, dilations;
@@ -239,17 +245,28 @@ TEST(ConvLayout, ChannelsLastMaxPoolingOfAnyBlockMatchesRowMajorPooling) {
   const std::vector<Window> windows = {{{2, 2}, {2, 2}, {0, 0}, {1, 1}},
                                        {{3, 3}, {2, 2}, {1, 1}, {1, 1}},
                                        {{3, 2}, {1, 2}, {1, 0}, {2, 1}}};
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   for (int64_t c : {4, 8, 12, 20, 24, 64, 72, 6}) {
     std::vector<float> x = rand({2, c, 9, 10}, 200 + static_cast<uint32_t>(c)).to_vector<float>();
-    x[5] = std::numeric_limits<float>::quiet_NaN();
-    x[static_cast<size_t>(9 * 10 * c + 7)] = std::numeric_limits<float>::infinity();
-    x[static_cast<size_t>(9 * 10 * c + 91)] = -std::numeric_limits<float>::infinity();
+    auto at = [&](int64_t n, int64_t ch, int64_t h, int64_t w) -> float& {
+      return x[static_cast<size_t>(((n * c + ch) * 9 + h) * 10 + w)];
+    };
+    at(0, 0, 0, 5) = nan;          // a 2 x 2 window's first position
+    at(0, c - 1, 5, 3) = nan;      // another's last
+    at(1, 0, 0, 7) = inf;
+    at(1, 0, 9 - 1, 1) = -inf;
+    at(1, 1, 2, 2) = -0.0f;        // a window of -0, +0 and negatives: -0 comes first and stays
+    at(1, 1, 2, 3) = 0.0f;
+    at(1, 1, 3, 2) = -1.0f;
+    at(1, 1, 3, 3) = -2.0f;
+    for (int64_t h : {6, 7})
+      for (int64_t w : {4, 5}) at(0, c / 2, h, w) = -inf;  // a window of -inf alone
     const Array rows(x, Shape{2, c, 9, 10});
     // [N, C, H, W] -> [N, 1, H, W, C]: the blocked layout with one block of all C channels.
     const Array blocked = reshape(copy(transpose(rows, {0, 2, 3, 1})), {2, 1, 9, 10, c});
+    eval({blocked});
     for (size_t i = 0; i < windows.size(); ++i) {
       const Window& w = windows[i];
-      SCOPED_TRACE("C " + std::to_string(c) + ", window " + std::to_string(i));
       PoolOptions o;
       o.kernel = w.kernel;
       o.strides = w.strides;
@@ -259,8 +276,17 @@ TEST(ConvLayout, ChannelsLastMaxPoolingOfAnyBlockMatchesRowMajorPooling) {
       PoolParams p{PoolKind::Max, w.kernel, w.strides, w.pad, w.pad, w.dilations, false};
       p.block = c;
       const Shape out{2, 1, want.shape()[2], want.shape()[3], c};
-      const Array got = make_array(out, float32, Device::cpu(), make_prim(PrimKind::Pool, p), {blocked});
-      EXPECT_TRUE(test::bit_equal(reshape(transpose(got, {0, 1, 4, 2, 3}), want.shape()), want));
+      for (cpu::CpuIsa isa : {cpu::CpuIsa::Baseline, cpu::CpuIsa::Avx2, cpu::CpuIsa::Avx512}) {
+        if (isa > cpu::cpu_isa_supported()) continue;
+        SCOPED_TRACE("C " + std::to_string(c) + ", window " + std::to_string(i) + ", " + cpu::cpu_isa_name(isa));
+        std::vector<Array> got{make_array(out, float32, Device::cpu(), Primitive{}, {})};
+        cpu::eval_pool_on_isa(p, {blocked}, got, isa);
+        detail::set_evaluated(got[0].node());
+        EXPECT_TRUE(test::bit_equal(reshape(transpose(got[0], {0, 1, 4, 2, 3}), want.shape()), want));
+      }
+      // And through a step, on the instruction set the process uses.
+      const Array step = make_array(out, float32, Device::cpu(), make_prim(PrimKind::Pool, p), {blocked});
+      EXPECT_TRUE(test::bit_equal(reshape(transpose(step, {0, 1, 4, 2, 3}), want.shape()), want));
     }
   }
 }

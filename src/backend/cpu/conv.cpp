@@ -702,16 +702,17 @@ void pool(const T* x, T* y, const Geom& g, bool count_include_pad) {
   });
 }
 
-/// One output row of max pooling in the blocked layout with a block of kB channels known at
-/// compile time, so the lanes stay in vector registers: pool_blocked's order and comparison, so
-/// its bits. Built for the baseline and, through target attributes, for x86-64-v3 and -v4
-/// (comparisons and selects are exact in every instruction set: the same bits).
+/// One output row of max pooling in the blocked layout: kB channels (known at compile time, so
+/// the lanes stay in vector registers) at `xp` and `yr`, `pix` floats apart from one position to
+/// the next (the block b: a channels-last activation, b = C, runs in chunks of kB). pool_blocked's
+/// order and comparison, so its bits. Built for the baseline and, through target attributes, for
+/// x86-64-v3 and -v4 (comparisons, selects and maxima are exact in every instruction set).
 struct BlockedMaxRow {
   const float* xp;
   float* yr;
   const Range* cols;
   Range kd, kh;
-  int64_t d0, h0, H, W, OW, stride_w, pad_w, dil_d, dil_h, dil_w;
+  int64_t d0, h0, H, W, OW, stride_w, pad_w, dil_d, dil_h, dil_w, pix;
 };
 
 /// kL float lanes as one GCC vector (a register of the target's width) and its lane mask (the
@@ -728,22 +729,48 @@ struct BlockLanes<8> {
   typedef float V __attribute__((vector_size(32)));
   typedef int M __attribute__((vector_size(32)));
 };
+template <>
+struct BlockLanes<16> {
+  typedef float V __attribute__((vector_size(64)));
+  typedef int M __attribute__((vector_size(64)));
+};
 
-template <int kB, int kWidth>
-inline void blocked_max_row_body(const BlockedMaxRow& r) {
-  // The block compared and selected lane-wise with pool()'s rule: v > a, or v is NaN, as
-  // vectors of kWidth lanes (the target's register: 4 on the baseline, 8 on x86-64-v3 and -v4).
-  // GCC lowers the compare-and-select of a wider generic vector lane by lane (a scalar compare
-  // per channel, even with AVX-512), which had made the two poolings of the bundled CNN a third
-  // of its compiled call.
+/// The row with pool()'s rule (`kExact`: v > a, or v is NaN, compared and selected lane-wise) or
+/// with the maximum alone (v > a ? v : a, one maxps), which gives the same bits wherever no NaN
+/// is read: the first position replaces the -inf start unless it is -inf itself, and ties keep
+/// the earlier value (+0 before -0 stays +0) as pool()'s rule does. The maximum-alone row also
+/// sums what it reads and returns false when a sum is NaN (a NaN read, or +inf and -inf both);
+/// the caller then runs the exact row: half the instructions for the common row.
+template <int kB, int kWidth, bool kExact>
+[[gnu::always_inline]] inline bool blocked_max_row_body(const BlockedMaxRow& r) {
+  // kWidth lanes: the target's register (4 on the baseline, 8 on x86-64-v3, 16 on -v4). GCC
+  // lowers the compare-and-select of a generic vector wider than the target lane by lane (a
+  // scalar compare per channel), which had made the two poolings of the bundled CNN a third of
+  // its compiled call. Always inlined: an out-of-line copy would be built for the baseline.
   constexpr int kL = kB < kWidth ? kB : kWidth, kN = kB / kL;
   using V = typename BlockLanes<kL>::V;
   using M = typename BlockLanes<kL>::M;
+  V sum[kN];
+#pragma GCC unroll 4
+  for (int n = 0; n < kN; ++n)
+    for (int c = 0; c < kL; ++c) sum[n][c] = 0.0f;
+  auto take = [&](V& a, int n, const float* at) {
+    V v;
+    std::memcpy(&v, at + n * kL, sizeof v);
+    if constexpr (kExact) {
+      const M t = (v > a) | (v != v);  // NaN wins and stays, as in pool()
+      a = t ? v : a;
+    } else {
+      a = v > a ? v : a;
+      sum[n] += v;
+    }
+  };
   // A 2 x 2 window wholly inside the input (the common pooling between convolutions): its four
   // positions in pool()'s order (row-major in the window) without the loops' bounds and index
   // arithmetic per position, which cost more than the position's comparisons.
   const bool two_by_two = r.kd.last - r.kd.first == 1 && r.kh.first == 0 && r.kh.last == 2 && r.dil_h == 1 &&
                           r.dil_w == 1;
+  const int64_t pix = r.pix;
   for (int64_t ow = 0; ow < r.OW; ++ow) {
     const int64_t w0 = ow * r.stride_w - r.pad_w;
     const Range kw = r.cols[ow];
@@ -752,60 +779,61 @@ inline void blocked_max_row_body(const BlockedMaxRow& r) {
     for (int n = 0; n < kN; ++n)
       for (int c = 0; c < kL; ++c) a[n][c] = -std::numeric_limits<float>::infinity();
     if (two_by_two && kw.first == 0 && kw.last == 2) {
-      const float* p0 = r.xp + (((r.d0 + r.kd.first * r.dil_d) * r.H + r.h0) * r.W + w0) * kB;
-      const float* at[4] = {p0, p0 + kB, p0 + r.W * kB, p0 + r.W * kB + kB};
+      const float* p0 = r.xp + (((r.d0 + r.kd.first * r.dil_d) * r.H + r.h0) * r.W + w0) * pix;
+      const float* at[4] = {p0, p0 + pix, p0 + r.W * pix, p0 + r.W * pix + pix};
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q)
 #pragma GCC unroll 4
-        for (int n = 0; n < kN; ++n) {
-          V v;
-          std::memcpy(&v, at[q] + n * kL, sizeof v);
-          const M take = (v > a[n]) | (v != v);  // NaN wins and stays, as in pool()
-          a[n] = take ? v : a[n];
-        }
-      std::memcpy(r.yr + ow * kB, a, sizeof a);
-      continue;
-    }
-    for (int64_t i = r.kd.first; i < r.kd.last; ++i)
-      for (int64_t j = r.kh.first; j < r.kh.last; ++j)
-        for (int64_t l = kw.first; l < kw.last; ++l) {
-          const float* src = r.xp + (((r.d0 + i * r.dil_d) * r.H + r.h0 + j * r.dil_h) * r.W + w0 + l * r.dil_w) * kB;
+        for (int n = 0; n < kN; ++n) take(a[n], n, at[q]);
+    } else {
+      for (int64_t i = r.kd.first; i < r.kd.last; ++i)
+        for (int64_t j = r.kh.first; j < r.kh.last; ++j)
+          for (int64_t l = kw.first; l < kw.last; ++l) {
+            const float* src =
+                r.xp + (((r.d0 + i * r.dil_d) * r.H + r.h0 + j * r.dil_h) * r.W + w0 + l * r.dil_w) * pix;
 #pragma GCC unroll 4
-          for (int n = 0; n < kN; ++n) {
-            V v;
-            std::memcpy(&v, src + n * kL, sizeof v);
-            const M take = (v > a[n]) | (v != v);  // NaN wins and stays, as in pool()
-            a[n] = take ? v : a[n];
+            for (int n = 0; n < kN; ++n) take(a[n], n, src);
           }
-        }
-    std::memcpy(r.yr + ow * kB, a, sizeof a);
+    }
+    std::memcpy(r.yr + ow * pix, a, sizeof a);
   }
+  if constexpr (!kExact) {
+    for (int n = 0; n < kN; ++n)
+      for (int c = 0; c < kL; ++c)
+        if (sum[n][c] != sum[n][c]) return false;
+  }
+  return true;
+}
+
+/// The row by its maximum alone, or by pool()'s rule where that row read a NaN.
+template <int kB, int kWidth>
+[[gnu::always_inline]] inline void blocked_max_row_either(const BlockedMaxRow& r) {
+  if (!blocked_max_row_body<kB, kWidth, false>(r)) blocked_max_row_body<kB, kWidth, true>(r);
 }
 
 using BlockedMaxRowFn = void (*)(const BlockedMaxRow&);
 
 template <int kB>
 void blocked_max_row_base(const BlockedMaxRow& r) {
-  blocked_max_row_body<kB, 4>(r);
+  blocked_max_row_either<kB, 4>(r);
 }
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 template <int kB>
 __attribute__((target("arch=x86-64-v3"))) void blocked_max_row_v3(const BlockedMaxRow& r) {
-  blocked_max_row_body<kB, 8>(r);
+  blocked_max_row_either<kB, 8>(r);
 }
 template <int kB>
 __attribute__((target("arch=x86-64-v4"))) void blocked_max_row_v4(const BlockedMaxRow& r) {
-  blocked_max_row_body<kB, 8>(r);
+  blocked_max_row_either<kB, 16>(r);
 }
 #endif
 
-/// The row kernel for blocks of `b` channels on the instruction set cpu_isa() allows, or null
-/// when b is not a block size oneDNN's layouts use (4, 8, 16 or 32).
-BlockedMaxRowFn blocked_max_row_for(int64_t b) {
+/// The row kernel for chunks of `chunk` channels (4, 8, 16 or 32) on the instruction set `isa`
+/// (the best the CPU has at or below it), or null for another chunk.
+BlockedMaxRowFn blocked_max_row_for(int64_t chunk, CpuIsa isa) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  const CpuIsa isa = cpu_isa();
   auto pick = [&](auto base, auto v3, auto v4) -> BlockedMaxRowFn {
-    switch (isa) {
+    switch (std::min(isa, cpu_isa_supported())) {
       case CpuIsa::Avx512: return v4;
       case CpuIsa::Avx2: return v3;
       case CpuIsa::Baseline: break;
@@ -814,9 +842,10 @@ BlockedMaxRowFn blocked_max_row_for(int64_t b) {
   };
 #define SMELT_BLOCKED_MAX_ROW(B) pick(blocked_max_row_base<B>, blocked_max_row_v3<B>, blocked_max_row_v4<B>)
 #else
+  (void)isa;
 #define SMELT_BLOCKED_MAX_ROW(B) blocked_max_row_base<B>
 #endif
-  switch (b) {
+  switch (chunk) {
     case 4: return SMELT_BLOCKED_MAX_ROW(4);
     case 8: return SMELT_BLOCKED_MAX_ROW(8);
     case 16: return SMELT_BLOCKED_MAX_ROW(16);
@@ -826,12 +855,20 @@ BlockedMaxRowFn blocked_max_row_for(int64_t b) {
   return nullptr;
 }
 
+/// The channels a row kernel takes at once from a block of b: the largest of 32, 16, 8 and 4
+/// that divides b (a channels-last b = C of 64 or 96 runs in chunks of 32), else 0.
+int64_t max_row_chunk(int64_t b) {
+  for (int64_t c : {32, 16, 8, 4})
+    if (b % c == 0) return c;
+  return 0;
+}
+
 /// Pooling of float32 data in the channel-blocked layout [N, C/b, D, H, W, b] (the compile pass
 /// conv_layout): the b lanes of a block are b channels, each reduced over its window in pool()'s
 /// order (kd, kh, kw ascending, the same valid positions) with the same comparison (NaN wins) or
 /// double sum and division, so every value is pool()'s on the row-major data, bit for bit.
 template <bool kMax>
-void pool_blocked(const float* x, float* y, const Geom& g, int64_t b, bool count_include_pad) {
+void pool_blocked(const float* x, float* y, const Geom& g, int64_t b, bool count_include_pad, CpuIsa isa) {
   using Acc = std::conditional_t<kMax, float, double>;
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2];
@@ -847,16 +884,18 @@ void pool_blocked(const float* x, float* y, const Geom& g, int64_t b, bool count
     padded_w[ow] = pw.last - pw.first;
   }
   const int64_t work = std::max<int64_t>(1, OW * b * g.k_size());
-  // Max pooling with a block of 8 or 16 channels: the row kernel with the block in registers.
-  const BlockedMaxRowFn fixed = kMax ? blocked_max_row_for(b) : nullptr;
+  // Max pooling: the row kernel with a chunk of the block in registers, chunk by chunk.
+  const int64_t chunk = kMax ? max_row_chunk(b) : 0;
+  const BlockedMaxRowFn fixed = chunk ? blocked_max_row_for(chunk, isa) : nullptr;
   parallel_for(rows, std::max<int64_t>(1, kGrain / work), [&](int64_t rb, int64_t re) {
     if (fixed) {
       for (int64_t r = rb; r < re; ++r) {
         const int64_t oh = r % OH, od = (r / OH) % OD, plane = r / (OH * OD);
         const int64_t d0 = od * g.stride[0] - g.pad[0], h0 = oh * g.stride[1] - g.pad[1];
-        fixed({x + plane * D * H * W * b, y + r * OW * b, cols.data(), valid_range(d0, g.dil[0], 0, D, g.k[0]),
-               valid_range(h0, g.dil[1], 0, H, g.k[1]), d0, h0, H, W, OW, g.stride[2], g.pad[2], g.dil[0], g.dil[1],
-               g.dil[2]});
+        const Range kd = valid_range(d0, g.dil[0], 0, D, g.k[0]), kh = valid_range(h0, g.dil[1], 0, H, g.k[1]);
+        for (int64_t c = 0; c < b; c += chunk)
+          fixed({x + plane * D * H * W * b + c, y + r * OW * b + c, cols.data(), kd, kh, d0, h0, H, W, OW,
+                 g.stride[2], g.pad[2], g.dil[0], g.dil[1], g.dil[2], b});
       }
       return;
     }
@@ -1020,6 +1059,11 @@ void eval_ConvTranspose(const ConvTransposeParams& p, const std::vector<Array>& 
 }
 
 void eval_Pool(const PoolParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs) {
+  eval_pool_on_isa(p, inputs, outputs, cpu_isa());
+}
+
+void eval_pool_on_isa(const PoolParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs,
+                      CpuIsa isa) {
   const Array& xa = inputs[0];
   Array& out = outputs[0];
   alloc_contiguous(out);
@@ -1031,9 +1075,9 @@ void eval_Pool(const PoolParams& p, const std::vector<Array>& inputs, std::vecto
     std::vector<float> xs;
     const float* x = contiguous_as<float, float>(xa, xs);
     if (p.kind == PoolKind::Max)
-      pool_blocked<true>(x, out_ptr<float>(out), g, p.block, false);
+      pool_blocked<true>(x, out_ptr<float>(out), g, p.block, false, isa);
     else
-      pool_blocked<false>(x, out_ptr<float>(out), g, p.block, p.count_include_pad);
+      pool_blocked<false>(x, out_ptr<float>(out), g, p.block, p.count_include_pad, isa);
     return;
   }
   dispatch_all(out.dtype(), [&]<class T>() {

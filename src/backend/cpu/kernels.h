@@ -32,6 +32,11 @@ DotRowsFn<float> dot_rows_for(CpuIsa isa);
 /// The same for double (one variant, the baseline's).
 DotRowsFn<double> dot_rows_f64();
 
+/// eval_Pool with the row kernels of `isa` (the best the CPU has at or below it) for max pooling
+/// in the blocked layout; every ISA gives the same bits.
+void eval_pool_on_isa(const PoolParams& p, const std::vector<Array>& inputs, std::vector<Array>& outputs,
+                      CpuIsa isa);
+
 /// Coordinates [ndim, count] (int64) of the non-zero elements of an evaluated CPU array.
 Array nonzero(const Array& a);
 

@@ -271,6 +271,7 @@ void run_passes(Tape& tape, const PassOptions& options) {
     pipeline.push_back({"conv_prepack", prepack_conv_weights});
     pipeline.push_back({"conv_layout", keep_blocked_layouts});
     pipeline.push_back({"pool_first", pool_before_monotone_steps});
+    pipeline.push_back({"pool_epilogue", fuse_pool_epilogues});
     pipeline.push_back({"matmul_bias", fuse_matmul_biases});
   }
   // Packing first: it reads a transposed constant B as it is, where matmul_prepack would copy it

@@ -94,6 +94,12 @@ void keep_blocked_layouts(Tape& tape);
 /// the values and their bits are the same (the argument is in pool_first.cpp).
 void pool_before_monotone_steps(Tape& tape);
 
+/// A blocked float32 CPU pooling whose output only an Add of a broadcast channel vector reads,
+/// and/or whose result only a Relu reads, applies them itself (PoolParams::epilogue_add,
+/// epilogue_relu) to each output row: the same scalar operations, so the same bits, without the
+/// step of their own (and its pass over the pooled tensor) that the fuse pass would make.
+void fuse_pool_epilogues(Tape& tape);
+
 struct PassOptions {
   std::vector<std::string> disabled;
   bool fuse = true;
@@ -110,7 +116,7 @@ struct PassOptions {
 };
 
 /// Runs the passes in order ("simplify" = identities, scalar constants, "cse", "dce",
-/// "conv_epilogue", "conv_prepack", "conv_layout", "pool_first", "matmul_bias" (none under shapeless), "matmul_prepack", then "fuse"), verifying the tape
+/// "conv_epilogue", "conv_prepack", "conv_layout", "pool_first", "pool_epilogue", "matmul_bias" (none under shapeless), "matmul_prepack", then "fuse"), verifying the tape
 /// after each.
 void run_passes(Tape& tape, const PassOptions& options);
 

@@ -310,6 +310,8 @@ struct Hasher {
     add(p.count_include_pad);
     add(static_cast<size_t>(p.block));
     add(p.ceil_mode);
+    add(static_cast<size_t>(p.epilogue_add));
+    add(p.epilogue_relu);
   }
   void operator()(const AttentionParams& p) {
     add(p.scale.has_value());
@@ -392,6 +394,8 @@ struct Printer {
        << ", strides=" << list(p.strides) << ", pads=" << list(p.padding_lo) << list(p.padding_hi)
        << ", dilations=" << list(p.dilations) << (p.ceil_mode ? ", ceil" : "");
     if (p.block) os << ", block " << p.block;
+    if (p.epilogue_add != PoolEpilogueAdd::None) os << ", then + channel";
+    if (p.epilogue_relu) os << ", then relu";
   }
   void operator()(const AttentionParams& p) {
     static const char* causal[] = {"none", "upper_left", "lower_right"};

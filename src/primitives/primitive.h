@@ -197,6 +197,7 @@ struct ConvTransposeParams {
   int64_t groups;
   bool operator==(const ConvTransposeParams&) const = default;
 };
+enum class PoolEpilogueAdd : uint8_t { None, AddAfter, AddBefore };
 struct PoolParams {
   PoolKind kind;
   std::vector<int64_t> kernel, strides, padding_lo, padding_hi, dilations;
@@ -206,6 +207,12 @@ struct PoolParams {
   /// (ConvParams::src_block; only the compile pass conv_layout sets it: float32 on the CPU, and
   /// b = C for a 2-D max pool on a GPU).
   int64_t block = 0;
+  /// Set by the CPU compile pass pool_epilogue (blocked float32 poolings): each pooled value v
+  /// becomes v + c (AddAfter) or c + v (AddBefore: the operands in the Add's order), c its
+  /// channel's entry of the second input (one per channel or one for all, in the blocked layout's
+  /// rank), then relu of that with `relu`: the steps the pass took, in their order and bits.
+  PoolEpilogueAdd epilogue_add = PoolEpilogueAdd::None;
+  bool epilogue_relu = false;
   bool operator==(const PoolParams&) const = default;
 };
 

@@ -382,8 +382,8 @@ std::vector<Shape> infer_output_shapes(const Primitive& prim, const std::vector<
       return {out};
     }
     case PrimKind::Pool: {
-      need_inputs(prim, in, 1);
       const auto& p = prim.get<PoolParams>();
+      need_inputs(prim, in, p.epilogue_add == PoolEpilogueAdd::None ? 1 : 2);
       const size_t k = p.kernel.size();
       const Shape x = unblock(prim, in, in[0], k, p.block);
       check_spatial(prim, in, x, k);

@@ -81,13 +81,15 @@ TEST(BundledModels, CnnMatchesOnnxRuntime) {
 
 // Compiled, the CNN pools each convolution's output before its bias add and ReLU (the
 // pool_first pass: ONNX Relu is smelt's relu, which never gives -0, so the pooling's choice among
-// tied values cannot change bits), at batch 32 as at batch 1; the same bits as eager.
+// tied values cannot change bits), and each pooling then applies them itself (pool_epilogue), at
+// batch 32 as at batch 1; the same bits as eager.
 TEST(BundledModels, CnnCompiledPoolsBeforeItsReLUs) {
   onnx::Model m = onnx::load(model_path("tiny_cnn"));
-  std::string tape;
+  std::string tape, epilogues;
   CompileOptions o;
   o.dump = [&](const std::string& pass, const std::string& t) {
     if (pass == "pool_first") tape = t;  // before the fuse pass folds the ReLUs into kernels
+    if (pass == "pool_epilogue") epilogues = t;
   };
   auto traced = compile(
       [&](const std::vector<Array>& in) { return std::vector<Array>{onnx::run(m, {onnx::Value::tensor(in[0])})[0].array()}; },
@@ -106,6 +108,12 @@ TEST(BundledModels, CnnCompiledPoolsBeforeItsReLUs) {
     }
     EXPECT_EQ(pools, 3u) << tape;
     EXPECT_EQ(tape.find("Binary(Maximum)"), std::string::npos) << tape;
+    size_t with_epilogue = 0;
+    for (size_t at = epilogues.find("then + channel, then relu"); at != std::string::npos;
+         at = epilogues.find("then + channel, then relu", at + 1))
+      ++with_epilogue;
+    EXPECT_EQ(with_epilogue, 3u) << epilogues;
+    EXPECT_EQ(epilogues.find("Unary(Relu)"), std::string::npos) << epilogues;
   }
 }
 

@@ -713,6 +713,10 @@ struct BlockedMaxRow {
   const Range* cols;
   Range kd, kh;
   int64_t d0, h0, H, W, OW, stride_w, pad_w, dil_d, dil_h, dil_w, pix;
+  /// The pooling's epilogue on each output before it is stored: + chan[lane] (in the Add's
+  /// operand order) with `chan` set, then relu with `relu` (PoolParams::epilogue_add, _relu).
+  const float* chan;
+  bool add_before, relu;
 };
 
 /// kL float lanes as one GCC vector (a register of the target's width) and its lane mask (the
@@ -795,6 +799,20 @@ template <int kB, int kWidth, bool kExact>
             for (int n = 0; n < kN; ++n) take(a[n], n, src);
           }
     }
+    if (r.chan || r.relu) {
+#pragma GCC unroll 4
+      for (int n = 0; n < kN; ++n) {
+        if (r.chan) {
+          V c;
+          std::memcpy(&c, r.chan + n * kL, sizeof c);
+          a[n] = r.add_before ? c + a[n] : a[n] + c;  // scalar::add's float addition, lane-wise
+        }
+        if (r.relu) {
+          const M nonpositive = a[n] <= 0.0f;
+          a[n] = nonpositive ? V{} : a[n];  // scalar::relu: !(v <= 0) ? v : +0, NaN kept
+        }
+      }
+    }
     std::memcpy(r.yr + ow * pix, a, sizeof a);
   }
   if constexpr (!kExact) {
@@ -863,12 +881,52 @@ int64_t max_row_chunk(int64_t b) {
   return 0;
 }
 
+/// A pooling's epilogue (PoolParams::epilogue_add, epilogue_relu) on the n values of one output
+/// row of a block at `y` (positions of b lanes), `chan` that block's b channel values: the scalar
+/// add in the replaced Add's operand order, then relu, as the eager steps compute them.
+template <PoolEpilogueAdd kAdd, bool kRelu>
+void pool_epilogue_row(float* y, int64_t n, int64_t b, const float* chan) {
+  for (int64_t i = 0; i < n; i += b)
+    for (int64_t l = 0; l < b; ++l) {
+      float v = y[i + l];
+      if constexpr (kAdd == PoolEpilogueAdd::AddAfter) v = scalar::add<float>(v, chan[l]);
+      if constexpr (kAdd == PoolEpilogueAdd::AddBefore) v = scalar::add<float>(chan[l], v);
+      if constexpr (kRelu) v = scalar::relu<float>(v);
+      y[i + l] = v;
+    }
+}
+
+using PoolEpilogueFn = void (*)(float*, int64_t, int64_t, const float*);
+
+/// The epilogue's row function, or null when the pooling has none.
+PoolEpilogueFn pool_epilogue_for(PoolEpilogueAdd add, bool relu) {
+  switch (add) {
+    case PoolEpilogueAdd::None: return relu ? pool_epilogue_row<PoolEpilogueAdd::None, true> : nullptr;
+    case PoolEpilogueAdd::AddAfter:
+      return relu ? pool_epilogue_row<PoolEpilogueAdd::AddAfter, true> : pool_epilogue_row<PoolEpilogueAdd::AddAfter, false>;
+    case PoolEpilogueAdd::AddBefore:
+      return relu ? pool_epilogue_row<PoolEpilogueAdd::AddBefore, true>
+                  : pool_epilogue_row<PoolEpilogueAdd::AddBefore, false>;
+  }
+  return nullptr;
+}
+
+/// What a blocked pooling applies to each output: the row function (for the rows the max row
+/// kernels do not take), the channel values by blocked channel index (block * b + lane; null
+/// without an add) and the operand order and relu flag for the row kernels.
+struct PoolEpilogue {
+  PoolEpilogueFn fn = nullptr;
+  const float* channels = nullptr;
+  bool add_before = false, relu = false;
+};
+
 /// Pooling of float32 data in the channel-blocked layout [N, C/b, D, H, W, b] (the compile pass
 /// conv_layout): the b lanes of a block are b channels, each reduced over its window in pool()'s
 /// order (kd, kh, kw ascending, the same valid positions) with the same comparison (NaN wins) or
 /// double sum and division, so every value is pool()'s on the row-major data, bit for bit.
 template <bool kMax>
-void pool_blocked(const float* x, float* y, const Geom& g, int64_t b, bool count_include_pad, CpuIsa isa) {
+void pool_blocked(const float* x, float* y, const Geom& g, int64_t b, bool count_include_pad, CpuIsa isa,
+                  const PoolEpilogue& epilogue) {
   using Acc = std::conditional_t<kMax, float, double>;
   const int64_t OD = g.out[0], OH = g.out[1], OW = g.out[2];
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2];
@@ -887,15 +945,25 @@ void pool_blocked(const float* x, float* y, const Geom& g, int64_t b, bool count
   // Max pooling: the row kernel with a chunk of the block in registers, chunk by chunk.
   const int64_t chunk = kMax ? max_row_chunk(b) : 0;
   const BlockedMaxRowFn fixed = chunk ? blocked_max_row_for(chunk, isa) : nullptr;
+  // The epilogue of output row r, right after the row (its lines still in the cache).
+  const int64_t blocks = g.in_ch / b;
+  auto channels_of = [&](int64_t r) {
+    return epilogue.channels ? epilogue.channels + r / (OH * OD) % blocks * b : nullptr;
+  };
+  auto finish_row = [&](int64_t r) {
+    if (epilogue.fn) epilogue.fn(y + r * OW * b, OW * b, b, channels_of(r));
+  };
   parallel_for(rows, std::max<int64_t>(1, kGrain / work), [&](int64_t rb, int64_t re) {
     if (fixed) {
       for (int64_t r = rb; r < re; ++r) {
         const int64_t oh = r % OH, od = (r / OH) % OD, plane = r / (OH * OD);
         const int64_t d0 = od * g.stride[0] - g.pad[0], h0 = oh * g.stride[1] - g.pad[1];
         const Range kd = valid_range(d0, g.dil[0], 0, D, g.k[0]), kh = valid_range(h0, g.dil[1], 0, H, g.k[1]);
+        const float* chan = channels_of(r);
         for (int64_t c = 0; c < b; c += chunk)
           fixed({x + plane * D * H * W * b + c, y + r * OW * b + c, cols.data(), kd, kh, d0, h0, H, W, OW,
-                 g.stride[2], g.pad[2], g.dil[0], g.dil[1], g.dil[2], b});
+                 g.stride[2], g.pad[2], g.dil[0], g.dil[1], g.dil[2], b, chan ? chan + c : nullptr,
+                 epilogue.add_before, epilogue.relu});
       }
       return;
     }
@@ -938,6 +1006,7 @@ void pool_blocked(const float* x, float* y, const Geom& g, int64_t b, bool count
           for (int64_t c = 0; c < b; ++c) dst[c] = static_cast<float>(a[c] / static_cast<double>(count));
         }
       }
+      finish_row(r);
     }
   });
 }
@@ -1074,12 +1143,37 @@ void eval_pool_on_isa(const PoolParams& p, const std::vector<Array>& inputs, std
     SMELT_ASSERT(out.dtype() == Dtype::Float32 && xa.size() > 0, "pool: a blocked layout needs float32 data");
     std::vector<float> xs;
     const float* x = contiguous_as<float, float>(xa, xs);
+    PoolEpilogue epilogue{pool_epilogue_for(p.epilogue_add, p.epilogue_relu), nullptr,
+                          p.epilogue_add == PoolEpilogueAdd::AddBefore, p.epilogue_relu};
+    std::vector<float> table, storage;
+    if (p.epilogue_add != PoolEpilogueAdd::None) {
+      // The channel values [1, C/b or 1, 1..., b or 1] (the pass pool_epilogue checked the shape),
+      // spread to one per blocked channel.
+      SMELT_ASSERT(inputs.size() == 2 && inputs[1].dtype() == Dtype::Float32, "pool: the epilogue's add needs its channel values");
+      const Shape& cs = inputs[1].shape();
+      const float* c = contiguous_as<float, float>(inputs[1], storage);
+      const int64_t blocks = g.in_ch / p.block, per_block = cs.back(), by_block = cs[1];
+      SMELT_ASSERT(cs.size() == out.shape().size() && (by_block == 1 || by_block == blocks) &&
+                       (per_block == 1 || per_block == p.block) && inputs[1].size() == by_block * per_block,
+                   "pool: the epilogue's channel values have the wrong shape");
+      if (by_block == blocks && per_block == p.block) {
+        epilogue.channels = c;  // one value per channel in the blocked order already
+      } else {
+        table.resize(static_cast<size_t>(g.in_ch));
+        for (int64_t k = 0; k < blocks; ++k)
+          for (int64_t l = 0; l < p.block; ++l)
+            table[k * p.block + l] = c[(by_block > 1 ? k : 0) * per_block + (per_block > 1 ? l : 0)];
+        epilogue.channels = table.data();
+      }
+    }
     if (p.kind == PoolKind::Max)
-      pool_blocked<true>(x, out_ptr<float>(out), g, p.block, false, isa);
+      pool_blocked<true>(x, out_ptr<float>(out), g, p.block, false, isa, epilogue);
     else
-      pool_blocked<false>(x, out_ptr<float>(out), g, p.block, p.count_include_pad, isa);
+      pool_blocked<false>(x, out_ptr<float>(out), g, p.block, p.count_include_pad, isa, epilogue);
     return;
   }
+  SMELT_ASSERT(p.epilogue_add == PoolEpilogueAdd::None && !p.epilogue_relu,
+               "pool: an epilogue needs the blocked layout (the pass pool_epilogue sets both)");
   dispatch_all(out.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       throw DtypeError("pool: bool is not supported");

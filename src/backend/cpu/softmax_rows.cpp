@@ -3,8 +3,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "src/backend/cpu/scalar_math.h"
 
@@ -22,14 +27,18 @@ using scalar::select;
   const float big = xc * 1.44269504088896341f + kMagic;
   const float nf = big - kMagic;
   const int32_t ni = std::bit_cast<int32_t>(big) - std::bit_cast<int32_t>(kMagic);
-  float r = xc - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
+  // Fused multiply-adds (one rounding each, exact on every ISA; instructions from x86-64-v3 on,
+  // the C library's fmaf below): nf * ln2_hi is exact, so the first is xc - nf * ln2_hi.
+  float r = std::fma(nf, -0.693359375f, xc);
+  r = std::fma(nf, 2.12194440e-4f, r);
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  // Not fused: p r^2 + r with one rounding measured 1.0103 ulp at worst (at -5.8778844), with
+  // two 0.99 (every float of [-87.33, 88]).
   const float y = (p * (r * r) + r) + 1.0f;
   const float scaled = y * std::bit_cast<float>((ni + 127) << 23);
   const float z = select(x < -87.33654f, 0.0f, scaled);
@@ -122,6 +131,12 @@ template <bool kAdd>
 typedef float WideVector __attribute__((vector_size(2 * kLanes * sizeof(float))));
 typedef int32_t WideBits __attribute__((vector_size(2 * kLanes * sizeof(int32_t))));
 
+/// a * b + c lane-wise with one rounding, as std::fma.
+[[gnu::always_inline]] __attribute__((target("arch=x86-64-v4"))) inline WideVector fma_wide(WideVector a, WideVector b,
+                                                                                       WideVector c) {
+  return (WideVector)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+}
+
 /// exp_body on every lane: the same float operations in the same order.
 [[gnu::always_inline]] __attribute__((target("arch=x86-64-v4"))) inline WideVector exp_wide(WideVector x) {
   const WideVector zero = {}, magic = zero + 12582912.0f;
@@ -130,14 +145,14 @@ typedef int32_t WideBits __attribute__((vector_size(2 * kLanes * sizeof(int32_t)
   const WideVector big = xc * 1.44269504088896341f + magic;
   const WideVector nf = big - magic;
   const WideBits ni = (WideBits)big - (WideBits)magic;  // a GCC vector cast keeps the bits
-  WideVector r = xc - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
+  WideVector r = fma_wide(nf, zero - 0.693359375f, xc);
+  r = fma_wide(nf, zero + 2.12194440e-4f, r);
   WideVector p = zero + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  p = fma_wide(p, r, zero + 1.3981999507e-3f);
+  p = fma_wide(p, r, zero + 8.3334519073e-3f);
+  p = fma_wide(p, r, zero + 4.1665795894e-2f);
+  p = fma_wide(p, r, zero + 1.6666665459e-1f);
+  p = fma_wide(p, r, zero + 5.0000001201e-1f);
   const WideVector y = (p * (r * r) + r) + 1.0f;
   const WideBits two_n = (ni + 127) << 23;
   const WideVector scaled = y * (WideVector)two_n;

@@ -69,6 +69,9 @@ template <int kB, int kWidth, bool kExact>
   // arithmetic per position, which cost more than the position's comparisons.
   const bool two_by_two = r.kd.last - r.kd.first == 1 && r.kh.first == 0 && r.kh.last == 2 && r.dil_h == 1 &&
                           r.dil_w == 1;
+  // Likewise a 3 x 3 window wholly inside the input (a ResNet stem's pooling, away from the edges).
+  const bool three_by_three = r.kd.last - r.kd.first == 1 && r.kh.first == 0 && r.kh.last == 3 && r.dil_h == 1 &&
+                              r.dil_w == 1;
   const int64_t pix = r.pix;
   for (int64_t ow = 0; ow < r.OW; ++ow) {
     const int64_t w0 = ow * r.stride_w - r.pad_w;
@@ -84,6 +87,13 @@ template <int kB, int kWidth, bool kExact>
       for (int q = 0; q < 4; ++q)
 #pragma GCC unroll 4
         for (int n = 0; n < kN; ++n) take(a[n], n, at[q]);
+    } else if (three_by_three && kw.first == 0 && kw.last == 3) {
+      const float* p0 = r.xp + (((r.d0 + r.kd.first * r.dil_d) * r.H + r.h0) * r.W + w0) * pix;
+      for (int i = 0; i < 3; ++i)
+#pragma GCC unroll 3
+        for (int l = 0; l < 3; ++l)
+#pragma GCC unroll 4
+          for (int n = 0; n < kN; ++n) take(a[n], n, p0 + (i * r.W + l) * pix);
     } else {
       for (int64_t i = r.kd.first; i < r.kd.last; ++i)
         for (int64_t j = r.kh.first; j < r.kh.last; ++j)

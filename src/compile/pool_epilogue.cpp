@@ -1,4 +1,4 @@
-// The pool_epilogue pass: a blocked CPU pooling absorbs the per-channel add and the ReLU that follow it (pool_first's moved steps).
+// The pool_epilogue pass: a blocked CPU pooling takes in the channel add and ReLU after it (pool_first's moved steps).
 //
 // After pool_first, a convolution's bias and ReLU run on the pooled values as a Broadcast, an Add
 // and a Relu, which the fuse pass made one generated kernel: a step of its own that reads and

@@ -87,7 +87,8 @@ TEST(PoolEpilogue, TheKernelsEpilogueGivesTheSeparateStepsBits) {
   const float window[4] = {-0.0f, -1.0f, -2.0f, -3.0f};
   for (int q = 0; q < 4; ++q) xv[static_cast<size_t>((3 * 6 + q / 2) * 6 + q % 2)] = window[q];
   const Array rows(xv, Shape{2, c, 6, 6});
-  const Array blocked = reshape(copy(transpose(reshape(rows, {2, blocks, b, 6, 6}), {0, 1, 3, 4, 2})), {2, blocks, 6, 6, b});
+  const Array blocked =
+      reshape(copy(transpose(reshape(rows, {2, blocks, b, 6, 6}), {0, 1, 3, 4, 2})), {2, blocks, 6, 6, b});
   eval({blocked});
   std::vector<float> chan = test::random_array({c}, float32, -1, 1, 31).to_vector<float>();
   chan[3] = -0.0f;

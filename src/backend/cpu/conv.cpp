@@ -722,7 +722,8 @@ PoolEpilogueFn pool_epilogue_for(PoolEpilogueAdd add, bool relu) {
   switch (add) {
     case PoolEpilogueAdd::None: return relu ? pool_epilogue_row<PoolEpilogueAdd::None, true> : nullptr;
     case PoolEpilogueAdd::AddAfter:
-      return relu ? pool_epilogue_row<PoolEpilogueAdd::AddAfter, true> : pool_epilogue_row<PoolEpilogueAdd::AddAfter, false>;
+      return relu ? pool_epilogue_row<PoolEpilogueAdd::AddAfter, true>
+                  : pool_epilogue_row<PoolEpilogueAdd::AddAfter, false>;
     case PoolEpilogueAdd::AddBefore:
       return relu ? pool_epilogue_row<PoolEpilogueAdd::AddBefore, true>
                   : pool_epilogue_row<PoolEpilogueAdd::AddBefore, false>;
@@ -968,7 +969,8 @@ void eval_pool_on_isa(const PoolParams& p, const std::vector<Array>& inputs, std
     if (p.epilogue_add != PoolEpilogueAdd::None) {
       // The channel values [1, C/b or 1, 1..., b or 1] (the pass pool_epilogue checked the shape),
       // spread to one per blocked channel.
-      SMELT_ASSERT(inputs.size() == 2 && inputs[1].dtype() == Dtype::Float32, "pool: the epilogue's add needs its channel values");
+      SMELT_ASSERT(inputs.size() == 2 && inputs[1].dtype() == Dtype::Float32,
+                   "pool: the epilogue's add needs its channel values");
       const Shape& cs = inputs[1].shape();
       const float* c = contiguous_as<float, float>(inputs[1], storage);
       const int64_t blocks = g.in_ch / p.block, per_block = cs.back(), by_block = cs[1];

@@ -68,6 +68,13 @@ inline float sel(bool c, float a, float b) {
   const uint32_t m = 0 - static_cast<uint32_t>(c);
   return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
 }
+/// c0 x^n + c1 x^(n-1) + ... + cn by Horner's rule in fused multiply-adds (one rounding each, the
+/// same on every ISA): ((c0 x + c1) x + c2) ...
+inline float horner_fma(float, float c) { return c; }
+template <class... C>
+inline float horner_fma(float x, float c0, float c1, C... rest) {
+  return horner_fma(x, std::fma(c0, x, c1), rest...);
+}
 /// min(max(x, lo), hi), keeping NaN.
 inline float clamp(float x, float lo, float hi) {
   x = sel(x < lo, lo, x);
@@ -422,36 +429,22 @@ inline float sigmoid(float x) {
 inline float erf(float x) {
   const float a = detail::clamp(std::fabs(x), 0.0f, 4.0f);
   const float z = a * a;
-  float p = 8.714052091818303e-05f;
-  p = std::fma(p, z, -0.0008220516028814018f);
-  p = std::fma(p, z, 0.005207621492445469f);
-  p = std::fma(p, z, -0.026861969381570816f);
-  p = std::fma(p, z, 0.11283741146326065f);
-  p = std::fma(p, z, -0.37612637877464294f);
-  p = std::fma(p, z, 0.12837916612625122f);
+  const float p = detail::horner_fma(z, 8.714052091818303e-05f, -0.0008220516028814018f, 0.005207621492445469f,
+                                     -0.026861969381570816f, 0.11283741146326065f, -0.37612637877464294f,
+                                     0.12837916612625122f);
   const float small = std::fma(a, p, a);
   const float t = a - 1.0f;
-  float q = 0.00013674488582182676f;
-  q = std::fma(q, t, -0.0012579170288518071f);
-  q = std::fma(q, t, 0.0054381233640015125f);
-  q = std::fma(q, t, -0.015798818320035934f);
-  q = std::fma(q, t, 0.03734898939728737f);
-  q = std::fma(q, t, -0.07921945303678513f);
-  q = std::fma(q, t, 0.15437638759613037f);
-  q = std::fma(q, t, -0.2732122540473938f);
-  const float s = q * t;
-  q = s + 0.4275835454463959f;
+  const float s = t * detail::horner_fma(t, 0.00013674488582182676f, -0.0012579170288518071f,
+                                         0.0054381233640015125f, -0.015798818320035934f, 0.03734898939728737f,
+                                         -0.07921945303678513f, 0.15437638759613037f, -0.2732122540473938f);
+  const float q = s + 0.4275835454463959f;
   // e^-z = 2^-k e^r: k = round(z / ln2) by the 1.5 * 2^23 trick (z <= 16), r = k ln2 - z with
   // ln 2 split so that k * ln2_hi is exact; e^r - 1 by a Taylor polynomial, |r| <= ln2 / 2.
   const float kf = (z * 1.44269504f + 12582912.0f) - 12582912.0f;
   const float r = std::fma(kf, 1.42860677e-06f, kf * 0.693145752f - z);
-  float e = 1.98756912e-04f;
-  e = std::fma(e, r, 1.39800171e-03f);
-  e = std::fma(e, r, 8.33333377e-03f);
-  e = std::fma(e, r, 4.16666627e-02f);
-  e = std::fma(e, r, 1.66666672e-01f);
-  e = std::fma(e, r, 0.5f);
-  e = std::fma(r * r, e, r);
+  const float e_tail = detail::horner_fma(r, 1.98756912e-04f, 1.39800171e-03f, 8.33333377e-03f, 4.16666627e-02f,
+                                          1.66666672e-01f, 0.5f);
+  const float e = std::fma(r * r, e_tail, r);
   const uint32_t k = std::bit_cast<uint32_t>(kf + 12582912.0f) & 0x3fffffu;
   const float scale = std::bit_cast<float>((127u - k) << 23);
   const float large = 1.0f - (0.4275835454463959f + std::fma(q, e, s)) * scale;

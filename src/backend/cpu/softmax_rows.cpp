@@ -31,12 +31,8 @@ using scalar::select;
   // the C library's fmaf below): nf * ln2_hi is exact, so the first is xc - nf * ln2_hi.
   float r = std::fma(nf, -0.693359375f, xc);
   r = std::fma(nf, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
+  const float p = vmath::detail::horner_fma(r, 1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                                            1.6666665459e-1f, 5.0000001201e-1f);
   // Not fused: p r^2 + r with one rounding measured 1.0103 ulp at worst (at -5.8778844), with
   // two 0.99 (every float of [-87.33, 88]).
   const float y = (p * (r * r) + r) + 1.0f;
